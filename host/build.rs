@@ -1,0 +1,44 @@
+//! Embeds `target/ptx/kernels.ptx` (written by `cargo xtask build-ptx`) when it matches the
+//! kernel sources; otherwise embeds the reason it cannot be used, which the library reports as an
+//! error at run time. A missing or stale PTX is never embedded silently.
+
+#[path = "../xtask/src/fingerprint.rs"]
+mod fingerprint;
+
+use std::path::Path;
+
+fn main() {
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    let root = Path::new(&manifest_dir).parent().unwrap();
+    let ptx_path = root.join("target/ptx/kernels.ptx");
+    let manifest_path = root.join("target/ptx/kernels.json");
+    for input in fingerprint::kernel_inputs(root).unwrap_or_default() {
+        println!("cargo:rerun-if-changed={}", input.display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("kernels/src").display());
+    println!("cargo:rerun-if-changed={}", ptx_path.display());
+    println!("cargo:rerun-if-changed={}", manifest_path.display());
+
+    let (ptx, manifest, problem) = match check(root, &ptx_path, &manifest_path) {
+        Ok((ptx, manifest)) => (ptx, manifest, None),
+        Err(problem) => (String::new(), "{}".to_string(), Some(problem)),
+    };
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).to_path_buf();
+    std::fs::write(out.join("kernels.ptx"), ptx).unwrap();
+    std::fs::write(out.join("kernels.json"), manifest).unwrap();
+    std::fs::write(out.join("ptx_problem.rs"), format!("{problem:?}")).unwrap();
+}
+
+fn check(root: &Path, ptx_path: &Path, manifest_path: &Path) -> Result<(String, String), String> {
+    let build = "run `cargo xtask build-ptx --release` and rebuild";
+    let ptx = std::fs::read_to_string(ptx_path).map_err(|_| format!("no PTX at {}: {build}", ptx_path.display()))?;
+    let manifest = std::fs::read_to_string(manifest_path)
+        .map_err(|_| format!("no PTX manifest at {}: {build}", manifest_path.display()))?;
+    let recorded: serde_json::Value =
+        serde_json::from_str(&manifest).map_err(|e| format!("unreadable PTX manifest ({e}): {build}"))?;
+    let current = fingerprint::kernel_fingerprint(root).map_err(|e| format!("cannot read the kernel sources: {e}"))?;
+    if recorded["fingerprint"].as_str() != Some(current.as_str()) {
+        return Err(format!("the PTX is stale: kernels/ changed after it was built; {build}"));
+    }
+    Ok((ptx, manifest))
+}

@@ -1,0 +1,275 @@
+//! `host matmul`: the ladder for one shape, from the CPU's triple loop through each kernel to
+//! cuBLAS, each timed with CUDA events and optionally checked against a float64 reference.
+
+use crate::cublas::Sgemm;
+use crate::error::{HostError, format_bytes};
+use crate::gpu::Gpu;
+use crate::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
+use crate::reference::{MatmulReference, matmul_cpu_triple_loop, random_matrix};
+use crate::timing::{Timing, rotation_sets, time_launches};
+use clap::{Args, ValueEnum};
+use rand::SeedableRng;
+
+/// The Guide's single-threaded CPU loop runs at ~1 GFLOP/s; above this many FLOPs (1024^3 * 2)
+/// it would take minutes, so the CPU row is skipped and says so.
+pub const CPU_TRIPLE_LOOP_MAX_FLOPS: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// Arguments of `host matmul`.
+#[derive(Args, Debug)]
+pub struct MatmulArgs {
+    /// Rows of A and C.
+    #[arg(long)]
+    pub m: usize,
+    /// Columns of A, rows of B.
+    #[arg(long)]
+    pub k: usize,
+    /// Columns of B and C.
+    #[arg(long)]
+    pub n: usize,
+    /// Kernels to run: naive, tiled16, tiled32, a comma-separated list, or all.
+    #[arg(long, default_value = "all", value_parser = parse_variants)]
+    pub variant: VariantSelection,
+    /// Timed runs per kernel (the median is reported).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Check every result against a float64 CPU reference (error relative to sum |a*b|).
+    #[arg(long)]
+    pub check: bool,
+    /// Seed for the random inputs (default: fresh each run).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// The variants `--variant` selected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VariantSelection(pub Vec<MatmulVariant>);
+
+/// Parses `all` or a comma-separated list of variant names.
+pub fn parse_variants(text: &str) -> Result<VariantSelection, String> {
+    if text == "all" {
+        return Ok(VariantSelection(MatmulVariant::ALL.to_vec()));
+    }
+    let mut chosen = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        let v = MatmulVariant::from_str(name, true).map_err(|_| {
+            let names: Vec<&str> = MatmulVariant::ALL.iter().map(|v| v.name()).collect();
+            format!("unknown variant `{name}`: choose from {}, or all", names.join(", "))
+        })?;
+        if !chosen.contains(&v) {
+            chosen.push(v);
+        }
+    }
+    Ok(VariantSelection(chosen))
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    /// Variant or baseline name.
+    pub name: String,
+    /// Event timings (or one wall-clock run for the CPU), if it ran.
+    pub timing: Option<Timing>,
+    /// Error relative to sum |a*b|, when checked.
+    pub error: Option<f64>,
+    /// Why it did not run, or how it was measured.
+    pub note: String,
+}
+
+/// Runs the command.
+pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
+    let shape = MatmulShape::new(args.m, args.k, args.n)?;
+    let gpu = Gpu::open(device)?;
+    let info = gpu.info();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed.unwrap_or_else(rand::random));
+
+    let set_bytes = shape.bytes();
+    gpu.ensure_fits(&format!("a {shape} matmul"), set_bytes)?;
+    let free = info.free_memory.saturating_sub(256 << 20);
+    let sets = rotation_sets(set_bytes, info.l2_bytes).min((free / set_bytes).max(1) as usize);
+    let (la, lb, _) = shape.lens();
+    let mut host_inputs = Vec::with_capacity(sets);
+    let mut mats = Vec::with_capacity(sets);
+    for _ in 0..sets {
+        let (a, b) = (random_matrix(&mut rng, la), random_matrix(&mut rng, lb));
+        mats.push(DeviceMatrices::upload(&gpu, shape, &a, &b)?);
+        host_inputs.push((a, b));
+    }
+    println!(
+        "device: {} (sm_{}{}, {} SMs); PTX {} ({} build)",
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        info.sm_count,
+        gpu.ptx_info().arch,
+        gpu.ptx_info().profile
+    );
+    println!(
+        "matmul {shape} ({:.2} GFLOP, {} per input set): median of {} CUDA-event runs after {} warm-ups, inputs rotated over {sets} set(s)",
+        shape.flops() / 1e9,
+        format_bytes(set_bytes),
+        args.repeat,
+        args.warmup
+    );
+    if gpu.ptx_info().profile != "release" {
+        println!(
+            "note: the PTX is a checked build (bounds and overflow checks): build it with --release for representative times"
+        );
+    }
+    let reference = args.check.then(|| {
+        eprintln!("computing the float64 reference on {} CPU threads...", rayon::current_num_threads());
+        MatmulReference::new(&host_inputs[0].0, &host_inputs[0].1, shape.m, shape.k, shape.n)
+    });
+
+    let (warmup, repeat) = (args.warmup as usize, args.repeat as usize);
+    let mut rows = Vec::new();
+    if shape.flops() <= CPU_TRIPLE_LOOP_MAX_FLOPS {
+        let (a, b) = &host_inputs[0];
+        let start = std::time::Instant::now();
+        let c = matmul_cpu_triple_loop(a, b, shape.m, shape.k, shape.n);
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        rows.push(Row {
+            name: "cpu (Guide triple loop)".into(),
+            timing: Timing::from_samples(vec![ms]),
+            error: reference.as_ref().map(|r| r.max_error(&c)),
+            note: "1 thread, 1 run, wall clock".into(),
+        });
+    } else {
+        rows.push(Row {
+            name: "cpu (Guide triple loop)".into(),
+            timing: None,
+            error: None,
+            note: format!("skipped above {:.1} GFLOP", CPU_TRIPLE_LOOP_MAX_FLOPS / 1e9),
+        });
+    }
+    for &variant in &args.variant.0 {
+        let error = match &reference {
+            Some(r) => Some(r.max_error(&matmul::run(&gpu, variant, &mut mats[0])?)),
+            None => None,
+        };
+        let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch(&gpu, variant, &mut mats[i % sets]))?;
+        rows.push(Row { name: variant.name().into(), timing: Some(timing), error, note: String::new() });
+    }
+    match Sgemm::new(&gpu) {
+        Ok(sgemm) => {
+            let error = match &reference {
+                Some(r) => {
+                    mats[0].poison_c(&gpu)?;
+                    sgemm.launch(&mut mats[0])?;
+                    Some(r.max_error(&gpu.download(&mats[0].c)?))
+                }
+                None => None,
+            };
+            let timing = time_launches(&gpu, warmup, repeat, |i| sgemm.launch(&mut mats[i % sets]))?;
+            rows.push(Row { name: "cublas sgemm".into(), timing: Some(timing), error, note: "FP32, no TF32".into() });
+        }
+        Err(e) => {
+            rows.push(Row { name: "cublas sgemm".into(), timing: None, error: None, note: format!("unavailable: {e}") })
+        }
+    }
+
+    print!("{}", render(shape, &rows));
+    if let Some(r) = &reference {
+        let failed: Vec<&str> = rows
+            .iter()
+            .filter(|row| row.error.is_some_and(|e| e > r.tolerance()))
+            .map(|row| row.name.as_str())
+            .collect();
+        if !failed.is_empty() {
+            return Err(HostError::InvalidInput(format!(
+                "check failed: {} exceeded the error bound {:.2e} (k * f32::EPSILON)",
+                failed.join(", "),
+                r.tolerance()
+            ))
+            .into());
+        }
+        println!("check: every result within {:.2e} of the float64 reference (error / sum|a*b|)", r.tolerance());
+    }
+    Ok(())
+}
+
+/// The report table: time, rate and ratio to cuBLAS per row.
+pub fn render(shape: MatmulShape, rows: &[Row]) -> String {
+    let cublas_ms = rows.iter().find(|r| r.name.starts_with("cublas")).and_then(|r| r.timing).map(|t| t.median_ms);
+    let mut out = format!(
+        "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
+        "variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "max error", "note"
+    );
+    for row in rows {
+        let cell = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        let t = row.timing;
+        out += &format!(
+            "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
+            row.name,
+            cell(t.map(|t| format!("{:.3}", t.median_ms))),
+            cell(t.map(|t| format!("{:.3}", t.min_ms))),
+            cell(t.map(|t| format!("{:.3}", t.max_ms))),
+            cell(t.map(|t| format!("{:.0}", shape.flops() / (t.median_ms * 1e6)))),
+            cell(t.zip(cublas_ms).map(|(t, c)| format!("{:.2}", t.median_ms / c))),
+            cell(row.error.map(|e| format!("{e:.1e}"))),
+            row.note
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn variant_accepts_all_single_names_and_lists() {
+        assert_eq!(parse_variants("all").unwrap().0, MatmulVariant::ALL.to_vec());
+        assert_eq!(parse_variants("tiled16").unwrap().0, vec![MatmulVariant::Tiled16]);
+        assert_eq!(
+            parse_variants("naive, tiled32,naive").unwrap().0,
+            vec![MatmulVariant::Naive, MatmulVariant::Tiled32]
+        );
+        let err = parse_variants("tiled8").unwrap_err();
+        assert!(err.contains("unknown variant `tiled8`") && err.contains("tiled32"), "{err}");
+    }
+
+    #[test]
+    fn matmul_command_line_parses_sizes_variant_repeat_and_check() {
+        let cli = Cli::try_parse_from([
+            "host",
+            "matmul",
+            "--m",
+            "1000",
+            "--k",
+            "800",
+            "--n",
+            "1200",
+            "--variant",
+            "tiled32",
+            "--repeat",
+            "5",
+            "--check",
+        ])
+        .unwrap();
+        let Command::Matmul(args) = cli.command else { panic!("not matmul") };
+        assert_eq!((args.m, args.k, args.n, args.repeat, args.check), (1000, 800, 1200, 5, true));
+        assert_eq!(args.variant.0, vec![MatmulVariant::Tiled32]);
+        assert!(Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1", "--n", "1", "--repeat", "0"]).is_err());
+        assert!(Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1"]).is_err());
+    }
+
+    #[test]
+    fn render_shows_rate_and_ratio_to_cublas_and_dashes_for_missing_values() {
+        let shape = MatmulShape::new(1024, 1024, 1024).unwrap();
+        let t = |ms| Timing::from_samples(vec![ms]);
+        let rows = vec![
+            Row { name: "tiled16".into(), timing: t(0.5), error: Some(1e-7), note: String::new() },
+            Row { name: "cublas sgemm".into(), timing: t(0.05), error: None, note: "FP32".into() },
+            Row { name: "cpu".into(), timing: None, error: None, note: "skipped".into() },
+        ];
+        let text = render(shape, &rows);
+        let tiled = text.lines().find(|l| l.starts_with("tiled16")).unwrap();
+        assert!(tiled.contains("4295") && tiled.contains("10.00") && tiled.contains("1.0e-7"), "{tiled}");
+        assert!(text.lines().find(|l| l.starts_with("cpu")).unwrap().contains("-"));
+    }
+}

@@ -1,0 +1,35 @@
+//! The `host` command line: `info` and `matmul`, one module per subcommand.
+
+pub mod info;
+pub mod matmul;
+
+use clap::{Parser, Subcommand};
+
+/// Runs the Rust-built GPU kernels, checks them against the CPU and times them.
+#[derive(Parser, Debug)]
+#[command(name = "host", version, about)]
+pub struct Cli {
+    /// CUDA device index.
+    #[arg(long, global = true, default_value_t = 0)]
+    pub device: usize,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Describe the GPU, the driver and the embedded PTX.
+    Info,
+    /// Multiply random matrices with each kernel variant, timed with CUDA events.
+    Matmul(matmul::MatmulArgs),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Info => info::run(cli.device),
+        Command::Matmul(args) => matmul::run(cli.device, &args),
+    }
+}

@@ -1,0 +1,21 @@
+//! Host side of the project: opens the GPU, loads the PTX that rustc's nvptx64 backend built
+//! from `kernels/`, plans and launches each kernel through `cudarc`, times launches with CUDA
+//! events, and checks results against CPU references.
+//!
+//! Layout mirrors `kernels/`: each kernel family's launch planning sits in the module of the same
+//! name (`matmul_naive`, `matmul_tiled`), and [`matmul::MatmulVariant`] is the one table of
+//! variants that the CLI, the tests and the benchmarks iterate.
+
+pub mod cli;
+pub mod cublas;
+pub mod error;
+pub mod gpu;
+pub mod matmul;
+pub mod matmul_naive;
+pub mod matmul_tiled;
+pub mod ptx;
+pub mod reference;
+pub mod timing;
+
+pub use error::{HostError, Result};
+pub use gpu::Gpu;

@@ -1,0 +1,28 @@
+//! Launch planning for `kernels::matmul_naive`.
+
+use crate::error::Result;
+use crate::matmul::{MatmulShape, grid_over_c};
+use cudarc::driver::LaunchConfig;
+use kernels::matmul_naive::{BLOCK_X, BLOCK_Y};
+
+/// One thread per element of `C`: `BLOCK_X x BLOCK_Y` blocks over `C`, columns on x.
+pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
+    Ok(LaunchConfig {
+        grid_dim: grid_over_c(shape, BLOCK_X, BLOCK_Y)?,
+        block_dim: (BLOCK_X, BLOCK_Y, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn naive_plan_gives_one_thread_per_output_on_rectangular_shapes() {
+        let cfg = plan(MatmulShape::new(1000, 800, 1200).unwrap()).unwrap();
+        assert_eq!(cfg.block_dim, (16, 16, 1));
+        assert_eq!(cfg.grid_dim, (75, 63, 1)); // 1200/16 columns, ceil(1000/16) rows
+        assert_eq!(cfg.shared_mem_bytes, 0);
+    }
+}

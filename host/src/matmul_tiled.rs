@@ -1,0 +1,37 @@
+//! Launch planning for `kernels::matmul_tiled` (`matmul_tiled16`, `matmul_tiled32`).
+
+use crate::error::{HostError, Result};
+use crate::matmul::{MatmulShape, grid_over_c};
+use cudarc::driver::LaunchConfig;
+
+/// Tile sizes the PTX has a kernel for.
+pub const TILES: [u32; 2] = [16, 32];
+
+/// A `tile x tile` block per `tile x tile` tile of `C`, columns on x; the tiles live in static
+/// shared memory (`kernels::matmul_tiled::shared_bytes`), so no dynamic shared memory.
+pub fn plan(tile: u32, shape: MatmulShape) -> Result<LaunchConfig> {
+    if !TILES.contains(&tile) {
+        return Err(HostError::InvalidInput(format!("no tiled kernel for tile {tile}; tiles: {TILES:?}")));
+    }
+    Ok(LaunchConfig { grid_dim: grid_over_c(shape, tile, tile)?, block_dim: (tile, tile, 1), shared_mem_bytes: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiled_plan_uses_square_blocks_of_the_tile_and_ceil_grids() {
+        let shape = MatmulShape::new(1000, 800, 1200).unwrap();
+        let cfg16 = plan(16, shape).unwrap();
+        assert_eq!((cfg16.grid_dim, cfg16.block_dim), ((75, 63, 1), (16, 16, 1)));
+        let cfg32 = plan(32, shape).unwrap();
+        assert_eq!((cfg32.grid_dim, cfg32.block_dim), ((38, 32, 1), (32, 32, 1)));
+        assert_eq!(kernels::matmul_tiled::shared_bytes(32), 8192);
+    }
+
+    #[test]
+    fn tiled_plan_rejects_tiles_without_a_kernel() {
+        assert!(plan(8, MatmulShape::new(8, 8, 8).unwrap()).unwrap_err().to_string().contains("no tiled kernel"));
+    }
+}

@@ -1,0 +1,65 @@
+//! The PTX module embedded at build time (see `host/build.rs`) and its manifest.
+
+use crate::error::{HostError, Result};
+
+const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.json"));
+const PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/ptx_problem.rs"));
+
+/// The embedded PTX text, or why there is none (missing or stale when the host was built).
+pub fn embedded() -> Result<&'static str> {
+    match PROBLEM {
+        Some(problem) => Err(HostError::PtxUnavailable(problem.to_string())),
+        None => Ok(PTX),
+    }
+}
+
+/// What `cargo xtask build-ptx` recorded about the embedded PTX.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+pub struct PtxInfo {
+    /// `.target`, e.g. `sm_90`.
+    pub arch: String,
+    /// `release`, or `ptx-checked` (bounds and overflow checks compiled in).
+    pub profile: String,
+    /// Every `.entry` point.
+    pub entries: Vec<String>,
+}
+
+/// The manifest of the embedded PTX.
+pub fn info() -> Result<PtxInfo> {
+    embedded()?;
+    serde_json::from_str(MANIFEST).map_err(|e| HostError::PtxUnavailable(format!("unreadable PTX manifest: {e}")))
+}
+
+/// The compute capability `sm_XY` names, as `(X, Y)`.
+pub fn arch_capability(arch: &str) -> Option<(i32, i32)> {
+    let digits = arch.strip_prefix("sm_")?.trim_end_matches('a');
+    let value: i32 = digits.parse().ok()?;
+    Some((value / 10, value % 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_capability_reads_sm_names() {
+        assert_eq!(arch_capability("sm_90"), Some((9, 0)));
+        assert_eq!(arch_capability("sm_90a"), Some((9, 0)));
+        assert_eq!(arch_capability("sm_120"), Some((12, 0)));
+        assert_eq!(arch_capability("compute_90"), None);
+    }
+
+    #[test]
+    fn embedded_ptx_has_every_kernel_and_targets_its_manifest_arch() {
+        // Runs wherever the host was built after `cargo xtask build-ptx` (as `cargo xtask test` does).
+        let ptx = embedded().expect("build the PTX first: cargo xtask build-ptx");
+        let info = info().unwrap();
+        assert!(ptx.lines().any(|l| l.trim() == format!(".target {}", info.arch)));
+        for name in kernels::KERNEL_NAMES {
+            assert!(ptx.contains(&format!(".visible .entry {name}(")), "no .entry {name}");
+            assert!(info.entries.iter().any(|e| e == name));
+        }
+        assert!(!ptx.contains(".extern .func"), "the PTX calls code outside the module");
+    }
+}

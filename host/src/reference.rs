@@ -1,0 +1,141 @@
+//! CPU references: the Programming Guide's triple loop (the "CPU" rung of the ladder), a float64
+//! reference with the error bound every check uses, and input generators.
+
+use rand::Rng;
+use rayon::prelude::*;
+
+/// `count` values uniform in [-1, 1): never zeros, so unwritten or misindexed outputs show.
+pub fn random_matrix(rng: &mut impl Rng, count: usize) -> Vec<f32> {
+    (0..count).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// `C = A * B` for row-major `A[m x k]`, `B[k x n]` by the Guide's triple loop, in `f32` on one
+/// thread: the CPU baseline of the write-up this project grew from.
+pub fn matmul_cpu_triple_loop(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    assert_eq!((a.len(), b.len()), (m * k, k * n), "matrix lengths do not match m, k, n");
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut sum = 0.0f32;
+            for e in 0..k {
+                sum += a[i * k + e] * b[e * n + j];
+            }
+            c[i * n + j] = sum;
+        }
+    }
+    c
+}
+
+/// `C = A * B` in `f64`, with `sum_e |A[i][e]| * |B[e][j]|` per element: the scale that bounds
+/// the rounding error of any `f32` evaluation order (`|c - ref| <= k * u * scale`).
+pub struct MatmulReference {
+    /// Exact-enough product, row-major `m x n`.
+    pub values: Vec<f64>,
+    /// `sum |a| * |b|` per element.
+    pub scales: Vec<f64>,
+    /// The inner dimension.
+    pub k: usize,
+}
+
+impl MatmulReference {
+    /// Computes the reference on all CPU cores (rows in parallel, `i-e-j` order).
+    pub fn new(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Self {
+        assert_eq!((a.len(), b.len()), (m * k, k * n), "matrix lengths do not match m, k, n");
+        let mut values = vec![0.0f64; m * n];
+        let mut scales = vec![0.0f64; m * n];
+        values.par_chunks_mut(n).zip(scales.par_chunks_mut(n)).enumerate().for_each(|(i, (row, scale))| {
+            for e in 0..k {
+                let x = a[i * k + e] as f64;
+                let b_row = &b[e * n..(e + 1) * n];
+                for ((r, s), &y) in row.iter_mut().zip(scale.iter_mut()).zip(b_row) {
+                    *r += x * y as f64;
+                    *s += (x * y as f64).abs();
+                }
+            }
+        });
+        Self { values, scales, k }
+    }
+
+    /// Largest `|c - ref| / scale` over all elements; infinite if any element is NaN or
+    /// infinite (an unwritten, NaN-poisoned output), or if the lengths differ.
+    pub fn max_error(&self, c: &[f32]) -> f64 {
+        if c.len() != self.values.len() {
+            return f64::INFINITY;
+        }
+        c.par_iter()
+            .zip(&self.values)
+            .zip(&self.scales)
+            .map(|((&c, &r), &s)| {
+                if !c.is_finite() {
+                    f64::INFINITY
+                } else {
+                    let diff = (c as f64 - r).abs();
+                    if s > 0.0 { diff / s } else { diff }
+                }
+            })
+            .reduce(|| 0.0, f64::max)
+    }
+
+    /// The largest [`MatmulReference::max_error`] a correct `f32` kernel can have: `k` roundings
+    /// of at most `u = 2^-24` each, with a factor of two to spare.
+    pub fn tolerance(&self) -> f64 {
+        self.k.max(1) as f64 * f32::EPSILON as f64
+    }
+}
+
+/// Exact histogram of `values` into `bins` bins; values below 0 count in bin 0 and values at or
+/// above `bins` in the last bin (the Guide's clamping).
+pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
+    assert!(bins >= 1, "a histogram needs at least one bin");
+    let mut counts = vec![0u32; bins];
+    for &v in values {
+        counts[v.clamp(0, bins as i32 - 1) as usize] += 1;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn triple_loop_multiplies_a_known_rectangular_product() {
+        // [1 2 3; 4 5 6] * [7 8; 9 10; 11 12] = [58 64; 139 154]
+        let c = matmul_cpu_triple_loop(&[1., 2., 3., 4., 5., 6.], &[7., 8., 9., 10., 11., 12.], 2, 3, 2);
+        assert_eq!(c, vec![58., 64., 139., 154.]);
+    }
+
+    #[test]
+    fn f64_reference_agrees_with_triple_loop_within_its_own_bound() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let (m, k, n) = (13, 300, 7);
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let reference = MatmulReference::new(&a, &b, m, k, n);
+        let err = reference.max_error(&matmul_cpu_triple_loop(&a, &b, m, k, n));
+        assert!(err > 0.0 && err < reference.tolerance(), "error {err}");
+    }
+
+    #[test]
+    fn max_error_is_infinite_for_nan_and_wrong_length() {
+        let reference = MatmulReference::new(&[1.0], &[2.0], 1, 1, 1);
+        assert_eq!(reference.max_error(&[2.0]), 0.0);
+        assert_eq!(reference.max_error(&[f32::NAN]), f64::INFINITY);
+        assert_eq!(reference.max_error(&[2.0, 2.0]), f64::INFINITY);
+        assert!(reference.max_error(&[2.5]) > reference.tolerance());
+    }
+
+    #[test]
+    fn random_matrices_hold_no_zeros_and_stay_in_range() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let v = random_matrix(&mut rng, 10_000);
+        assert!(v.iter().all(|&x| x != 0.0 && (-1.0..1.0).contains(&x)));
+    }
+
+    #[test]
+    fn histogram_cpu_clamps_out_of_range_values_into_the_edge_bins() {
+        assert_eq!(histogram_cpu(&[-5, 0, 1, 2, 3, 99, i32::MIN, i32::MAX], 3), vec![3, 1, 4]);
+        assert_eq!(histogram_cpu(&[], 4), vec![0; 4]);
+        assert_eq!(histogram_cpu(&[7, -7], 1), vec![2]);
+    }
+}

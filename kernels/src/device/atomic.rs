@@ -1,0 +1,49 @@
+//! Atomic additions whose result is not needed (`red`), per state space (`cuda_std::atomic`).
+//!
+//! All are relaxed: counts are only read after a barrier (block, cluster or kernel boundary)
+//! that orders them.
+
+use core::arch::asm;
+
+/// `red.shared.add.u32`: adds `value` to the `u32` at a shared-window address of this block.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned address inside a shared array of this block.
+#[inline(always)]
+pub unsafe fn shared_add_u32(addr: u32, value: u32) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("red.shared.add.u32 [{a}], {v};", a = in(reg32) addr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+}
+
+/// `red.relaxed.cluster.shared::cluster.add.u32`: adds `value` to the `u32` at a
+/// `shared::cluster` address ([`crate::device::cluster::map_shared_rank`]), which may be in
+/// another block of the cluster.
+///
+/// # Safety
+/// `addr` maps a 4-byte-aligned in-bounds shared address of a block of this cluster that has not
+/// exited (a cluster barrier after the last access guarantees that).
+#[inline(always)]
+pub unsafe fn cluster_shared_add_u32(addr: u32, value: u32) {
+    // SAFETY: the caller guarantees the address and the target block's lifetime.
+    unsafe {
+        asm!("red.relaxed.cluster.shared::cluster.add.u32 [{a}], {v};", a = in(reg32) addr,
+             v = in(reg32) value, options(nostack, preserves_flags))
+    };
+}
+
+/// `red.global.add.u32`: adds `value` to the `u32` at `ptr` in global memory, atomically with
+/// respect to every thread of the GPU.
+///
+/// # Safety
+/// `ptr` is a valid, 4-byte-aligned pointer into a global allocation.
+#[inline(always)]
+pub unsafe fn global_add_u32(ptr: *mut u32, value: u32) {
+    // SAFETY: the caller guarantees the pointer.
+    unsafe {
+        asm!("red.global.add.u32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+}

@@ -1,0 +1,50 @@
+//! Global-memory loads with explicit width and cache behaviour.
+
+use core::arch::asm;
+
+/// `ld.global.nc.v4.s32`: reads four `i32` in one 16-byte access through the read-only
+/// (non-coherent) data cache.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and nothing writes
+/// that memory while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_v4_i32(ptr: *const i32) -> [i32; 4] {
+    let (a, b, c, d): (i32, i32, i32, i32);
+    // SAFETY: the caller guarantees alignment, bounds and read-only use.
+    unsafe {
+        asm!("ld.global.nc.v4.s32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    [a, b, c, d]
+}
+
+/// `ld.global.nc.s32`: reads one `i32` through the read-only data cache.
+///
+/// # Safety
+/// `ptr` is valid and aligned, and nothing writes it while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_i32(ptr: *const i32) -> i32 {
+    let v: i32;
+    // SAFETY: the caller guarantees validity and read-only use.
+    unsafe {
+        asm!("ld.global.nc.s32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr,
+             options(readonly, nostack, preserves_flags))
+    };
+    v
+}
+
+/// `ld.global.nc.f32`: reads one `f32` through the read-only data cache (`__ldg`).
+///
+/// # Safety
+/// `ptr` is valid and aligned, and nothing writes it while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_f32(ptr: *const f32) -> f32 {
+    let v: f32;
+    // SAFETY: the caller guarantees validity and read-only use.
+    unsafe {
+        asm!("ld.global.nc.f32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr,
+             options(readonly, nostack, preserves_flags))
+    };
+    v
+}

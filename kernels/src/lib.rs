@@ -1,0 +1,28 @@
+//! GPU kernels written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` backend.
+//!
+//! One kernel family per file; the file name is the kernel's name and its PTX symbol. Each family
+//! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
+//! plans launches from the same numbers the kernel was compiled with.
+//!
+//! On the host this crate builds as an ordinary `no_std` rlib holding only those constants and
+//! pure helpers; the kernels themselves and the [`device`] API exist only for `nvptx64`.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_intrinsics))]
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+
+#[cfg(target_arch = "nvptx64")]
+pub mod device;
+
+pub mod matmul_naive;
+pub mod matmul_tiled;
+
+/// The PTX symbol of every kernel this crate emits, in the order the host lists them.
+pub const KERNEL_NAMES: &[&str] = &[matmul_naive::KERNEL, matmul_tiled::KERNEL_TILE16, matmul_tiled::KERNEL_TILE32];
+
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // With `-Cpanic=immediate-abort` no panic reaches here; this satisfies `no_std` linking.
+    // SAFETY: `trap` aborts the kernel; it has no preconditions.
+    unsafe { core::arch::nvptx::trap() }
+}

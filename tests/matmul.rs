@@ -1,0 +1,123 @@
+//! Every matmul kernel against a float64 CPU reference: square, rectangular, ragged and random
+//! shapes, fresh random inputs each run, `C` poisoned with NaN before every launch.
+
+use approx::relative_eq;
+use host::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
+use host::reference::{MatmulReference, random_matrix};
+use host::{Gpu, HostError};
+use rand::Rng;
+use support::{fresh_rng, gpu};
+
+/// Runs every variant on fresh random `A`, `B` of `shape` and asserts each element of `C` is
+/// within `k * eps * sum|a*b|` of the reference (or within 4 eps relative), naming the first
+/// element that is not.
+fn assert_every_variant_matches_cpu(gpu: &Gpu, rng: &mut impl Rng, (m, k, n): (usize, usize, usize)) {
+    let shape = MatmulShape::new(m, k, n).unwrap();
+    let (a, b) = (random_matrix(rng, m * k), random_matrix(rng, k * n));
+    let reference = MatmulReference::new(&a, &b, m, k, n);
+    let mut mats = DeviceMatrices::upload(gpu, shape, &a, &b).unwrap();
+    for variant in MatmulVariant::ALL {
+        let c = matmul::run(gpu, variant, &mut mats).unwrap();
+        for (i, &got) in c.iter().enumerate() {
+            let (want, scale) = (reference.values[i], reference.scales[i]);
+            assert!(
+                relative_eq!(
+                    got as f64,
+                    want,
+                    epsilon = reference.tolerance() * scale,
+                    max_relative = 4.0 * f32::EPSILON as f64
+                ),
+                "{} on {shape}: C[{}][{}] = {got}, want {want} (scale {scale})",
+                variant.name(),
+                i / n,
+                i % n
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_variant_matches_cpu_on_square_sizes() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("square"));
+    for size in [1, 17, 1000, 1024] {
+        assert_every_variant_matches_cpu(&gpu, &mut rng, (size, size, size));
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_variant_matches_cpu_on_rectangular_1000x800x1200() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("rectangular"));
+    assert_every_variant_matches_cpu(&gpu, &mut rng, (1000, 800, 1200));
+    assert_every_variant_matches_cpu(&gpu, &mut rng, (1200, 800, 1000));
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_variant_matches_cpu_on_ragged_shapes() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("ragged"));
+    // One less, equal and one more than each tile, vectors, and a long inner dimension.
+    let shapes = [
+        (1, 1, 33),
+        (33, 1, 1),
+        (1, 1000, 1),
+        (15, 17, 31),
+        (16, 16, 16),
+        (17, 15, 33),
+        (31, 32, 33),
+        (32, 31, 64),
+        (33, 65, 31),
+        (63, 1, 65),
+        (2, 4096, 3),
+        (129, 100, 1),
+    ];
+    for shape in shapes {
+        assert_every_variant_matches_cpu(&gpu, &mut rng, shape);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_variant_matches_cpu_on_200_random_shapes_up_to_300() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("random shapes"));
+    for _ in 0..200 {
+        let shape = (rng.random_range(1..=300), rng.random_range(1..=300), rng.random_range(1..=300));
+        assert_every_variant_matches_cpu(&gpu, &mut rng, shape);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cublas_baseline_matches_cpu_on_a_rectangular_shape() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("cublas"));
+    let (m, k, n) = (300, 200, 100);
+    let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+    let reference = MatmulReference::new(&a, &b, m, k, n);
+    let mut mats = DeviceMatrices::upload(&gpu, MatmulShape::new(m, k, n).unwrap(), &a, &b).unwrap();
+    let sgemm = host::cublas::Sgemm::new(&gpu).unwrap();
+    mats.poison_c(&gpu).unwrap();
+    sgemm.launch(&mut mats).unwrap();
+    let err = reference.max_error(&gpu.download(&mats.c).unwrap());
+    assert!(err <= reference.tolerance(), "cuBLAS error {err}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn matmul_larger_than_free_device_memory_is_refused_before_allocating() {
+    let gpu = gpu();
+    // 3 x 4e10 bytes: more than any current GPU holds.
+    let shape = MatmulShape::new(100_000, 100_000, 100_000).unwrap();
+    let err = gpu.ensure_fits("a 100000^3 matmul", shape.bytes()).unwrap_err();
+    assert!(matches!(err, HostError::OutOfDeviceMemory { .. }), "{err}");
+    assert!(err.to_string().contains("free"), "{err}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn matmul_upload_rejects_inputs_whose_lengths_do_not_match_the_shape() {
+    let gpu = gpu();
+    let shape = MatmulShape::new(4, 4, 4).unwrap();
+    let err = DeviceMatrices::upload(&gpu, shape, &[1.0; 16], &[1.0; 15]).err().unwrap();
+    assert!(err.to_string().contains("do not match"), "{err}");
+}

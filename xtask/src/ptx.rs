@@ -1,0 +1,182 @@
+//! `build-ptx`: the kernels crate through rustc's nvptx64 backend, to one PTX file.
+//!
+//! Output, relative to the project root:
+//! - `target/ptx/kernels.ptx`: the PTX module holding every kernel (embedded by the host);
+//! - `target/ptx/kernels.json`: its manifest (arch, profile, source fingerprint, entry points,
+//!   ptxas resource report), which the host's build script checks before embedding the PTX.
+
+use crate::{PtxArgs, cargo, fingerprint, ptxas};
+use anyhow::{Context, Result, bail, ensure};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// What `target/ptx/kernels.json` records.
+#[derive(Serialize)]
+pub struct Manifest {
+    /// `.target` of the PTX, e.g. `sm_90`.
+    pub arch: String,
+    /// `release` or `ptx-checked`.
+    pub profile: String,
+    /// [`fingerprint::kernel_fingerprint`] of the sources the PTX was built from.
+    pub fingerprint: String,
+    /// Every `.entry` in the PTX.
+    pub entries: Vec<String>,
+    /// `ptxas -v` per kernel, when ptxas was found.
+    pub resources: Option<Vec<ptxas::KernelResources>>,
+}
+
+/// Builds the PTX and its manifest; returns the PTX path.
+pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
+    check_toolchain(root)?;
+    let profile = if args.release { "release" } else { "ptx-checked" };
+    let target_dir = root.join("target/nvptx");
+    let flags = format!("-Ctarget-cpu={} -Cpanic=immediate-abort -Zunstable-options", args.arch);
+    eprintln!("xtask build-ptx: kernels -> {TARGET} ({}, profile {profile})", args.arch);
+    let status = cargo()
+        .current_dir(root)
+        .env("CARGO_TARGET_NVPTX64_NVIDIA_CUDA_RUSTFLAGS", &flags)
+        .args(["rustc", "--quiet", "--package", "kernels", "--lib", "--target", TARGET, "-Zbuild-std=core"])
+        .args(["--profile", profile])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .args(["--", "--emit=asm"])
+        .status()
+        .context("running cargo rustc for the nvptx64 target")?;
+    ensure!(status.success(), "compiling the kernels for {TARGET} failed ({status})");
+
+    let deps = target_dir.join(TARGET).join(profile).join("deps");
+    let asm = newest_kernels_asm(&deps)?;
+    let ptx = std::fs::read_to_string(&asm).with_context(|| format!("reading {}", asm.display()))?;
+    let entries = check_ptx(&ptx, &args.arch)?;
+
+    let out_dir = root.join("target/ptx");
+    std::fs::create_dir_all(&out_dir)?;
+    let ptx_path = out_dir.join("kernels.ptx");
+    std::fs::write(&ptx_path, &ptx)?;
+
+    let resources = match ptxas::find() {
+        Some(ptxas) => {
+            let report = ptxas::assemble(&ptxas, &ptx_path, &args.arch, &out_dir.join("kernels.cubin"))?;
+            ptxas::print_report(&report);
+            let spilling: Vec<&str> =
+                report.iter().filter(|r| r.spill_stores + r.spill_loads > 0).map(|r| r.kernel.as_str()).collect();
+            if !spilling.is_empty() {
+                // A spill means a kernel's registers went to local memory: a silent slowdown.
+                bail!("kernels spill registers to local memory: {}", spilling.join(", "));
+            }
+            Some(report)
+        }
+        None => {
+            eprintln!(
+                "xtask build-ptx: ptxas not found (set PTXAS, put it on PATH, or install the CUDA toolkit): no resource report"
+            );
+            None
+        }
+    };
+
+    let manifest = Manifest {
+        arch: args.arch.clone(),
+        profile: profile.into(),
+        fingerprint: fingerprint::kernel_fingerprint(root)?,
+        entries,
+        resources,
+    };
+    std::fs::write(out_dir.join("kernels.json"), serde_json::to_string_pretty(&manifest)?)?;
+    println!(
+        "xtask build-ptx: wrote {} ({} kernels)",
+        ptx_path.strip_prefix(root).unwrap_or(&ptx_path).display(),
+        manifest.entries.len()
+    );
+    Ok(ptx_path)
+}
+
+/// Fails with the command that fixes it when the pinned toolchain lacks rust-src or the target.
+fn check_toolchain(root: &Path) -> Result<()> {
+    let toolchain = std::fs::read_to_string(root.join("rust-toolchain.toml"))?
+        .lines()
+        .find_map(|l| l.strip_prefix("channel = ").map(|c| c.trim_matches('"').to_string()))
+        .context("rust-toolchain.toml names no channel")?;
+    let out = Command::new("rustc")
+        .current_dir(root)
+        .args(["--print", "sysroot"])
+        .output()
+        .context("running rustc: is rustup installed?")?;
+    if !out.status.success() {
+        bail!(
+            "the pinned toolchain {toolchain} is not usable ({}): install it with\n  rustup toolchain install {toolchain} --component rust-src --target {TARGET}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let sysroot = PathBuf::from(String::from_utf8(out.stdout)?.trim());
+    if !sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml").is_file() {
+        bail!(
+            "the toolchain {toolchain} has no rust-src (needed by -Zbuild-std=core): rustup component add rust-src --toolchain {toolchain}"
+        );
+    }
+    if !sysroot.join("lib/rustlib").join(TARGET).is_dir() {
+        bail!(
+            "the toolchain {toolchain} lacks the {TARGET} target: rustup target add {TARGET} --toolchain {toolchain}"
+        );
+    }
+    Ok(())
+}
+
+/// rustc names its `--emit=asm` output `kernels-<hash>.s`; an old build may leave others beside it.
+fn newest_kernels_asm(deps: &Path) -> Result<PathBuf> {
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    for entry in std::fs::read_dir(deps).with_context(|| format!("reading {}", deps.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name.starts_with("kernels-") && name.ends_with(".s") {
+            let modified = path.metadata()?.modified()?;
+            if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
+                newest = Some((modified, path));
+            }
+        }
+    }
+    newest.map(|(_, p)| p).with_context(|| format!("rustc wrote no kernels-*.s under {}", deps.display()))
+}
+
+/// Checks what the host relies on: the `.target`, every kernel's `.entry`, and no call to a
+/// function outside the module (such a module fails to load). Returns the entries.
+pub fn check_ptx(ptx: &str, arch: &str) -> Result<Vec<String>> {
+    ensure!(ptx.lines().any(|l| l.trim() == format!(".target {arch}")), "the PTX does not target {arch}");
+    let entries: Vec<String> = ptx
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
+        .map(|rest| rest.trim_end_matches('(').trim().to_string())
+        .collect();
+    for name in kernels::KERNEL_NAMES {
+        ensure!(entries.iter().any(|e| e == name), "the PTX has no .entry {name}");
+    }
+    if let Some(ext) = ptx.lines().find(|l| l.trim_start().starts_with(".extern .func")) {
+        bail!("the PTX calls a function it does not define ({}): a kernel calls non-inlinable code", ext.trim());
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_ptx;
+
+    const GOOD: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
+        .visible .entry matmul_naive(\n.visible .entry matmul_tiled16(\n.visible .entry matmul_tiled32(\n";
+
+    #[test]
+    fn check_ptx_lists_entries_of_a_complete_module() {
+        let entries = check_ptx(GOOD, "sm_90").unwrap();
+        assert!(entries.contains(&"matmul_tiled32".to_string()));
+    }
+
+    #[test]
+    fn check_ptx_rejects_wrong_target_missing_entry_and_extern_calls() {
+        assert!(check_ptx(GOOD, "sm_80").unwrap_err().to_string().contains("does not target sm_80"));
+        let missing = GOOD.replace("matmul_tiled32", "other");
+        assert!(check_ptx(&missing, "sm_90").unwrap_err().to_string().contains("no .entry matmul_tiled32"));
+        let external = format!("{GOOD}.extern .func panic_bounds_check()\n");
+        assert!(check_ptx(&external, "sm_90").unwrap_err().to_string().contains("does not define"));
+    }
+}
