@@ -10,6 +10,7 @@ pub mod cli;
 pub mod cublas;
 pub mod error;
 pub mod gpu;
+pub mod histogram;
 pub mod matmul;
 pub mod matmul_naive;
 pub mod matmul_tiled;

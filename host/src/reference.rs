@@ -1,7 +1,8 @@
 //! CPU references: the Programming Guide's triple loop (the "CPU" rung of the ladder), a float64
 //! reference with the error bound every check uses, and input generators.
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal, Zipf};
 use rayon::prelude::*;
 
 /// `count` values uniform in [-1, 1): never zeros, so unwritten or misindexed outputs show.
@@ -94,6 +95,44 @@ pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
     counts
 }
 
+/// How histogram input values are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueDistribution {
+    /// Uniform over `0..bins`.
+    Uniform,
+    /// Normal around `bins / 2` with standard deviation `bins / 8`, clamped by the kernel.
+    Normal,
+    /// Every value `bins / 2`: all counts in one bin, the worst case for atomic contention.
+    Constant,
+    /// Zipf over `1..=bins` (exponent 1.1), shifted to start at 0: a few bins take most values.
+    Zipf,
+}
+
+/// `n` histogram input values for `bins` bins, drawn in parallel from `seed`.
+pub fn histogram_input(seed: u64, n: usize, bins: usize, dist: ValueDistribution) -> Vec<i32> {
+    const CHUNK: usize = 1 << 20;
+    let bins = bins.clamp(1, i32::MAX as usize);
+    let mut values = vec![0i32; n];
+    values.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (chunk as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        match dist {
+            ValueDistribution::Uniform => out.iter_mut().for_each(|v| *v = rng.random_range(0..bins as i32)),
+            ValueDistribution::Normal => {
+                let normal = Normal::new(bins as f64 / 2.0, (bins as f64 / 8.0).max(1.0)).expect("finite parameters");
+                out.iter_mut()
+                    .for_each(|v| *v = normal.sample(&mut rng).round().clamp(i32::MIN as f64, i32::MAX as f64) as i32);
+            }
+            ValueDistribution::Constant => out.fill((bins / 2) as i32),
+            ValueDistribution::Zipf => {
+                let zipf = Zipf::new(bins as f64, 1.1).expect("bins >= 1 and exponent > 0");
+                out.iter_mut().for_each(|v| *v = zipf.sample(&mut rng) as i32 - 1);
+            }
+        }
+    });
+    values
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +169,22 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let v = random_matrix(&mut rng, 10_000);
         assert!(v.iter().all(|&x| x != 0.0 && (-1.0..1.0).contains(&x)));
+    }
+
+    #[test]
+    fn histogram_input_draws_each_distribution_inside_its_range() {
+        for dist in [ValueDistribution::Uniform, ValueDistribution::Zipf] {
+            let v = histogram_input(3, 10_000, 100, dist);
+            assert!(v.iter().all(|&x| (0..100).contains(&x)), "{dist:?}");
+        }
+        assert!(histogram_input(3, 1000, 100, ValueDistribution::Constant).iter().all(|&x| x == 50));
+        let normal = histogram_input(3, 10_000, 1000, ValueDistribution::Normal);
+        let mean = normal.iter().map(|&x| x as f64).sum::<f64>() / normal.len() as f64;
+        assert!((mean - 500.0).abs() < 10.0, "mean {mean}");
+        assert_eq!(
+            histogram_input(9, 3 << 20, 7, ValueDistribution::Uniform),
+            histogram_input(9, 3 << 20, 7, ValueDistribution::Uniform)
+        );
     }
 
     #[test]

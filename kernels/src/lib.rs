@@ -13,6 +13,7 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 
+pub mod histogram;
 pub mod matmul_naive;
 pub mod matmul_tiled;
 

@@ -67,6 +67,12 @@ pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
                 // A spill means a kernel's registers went to local memory: a silent slowdown.
                 bail!("kernels spill registers to local memory: {}", spilling.join(", "));
             }
+            for k in report.iter().filter(|r| r.stack_bytes > 0) {
+                eprintln!(
+                    "xtask build-ptx: warning: {} uses a {}-byte stack frame (local memory)",
+                    k.kernel, k.stack_bytes
+                );
+            }
             Some(report)
         }
         None => {

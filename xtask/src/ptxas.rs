@@ -75,6 +75,9 @@ pub fn parse_report(log: &str) -> Vec<KernelResources> {
 }
 
 fn number_before(line: &str, marker: &str) -> u32 {
+    if !line.contains(marker) {
+        return 0;
+    }
     line.split(marker)
         .next()
         .and_then(|head| head.split(|c: char| !c.is_ascii_digit()).rfind(|s| !s.is_empty()))
@@ -109,7 +112,7 @@ ptxas info    : Used 32 registers, used 1 barriers, 8192 bytes smem
 ptxas info    : Compiling entry function 'matmul_naive' for 'sm_90'
 ptxas info    : Function properties for matmul_naive
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 30 registers, used 0 barriers
+ptxas info    : Used 30 registers, used 0 barriers, 80 bytes cumulative stack size
 ";
 
     #[test]

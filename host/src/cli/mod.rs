@@ -1,5 +1,6 @@
-//! The `host` command line: `info` and `matmul`, one module per subcommand.
+//! The `host` command line: `info`, `matmul` and `histogram`, one module per subcommand.
 
+pub mod histogram;
 pub mod info;
 pub mod matmul;
 
@@ -24,6 +25,8 @@ pub enum Command {
     Info,
     /// Multiply random matrices with each kernel variant, timed with CUDA events.
     Matmul(matmul::MatmulArgs),
+    /// Histogram of random i32 values in block-shared, cluster-shared or global bins.
+    Histogram(histogram::HistogramArgs),
 }
 
 /// Runs a parsed command line.
@@ -31,5 +34,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Info => info::run(cli.device),
         Command::Matmul(args) => matmul::run(cli.device, &args),
+        Command::Histogram(args) => histogram::run(cli.device, &args),
     }
 }

@@ -247,6 +247,7 @@ macro_rules! dynamic_shared_array {
         }
         let base: u32;
         // SAFETY: reads the address of the symbol declared just above; touches no memory.
+        #[allow(unused_unsafe)]
         unsafe {
             ::core::arch::asm!(concat!("mov.u32 {}, ", stringify!($name), ";"), out(reg32) base,
                                options(pure, nomem, nostack, preserves_flags));
