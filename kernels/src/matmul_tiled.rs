@@ -74,41 +74,49 @@ mod device_code {
         k: u32,
         n: u32,
     ) {
-        let (x, y) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
-        let (m, k, n) = (m as usize, k as usize, n as usize);
-        let row = thread::block_idx_y() as usize * TILE + y;
-        let col = thread::block_idx_x() as usize * TILE + x;
+        // Bounds and tile offsets in 32 bits, pointers walked by constant strides: 64-bit index
+        // products recomputed every step cost ~25 instructions per step in SASS (IMAD.WIDE,
+        // 64-bit compares), which nvcc's `int` code does not pay.
+        let (x, y) = (thread::thread_idx_x(), thread::thread_idx_y());
+        let tile = TILE as u32;
+        let row = thread::block_idx_y() * tile + y;
+        let col = thread::block_idx_x() * tile + x;
+        let (row_inside, col_inside) = (row < m, col < n);
+        // Only dereferenced where the guards below hold; wrapping arithmetic keeps the
+        // out-of-range pointers of edge threads free of undefined behaviour.
+        let mut a_next = a.wrapping_add(row as usize * k as usize + x as usize);
+        let mut b_next = b.wrapping_add(y as usize * n as usize + col as usize);
+        let b_stride = TILE * n as usize;
+        let slot = (y * tile + x) as usize;
+        let (a_row, b_col) = ((y * tile) as usize, x as usize);
         let mut acc = 0.0f32;
-        for t in (0..k).step_by(TILE) {
-            let a_value = if row < m && t + x < k {
-                // SAFETY: row < m and t + x < k: inside A.
-                unsafe { *a.add(row * k + t + x) }
-            } else {
-                0.0
-            };
-            let b_value = if t + y < k && col < n {
-                // SAFETY: t + y < k and col < n: inside B.
-                unsafe { *b.add((t + y) * n + col) }
-            } else {
-                0.0
-            };
-            // SAFETY: y, x < TILE, so y * TILE + x < AREA; each thread writes only its own slot.
+        let mut t = 0u32;
+        while t < k {
+            // `x < k - t` is `t + x < k` without overflow (t < k).
+            // SAFETY: row < m and t + x < k: the element A[row][t + x].
+            let a_value = if row_inside && x < k - t { unsafe { *a_next } } else { 0.0 };
+            // SAFETY: t + y < k and col < n: the element B[t + y][col].
+            let b_value = if col_inside && y < k - t { unsafe { *b_next } } else { 0.0 };
+            // SAFETY: slot = y * TILE + x < AREA; each thread writes only its own slot.
             unsafe {
-                tile_a.store(y * TILE + x, a_value);
-                tile_b.store(y * TILE + x, b_value);
+                tile_a.store(slot, a_value);
+                tile_b.store(slot, b_value);
             }
             // Both tiles must be complete before any thread reads another thread's slot.
             thread::sync_threads();
             for e in 0..TILE {
                 // SAFETY: y, e, x < TILE; the barrier above ordered every write of these slots.
-                acc = fma(unsafe { tile_a.load(y * TILE + e) }, unsafe { tile_b.load(e * TILE + x) }, acc);
+                acc = fma(unsafe { tile_a.load(a_row + e) }, unsafe { tile_b.load(e * TILE + b_col) }, acc);
             }
             // Every thread must finish reading these tiles before the next step overwrites them.
             thread::sync_threads();
+            a_next = a_next.wrapping_add(TILE);
+            b_next = b_next.wrapping_add(b_stride);
+            t += tile;
         }
-        if row < m && col < n {
+        if row_inside && col_inside {
             // SAFETY: row < m, col < n, and this thread is the only writer of this element.
-            unsafe { *c.add(row * n + col) = acc };
+            unsafe { *c.add(row as usize * n as usize + col as usize) = acc };
         }
     }
 }
