@@ -1,7 +1,7 @@
 //! Every histogram tier against an exact CPU histogram: at each tier's capacity boundary, with
 //! out-of-range values, empty and ragged inputs, skewed inputs, and a 2^28-value input.
 
-use host::histogram::{self, DeviceHistogram, HistogramLimits, HistogramTier};
+use host::histogram::{self, DeviceHistogram, HistogramLimits, HistogramTier, PlanRequest};
 use host::reference::{ValueDistribution, histogram_cpu, histogram_input};
 use host::{Gpu, HostError};
 use rand::Rng;
@@ -16,7 +16,9 @@ fn assert_matches_cpu(
     forced: Option<HistogramTier>,
     cluster: Option<u32>,
 ) -> HistogramTier {
-    let plan = histogram::plan_with_cluster(gpu, bins, forced, cluster).unwrap();
+    let plan =
+        histogram::plan_with(gpu, bins, PlanRequest { tier: forced, cluster_size: cluster, ..PlanRequest::default() })
+            .unwrap();
     let mut h = DeviceHistogram::upload(gpu, values, bins).unwrap();
     let got = histogram::run(gpu, &plan, &mut h).unwrap();
     let want = histogram_cpu(values, bins);

@@ -110,8 +110,19 @@ impl HistogramLimits {
     }
 }
 
-/// Threads per block of every histogram launch.
+/// Threads per block unless the request names another count.
 pub const THREADS_PER_BLOCK: u32 = 512;
+
+/// What the caller fixes of a plan; `None` leaves the choice to the planner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanRequest {
+    /// The tier.
+    pub tier: Option<HistogramTier>,
+    /// Blocks per cluster (cluster tier only).
+    pub cluster_size: Option<u32>,
+    /// Threads per block: a multiple of 32 up to 1024.
+    pub threads_per_block: Option<u32>,
+}
 
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
 pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
@@ -156,15 +167,17 @@ impl std::fmt::Display for HistogramPlan {
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
 /// holds every bin, else the cluster tier with the smallest cluster that holds them (the most
-/// adds stay in the block's own shared memory), else the global tier. `forced` picks the tier;
-/// `cluster_size` picks the cluster (cluster tier only). The grid is persistent: as many blocks as
-/// the device keeps resident at once, estimated from threads and shared memory.
-pub fn plan_for(
-    limits: &HistogramLimits,
-    bins: usize,
-    forced: Option<HistogramTier>,
-    cluster_size: Option<u32>,
-) -> Result<HistogramPlan> {
+/// adds stay in the block's own shared memory), else the global tier. The request can fix the
+/// tier, the cluster size (cluster tier only) and the threads per block. The grid is persistent:
+/// as many blocks as the device keeps resident at once, estimated from threads and shared memory.
+pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
+    let PlanRequest { tier: forced, cluster_size, threads_per_block } = request;
+    let threads = threads_per_block.unwrap_or(THREADS_PER_BLOCK);
+    if threads == 0 || threads > 1024 || threads % 32 != 0 {
+        return Err(HostError::InvalidInput(format!(
+            "{threads} threads per block: use a multiple of 32 from 32 to 1024"
+        )));
+    }
     if bins == 0 {
         return Err(HostError::InvalidInput("bins is 0: a histogram needs at least one bin".into()));
     }
@@ -206,8 +219,8 @@ pub fn plan_for(
             Ok(HistogramPlan {
                 tier,
                 cluster_size: 1,
-                blocks: persistent(shared, THREADS_PER_BLOCK, 1),
-                threads_per_block: THREADS_PER_BLOCK,
+                blocks: persistent(shared, threads, 1),
+                threads_per_block: threads,
                 shared_bytes: shared,
                 bins_per_block: bins32,
                 bins: bins32,
@@ -248,8 +261,8 @@ pub fn plan_for(
             Ok(HistogramPlan {
                 tier,
                 cluster_size: size,
-                blocks: persistent(shared, THREADS_PER_BLOCK, size),
-                threads_per_block: THREADS_PER_BLOCK,
+                blocks: persistent(shared, threads, size),
+                threads_per_block: threads,
                 shared_bytes: shared,
                 bins_per_block: per_block,
                 bins: bins32,
@@ -258,8 +271,8 @@ pub fn plan_for(
         HistogramTier::Global => Ok(HistogramPlan {
             tier,
             cluster_size: 1,
-            blocks: persistent(0, THREADS_PER_BLOCK, 1),
-            threads_per_block: THREADS_PER_BLOCK,
+            blocks: persistent(0, threads, 1),
+            threads_per_block: threads,
             shared_bytes: 0,
             bins_per_block: 0,
             bins: bins32,
@@ -271,18 +284,13 @@ pub fn plan_for(
 /// grid from the driver's occupancy query (clusters must fit in one GPC, which the estimate
 /// cannot see); fails if the driver cannot schedule a single such cluster.
 pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<HistogramPlan> {
-    plan_with_cluster(gpu, bins, forced, None)
+    plan_with(gpu, bins, PlanRequest { tier: forced, ..PlanRequest::default() })
 }
 
-/// [`plan`] with the cluster size chosen by the caller (`None`: the planner's).
-pub fn plan_with_cluster(
-    gpu: &Gpu,
-    bins: usize,
-    forced: Option<HistogramTier>,
-    cluster_size: Option<u32>,
-) -> Result<HistogramPlan> {
+/// [`plan`] with more of the plan fixed by the caller.
+pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let limits = HistogramLimits::of(gpu)?;
-    let mut plan = plan_for(&limits, bins, forced, cluster_size)?;
+    let mut plan = plan_for(&limits, bins, request)?;
     if plan.tier == HistogramTier::Cluster {
         let func = prepared_function(gpu, &plan)?;
         let mut attr = cluster_attribute(plan.cluster_size);
@@ -465,9 +473,9 @@ mod tests {
     fn one_block_capacity_is_the_last_bin_count_of_the_shared_tier() {
         let capacity = H100.block_capacity() as usize;
         assert_eq!(capacity, 58_112);
-        let at = plan_for(&H100, capacity, None, None).unwrap();
+        let at = plan_for(&H100, capacity, PlanRequest::default()).unwrap();
         assert_eq!((at.tier, at.shared_bytes, at.bins_per_block), (Shared, 232_448, 58_112));
-        let above = plan_for(&H100, capacity + 1, None, None).unwrap();
+        let above = plan_for(&H100, capacity + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.cluster_size, above.bins_per_block), (Cluster, 2, 29_057));
     }
 
@@ -475,74 +483,99 @@ mod tests {
     fn full_cluster_capacity_is_the_last_bin_count_of_the_cluster_tier() {
         let full = H100.cluster_capacity() as usize;
         assert_eq!(full, 16 * 58_112);
-        let at = plan_for(&H100, full, None, None).unwrap();
+        let at = plan_for(&H100, full, PlanRequest::default()).unwrap();
         assert_eq!((at.tier, at.cluster_size, at.bins_per_block), (Cluster, 16, 58_112));
-        assert_eq!(plan_for(&H100, full + 1, None, None).unwrap().tier, Global);
+        assert_eq!(plan_for(&H100, full + 1, PlanRequest::default()).unwrap().tier, Global);
     }
 
     #[test]
     fn planner_picks_the_smallest_cluster_that_holds_the_bins() {
-        assert_eq!(plan_for(&H100, 65_536, None, None).unwrap().cluster_size, 2);
-        assert_eq!(plan_for(&H100, 131_072, None, None).unwrap().cluster_size, 3);
-        assert_eq!(plan_for(&H100, 262_144, None, None).unwrap().cluster_size, 5);
-        assert_eq!(plan_for(&H100, 256, None, None).unwrap().tier, Shared);
-        assert_eq!(plan_for(&H100, 1 << 20, None, None).unwrap().tier, Global);
+        assert_eq!(plan_for(&H100, 65_536, PlanRequest::default()).unwrap().cluster_size, 2);
+        assert_eq!(plan_for(&H100, 131_072, PlanRequest::default()).unwrap().cluster_size, 3);
+        assert_eq!(plan_for(&H100, 262_144, PlanRequest::default()).unwrap().cluster_size, 5);
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier, Shared);
+        assert_eq!(plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap().tier, Global);
     }
 
     #[test]
     fn smaller_device_moves_every_boundary_down() {
         assert_eq!(SMALL.block_capacity(), 12_288);
-        assert_eq!(plan_for(&SMALL, 12_288, None, None).unwrap().tier, Shared);
-        let above = plan_for(&SMALL, 12_289, None, None).unwrap();
+        assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
+        let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.cluster_size), (Cluster, 2));
-        assert_eq!(plan_for(&SMALL, 8 * 12_288, None, None).unwrap().cluster_size, 8);
-        assert_eq!(plan_for(&SMALL, 8 * 12_288 + 1, None, None).unwrap().tier, Global);
-        assert_eq!(plan_for(&SMALL, 65_536, None, None).unwrap().cluster_size, 6);
+        assert_eq!(plan_for(&SMALL, 8 * 12_288, PlanRequest::default()).unwrap().cluster_size, 8);
+        assert_eq!(plan_for(&SMALL, 8 * 12_288 + 1, PlanRequest::default()).unwrap().tier, Global);
+        assert_eq!(plan_for(&SMALL, 65_536, PlanRequest::default()).unwrap().cluster_size, 6);
     }
 
     #[test]
     fn grid_is_persistent_and_a_multiple_of_the_cluster() {
         // 256 bins: threads limit residency to 2048 / 512 = 4 blocks per SM.
-        assert_eq!(plan_for(&H100, 256, None, None).unwrap().blocks, 4 * 132);
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().blocks, 4 * 132);
         // 58112 bins: one block's 227 KiB leave room for one block per SM.
-        assert_eq!(plan_for(&H100, 58_112, None, None).unwrap().blocks, 132);
-        let c = plan_for(&H100, 131_072, None, None).unwrap();
+        assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().blocks, 132);
+        let c = plan_for(&H100, 131_072, PlanRequest::default()).unwrap();
         assert_eq!(c.blocks % c.cluster_size, 0);
-        assert_eq!(plan_for(&H100, 1 << 20, None, None).unwrap().blocks, 4 * 132);
+        assert_eq!(plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap().blocks, 4 * 132);
     }
 
     #[test]
     fn forced_tiers_that_cannot_hold_the_bins_are_clear_errors() {
-        let err = plan_for(&H100, 58_113, Some(Shared), None).unwrap_err().to_string();
+        let err = plan_for(&H100, 58_113, PlanRequest { tier: Some(Shared), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("58113 bins need") && err.contains("cluster or global tier"), "{err}");
-        let err = plan_for(&H100, 16 * 58_112 + 1, Some(Cluster), None).unwrap_err().to_string();
+        let err = plan_for(&H100, 16 * 58_112 + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("largest cluster") && err.contains("global tier"), "{err}");
-        let err = plan_for(&H100, 131_072, None, Some(2)).unwrap_err().to_string();
+        let err = plan_for(&H100, 131_072, PlanRequest { cluster_size: Some(2), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("at least 3"), "{err}");
-        let err = plan_for(&H100, 1000, None, Some(17)).unwrap_err().to_string();
+        let err = plan_for(&H100, 1000, PlanRequest { cluster_size: Some(17), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("allows 1 to 16"), "{err}");
-        assert!(plan_for(&H100, 1000, Some(Global), Some(2)).is_err());
+        assert!(
+            plan_for(&H100, 1000, PlanRequest { tier: Some(Global), cluster_size: Some(2), ..PlanRequest::default() })
+                .is_err()
+        );
     }
 
     #[test]
     fn forced_tiers_that_hold_the_bins_are_honoured() {
-        let g = plan_for(&H100, 256, Some(Global), None).unwrap();
+        let g = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
         assert_eq!((g.tier, g.shared_bytes), (Global, 0));
-        let c = plan_for(&H100, 256, Some(Cluster), None).unwrap();
+        let c = plan_for(&H100, 256, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() }).unwrap();
         assert_eq!((c.tier, c.cluster_size, c.bins_per_block), (Cluster, 1, 256));
-        let guide = plan_for(&H100, 65_536, None, Some(4)).unwrap();
+        let guide = plan_for(&H100, 65_536, PlanRequest { cluster_size: Some(4), ..PlanRequest::default() }).unwrap();
         assert_eq!((guide.cluster_size, guide.bins_per_block, guide.shared_bytes), (4, 16_384, 65_536));
     }
 
     #[test]
+    fn threads_per_block_are_validated_and_set_the_residency() {
+        let t = |n| PlanRequest { threads_per_block: Some(n), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 256, t(1024)).unwrap().blocks, 2 * 132);
+        assert_eq!(plan_for(&H100, 256, t(1024)).unwrap().threads_per_block, 1024);
+        for bad in [0, 48, 1056] {
+            assert!(plan_for(&H100, 256, t(bad)).unwrap_err().to_string().contains("multiple of 32"), "{bad}");
+        }
+    }
+
+    #[test]
     fn zero_and_unreachable_bin_counts_are_rejected() {
-        assert!(plan_for(&H100, 0, None, None).unwrap_err().to_string().contains("at least one bin"));
-        assert!(plan_for(&H100, i32::MAX as usize + 1, None, None).unwrap_err().to_string().contains("i32"));
+        assert!(plan_for(&H100, 0, PlanRequest::default()).unwrap_err().to_string().contains("at least one bin"));
+        assert!(
+            plan_for(&H100, i32::MAX as usize + 1, PlanRequest::default()).unwrap_err().to_string().contains("i32")
+        );
     }
 
     #[test]
     fn plan_description_names_tier_cluster_blocks_and_shared_memory() {
-        let text = plan_for(&H100, 65_536, None, Some(4)).unwrap().to_string();
+        let text = plan_for(&H100, 65_536, PlanRequest { cluster_size: Some(4), ..PlanRequest::default() })
+            .unwrap()
+            .to_string();
         assert!(text.starts_with("cluster tier, cluster of 4 blocks"), "{text}");
         assert!(
             text.contains("x 512 threads") && text.contains("64.00 KiB shared per block (16384 bins each)"),

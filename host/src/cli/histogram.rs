@@ -1,7 +1,7 @@
 //! `host histogram`: plan, run and time the histogram, and compare it with the CPU exactly.
 
 use crate::gpu::Gpu;
-use crate::histogram::{self, DeviceHistogram, HistogramPlan, HistogramTier};
+use crate::histogram::{self, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest};
 use crate::reference::{ValueDistribution, histogram_cpu, histogram_input};
 use crate::timing::{Timing, rotation_sets, time_launches};
 use anyhow::bail;
@@ -50,6 +50,9 @@ pub struct HistogramArgs {
     /// Blocks per cluster for the cluster tier (default: the smallest that holds the bins).
     #[arg(long)]
     pub cluster: Option<u32>,
+    /// Threads per block (default: the planner's).
+    #[arg(long)]
+    pub threads: Option<u32>,
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
@@ -82,7 +85,8 @@ pub struct HistogramOutcome {
 /// Runs the command.
 pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     let gpu = Gpu::open(device)?;
-    let plan = histogram::plan_with_cluster(&gpu, args.bins, args.tier.forced(), args.cluster)?;
+    let request = PlanRequest { tier: args.tier.forced(), cluster_size: args.cluster, threads_per_block: args.threads };
+    let plan = histogram::plan_with(&gpu, args.bins, request)?;
     let info = gpu.info();
     println!(
         "device: {} ({} SMs); PTX {} ({} build)",
@@ -195,7 +199,7 @@ mod tests {
     fn render_reports_time_rate_cpu_ratio_and_exactness() {
         let args = Cli::try_parse_from(["host", "histogram", "--n", "1000", "--bins", "256"]).unwrap();
         let Command::Histogram(args) = args.command else { unreachable!() };
-        let plan = histogram::plan_for(&histogram::HistogramLimits::H100, 256, None, None).unwrap();
+        let plan = histogram::plan_for(&histogram::HistogramLimits::H100, 256, PlanRequest::default()).unwrap();
         let o = HistogramOutcome {
             plan,
             timing: Timing::from_samples(vec![0.5]).unwrap(),
