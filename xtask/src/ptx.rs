@@ -169,7 +169,7 @@ mod tests {
     use super::check_ptx;
 
     const GOOD: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
-        .visible .entry matmul_naive(\n.visible .entry matmul_tiled16(\n.visible .entry matmul_tiled32(\n";
+        .visible .entry matmul_naive(\n.visible .entry matmul_tiled16(\n.visible .entry matmul_tiled32(\n.visible .entry sgemm(\n";
 
     #[test]
     fn check_ptx_lists_entries_of_a_complete_module() {
