@@ -71,6 +71,17 @@ fn every_variant_matches_cpu_on_ragged_shapes() {
         (63, 1, 65),
         (2, 4096, 3),
         (129, 100, 1),
+        // sgemm's 128 x 128 x 8 tiles: just below, at and above them, on the 16-byte path
+        // (k and n multiples of 4) and on the scalar fallback (k or n not).
+        (127, 128, 129),
+        (128, 128, 128),
+        (129, 132, 132),
+        (129, 129, 128),
+        (128, 127, 127),
+        (257, 20, 260),
+        (130, 7, 255),
+        (3, 4, 4),
+        (255, 1, 4),
     ];
     for shape in shapes {
         assert_every_variant_matches_cpu(&gpu, &mut rng, shape);

@@ -3,7 +3,7 @@
 //! events, and checks results against CPU references.
 //!
 //! Layout mirrors `kernels/`: each kernel family's launch planning sits in the module of the same
-//! name (`matmul_naive`, `matmul_tiled`), and [`matmul::MatmulVariant`] is the one table of
+//! name (`matmul_naive`, `matmul_tiled`, `sgemm`), and [`matmul::MatmulVariant`] is the one table of
 //! variants that the CLI, the tests and the benchmarks iterate.
 
 pub mod cli;
@@ -16,6 +16,7 @@ pub mod matmul_naive;
 pub mod matmul_tiled;
 pub mod ptx;
 pub mod reference;
+pub mod sgemm;
 pub mod timing;
 
 pub use error::{HostError, Result};

@@ -16,9 +16,18 @@ pub mod device;
 pub mod histogram;
 pub mod matmul_naive;
 pub mod matmul_tiled;
+pub mod sgemm;
 
 /// The PTX symbol of every kernel this crate emits, in the order the host lists them.
-pub const KERNEL_NAMES: &[&str] = &[matmul_naive::KERNEL, matmul_tiled::KERNEL_TILE16, matmul_tiled::KERNEL_TILE32];
+pub const KERNEL_NAMES: &[&str] = &[
+    matmul_naive::KERNEL,
+    matmul_tiled::KERNEL_TILE16,
+    matmul_tiled::KERNEL_TILE32,
+    sgemm::KERNEL,
+    histogram::KERNEL_SHARED,
+    histogram::KERNEL_CLUSTER,
+    histogram::KERNEL_GLOBAL,
+];
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -168,21 +168,26 @@ pub fn check_ptx(ptx: &str, arch: &str) -> Result<Vec<String>> {
 mod tests {
     use super::check_ptx;
 
-    const GOOD: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
-        .visible .entry matmul_naive(\n.visible .entry matmul_tiled16(\n.visible .entry matmul_tiled32(\n";
+    /// A module header with an `.entry` for every kernel the crate declares.
+    fn complete_module() -> String {
+        let entries: String = kernels::KERNEL_NAMES.iter().map(|k| format!(".visible .entry {k}(\n")).collect();
+        format!(".version 7.8\n.target sm_90\n.address_size 64\n{entries}")
+    }
 
     #[test]
     fn check_ptx_lists_entries_of_a_complete_module() {
-        let entries = check_ptx(GOOD, "sm_90").unwrap();
-        assert!(entries.contains(&"matmul_tiled32".to_string()));
+        let entries = check_ptx(&complete_module(), "sm_90").unwrap();
+        assert_eq!(entries.len(), kernels::KERNEL_NAMES.len());
+        assert!(entries.contains(&"histogram_cluster".to_string()));
     }
 
     #[test]
     fn check_ptx_rejects_wrong_target_missing_entry_and_extern_calls() {
-        assert!(check_ptx(GOOD, "sm_80").unwrap_err().to_string().contains("does not target sm_80"));
-        let missing = GOOD.replace("matmul_tiled32", "other");
-        assert!(check_ptx(&missing, "sm_90").unwrap_err().to_string().contains("no .entry matmul_tiled32"));
-        let external = format!("{GOOD}.extern .func panic_bounds_check()\n");
+        let good = complete_module();
+        assert!(check_ptx(&good, "sm_80").unwrap_err().to_string().contains("does not target sm_80"));
+        let missing = good.replace("entry histogram_global(", "entry other(");
+        assert!(check_ptx(&missing, "sm_90").unwrap_err().to_string().contains("no .entry histogram_global"));
+        let external = format!("{good}.extern .func panic_bounds_check()\n");
         assert!(check_ptx(&external, "sm_90").unwrap_err().to_string().contains("does not define"));
     }
 }

@@ -26,7 +26,7 @@ pub struct MatmulArgs {
     /// Columns of B and C.
     #[arg(long)]
     pub n: usize,
-    /// Kernels to run: naive, tiled16, tiled32, a comma-separated list, or all.
+    /// Kernels to run: naive, tiled16, tiled32, sgemm, a comma-separated list, or all.
     #[arg(long, default_value = "all", value_parser = parse_variants)]
     pub variant: VariantSelection,
     /// Timed runs per kernel (the median is reported).
@@ -231,6 +231,18 @@ mod tests {
         );
         let err = parse_variants("tiled8").unwrap_err();
         assert!(err.contains("unknown variant `tiled8`") && err.contains("tiled32"), "{err}");
+    }
+
+    #[test]
+    fn variant_help_names_every_variant() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let matmul = cli.find_subcommand("matmul").unwrap();
+        let arg = matmul.get_arguments().find(|a| a.get_id() == "variant").unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        for v in MatmulVariant::ALL {
+            assert!(help.contains(v.name()), "--variant help does not name {}: {help}", v.name());
+        }
     }
 
     #[test]

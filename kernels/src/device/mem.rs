@@ -48,3 +48,45 @@ pub unsafe fn load_global_nc_f32(ptr: *const f32) -> f32 {
     };
     v
 }
+
+/// `ld.global.nc.v4.f32`: reads four `f32` in one 16-byte access through the read-only
+/// (non-coherent) data cache.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and nothing writes
+/// that memory while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_v4_f32(ptr: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: the caller guarantees alignment, bounds and read-only use.
+    unsafe {
+        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    [a, b, c, d]
+}
+
+/// `st.global.v4.f32`: writes four `f32` in one 16-byte access.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and no other thread
+/// accesses those elements during the kernel.
+#[inline(always)]
+pub unsafe fn store_global_v4_f32(ptr: *mut f32, v: [f32; 4]) {
+    // SAFETY: the caller guarantees alignment, bounds and exclusive access.
+    unsafe {
+        asm!("st.global.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg64) ptr, a = in(reg32) v[0],
+             b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3], options(nostack, preserves_flags))
+    };
+}
+
+/// `st.global.f32`: writes one `f32`.
+///
+/// # Safety
+/// `ptr` is valid and 4-byte aligned in a global allocation, and no other thread accesses it
+/// during the kernel.
+#[inline(always)]
+pub unsafe fn store_global_f32(ptr: *mut f32, v: f32) {
+    // SAFETY: the caller guarantees validity and exclusive access.
+    unsafe { asm!("st.global.f32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v, options(nostack, preserves_flags)) };
+}

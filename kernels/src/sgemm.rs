@@ -1,0 +1,604 @@
+//! `sgemm`: the "optimized" rung of the matmul ladder. Each block computes a
+//! [`BLOCK_M`] x [`BLOCK_N`] tile of `C` and each thread an 8 x 8 tile of it in registers, from
+//! [`BLOCK_K`]-deep slices of `A` and `B` staged in double-buffered shared memory (the technique
+//! of siboehm/SGEMM_CUDA's kernels 5-6, "2D blocktiling" and "vectorized memory access", plus a
+//! register prefetch of the next slice).
+//!
+//! # Parameters
+//! Row-major `A[m x k]`, `B[k x n]`, `C[m x n]` (`C = A * B`), any `m, k, n >= 1`. Slices that
+//! cross an edge of `A` or `B` are zero-filled in shared memory, and stores outside `C` are
+//! skipped. When `k % 4 == 0`, `n % 4 == 0` and `a`, `b`, `c` are 16-byte aligned
+//! ([`vector_path`]; every `cuMemAlloc` is), rows of `A`, `B` and `C` move in 16-byte accesses
+//! (`ld.global.nc.v4.f32`, `st.global.v4.f32`); otherwise the same kernel takes a scalar path, one
+//! guarded 4-byte access per element. The choice is one uniform branch per launch.
+//!
+//! # Thread mapping
+//! Block [`THREADS`] (256) threads along x, grid `(ceil(n / BLOCK_N), ceil(m / BLOCK_M))`:
+//! block `(bx, by)` owns `C[by * 128 ..][bx * 128 ..]`. Thread `t` (`tx = t % 16`,
+//! `ty = t / 16`) accumulates the 8 x 8 product of tile rows `4 ty + {0..4}` and `64 + 4 ty +
+//! {0..4}` with tile columns `4 tx + {0..4}` and `64 + 4 tx + {0..4}` ([`c_row`], [`c_col`]). The
+//! split into halves 64 apart makes eight neighbouring lanes read 128 contiguous bytes of the `B`
+//! tile (one conflict-free `ld.shared.v4.f32` wavefront; the two `ty` of a warp read the same
+//! `B` and broadcast two `A` addresses), and sixteen lanes write 256 contiguous bytes of a row
+//! of `C`.
+//!
+//! # Tiling
+//! For each `BLOCK_K` = 8 slice of the inner dimension, thread `t` loads four consecutive
+//! elements of `A` (row `t / 2`, columns `4 (t % 2) ..`, [`a_load_slot`]) and four of `B`
+//! (row `t / 32`, columns `4 (t % 32) ..`, [`b_load_slot`]). `A`'s slice is stored transposed
+//! (`k`-major, rows padded to [`A_TILE_STRIDE`] = 132 floats so the transposing stores of a warp
+//! hit 32 different banks), `B`'s as it is, so that each inner step reads both operands with
+//! `ld.shared.v4.f32`: per `k`, 2 + 2 vector loads feed 64 FMAs. While a slice is multiplied,
+//! the next one is already loading from global memory into registers; it is written to the
+//! other shared buffer after the multiply, and one barrier per slice orders both buffers.
+//!
+//! # Shared memory
+//! Static: [`SHARED_BYTES`] = 2 stages x (8 x 132 + 8 x 128) x 4 = 16,640 bytes; no dynamic
+//! shared memory.
+//!
+//! # Registers and SASS (sm_90, ptxas 12.9)
+//! Release build: 127 registers, 16,640 bytes of shared memory, 0-byte stack, 0 spills, so two
+//! blocks (16 warps) fit on an SM; above 128 registers only one would, so check this figure in
+//! the `cargo xtask build-ptx --release` report after any change. On the vector path the main
+//! loop is one pass of 580 instructions per 8-deep slice: 512 `FFMA` (88%), 32 `LDS.128`
+//! (per `kk`: two of `A`, two of `B`, immediate offsets from two base registers), 2
+//! `LDG.E.128.CONSTANT` (the next slice), 4 `STS` + 1 `STS.128` (storing it), one `BAR.SYNC`, and
+//! about 25 integer instructions; no `LDL`/`STL` anywhere. `C` leaves through 16 `STG.E.128` per
+//! thread. The scalar path's loop is the same multiply with 8 predicated `LDG.E.CONSTANT` (603
+//! instructions). The accumulators stay in registers only because every index into them is a
+//! compile-time constant: every loop over a register array is spelled out with `unroll!`.
+//! The checked build (`build-ptx` without `--release`) needs 240 registers: it is for finding
+//! bugs, not for timing.
+//!
+//! # Safety
+//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n`, `m*n` `f32`; `c` overlaps neither
+//! `a` nor `b` (they are read through the non-coherent cache); the block is [`THREADS`] x 1 x 1.
+
+/// PTX symbol of the kernel.
+pub const KERNEL: &str = "sgemm";
+/// Rows of `C` per block.
+pub const BLOCK_M: u32 = 128;
+/// Columns of `C` per block.
+pub const BLOCK_N: u32 = 128;
+/// Depth of the `A` and `B` slices staged in shared memory per step.
+pub const BLOCK_K: u32 = 8;
+/// Rows of `C` per thread (two groups of 4, [`BLOCK_M`] / 2 apart).
+pub const THREAD_M: u32 = 8;
+/// Columns of `C` per thread (two groups of 4, [`BLOCK_N`] / 2 apart).
+pub const THREAD_N: u32 = 8;
+/// Threads per block (one-dimensional).
+pub const THREADS: u32 = (BLOCK_M / THREAD_M) * (BLOCK_N / THREAD_N);
+/// Floats between consecutive `k` rows of the transposed `A` tile: [`BLOCK_M`] plus 4 floats of
+/// padding (keeps 16-byte alignment, spreads a warp's transposing stores over all 32 banks).
+pub const A_TILE_STRIDE: u32 = BLOCK_M + 4;
+/// Shared buffers per operand: one is multiplied while the next slice is written to the other.
+pub const STAGES: u32 = 2;
+/// Floats of one stage of the transposed `A` tile.
+pub const A_STAGE_FLOATS: u32 = BLOCK_K * A_TILE_STRIDE;
+/// Floats of one stage of the `B` tile.
+pub const B_STAGE_FLOATS: u32 = BLOCK_K * BLOCK_N;
+/// Static shared memory of one block: both stages of both tiles.
+pub const SHARED_BYTES: u32 = STAGES * (A_STAGE_FLOATS + B_STAGE_FLOATS) * size_of::<f32>() as u32;
+
+// The load mappings give each thread exactly one 4-float vector of each tile, and the thread
+// tile is two 4 x 4 quarters per dimension.
+const _: () = assert!(THREADS * 4 == BLOCK_M * BLOCK_K && THREADS * 4 == BLOCK_K * BLOCK_N);
+// `unroll!` lists in the kernel spell out 0..BLOCK_K and 0..THREAD_M.
+const _: () = assert!(THREAD_M == 8 && THREAD_N == 8 && BLOCK_K == 8);
+const _: () = assert!(A_TILE_STRIDE.is_multiple_of(4) && SHARED_BYTES <= 48 * 1024);
+
+/// Thread `tid`'s share of the `A` slice: `(row in the block tile, first of its 4 k columns)`.
+pub const fn a_load_slot(tid: u32) -> (u32, u32) {
+    let per_row = BLOCK_K / 4;
+    (tid / per_row, (tid % per_row) * 4)
+}
+
+/// Thread `tid`'s share of the `B` slice: `(k row, first of its 4 columns in the block tile)`.
+pub const fn b_load_slot(tid: u32) -> (u32, u32) {
+    let per_row = BLOCK_N / 4;
+    (tid / per_row, (tid % per_row) * 4)
+}
+
+/// Row in the block tile of thread `tid`'s accumulator row `i` (`0..8`).
+pub const fn c_row(tid: u32, i: u32) -> u32 {
+    (tid / (BLOCK_N / THREAD_N)) * 4 + i % 4 + (i / 4) * (BLOCK_M / 2)
+}
+
+/// Column in the block tile of thread `tid`'s accumulator column `j` (`0..8`).
+pub const fn c_col(tid: u32, j: u32) -> u32 {
+    (tid % (BLOCK_N / THREAD_N)) * 4 + j % 4 + (j / 4) * (BLOCK_N / 2)
+}
+
+/// Index in one stage of the transposed `A` tile of `A[row][kk]` of the slice.
+pub const fn a_tile_index(kk: u32, row: u32) -> u32 {
+    kk * A_TILE_STRIDE + row
+}
+
+/// Index in one stage of the `B` tile of `B[kk][col]` of the slice.
+pub const fn b_tile_index(kk: u32, col: u32) -> u32 {
+    kk * BLOCK_N + col
+}
+
+/// Whether rows of `A` (`k` floats) and of `B` and `C` (`n` floats) keep every 4-float group
+/// that starts at a multiple of 4 16-byte aligned (given 16-byte aligned base pointers), and
+/// inside the row or wholly outside it: the condition of the vector path.
+pub const fn vector_path(k: u32, n: u32) -> bool {
+    k.is_multiple_of(4) && n.is_multiple_of(4)
+}
+
+/// Repeats `$body` once per listed value with `$i` bound to it as a `usize`: a fully unrolled
+/// loop whose indices are compile-time constants. LLVM leaves loops this large rolled, and a
+/// register array indexed by a loop counter moves to local memory (a 256-byte stack frame for
+/// the accumulators, seen in the first build of this kernel).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! unroll {
+    ($i:ident in [$($v:literal),* $(,)?] $body:block) => {
+        $({
+            let $i: usize = $v;
+            $body
+        })*
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device_code {
+    use super::{
+        A_STAGE_FLOATS, A_TILE_STRIDE, B_STAGE_FLOATS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES, a_load_slot, a_tile_index,
+        b_load_slot, b_tile_index, c_col, c_row, vector_path,
+    };
+    use crate::device::shared::SharedArray;
+    use crate::device::{math::fma, mem, thread};
+    use crate::{gpu_kernel, shared_array};
+
+    const A_FLOATS: usize = (STAGES * A_STAGE_FLOATS) as usize;
+    const B_FLOATS: usize = (STAGES * B_STAGE_FLOATS) as usize;
+    type TileA = SharedArray<f32, A_FLOATS>;
+    type TileB = SharedArray<f32, B_FLOATS>;
+
+    gpu_kernel! {
+        /// `C = A * B` with 128 x 128 block tiles and 8 x 8 thread tiles; see the
+        /// [module documentation](super).
+        ///
+        /// # Safety
+        /// `a`, `b`, `c` hold `m*k`, `k*n`, `m*n` `f32` on the device, `c` overlaps neither
+        /// input, and the block is `THREADS` x 1 x 1.
+        pub unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32) {
+            let tile_a = shared_array!(SGEMM_A: [f32; A_FLOATS]);
+            let tile_b = shared_array!(SGEMM_B: [f32; B_FLOATS]);
+            let aligned = (a as usize | b as usize | c as usize).is_multiple_of(16);
+            // Uniform across the launch: every thread takes the same path.
+            if vector_path(k, n) && aligned {
+                // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
+                unsafe { block_product::<true>(tile_a, tile_b, a, b, c, m, k, n) }
+            } else {
+                // SAFETY: forwarded kernel contract.
+                unsafe { block_product::<false>(tile_a, tile_b, a, b, c, m, k, n) }
+            }
+        }
+    }
+
+    /// The block's whole product. `VEC`: 16-byte global accesses, which needs
+    /// `vector_path(k, n)` and 16-byte aligned `a`, `b`, `c`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block_product<const VEC: bool>(
+        tile_a: TileA,
+        tile_b: TileB,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+    ) {
+        let tid = thread::thread_idx_x();
+        let (block_row, block_col) = (thread::block_idx_y() * BLOCK_M, thread::block_idx_x() * BLOCK_N);
+        // The grid covers C with ceil divisions, so block_row < m and block_col < n: these are
+        // the rows and columns of C from the tile's corner to the edge, and never underflow.
+        let (rows_left, cols_left) = (m - block_row, n - block_col);
+
+        let (a_row, a_k) = a_load_slot(tid);
+        let (b_k, b_col) = b_load_slot(tid);
+        let a_row_inside = a_row < rows_left;
+        // Only dereferenced where the load guards hold; wrapping arithmetic keeps the
+        // out-of-range pointers of edge threads free of undefined behaviour.
+        let mut a_next = a.wrapping_add((block_row + a_row) as usize * k as usize + a_k as usize);
+        let mut b_next = b.wrapping_add(b_k as usize * n as usize + block_col as usize + b_col as usize);
+        let b_step = BLOCK_K as usize * n as usize;
+        // Where this thread's loads land in a stage, and where its operands start.
+        let a_store = a_tile_index(a_k, a_row) as usize;
+        let b_store = b_tile_index(b_k, b_col) as usize;
+        let (a_read, b_read) = (c_row(tid, 0) as usize, c_col(tid, 0) as usize);
+
+        let mut acc = [[0.0f32; 8]; 8];
+        let mut k_left = k;
+        // SAFETY: the guards inside check every element against m, k, n.
+        let (mut next_a, mut next_b) = unsafe {
+            (load_a::<VEC>(a_next, a_row_inside, a_k, k_left), load_b::<VEC>(b_next, b_k, b_col, cols_left, k_left))
+        };
+        // SAFETY: stage 0 is written by no one else before the barrier below; slots are disjoint.
+        unsafe { store_slice(tile_a, tile_b, a_store, b_store, next_a, next_b) };
+        // Stage 0 must be complete before any thread reads another thread's elements of it.
+        thread::sync_threads();
+        // One pass per slice, the same instructions every pass: the slice after the last one
+        // is all outside A and B, so its loads are predicated off and it stores zeros that no
+        // one reads. A body without an early exit is the one copy of the multiply; a peeled last
+        // pass (a `break` after the multiply) was a second copy, where ptxas hoisted all 32
+        // shared loads of the slice and the kernel grew to 219 registers.
+        let mut stage = 0;
+        for _ in 0..k.div_ceil(BLOCK_K) {
+            // Issue the next slice's global loads now; they complete during the multiply.
+            k_left = k_left.saturating_sub(BLOCK_K);
+            a_next = a_next.wrapping_add(BLOCK_K as usize);
+            b_next = b_next.wrapping_add(b_step);
+            // SAFETY: as above, for the slice that starts k_left columns of A (rows of B) before
+            // the end; k_left == 0 loads nothing.
+            unsafe {
+                next_a = load_a::<VEC>(a_next, a_row_inside, a_k, k_left);
+                next_b = load_b::<VEC>(b_next, b_k, b_col, cols_left, k_left);
+            }
+            // SAFETY: reads only the current stage, complete since the last barrier.
+            unsafe {
+                multiply_slice(
+                    tile_a,
+                    tile_b,
+                    stage * A_STAGE_FLOATS as usize + a_read,
+                    stage * B_STAGE_FLOATS as usize + b_read,
+                    &mut acc,
+                )
+            };
+            stage ^= 1;
+            // SAFETY: this stage was last read in the previous pass, before the last barrier;
+            // each thread writes its own slots.
+            unsafe {
+                store_slice(
+                    tile_a,
+                    tile_b,
+                    stage * A_STAGE_FLOATS as usize + a_store,
+                    stage * B_STAGE_FLOATS as usize + b_store,
+                    next_a,
+                    next_b,
+                )
+            };
+            // One barrier per slice: the new stage is complete before anyone reads it, and
+            // every thread has finished reading the old stage before the next pass overwrites it.
+            thread::sync_threads();
+        }
+        // SAFETY: forwarded contract; each thread writes its own 8 x 8 elements of C.
+        unsafe { store_c::<VEC>(c, acc, tid, block_row, block_col, rows_left, cols_left, n) };
+    }
+
+    /// This thread's 4 elements of the `A` slice that `k_left` columns of `A` remain before:
+    /// `A[row][k - k_left + a_k ..][..4]`, zero outside `A`.
+    ///
+    /// # Safety
+    /// `a_next` points at that element (or wraps anywhere when `row_inside` is false), `A` holds
+    /// `m * k` floats; with `VEC`, `a_next` is 16-byte aligned whenever it is in bounds.
+    #[inline(always)]
+    unsafe fn load_a<const VEC: bool>(a_next: *const f32, row_inside: bool, a_k: u32, k_left: u32) -> [f32; 4] {
+        if VEC {
+            // k % 4 == 0 and a_k % 4 == 0: the 4 elements are all inside the row or all outside.
+            if row_inside && a_k < k_left {
+                // SAFETY: row < m and the 4 columns < k, 16-byte aligned on this path.
+                unsafe { mem::load_global_nc_v4_f32(a_next) }
+            } else {
+                [0.0; 4]
+            }
+        } else {
+            let mut v = [0.0; 4];
+            unroll!(i in [0, 1, 2, 3] {
+                if row_inside && a_k + (i as u32) < k_left {
+                    // SAFETY: row < m and column k - k_left + a_k + i < k.
+                    v[i] = unsafe { mem::load_global_nc_f32(a_next.add(i)) };
+                }
+            });
+            v
+        }
+    }
+
+    /// This thread's 4 elements of the `B` slice that `k_left` rows of `B` remain before:
+    /// `B[k - k_left + b_k][col ..][..4]`, zero outside `B`.
+    ///
+    /// # Safety
+    /// As [`load_a`], for `B` (`k * n` floats) and `b_next`.
+    #[inline(always)]
+    unsafe fn load_b<const VEC: bool>(
+        b_next: *const f32,
+        b_k: u32,
+        b_col: u32,
+        cols_left: u32,
+        k_left: u32,
+    ) -> [f32; 4] {
+        if VEC {
+            // n % 4 == 0 and the column % 4 == 0: all 4 inside the row or all outside.
+            if b_k < k_left && b_col < cols_left {
+                // SAFETY: the row < k and the 4 columns < n, 16-byte aligned on this path.
+                unsafe { mem::load_global_nc_v4_f32(b_next) }
+            } else {
+                [0.0; 4]
+            }
+        } else {
+            let mut v = [0.0; 4];
+            unroll!(i in [0, 1, 2, 3] {
+                if b_k < k_left && b_col + (i as u32) < cols_left {
+                    // SAFETY: the row < k and the column block_col + b_col + i < n.
+                    v[i] = unsafe { mem::load_global_nc_f32(b_next.add(i)) };
+                }
+            });
+            v
+        }
+    }
+
+    /// Writes this thread's loaded elements into one stage: `A` transposed (4 scalar stores,
+    /// `k`-major), `B` as one 16-byte store.
+    ///
+    /// # Safety
+    /// `a_at` / `b_at` are this thread's slots in a stage, and no thread reads that stage until
+    /// the next barrier.
+    #[inline(always)]
+    unsafe fn store_slice(tile_a: TileA, tile_b: TileB, a_at: usize, b_at: usize, a: [f32; 4], b: [f32; 4]) {
+        unroll!(i in [0, 1, 2, 3] {
+            // SAFETY: a_at + i * stride indexes (a_k + i, a_row) of the stage: in bounds, this
+            // thread's own slot.
+            unsafe { tile_a.store(a_at + i * A_TILE_STRIDE as usize, a[i]) };
+        });
+        // SAFETY: b_at is a multiple of 4 inside the stage, this thread's own 4 slots.
+        unsafe { tile_b.store4(b_at, b) };
+    }
+
+    /// Adds one slice's product into the accumulators: for each `kk`, two 16-byte loads of the
+    /// transposed `A` column and two of the `B` row, then 64 FMAs (an outer product).
+    ///
+    /// # Safety
+    /// `a_at` / `b_at` are this thread's operand offsets in the current stage, which a barrier
+    /// has made complete and no thread writes until the next barrier.
+    #[inline(always)]
+    unsafe fn multiply_slice(tile_a: TileA, tile_b: TileB, a_at: usize, b_at: usize, acc: &mut [[f32; 8]; 8]) {
+        let (half_m, half_n) = ((BLOCK_M / 2) as usize, (BLOCK_N / 2) as usize);
+        unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let (a_row, b_row) = (a_at + kk * A_TILE_STRIDE as usize, b_at + kk * BLOCK_N as usize);
+            // SAFETY: multiples of 4 inside the stage (c_row/c_col offsets + kk rows), complete
+            // since the last barrier.
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                (tile_a.load4(a_row), tile_a.load4(a_row + half_m), tile_b.load4(b_row), tile_b.load4(b_row + half_n))
+            };
+            let a_frag = [a_lo[0], a_lo[1], a_lo[2], a_lo[3], a_hi[0], a_hi[1], a_hi[2], a_hi[3]];
+            let b_frag = [b_lo[0], b_lo[1], b_lo[2], b_lo[3], b_hi[0], b_hi[1], b_hi[2], b_hi[3]];
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+                });
+            });
+        });
+    }
+
+    /// Writes this thread's 8 x 8 accumulators to `C`, skipping elements outside it; with `VEC`,
+    /// 4 columns per 16-byte store.
+    ///
+    /// # Safety
+    /// `C` holds `m * n` floats and no other thread writes these elements; with `VEC`, `c` is
+    /// 16-byte aligned and `n % 4 == 0`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn store_c<const VEC: bool>(
+        c: *mut f32,
+        acc: [[f32; 8]; 8],
+        tid: u32,
+        block_row: u32,
+        block_col: u32,
+        rows_left: u32,
+        cols_left: u32,
+        n: u32,
+    ) {
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let row = c_row(tid, i as u32);
+            if row < rows_left {
+                let c_row_ptr = c.wrapping_add((block_row + row) as usize * n as usize + block_col as usize);
+                unroll!(half in [0, 1] {
+                    let col = c_col(tid, 4 * half as u32);
+                    let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
+                    if VEC {
+                        if col < cols_left {
+                            // SAFETY: row < m, the 4 columns < n (n % 4 == 0, col % 4 == 0), and
+                            // c, n and col keep the address 16-byte aligned.
+                            unsafe { mem::store_global_v4_f32(c_row_ptr.add(col as usize), v) };
+                        }
+                    } else {
+                        unroll!(j in [0, 1, 2, 3] {
+                            if col + (j as u32) < cols_left {
+                                // SAFETY: row < m and column block_col + col + j < n.
+                                unsafe { mem::store_global_f32(c_row_ptr.add(col as usize + j), v[j]) };
+                            }
+                        });
+                    }
+                });
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    #[test]
+    fn launch_contract_is_256_threads_and_16640_bytes_of_static_shared_memory() {
+        // The 48 KiB limit of static shared memory is a compile-time assertion above.
+        assert_eq!(THREADS, 256);
+        assert_eq!(SHARED_BYTES, 2 * (8 * 132 + 8 * 128) * 4);
+    }
+
+    /// Marks `cells` in a `rows x cols` grid and asserts each is marked exactly once.
+    fn assert_partition(rows: u32, cols: u32, cells: impl Iterator<Item = (u32, u32)>) {
+        let mut seen = vec![0u32; (rows * cols) as usize];
+        for (r, c) in cells {
+            assert!(r < rows && c < cols, "({r}, {c}) outside {rows} x {cols}");
+            seen[(r * cols + c) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&s| s == 1), "not every cell covered exactly once");
+    }
+
+    #[test]
+    fn load_slots_cover_each_slice_exactly_once_in_vectors_of_four() {
+        assert_partition(
+            BLOCK_M,
+            BLOCK_K,
+            (0..THREADS).flat_map(|t| {
+                let (row, k) = a_load_slot(t);
+                assert!(k.is_multiple_of(4));
+                (0..4).map(move |i| (row, k + i))
+            }),
+        );
+        assert_partition(
+            BLOCK_K,
+            BLOCK_N,
+            (0..THREADS).flat_map(|t| {
+                let (k, col) = b_load_slot(t);
+                assert!(col.is_multiple_of(4));
+                (0..4).map(move |i| (k, col + i))
+            }),
+        );
+    }
+
+    #[test]
+    fn thread_tiles_partition_the_block_tile() {
+        assert_partition(
+            BLOCK_M,
+            BLOCK_N,
+            (0..THREADS)
+                .flat_map(|t| (0..THREAD_M).flat_map(move |i| (0..THREAD_N).map(move |j| (c_row(t, i), c_col(t, j))))),
+        );
+        // Each half of a thread tile is 4 consecutive rows / columns starting at a multiple of 4,
+        // so `ld.shared.v4.f32` reads it.
+        for t in 0..THREADS {
+            for half in 0..2 {
+                assert!(c_row(t, 4 * half).is_multiple_of(4) && c_col(t, 4 * half).is_multiple_of(4));
+                for i in 1..4 {
+                    assert_eq!(c_row(t, 4 * half + i), c_row(t, 4 * half) + i);
+                    assert_eq!(c_col(t, 4 * half + i), c_col(t, 4 * half) + i);
+                }
+            }
+        }
+    }
+
+    /// Shared memory has 32 banks of 4 bytes.
+    fn bank(index: u32) -> u32 {
+        index % 32
+    }
+
+    #[test]
+    fn a_warps_transposing_stores_hit_32_distinct_banks() {
+        for warp in 0..THREADS / 32 {
+            for i in 0..4 {
+                let mut banks: Vec<u32> = (warp * 32..warp * 32 + 32)
+                    .map(|t| {
+                        let (row, k) = a_load_slot(t);
+                        bank(a_tile_index(k + i, row))
+                    })
+                    .collect();
+                banks.sort_unstable();
+                banks.dedup();
+                assert_eq!(banks.len(), 32, "warp {warp}, store {i}: bank conflicts");
+            }
+        }
+    }
+
+    #[test]
+    fn b_operand_reads_of_eight_lanes_are_one_conflict_free_wavefront() {
+        // A 16-byte shared load is served 8 lanes at a time: 8 distinct 16-byte chunks covering
+        // all 32 banks make one wavefront.
+        for lanes in (0..THREADS).collect::<Vec<_>>().chunks(8) {
+            let mut banks: Vec<u32> =
+                lanes.iter().flat_map(|&t| (0..4).map(move |j| bank(b_tile_index(0, c_col(t, 0) + j)))).collect();
+            banks.sort_unstable();
+            banks.dedup();
+            assert_eq!(banks.len(), 32);
+        }
+    }
+
+    #[test]
+    fn vector_guard_matches_element_guards_on_the_vector_path() {
+        for k in (4..64).step_by(4) {
+            assert!(vector_path(k, 8));
+            for k_left in (0..=k).rev().step_by(BLOCK_K as usize) {
+                for t in 0..THREADS {
+                    let (_, a_k) = a_load_slot(t);
+                    let each: Vec<bool> = (0..4).map(|i| a_k + i < k_left).collect();
+                    assert!(each.iter().all(|&e| e == (a_k < k_left)), "k {k}, k_left {k_left}, a_k {a_k}");
+                }
+            }
+        }
+        assert!(!vector_path(6, 8) && !vector_path(8, 6) && !vector_path(1, 1));
+    }
+
+    /// The kernel's data flow on the CPU, element guards included: each block stages zero-padded
+    /// slices through the load slots and tile indices, each thread accumulates its `c_row` x
+    /// `c_col` elements in kernel order (FMA per `kk`), and stores only inside `C`.
+    fn emulate(a: &[f32], b: &[f32], m: u32, k: u32, n: u32) -> Vec<f32> {
+        let mut c = vec![f32::NAN; (m * n) as usize];
+        for block_row in (0..m).step_by(BLOCK_M as usize) {
+            for block_col in (0..n).step_by(BLOCK_N as usize) {
+                let mut acc = vec![[[0.0f32; 8]; 8]; THREADS as usize];
+                for k0 in (0..k).step_by(BLOCK_K as usize) {
+                    let mut tile_a = vec![f32::NAN; A_STAGE_FLOATS as usize];
+                    let mut tile_b = vec![f32::NAN; B_STAGE_FLOATS as usize];
+                    for t in 0..THREADS {
+                        let (row, ka) = a_load_slot(t);
+                        let (kb, col) = b_load_slot(t);
+                        for i in 0..4 {
+                            let (r, kk) = (block_row + row, k0 + ka + i);
+                            let v = if r < m && kk < k { a[(r * k + kk) as usize] } else { 0.0 };
+                            tile_a[a_tile_index(ka + i, row) as usize] = v;
+                            let (kk, cc) = (k0 + kb, block_col + col + i);
+                            let v = if kk < k && cc < n { b[(kk * n + cc) as usize] } else { 0.0 };
+                            tile_b[b_tile_index(kb, col + i) as usize] = v;
+                        }
+                    }
+                    for (t, acc) in acc.iter_mut().enumerate() {
+                        for kk in 0..BLOCK_K {
+                            for (i, acc_row) in acc.iter_mut().enumerate() {
+                                let x = tile_a[a_tile_index(kk, c_row(t as u32, i as u32)) as usize];
+                                for (j, cell) in acc_row.iter_mut().enumerate() {
+                                    let y = tile_b[b_tile_index(kk, c_col(t as u32, j as u32)) as usize];
+                                    *cell = x.mul_add(y, *cell);
+                                }
+                            }
+                        }
+                    }
+                }
+                for (t, acc) in acc.iter().enumerate() {
+                    for (i, acc_row) in acc.iter().enumerate() {
+                        for (j, &v) in acc_row.iter().enumerate() {
+                            let (r, cc) =
+                                (block_row + c_row(t as u32, i as u32), block_col + c_col(t as u32, j as u32));
+                            if r < m && cc < n {
+                                c[(r * n + cc) as usize] = v;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn emulated_data_flow_matches_a_plain_product_on_ragged_shapes() {
+        // Small integers: every product and sum is exact in f32, so results compare equal.
+        let value = |i: u32, salt: u32| ((i.wrapping_mul(2_654_435_761) ^ salt) % 7) as f32 - 3.0;
+        for (m, k, n) in [(1, 1, 1), (127, 9, 129), (128, 8, 128), (129, 12, 131), (5, 20, 260), (130, 7, 3)] {
+            let a: Vec<f32> = (0..m * k).map(|i| value(i, 1)).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| value(i, 2)).collect();
+            let c = emulate(&a, &b, m, k, n);
+            for r in 0..m {
+                for cc in 0..n {
+                    let want: f32 = (0..k).map(|kk| a[(r * k + kk) as usize] * b[(kk * n + cc) as usize]).sum();
+                    assert_eq!(c[(r * n + cc) as usize], want, "{m}x{k}x{n}: C[{r}][{cc}]");
+                }
+            }
+        }
+    }
+}
