@@ -4,8 +4,10 @@
 //!
 //! Layout mirrors `kernels/`: each kernel family's launch planning sits in the module of the same
 //! name (`matmul_naive`, `matmul_tiled`), and [`matmul::MatmulVariant`] is the one table of
-//! variants that the CLI, the tests and the benchmarks iterate.
+//! variants that the CLI, the tests and the benchmarks iterate. [`bench`] measures the whole
+//! ladder in one run and renders it as tables, JSON and an SVG chart.
 
+pub mod bench;
 pub mod cli;
 pub mod cublas;
 pub mod error;

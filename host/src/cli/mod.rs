@@ -1,5 +1,6 @@
-//! The `host` command line: `info` and `matmul`, one module per subcommand.
+//! The `host` command line: `info`, `matmul` and `bench`, one module per subcommand.
 
+pub mod bench;
 pub mod info;
 pub mod matmul;
 
@@ -24,6 +25,9 @@ pub enum Command {
     Info,
     /// Multiply random matrices with each kernel variant, timed with CUDA events.
     Matmul(matmul::MatmulArgs),
+    /// Measure the whole ladder across sizes (CPU, each kernel, cuBLAS) and the histogram tiers
+    /// across bin counts; print tables, optionally write JSON and an SVG chart.
+    Bench(bench::BenchArgs),
 }
 
 /// Runs a parsed command line.
@@ -31,5 +35,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Info => info::run(cli.device),
         Command::Matmul(args) => matmul::run(cli.device, &args),
+        Command::Bench(args) => bench::run(cli.device, &args),
     }
 }
