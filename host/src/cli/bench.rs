@@ -199,11 +199,11 @@ pub fn run(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
         }
         None => {
             let config = args.config(std::env::args().collect())?;
+            let gpu = Gpu::open(device)?;
             // Fail on an unusable output folder now, not after minutes of measuring.
             for path in args.json.iter().chain(&args.chart) {
                 create_parent(path)?;
             }
-            let gpu = Gpu::open(device)?;
             let progress = progress_bar(config.steps())?;
             let report = bench::run(&gpu, &config, None, &progress);
             progress.finish_and_clear();
