@@ -114,7 +114,8 @@ pub struct HistogramContext<'a> {
 }
 
 /// Measures every GPU histogram tier at one bin count, one row per tier, each checked for an
-/// exact match before it is timed. Passed to [`run`] by a host that has the histogram kernels.
+/// exact match before it is timed. Passed to [`run`] by a host that has the histogram kernels:
+/// `measure_tiers` in `bench/histogram.rs`, which is written against `host::histogram`.
 pub type HistogramTiers = fn(&Gpu, &HistogramContext<'_>, &ProgressBar) -> anyhow::Result<Vec<HistogramRow>>;
 
 /// Why a histogram section has no GPU rows when [`run`] is given no [`HistogramTiers`].
@@ -150,6 +151,18 @@ pub fn histogram_values(rng: &mut impl Rng, n: usize, bins: usize) -> anyhow::Re
     let top = i32::try_from(bins).with_context(|| format!("{bins} bins exceed the i32 values' range"))?;
     anyhow::ensure!(top > 0, "a histogram needs at least one bin");
     Ok((0..n).map(|_| rng.random_range(0..top)).collect())
+}
+
+/// Where a GPU histogram's counts first differ from the CPU's, in words (for a failed row);
+/// `None` when they are equal.
+pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} bins came back, {} expected: not timed", got.len(), want.len()));
+    }
+    let i = got.iter().zip(want).position(|(g, w)| g != w)?;
+    let total: u64 = got.iter().map(|&c| c as u64).sum();
+    let expected: u64 = want.iter().map(|&c| c as u64).sum();
+    Some(format!("bin {i} holds {} instead of {}; {total} values counted of {expected}: not timed", got[i], want[i]))
 }
 
 fn measure_histogram(
@@ -231,6 +244,14 @@ mod tests {
         assert!((0..7).all(|b| v.contains(&b)));
         assert!(histogram_values(&mut rng, 1, 0).is_err());
         assert!(histogram_values(&mut rng, 1, 1 << 31).unwrap_err().to_string().contains("i32"));
+    }
+
+    #[test]
+    fn count_differences_name_the_first_wrong_bin_and_the_totals() {
+        assert_eq!(first_count_difference(&[1, 2, 3], &[1, 2, 3]), None);
+        let d = first_count_difference(&[1, 0, 3], &[1, 2, 3]).unwrap();
+        assert!(d.starts_with("bin 1 holds 0 instead of 2; 4 values counted of 6"), "{d}");
+        assert!(first_count_difference(&[1], &[1, 0]).unwrap().contains("1 bins came back, 2 expected"));
     }
 
     #[test]
