@@ -197,10 +197,10 @@ fn svg_says_which_section_was_skipped_or_has_no_gpu_tiers() {
 }
 
 #[test]
-fn bench_from_json_writes_the_chart_and_json_without_a_gpu() {
+fn bench_from_json_writes_the_table_chart_and_json_without_a_gpu() {
     let dir = std::env::temp_dir().join(format!("host-bench-test-{}", std::process::id()));
     let fixture_path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bench-report.json");
-    let (svg, json) = (dir.join("out/chart.svg"), dir.join("out/report.json"));
+    let (svg, json, text) = (dir.join("out/chart.svg"), dir.join("out/report.json"), dir.join("out/table.txt"));
     let cli = <Cli as clap::Parser>::try_parse_from([
         "host",
         "bench",
@@ -210,6 +210,8 @@ fn bench_from_json_writes_the_chart_and_json_without_a_gpu() {
         svg.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
+        "--table",
+        text.to_str().unwrap(),
     ])
     .unwrap();
     assert!(matches!(cli.command, Command::Bench(_)));
@@ -217,5 +219,6 @@ fn bench_from_json_writes_the_chart_and_json_without_a_gpu() {
     assert!(std::fs::read_to_string(&svg).unwrap().contains(chart::HISTOGRAM_TITLE));
     let written = report::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(written.settings, fixture().settings);
+    assert_eq!(std::fs::read_to_string(&text).unwrap(), table::render(&fixture()));
     std::fs::remove_dir_all(&dir).unwrap();
 }

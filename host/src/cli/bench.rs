@@ -52,6 +52,9 @@ pub struct BenchArgs {
     /// Write every measurement, the device and the PTX description to this JSON file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Also write the printed tables to this text file.
+    #[arg(long, value_name = "PATH")]
+    pub table: Option<PathBuf>,
     /// Draw GFLOP/s against size and GB/s against bins to this SVG file.
     #[arg(long, value_name = "PATH.svg", value_parser = parse_svg_path)]
     pub chart: Option<PathBuf>,
@@ -201,7 +204,7 @@ pub fn run(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
             let config = args.config(std::env::args().collect())?;
             let gpu = Gpu::open(device)?;
             // Fail on an unusable output folder now, not after minutes of measuring.
-            for path in args.json.iter().chain(&args.chart) {
+            for path in args.json.iter().chain(&args.table).chain(&args.chart) {
                 create_parent(path)?;
             }
             let progress = progress_bar(config.steps())?;
@@ -217,12 +220,18 @@ pub fn run(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 fn present(report: &report::BenchReport, args: &BenchArgs) -> anyhow::Result<()> {
-    print!("{}", table::render(report));
+    let text = table::render(report);
+    print!("{text}");
+    if let Some(path) = &args.table {
+        create_parent(path)?;
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        println!("\nwrote {}", path.display());
+    }
     if let Some(path) = &args.json {
         create_parent(path)?;
         std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
-        println!("\nwrote {}", path.display());
+        println!("wrote {}", path.display());
     }
     if let Some(path) = &args.chart {
         create_parent(path)?;
