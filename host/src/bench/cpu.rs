@@ -88,9 +88,21 @@ impl TripleLoopBudget {
         self.largest.map(|(_, rate)| flops / rate)
     }
 
-    /// Whether a run of `flops` is estimated to stay within the limit (`None`: no rate known yet).
-    pub fn allows(&self, flops: f64) -> Option<bool> {
-        self.estimate_s(flops).map(|s| s <= self.limit_s)
+    /// `Ok` when a run of `flops` is estimated to stay within the limit; otherwise the reason
+    /// the row is skipped, with the estimate. Needs a rate ([`Self::calibrate`]) first.
+    pub fn permit(&self, flops: f64) -> Result<(), String> {
+        if self.limit_s <= 0.0 {
+            return Err("skipped: --cpu-loop-limit is 0".into());
+        }
+        match self.estimate_s(flops) {
+            None => Err("skipped: no triple-loop rate was measured to estimate its time".into()),
+            Some(s) if s <= self.limit_s => Ok(()),
+            Some(s) => Err(format!(
+                "skipped: would take ~{} s (at the rate of the largest triple loop run so far), over the {} s limit",
+                seconds(s),
+                seconds(self.limit_s)
+            )),
+        }
     }
 
     /// Records a run of `flops` that took `seconds`.
@@ -110,6 +122,11 @@ impl TripleLoopBudget {
         std::hint::black_box(c);
         self.record(2.0 * (s * s * s) as f64, ms / 1e3);
     }
+}
+
+/// Seconds with one decimal below 10, whole above.
+fn seconds(s: f64) -> String {
+    if s < 10.0 { format!("{s:.1}") } else { format!("{s:.0}") }
 }
 
 /// Times the exact CPU histogram over `runs` runs (at least one) and returns the counts of the
@@ -161,14 +178,24 @@ mod tests {
     #[test]
     fn triple_loop_budget_extrapolates_from_the_largest_run() {
         let mut budget = TripleLoopBudget::new(30.0);
-        assert_eq!(budget.allows(1e9), None);
+        assert!(budget.permit(1e9).unwrap_err().contains("no triple-loop rate"));
         budget.record(1e9, 1.0); // 1 GFLOP/s
         budget.record(1e6, 0.0001); // a faster small run does not replace it
         assert_eq!(budget.estimate_s(2e10), Some(20.0));
-        assert_eq!(budget.allows(2e10), Some(true));
-        assert_eq!(budget.allows(4e10), Some(false));
+        assert_eq!(budget.permit(2e10), Ok(()));
+        let reason = budget.permit(4e10).unwrap_err();
+        assert!(reason.contains("would take ~40 s") && reason.contains("30 s limit"), "{reason}");
         budget.record(2e10, 40.0); // the larger run was slower: its rate wins
         assert_eq!(budget.estimate_s(2e10), Some(40.0));
+    }
+
+    #[test]
+    fn a_zero_limit_skips_the_triple_loop_and_says_so() {
+        let mut budget = TripleLoopBudget::new(0.0);
+        budget.record(1e9, 1.0);
+        assert_eq!(budget.permit(1.0).unwrap_err(), "skipped: --cpu-loop-limit is 0");
+        let short = TripleLoopBudget { limit_s: 0.5, largest: Some((1e9, 1e9)) };
+        assert!(short.permit(2e9).unwrap_err().contains("~2.0 s") && short.permit(2e9).unwrap_err().contains("0.5 s"));
     }
 
     #[test]

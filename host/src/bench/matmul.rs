@@ -74,9 +74,8 @@ fn measure_shape(
     let set_bytes = shape.bytes();
     let free = info.free_memory.saturating_sub(256 << 20);
     let sets = rotation_sets(set_bytes, info.l2_bytes).min((free / set_bytes.max(1)).max(1) as usize);
-    gpu.ensure_fits(&format!("{sets} input set(s) of a {shape} matmul ({} each)", format_bytes(set_bytes)), {
-        sets as u64 * set_bytes
-    })?;
+    let what = format!("{sets} input set(s) of a {shape} matmul ({} each)", format_bytes(set_bytes));
+    gpu.ensure_fits(&what, sets as u64 * set_bytes)?;
     let (la, lb, _) = shape.lens();
     let (a, b) = (random_matrix(rng, la), random_matrix(rng, lb));
     let mut mats = vec![DeviceMatrices::upload(gpu, shape, &a, &b)?];
@@ -95,27 +94,25 @@ fn measure_shape(
 
     progress.set_message(format!("matmul {shape}: {CPU_LOOP}"));
     let loop_method = "Guide triple loop, 1 thread, 1 run, wall clock";
-    if budget.allows(flops).is_none() {
+    if budget.limit_s() > 0.0 && budget.estimate_s(flops).is_none() {
         budget.calibrate(config.seed);
     }
-    let estimate = budget.estimate_s(flops).unwrap_or(f64::INFINITY);
-    rows.push(if estimate <= budget.limit_s() {
-        let (c, ms) = cpu::wall_ms(|| matmul_cpu_triple_loop(&a, &b, m, k, n));
-        budget.record(flops, ms / 1e3);
-        let error = reference.max_error(&c);
-        match check_status(error, tolerance) {
-            RowStatus::Measured => {
-                let timing = Timing::from_samples(vec![ms]).expect("one sample");
-                MatmulRow::measured(CPU_LOOP, MatmulRowKind::CpuLoop, loop_method, flops, timing, Some(error))
+    rows.push(match budget.permit(flops) {
+        Ok(()) => {
+            let (c, ms) = cpu::wall_ms(|| matmul_cpu_triple_loop(&a, &b, m, k, n));
+            budget.record(flops, ms / 1e3);
+            let error = reference.max_error(&c);
+            match check_status(error, tolerance) {
+                RowStatus::Measured => {
+                    let timing = Timing::from_samples(vec![ms]).expect("one sample");
+                    MatmulRow::measured(CPU_LOOP, MatmulRowKind::CpuLoop, loop_method, flops, timing, Some(error))
+                }
+                failed => MatmulRow::unmeasured(CPU_LOOP, MatmulRowKind::CpuLoop, loop_method, failed, Some(error)),
             }
-            failed => MatmulRow::unmeasured(CPU_LOOP, MatmulRowKind::CpuLoop, loop_method, failed, Some(error)),
         }
-    } else {
-        let reason = format!(
-            "skipped: would take ~{estimate:.0} s (rate of the largest triple loop run so far), over the {:.0} s limit",
-            budget.limit_s()
-        );
-        MatmulRow::unmeasured(CPU_LOOP, MatmulRowKind::CpuLoop, loop_method, RowStatus::Skipped { reason }, None)
+        Err(reason) => {
+            MatmulRow::unmeasured(CPU_LOOP, MatmulRowKind::CpuLoop, loop_method, RowStatus::Skipped { reason }, None)
+        }
     });
     progress.inc(1);
 
