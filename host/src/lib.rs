@@ -4,7 +4,7 @@
 //!
 //! Layout mirrors `kernels/`: each kernel family's launch planning sits in the module of the same
 //! name (`matmul_naive`, `matmul_tiled`), and [`matmul::MatmulVariant`] is the one table of
-//! variants that the CLI, the tests and the benchmarks iterate. [`bench`] measures the whole
+//! variants that the CLI, the tests and the benchmarks iterate. [`mod@bench`] measures the whole
 //! ladder in one run and renders it as tables, JSON and an SVG chart.
 
 pub mod bench;
