@@ -3,9 +3,11 @@
 //! events, and checks results against CPU references.
 //!
 //! Layout mirrors `kernels/`: each kernel family's launch planning sits in the module of the same
-//! name (`matmul_naive`, `matmul_tiled`, `sgemm`), and [`matmul::MatmulVariant`] is the one table of
-//! variants that the CLI, the tests and the benchmarks iterate.
+//! name (`matmul_naive`, `matmul_tiled`, `sgemm`, `histogram`), and [`matmul::MatmulVariant`] is
+//! the one table of variants that the CLI, the tests and the benchmarks iterate. [`mod@bench`]
+//! measures the whole ladder in one run and renders it as tables, JSON and an SVG chart.
 
+pub mod bench;
 pub mod cli;
 pub mod cublas;
 pub mod error;

@@ -84,6 +84,61 @@ impl MatmulReference {
     }
 }
 
+/// A [`MatmulReference`] for chosen rows of `C` only: at 8192^3 the full float64 product costs
+/// minutes of CPU, while a few dozen rows cost a second and still see every column, every tile
+/// boundary along `n` and (with the first and last row among them) both edges along `m`.
+pub struct SampledMatmulReference {
+    rows: Vec<usize>,
+    n: usize,
+    m: usize,
+    reference: MatmulReference,
+}
+
+impl SampledMatmulReference {
+    /// The reference for `rows` of `C = A * B` (each below `m`; duplicates are checked twice).
+    pub fn new(a: &[f32], b: &[f32], m: usize, k: usize, n: usize, rows: Vec<usize>) -> Self {
+        assert_eq!((a.len(), b.len()), (m * k, k * n), "matrix lengths do not match m, k, n");
+        assert!(rows.iter().all(|&r| r < m), "a sampled row is outside 0..{m}");
+        let a_rows: Vec<f32> = rows.iter().flat_map(|&r| &a[r * k..(r + 1) * k]).copied().collect();
+        let reference = MatmulReference::new(&a_rows, b, rows.len(), k, n);
+        Self { rows, n, m, reference }
+    }
+
+    /// The rows it checks.
+    pub fn rows(&self) -> &[usize] {
+        &self.rows
+    }
+
+    /// [`MatmulReference::max_error`] over the sampled rows of the full `m x n` result `c`.
+    pub fn max_error(&self, c: &[f32]) -> f64 {
+        if c.len() != self.m * self.n {
+            return f64::INFINITY;
+        }
+        let n = self.n;
+        let c_rows: Vec<f32> = self.rows.iter().flat_map(|&r| &c[r * n..(r + 1) * n]).copied().collect();
+        self.reference.max_error(&c_rows)
+    }
+
+    /// [`MatmulReference::tolerance`].
+    pub fn tolerance(&self) -> f64 {
+        self.reference.tolerance()
+    }
+}
+
+/// `count` rows of `0..m` to check: all of them when `m <= count`, otherwise the first, the last
+/// and evenly spaced ones between, in increasing order without repeats.
+pub fn sample_rows(m: usize, count: usize) -> Vec<usize> {
+    if m <= count {
+        return (0..m).collect();
+    }
+    if count <= 1 {
+        return vec![m - 1];
+    }
+    let mut rows: Vec<usize> = (0..count).map(|i| i * (m - 1) / (count - 1)).collect();
+    rows.dedup();
+    rows
+}
+
 /// Exact histogram of `values` into `bins` bins; values below 0 count in bin 0 and values at or
 /// above `bins` in the last bin (the Guide's clamping).
 pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
@@ -185,6 +240,32 @@ mod tests {
             histogram_input(9, 3 << 20, 7, ValueDistribution::Uniform),
             histogram_input(9, 3 << 20, 7, ValueDistribution::Uniform)
         );
+    }
+
+    #[test]
+    fn sampled_reference_agrees_with_full_reference_on_its_rows() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let (m, k, n) = (40, 33, 17);
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let mut c = matmul_cpu_triple_loop(&a, &b, m, k, n);
+        let sampled = SampledMatmulReference::new(&a, &b, m, k, n, sample_rows(m, 5));
+        assert_eq!(sampled.rows(), &[0, 9, 19, 29, 39]);
+        let full = MatmulReference::new(&a, &b, m, k, n);
+        assert!(sampled.max_error(&c) <= full.max_error(&c));
+        assert!(sampled.max_error(&c) < sampled.tolerance());
+        // An error on a sampled row (the last) is seen; one between sampled rows is not.
+        c[39 * n + 3] += 1.0;
+        assert!(sampled.max_error(&c) > sampled.tolerance());
+        assert_eq!(sampled.max_error(&c[1..]), f64::INFINITY);
+    }
+
+    #[test]
+    fn sample_rows_keeps_both_edges_and_takes_everything_when_small() {
+        assert_eq!(sample_rows(3, 64), vec![0, 1, 2]);
+        let rows = sample_rows(8192, 64);
+        assert_eq!((rows.len(), rows[0], rows[63]), (64, 0, 8191));
+        assert!(rows.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(sample_rows(10, 1), vec![9]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!   registers, shared memory and spills from `ptxas -v` when ptxas is found.
 //! - `test`: builds the PTX and runs every test; with a CUDA device present, the GPU tests too.
 //! - `run`: builds the release PTX and runs the host binary in release mode with the given args.
+//! - `bench`: builds the release PTX and runs `host bench` in release mode with the given args.
 
 mod fingerprint;
 mod ptx;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Project tasks: build-ptx, test, run")]
+#[command(name = "cargo xtask", about = "Project tasks: build-ptx, test, run, bench")]
 struct Cli {
     #[command(subcommand)]
     task: Task,
@@ -31,6 +32,13 @@ enum Task {
     /// Build the release PTX, then run the host binary in release mode: `cargo xtask run -- info`.
     Run {
         /// Arguments for the host binary.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Build the release PTX, then run `host bench` in release mode:
+    /// `cargo xtask bench -- --json results/h100.json --chart results/h100.svg`.
+    Bench {
+        /// Arguments for `host bench`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -59,13 +67,9 @@ fn main() -> Result<()> {
             ptx::build(&root, &args)?;
             test(&root)?;
         }
-        Task::Run { args } => {
-            ptx::build(&root, &PtxArgs { arch: "sm_90".into(), release: true })?;
-            run_cargo(
-                &root,
-                ["run", "--release", "--quiet", "--package", "host", "--"].into_iter().map(String::from).chain(args),
-            )?;
-        }
+        Task::Run { args } => run_host(&root, args)?,
+        // Timings of a checked PTX build would not be representative: always the release PTX.
+        Task::Bench { args } => run_host(&root, std::iter::once("bench".to_string()).chain(args).collect())?,
     }
     Ok(())
 }
@@ -78,6 +82,15 @@ pub fn project_root() -> PathBuf {
 /// The cargo that runs this task (`$CARGO`), so nested builds use the same toolchain.
 pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Builds the release PTX, then runs the host binary in release mode with `args`.
+fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
+    ptx::build(root, &PtxArgs { arch: "sm_90".into(), release: true })?;
+    run_cargo(
+        root,
+        ["run", "--release", "--quiet", "--package", "host", "--"].into_iter().map(String::from).chain(args),
+    )
 }
 
 fn run_cargo(root: &Path, args: impl IntoIterator<Item = String>) -> Result<()> {
@@ -108,4 +121,19 @@ fn cuda_device() -> Option<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let first = text.lines().find(|l| l.starts_with("GPU "))?;
     out.status.success().then(|| first.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_passes_every_argument_after_the_separator_to_host_bench() {
+        let cli = Cli::try_parse_from(["xtask", "bench", "--", "--json", "results/h100.json", "--quick"]).unwrap();
+        let Task::Bench { args } = cli.task else { panic!("not bench") };
+        assert_eq!(args, ["--json", "results/h100.json", "--quick"]);
+        let cli = Cli::try_parse_from(["xtask", "bench", "--sizes", "1024"]).unwrap();
+        let Task::Bench { args } = cli.task else { panic!("not bench") };
+        assert_eq!(args, ["--sizes", "1024"]);
+    }
 }

@@ -1,5 +1,6 @@
-//! The `host` command line: `info`, `matmul` and `histogram`, one module per subcommand.
+//! The `host` command line: `info`, `matmul`, `histogram` and `bench`, one module per subcommand.
 
+pub mod bench;
 pub mod histogram;
 pub mod info;
 pub mod matmul;
@@ -27,6 +28,9 @@ pub enum Command {
     Matmul(matmul::MatmulArgs),
     /// Histogram of random i32 values in block-shared, cluster-shared or global bins.
     Histogram(histogram::HistogramArgs),
+    /// Measure the whole ladder across sizes (CPU, each kernel, cuBLAS) and the histogram tiers
+    /// across bin counts; print tables, optionally write JSON and an SVG chart.
+    Bench(bench::BenchArgs),
 }
 
 /// Runs a parsed command line.
@@ -35,5 +39,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info => info::run(cli.device),
         Command::Matmul(args) => matmul::run(cli.device, &args),
         Command::Histogram(args) => histogram::run(cli.device, &args),
+        Command::Bench(args) => bench::run(cli.device, &args),
     }
 }

@@ -1,0 +1,247 @@
+//! `host bench`: the whole ladder measured in one process on the user's GPU. Matrix products
+//! from the Guide's CPU triple loop through a multithreaded CPU SGEMM and each of our kernels to
+//! cuBLAS, across sizes; histograms per tier across bin counts against a CPU histogram and the
+//! device's copy bandwidth.
+//!
+//! Measuring ([`run`]) is split from presenting ([`table`], [`chart`]): both presenters take the
+//! [`report::BenchReport`] only, so a report saved as JSON renders again without a GPU, and the
+//! tests feed them a fixture.
+
+pub mod chart;
+pub mod cpu;
+pub mod histogram;
+pub mod matmul;
+pub mod memcopy;
+pub mod report;
+pub mod table;
+
+use crate::gpu::Gpu;
+use crate::matmul::{MatmulShape, MatmulVariant};
+use crate::timing::Timing;
+use anyhow::Context;
+use indicatif::ProgressBar;
+use rand::{Rng, SeedableRng};
+use report::{BenchReport, CopyBandwidth, HistogramBinsResult, HistogramSection, HostCpu, Settings};
+
+/// Sizes measured by default: squares from 256 to 8192 and the write-up's rectangular shape.
+pub const DEFAULT_SIZES: &str = "256,512,1024,2048,4096,8192,1000x800x1200";
+/// Sizes of `--quick`.
+pub const QUICK_SIZES: &str = "256,1024,1000x800x1200";
+/// Bin counts measured by default: from a histogram that fits one block's shared memory many
+/// times over to one that fits no cluster's.
+pub const DEFAULT_BINS: &str = "256,1024,4096,8192,16384,65536,131072,262144,1048576";
+/// Bin counts of `--quick`.
+pub const QUICK_BINS: &str = "256,8192,131072";
+/// Values per histogram: 2^26 `i32`, 256 MiB, well beyond any L2.
+pub const DEFAULT_HISTOGRAM_VALUES: usize = 1 << 26;
+/// Bytes of the device-to-device copy that sets the bandwidth ceiling: 1 GiB, far beyond L2.
+pub const COPY_BYTES: u64 = 1 << 30;
+/// Above this many multiply-adds (2048^3) the float64 reference is computed for sampled rows
+/// only: the full one would take minutes at 8192.
+pub const FULL_CHECK_MAX_MACS: f64 = 2048.0 * 2048.0 * 2048.0;
+/// Rows checked when the check is sampled.
+pub const SAMPLED_CHECK_ROWS: usize = 64;
+/// Timed runs of the CPU histogram per bin count (each reads 256 MiB on one thread).
+pub const CPU_HISTOGRAM_RUNS: usize = 3;
+
+/// What to measure and how.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Matmul shapes, in report order.
+    pub sizes: Vec<MatmulShape>,
+    /// Histogram bin counts, in report order.
+    pub bins: Vec<usize>,
+    /// Values per histogram.
+    pub histogram_values: usize,
+    /// Untimed GPU runs before timing.
+    pub warmup: usize,
+    /// Timed GPU runs.
+    pub repeat: usize,
+    /// Most timed runs of the CPU SGEMM.
+    pub cpu_sgemm_max_runs: usize,
+    /// Seconds the triple loop may be estimated to take at one size.
+    pub cpu_loop_limit_s: f64,
+    /// Seed of every random input.
+    pub seed: u64,
+    /// Leave out the matmul section.
+    pub skip_matmul: bool,
+    /// Leave out the histogram section.
+    pub skip_histogram: bool,
+    /// Recorded in the report.
+    pub command_line: Vec<String>,
+}
+
+impl BenchConfig {
+    /// Progress-bar steps of a run: per size the inputs, two CPU rows, each variant and cuBLAS;
+    /// the copy; per bin count its CPU histogram and tiers.
+    pub fn steps(&self) -> u64 {
+        let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 1) };
+        let histogram = if self.skip_histogram { 0 } else { 1 + self.bins.len() };
+        (matmul + histogram) as u64
+    }
+
+    /// The settings the report records.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            warmup: self.warmup,
+            repeat: self.repeat,
+            cpu_sgemm_max_runs: self.cpu_sgemm_max_runs,
+            cpu_loop_limit_s: self.cpu_loop_limit_s,
+            full_check_max_macs: FULL_CHECK_MAX_MACS,
+            sampled_check_rows: SAMPLED_CHECK_ROWS,
+            histogram_values: self.histogram_values,
+            seed: self.seed,
+        }
+    }
+}
+
+/// What a histogram tier measurement gets for one bin count: the input, the exact answer, and
+/// the baselines its row is related to.
+pub struct HistogramContext<'a> {
+    /// The values (in `0..bins`).
+    pub values: &'a [i32],
+    /// Bins.
+    pub bins: usize,
+    /// The CPU's exact counts, which every tier must equal.
+    pub cpu_counts: &'a [u32],
+    /// The CPU histogram's timing.
+    pub cpu: &'a Timing,
+    /// The copy-bandwidth ceiling.
+    pub copy: &'a CopyBandwidth,
+    /// Untimed GPU runs before timing.
+    pub warmup: usize,
+    /// Timed GPU runs.
+    pub repeat: usize,
+}
+
+/// Measures everything `config` asks for, advancing `progress` one step at a time.
+pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::Result<BenchReport> {
+    let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let matmul = if config.skip_matmul { None } else { Some(matmul::measure(gpu, config, progress)?) };
+    let histogram = if config.skip_histogram { None } else { Some(measure_histogram(gpu, config, progress)?) };
+    Ok(BenchReport {
+        schema: report::SCHEMA_VERSION,
+        date,
+        command_line: config.command_line.clone(),
+        device: gpu.info().clone(),
+        ptx: gpu.ptx_info().clone(),
+        host_cpu: HostCpu { model: cpu::cpu_model(), threads: rayon::current_num_threads() },
+        settings: config.settings(),
+        matmul,
+        histogram,
+    })
+}
+
+/// `n` values uniform in `0..bins`: every bin is hit about equally, the case the tiers are
+/// compared on.
+pub fn histogram_values(rng: &mut impl Rng, n: usize, bins: usize) -> anyhow::Result<Vec<i32>> {
+    let top = i32::try_from(bins).with_context(|| format!("{bins} bins exceed the i32 values' range"))?;
+    anyhow::ensure!(top > 0, "a histogram needs at least one bin");
+    Ok((0..n).map(|_| rng.random_range(0..top)).collect())
+}
+
+/// Where a GPU histogram's counts first differ from the CPU's, in words (for a failed row);
+/// `None` when they are equal.
+pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} bins came back, {} expected: not timed", got.len(), want.len()));
+    }
+    let i = got.iter().zip(want).position(|(g, w)| g != w)?;
+    let total: u64 = got.iter().map(|&c| c as u64).sum();
+    let expected: u64 = want.iter().map(|&c| c as u64).sum();
+    Some(format!("bin {i} holds {} instead of {}; {total} values counted of {expected}: not timed", got[i], want[i]))
+}
+
+fn measure_histogram(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::Result<HistogramSection> {
+    progress.set_message("device-to-device copy (bandwidth ceiling)");
+    let copy = memcopy::measure(gpu, COPY_BYTES, config.warmup, config.repeat)?;
+    progress.inc(1);
+    // A seed of its own, so the histogram inputs do not depend on which sizes ran before.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ 0x4849_5354);
+    let n = config.histogram_values;
+    let mut results = Vec::with_capacity(config.bins.len());
+    for &bins in &config.bins {
+        progress.set_message(format!("histogram, {bins} bins: CPU"));
+        let values = histogram_values(&mut rng, n, bins)?;
+        let (cpu_timing, counts) = cpu::time_histogram(&values, bins, CPU_HISTOGRAM_RUNS);
+        let mut entry = HistogramBinsResult::new(bins, n, cpu_timing);
+        let ctx = HistogramContext {
+            values: &values,
+            bins,
+            cpu_counts: &counts,
+            cpu: &cpu_timing,
+            copy: &copy,
+            warmup: config.warmup,
+            repeat: config.repeat,
+        };
+        entry.rows =
+            histogram::measure_tiers(gpu, &ctx, progress).with_context(|| format!("histogram with {bins} bins"))?;
+        results.push(entry);
+        progress.inc(1);
+    }
+    Ok(HistogramSection {
+        values: n,
+        distribution: "uniform in [0, bins)".into(),
+        copy,
+        cpu_method: format!("exact CPU histogram, 1 thread, median of {CPU_HISTOGRAM_RUNS} runs, wall clock"),
+        bins: results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> BenchConfig {
+        BenchConfig {
+            sizes: vec![MatmulShape::new(256, 256, 256).unwrap(), MatmulShape::new(1000, 800, 1200).unwrap()],
+            bins: vec![256, 8192, 65536],
+            histogram_values: 1 << 10,
+            warmup: 3,
+            repeat: 20,
+            cpu_sgemm_max_runs: 5,
+            cpu_loop_limit_s: 30.0,
+            seed: 1,
+            skip_matmul: false,
+            skip_histogram: false,
+            command_line: vec!["host".into(), "bench".into()],
+        }
+    }
+
+    #[test]
+    fn steps_count_every_row_of_the_sections_that_run() {
+        let per_size = 3 + MatmulVariant::ALL.len() as u64 + 1;
+        assert_eq!(config().steps(), 2 * per_size + 4);
+        assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), 2 * per_size);
+        assert_eq!(BenchConfig { skip_matmul: true, ..config() }.steps(), 4);
+    }
+
+    #[test]
+    fn histogram_values_stay_in_range_and_reject_impossible_bin_counts() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let v = histogram_values(&mut rng, 10_000, 7).unwrap();
+        assert!(v.iter().all(|&x| (0..7).contains(&x)));
+        assert!((0..7).all(|b| v.contains(&b)));
+        assert!(histogram_values(&mut rng, 1, 0).is_err());
+        assert!(histogram_values(&mut rng, 1, 1 << 31).unwrap_err().to_string().contains("i32"));
+    }
+
+    #[test]
+    fn count_differences_name_the_first_wrong_bin_and_the_totals() {
+        assert_eq!(first_count_difference(&[1, 2, 3], &[1, 2, 3]), None);
+        let d = first_count_difference(&[1, 0, 3], &[1, 2, 3]).unwrap();
+        assert!(d.starts_with("bin 1 holds 0 instead of 2; 4 values counted of 6"), "{d}");
+        assert!(first_count_difference(&[1], &[1, 0]).unwrap().contains("1 bins came back, 2 expected"));
+    }
+
+    #[test]
+    fn default_and_quick_lists_parse() {
+        for text in [DEFAULT_SIZES, QUICK_SIZES] {
+            assert!(crate::cli::bench::parse_sizes(text).is_ok(), "{text}");
+        }
+        for text in [DEFAULT_BINS, QUICK_BINS] {
+            assert!(crate::cli::bench::parse_bins(text).is_ok(), "{text}");
+        }
+        assert_eq!(crate::cli::bench::parse_bins(DEFAULT_BINS).unwrap().0.len(), 9);
+    }
+}

@@ -1,0 +1,223 @@
+//! The report as text: a header saying where and how it was measured, one table per matmul size
+//! and one for the histogram, with ratios to cuBLAS and to the copy bandwidth in every row.
+
+use super::report::{BenchReport, HistogramSection, MatmulRowKind, MatmulShapeResult, RowStatus};
+use crate::error::format_bytes;
+use crate::timing::Timing;
+
+/// The whole report as aligned text.
+pub fn render(report: &BenchReport) -> String {
+    let mut out = header(report);
+    if let Some(matmul) = &report.matmul {
+        for shape in &matmul.shapes {
+            out.push('\n');
+            out += &render_matmul_shape(shape);
+        }
+    }
+    if let Some(histogram) = &report.histogram {
+        out.push('\n');
+        out += &render_histogram(histogram);
+    }
+    let failures = report.failures();
+    if !failures.is_empty() {
+        out += "\nFAILED CHECKS (these rows were not timed):\n";
+        for f in failures {
+            out += &format!("  {f}\n");
+        }
+    }
+    out
+}
+
+fn header(report: &BenchReport) -> String {
+    let d = &report.device;
+    let (major, minor) = d.compute_capability;
+    let s = &report.settings;
+    let cpu = report.host_cpu.model.as_deref().unwrap_or("unknown CPU");
+    format!(
+        "host bench, {date}\n\
+         device {ordinal}: {name} (sm_{major}{minor}, {sms} SMs, {mem}, L2 {l2}, {mhz} MHz), driver CUDA {driver}\n\
+         PTX: {arch} ({profile} build); CPU: {cpu}, {threads} threads; seed {seed}\n\
+         GPU rows: CUDA events, median of {repeat} runs after {warmup} warm-ups, with min and max; inputs rotated when they fit in L2.\n\
+         CPU rows: wall clock. Every result is checked against a float64 (matmul) or exact (histogram) CPU reference before it is timed.\n",
+        date = report.date,
+        ordinal = d.ordinal,
+        name = d.name,
+        sms = d.sm_count,
+        mem = format_bytes(d.total_memory),
+        l2 = format_bytes(d.l2_bytes),
+        mhz = d.clock_khz / 1000,
+        driver = d.driver_cuda_version_string(),
+        arch = report.ptx.arch,
+        profile = report.ptx.profile,
+        threads = report.host_cpu.threads,
+        seed = s.seed,
+        repeat = s.repeat,
+        warmup = s.warmup,
+    ) + &if report.ptx.profile == "release" {
+        String::new()
+    } else {
+        "note: the PTX is a checked build (bounds and overflow checks): its times are not representative\n".into()
+    }
+}
+
+/// The table for one matmul size.
+pub fn render_matmul_shape(result: &MatmulShapeResult) -> String {
+    let mut out = format!(
+        "matmul {} ({:.2} GFLOP): checked on {}, bound {:.2e}; GPU inputs rotated over {} set(s); x cuBLAS = time / cuBLAS time\n",
+        result.shape,
+        result.flops / 1e9,
+        result.check,
+        result.tolerance,
+        result.input_sets
+    );
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|row| {
+            let note = match &row.status {
+                RowStatus::Measured if matches!(row.kind, MatmulRowKind::CpuLoop | MatmulRowKind::CpuSgemm) => {
+                    row.method.clone()
+                }
+                RowStatus::Measured => String::new(),
+                RowStatus::Skipped { reason } | RowStatus::Failed { reason } => reason.clone(),
+            };
+            let mut cells = vec![row.name.clone()];
+            cells.extend(timing_cells(row.timing.as_ref()));
+            cells.push(opt(row.gflops.map(rate)));
+            cells.push(opt(row.ratio_to_cublas.map(|r| format!("{r:.2}"))));
+            cells.push(opt(row.max_error.map(|e| format!("{e:.1e}"))));
+            cells.push(note);
+            cells
+        })
+        .collect();
+    out +=
+        &grid(&["variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "max error", "note"], &[0], &rows);
+    out
+}
+
+/// The histogram table: a CPU row and one row per tier at each bin count.
+pub fn render_histogram(section: &HistogramSection) -> String {
+    let values = section.values;
+    let pow = if values.is_power_of_two() { format!(" = 2^{}", values.trailing_zeros()) } else { String::new() };
+    let copy = &section.copy;
+    let mut out = format!(
+        "histogram of {values}{pow} i32 values ({}), {} read per histogram\n\
+         ceiling: device-to-device copy of {}, {:.0} GB/s (read + write, median of {}); % of copy = GB/s / ceiling\n\
+         CPU: {}; speedup = CPU time / GPU time\n",
+        section.distribution,
+        format_bytes(4 * values as u64),
+        format_bytes(copy.bytes),
+        copy.gb_per_s,
+        copy.timing.runs,
+        section.cpu_method,
+    );
+    let mut rows = Vec::new();
+    for entry in &section.bins {
+        let mut cpu = vec![entry.bins.to_string(), "cpu".into()];
+        cpu.extend(timing_cells(Some(&entry.cpu)));
+        let cpu_fraction = format!("{:.2}%", 100.0 * entry.cpu_gb_per_s / copy.gb_per_s);
+        // The CPU's counts are the reference the tiers are compared with.
+        cpu.extend([rate(entry.cpu_gb_per_s), cpu_fraction, "1x".into(), "ref".into(), String::new()]);
+        rows.push(cpu);
+        for row in &entry.rows {
+            let mut cells = vec![entry.bins.to_string(), row.tier.clone()];
+            cells.extend(timing_cells(row.timing.as_ref()));
+            cells.push(opt(row.gb_per_s.map(rate)));
+            cells.push(opt(row.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f))));
+            cells.push(opt(row.speedup_over_cpu.map(|s| format!("{s:.0}x"))));
+            cells.push(opt(row.exact_match.map(|e| if e { "yes" } else { "NO" }.to_string())));
+            let plan = row.plan.clone().unwrap_or_default();
+            cells.push(match &row.status {
+                RowStatus::Measured => plan,
+                RowStatus::Skipped { reason } | RowStatus::Failed { reason } if plan.is_empty() => reason.clone(),
+                RowStatus::Skipped { reason } | RowStatus::Failed { reason } => format!("{plan}; {reason}"),
+            });
+            rows.push(cells);
+        }
+    }
+    out += &grid(
+        &["bins", "tier", "median ms", "min ms", "max ms", "GB/s", "% of copy", "speedup", "exact", "plan / note"],
+        &[1],
+        &rows,
+    );
+    out
+}
+
+fn timing_cells(t: Option<&Timing>) -> [String; 3] {
+    match t {
+        Some(t) => [ms(t.median_ms), ms(t.min_ms), ms(t.max_ms)],
+        None => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+fn ms(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// Rates in whole units from 100, with one decimal from 10 and two below, so that the CPU's
+/// few GFLOP/s and the GPU's thousands read alike.
+fn rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn opt(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".into())
+}
+
+/// Columns padded to their widest cell: those in `left` left-aligned (names), the last
+/// left-aligned and unpadded (free text), the others right-aligned (numbers).
+fn grid(headers: &[&str], left: &[usize], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut l = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let w = widths[i];
+            let padded = if i + 1 == widths.len() {
+                cell.to_string()
+            } else if left.contains(&i) {
+                format!("{cell:<w$}")
+            } else {
+                format!("{cell:>w$}")
+            };
+            if i > 0 {
+                l += "  ";
+            }
+            l += &padded;
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut out = line(headers);
+    for row in rows {
+        out += &line(&row.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_show_fewer_decimals_as_they_grow() {
+        assert_eq!(rate(1.8345), "1.83");
+        assert_eq!(rate(12.54), "12.5");
+        assert_eq!(rate(4295.2), "4295");
+    }
+
+    #[test]
+    fn grid_aligns_numbers_right_and_labels_left() {
+        let text = grid(&["variant", "ms", "note"], &[0], &[vec!["a".into(), "1.5".into(), "x y".into()]]);
+        assert_eq!(text, "variant   ms  note\na        1.5  x y\n");
+    }
+}

@@ -1,0 +1,377 @@
+//! `host bench`: the whole ladder in one run, printed as tables, optionally saved as JSON and
+//! drawn as an SVG chart; or, with `--from-json`, a saved report rendered again without a GPU.
+
+use crate::bench::{self, BenchConfig, report, table};
+use crate::gpu::Gpu;
+use crate::matmul::MatmulShape;
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `host bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Matmul sizes, comma-separated: N for N x N x N, or MxKxN
+    /// [default: 256,512,1024,2048,4096,8192,1000x800x1200]
+    #[arg(long, value_name = "LIST", value_parser = parse_sizes)]
+    pub sizes: Option<ShapeList>,
+    /// Histogram bin counts, comma-separated (2^k accepted)
+    /// [default: 256,1024,4096,8192,16384,65536,131072,262144,1048576]
+    #[arg(long, value_name = "LIST", value_parser = parse_bins)]
+    pub bins: Option<BinList>,
+    /// Short default lists (sizes 256,1024,1000x800x1200; bins 256,8192,131072) for a first look;
+    /// --sizes and --bins still win.
+    #[arg(long)]
+    pub quick: bool,
+    /// Values per histogram (2^k accepted).
+    #[arg(long, value_name = "N", default_value = "2^26", value_parser = parse_values)]
+    pub values: usize,
+    /// Untimed GPU runs before timing.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Timed GPU runs (the median is reported, with min and max).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Most timed runs of the multithreaded CPU SGEMM (fewer when one run takes seconds).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cpu_repeat: u32,
+    /// Run the single-threaded CPU triple loop only while its estimated time stays under this
+    /// many seconds (0: never).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub cpu_loop_limit: f64,
+    /// Seed for every random input (default: fresh each run; the report records it).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Leave out the matrix products.
+    #[arg(long, conflicts_with = "skip_histogram")]
+    pub skip_matmul: bool,
+    /// Leave out the histograms.
+    #[arg(long)]
+    pub skip_histogram: bool,
+    /// Write every measurement, the device and the PTX description to this JSON file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Also write the printed tables to this text file.
+    #[arg(long, value_name = "PATH")]
+    pub table: Option<PathBuf>,
+    /// Draw GFLOP/s against size and GB/s against bins to this SVG file.
+    #[arg(long, value_name = "PATH.svg", value_parser = parse_svg_path)]
+    pub chart: Option<PathBuf>,
+    /// Measure nothing: render a report saved with --json (table, and --chart), no GPU needed.
+    #[arg(long, value_name = "PATH", conflicts_with_all = [
+        "sizes", "bins", "quick", "values", "warmup", "repeat", "cpu_repeat", "cpu_loop_limit", "seed",
+        "skip_matmul", "skip_histogram",
+    ])]
+    pub from_json: Option<PathBuf>,
+}
+
+/// The shapes `--sizes` selected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeList(pub Vec<MatmulShape>);
+
+/// The bin counts `--bins` selected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinList(pub Vec<usize>);
+
+/// Parses `256,1024,1000x800x1200`: `N` is `N x N x N`, `MxKxN` is `m x k x n`; repeats are
+/// dropped, the order kept.
+pub fn parse_sizes(text: &str) -> Result<ShapeList, String> {
+    let mut shapes: Vec<MatmulShape> = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(format!("empty entry in `{text}`: write sizes like 256,1024,1000x800x1200"));
+        }
+        let dims = item
+            .split(['x', 'X'])
+            .map(|d| {
+                d.trim().parse::<usize>().map_err(|_| {
+                    format!("size `{item}`: `{}` is not a whole number (write N for N x N x N, or MxKxN)", d.trim())
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (m, k, n) = match dims[..] {
+            [s] => (s, s, s),
+            [m, k, n] => (m, k, n),
+            _ => return Err(format!("size `{item}` has {} dimensions: write N, or MxKxN", dims.len())),
+        };
+        let shape = MatmulShape::new(m, k, n).map_err(|e| format!("size `{item}`: {e}"))?;
+        if !shapes.contains(&shape) {
+            shapes.push(shape);
+        }
+    }
+    Ok(ShapeList(shapes))
+}
+
+/// Parses a count written `67108864` or `2^26`.
+pub fn parse_count(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let bad = || format!("`{text}` is not a count: write a whole number like 65536 or a power of two like 2^16");
+    match text.split_once('^') {
+        Some((base, exp)) => {
+            let (base, exp): (usize, u32) =
+                (base.trim().parse().map_err(|_| bad())?, exp.trim().parse().map_err(|_| bad())?);
+            base.checked_pow(exp).ok_or_else(|| format!("`{text}` is too large"))
+        }
+        None => text.parse().map_err(|_| bad()),
+    }
+}
+
+/// Parses `256,8192,2^20`: every count at least 1 and within the `i32` values' range; repeats
+/// are dropped, the order kept.
+pub fn parse_bins(text: &str) -> Result<BinList, String> {
+    let mut bins: Vec<usize> = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let b = parse_count(item).map_err(|e| format!("bins: {e}"))?;
+        if b == 0 {
+            return Err("bins: 0 bins: a histogram needs at least 1".into());
+        }
+        if b > i32::MAX as usize {
+            return Err(format!("bins: {b} exceeds {} (the values are i32)", i32::MAX));
+        }
+        if !bins.contains(&b) {
+            bins.push(b);
+        }
+    }
+    Ok(BinList(bins))
+}
+
+/// Parses the histogram length: at least 1, at most `u32::MAX` (the kernels count in u32).
+pub fn parse_values(text: &str) -> Result<usize, String> {
+    match parse_count(text)? {
+        0 => Err("a histogram needs at least 1 value".into()),
+        n if n > u32::MAX as usize => Err(format!("{n} values exceed {} (the kernels count in u32)", u32::MAX)),
+        n => Ok(n),
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a number of seconds (0 or more)")),
+    }
+}
+
+fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) if ext.eq_ignore_ascii_case("svg") => Ok(path),
+        _ => Err(format!("`{text}`: the chart is SVG, give a path ending in .svg")),
+    }
+}
+
+impl BenchArgs {
+    /// The measuring configuration: explicit lists, else the `--quick` or full defaults.
+    pub fn config(&self, command_line: Vec<String>) -> anyhow::Result<BenchConfig> {
+        let (sizes, bins) = if self.quick {
+            (bench::QUICK_SIZES, bench::QUICK_BINS)
+        } else {
+            (bench::DEFAULT_SIZES, bench::DEFAULT_BINS)
+        };
+        let sizes = match &self.sizes {
+            Some(list) => list.0.clone(),
+            None => parse_sizes(sizes).map_err(anyhow::Error::msg)?.0,
+        };
+        let bins = match &self.bins {
+            Some(list) => list.0.clone(),
+            None => parse_bins(bins).map_err(anyhow::Error::msg)?.0,
+        };
+        Ok(BenchConfig {
+            sizes,
+            bins,
+            histogram_values: self.values,
+            warmup: self.warmup as usize,
+            repeat: self.repeat as usize,
+            cpu_sgemm_max_runs: self.cpu_repeat as usize,
+            cpu_loop_limit_s: self.cpu_loop_limit,
+            seed: self.seed.unwrap_or_else(rand::random),
+            skip_matmul: self.skip_matmul,
+            skip_histogram: self.skip_histogram,
+            command_line,
+        })
+    }
+}
+
+/// Runs the command: measures (or loads), prints the tables, writes `--json` and `--chart`, and
+/// fails after writing them if any result failed its check.
+pub fn run(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
+    let report = match &args.from_json {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            report::from_json(&text).with_context(|| format!("reading the report {}", path.display()))?
+        }
+        None => {
+            let config = args.config(std::env::args().collect())?;
+            let gpu = Gpu::open(device)?;
+            // Fail on an unusable output folder now, not after minutes of measuring.
+            for path in args.json.iter().chain(&args.table).chain(&args.chart) {
+                create_parent(path)?;
+            }
+            let progress = progress_bar(config.steps())?;
+            let report = bench::run(&gpu, &config, &progress);
+            progress.finish_and_clear();
+            report?
+        }
+    };
+    present(&report, args)?;
+    let failures = report.failures();
+    anyhow::ensure!(failures.is_empty(), "{} result(s) failed their check: {}", failures.len(), failures.join("; "));
+    Ok(())
+}
+
+fn present(report: &report::BenchReport, args: &BenchArgs) -> anyhow::Result<()> {
+    let text = table::render(report);
+    print!("{text}");
+    if let Some(path) = &args.table {
+        create_parent(path)?;
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        println!("\nwrote {}", path.display());
+    }
+    if let Some(path) = &args.json {
+        create_parent(path)?;
+        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.chart {
+        create_parent(path)?;
+        std::fs::write(path, bench::chart::render_svg(report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn create_parent(path: &Path) -> anyhow::Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating the folder {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn progress_bar(steps: u64) -> anyhow::Result<ProgressBar> {
+    let bar = ProgressBar::new(steps).with_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {wide_msg}")?
+            .progress_chars("=> "),
+    );
+    // Steps take up to tens of seconds: keep the clock moving in between.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    Ok(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["host", "bench"].iter().chain(args))?;
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
+        Ok(args)
+    }
+
+    fn shape(m: usize, k: usize, n: usize) -> MatmulShape {
+        MatmulShape::new(m, k, n).unwrap()
+    }
+
+    #[test]
+    fn sizes_accept_square_and_rectangular_entries_and_drop_repeats() {
+        assert_eq!(parse_sizes("1024").unwrap().0, vec![shape(1024, 1024, 1024)]);
+        assert_eq!(parse_sizes("1000x800x1200").unwrap().0, vec![shape(1000, 800, 1200)]);
+        assert_eq!(
+            parse_sizes(" 256, 1000X800X1200,256 ").unwrap().0,
+            vec![shape(256, 256, 256), shape(1000, 800, 1200)]
+        );
+    }
+
+    #[test]
+    fn bad_sizes_say_what_is_wrong() {
+        for (text, needle) in [
+            ("0", "m is 0"),
+            ("1000x0x1200", "k is 0"),
+            ("abc", "`abc` is not a whole number"),
+            ("10x20", "has 2 dimensions"),
+            ("256,,512", "empty entry"),
+            ("-5", "`-5` is not a whole number"),
+        ] {
+            let err = parse_sizes(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let err = parse(&["--sizes", "1x2"]).unwrap_err().to_string();
+        assert!(err.contains("has 2 dimensions"), "{err}");
+    }
+
+    #[test]
+    fn bins_accept_counts_and_powers_and_reject_zero_and_overflow() {
+        assert_eq!(parse_bins("256,2^20,256").unwrap().0, vec![256, 1 << 20]);
+        assert!(parse_bins("0").unwrap_err().contains("at least 1"));
+        assert!(parse_bins("2^31").unwrap_err().contains("i32"));
+        assert!(parse_bins("2^99").unwrap_err().contains("too large"));
+        assert!(parse_bins("many").unwrap_err().contains("not a count"));
+        assert!(parse(&["--bins", "256,0"]).is_err());
+    }
+
+    #[test]
+    fn values_accept_powers_of_two_and_reject_zero() {
+        assert_eq!(parse(&[]).unwrap().values, 1 << 26);
+        assert_eq!(parse(&["--values", "1000"]).unwrap().values, 1000);
+        assert!(parse_values("0").unwrap_err().contains("at least 1"));
+        assert!(parse_values("2^33").unwrap_err().contains("u32"));
+    }
+
+    #[test]
+    fn defaults_measure_the_full_lists_and_quick_shortens_them_unless_lists_are_given() {
+        let config = parse(&["--seed", "7"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(config.sizes.len(), 7);
+        assert_eq!(config.sizes[6], shape(1000, 800, 1200));
+        assert_eq!(config.bins.first(), Some(&256));
+        assert_eq!(config.bins.last(), Some(&(1 << 20)));
+        assert_eq!((config.warmup, config.repeat, config.seed, config.cpu_loop_limit_s), (3, 20, 7, 30.0));
+        let quick = parse(&["--quick"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(quick.sizes.len(), 3);
+        assert_eq!(quick.bins, vec![256, 8192, 131072]);
+        let mixed = parse(&["--quick", "--sizes", "512"]).unwrap().config(vec![]).unwrap();
+        assert_eq!((mixed.sizes, mixed.bins.len()), (vec![shape(512, 512, 512)], 3));
+    }
+
+    #[test]
+    fn skipping_both_sections_is_refused() {
+        assert!(parse(&["--skip-matmul"]).unwrap().skip_matmul);
+        let err = parse(&["--skip-matmul", "--skip-histogram"]).unwrap_err().to_string();
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+
+    #[test]
+    fn chart_path_must_be_svg_and_outputs_parse() {
+        let args = parse(&["--json", "results/h100.json", "--chart", "results/h100.svg"]).unwrap();
+        assert_eq!(args.json.as_deref(), Some(Path::new("results/h100.json")));
+        assert_eq!(args.chart.as_deref(), Some(Path::new("results/h100.svg")));
+        let err = parse(&["--chart", "results/h100.png"]).unwrap_err().to_string();
+        assert!(err.contains("ending in .svg"), "{err}");
+    }
+
+    #[test]
+    fn repeat_zero_and_negative_limits_are_refused() {
+        assert!(parse(&["--repeat", "0"]).is_err());
+        assert!(parse(&["--cpu-repeat", "0"]).is_err());
+        assert!(parse(&["--cpu-loop-limit", "-1"]).unwrap_err().to_string().contains("seconds"));
+        assert_eq!(parse(&["--cpu-loop-limit", "0"]).unwrap().cpu_loop_limit, 0.0);
+    }
+
+    #[test]
+    fn from_json_excludes_measuring_flags_but_takes_outputs() {
+        assert!(parse(&["--from-json", "r.json", "--chart", "r.svg"]).is_ok());
+        let err = parse(&["--from-json", "r.json", "--sizes", "256"]).unwrap_err().to_string();
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+
+    #[test]
+    fn from_json_of_a_missing_file_names_it() {
+        let args = parse(&["--from-json", "/nonexistent/report.json"]).unwrap();
+        let err = format!("{:#}", run(0, &args).unwrap_err());
+        assert!(err.contains("/nonexistent/report.json"), "{err}");
+    }
+}
