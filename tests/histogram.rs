@@ -59,11 +59,17 @@ fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
 #[ignore = "needs an NVIDIA GPU"]
 fn every_tier_matches_cpu_at_full_cluster_capacity_and_one_more() {
     let (gpu, mut rng) = (gpu(), fresh_rng("cluster capacity"));
-    let full = HistogramLimits::of(&gpu).unwrap().cluster_capacity() as usize;
+    let limits = HistogramLimits::of(&gpu).unwrap();
+    let full = limits.cluster_capacity() as usize;
     let values = values_with_outliers(&mut rng, (1 << 22) + 7, full + 1);
-    assert_eq!(assert_matches_cpu(&gpu, &values, full, None, None), HistogramTier::Cluster);
+    assert_matches_cpu(&gpu, &values, full, Some(HistogramTier::Cluster), None);
+    assert!(histogram::plan(&gpu, full + 1, Some(HistogramTier::Cluster)).is_err());
     assert_eq!(assert_matches_cpu(&gpu, &values, full + 1, None, None), HistogramTier::Global);
     assert_matches_cpu(&gpu, &values, full, Some(HistogramTier::Global), None);
+    // Where the planner stops choosing clusters on its own.
+    let auto = limits.auto_cluster_capacity() as usize;
+    assert_eq!(assert_matches_cpu(&gpu, &values, auto, None, None), HistogramTier::Cluster);
+    assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Global);
 }
 
 #[test]

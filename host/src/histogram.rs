@@ -80,9 +80,16 @@ impl HistogramLimits {
         (self.max_shared_per_block_optin / 4) as u64
     }
 
-    /// Bins the largest cluster's distributed shared memory holds.
+    /// Bins the largest cluster's distributed shared memory holds: the most a forced cluster
+    /// tier takes.
     pub fn cluster_capacity(&self) -> u64 {
         self.max_cluster_size as u64 * self.block_capacity()
+    }
+
+    /// Bins the planner puts in the cluster tier on its own: clusters of up to
+    /// [`MAX_AUTO_CLUSTER_SIZE`] blocks.
+    pub fn auto_cluster_capacity(&self) -> u64 {
+        self.max_cluster_size.min(MAX_AUTO_CLUSTER_SIZE) as u64 * self.block_capacity()
     }
 
     /// Reads the limits of the opened device; the largest cluster comes from the driver's
@@ -127,6 +134,12 @@ pub struct PlanRequest {
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
 pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
 
+/// The largest cluster the planner chooses on its own. In a cluster of `c` blocks, `(c - 1) / c`
+/// of the adds cross the cluster's network; measured on an H100 (2^26 uniform values), clusters
+/// of up to 4 beat global atomics (131,072 bins: cluster of 4 0.744 ms, global 0.863 ms) and a
+/// cluster of 5 loses to them (262,144 bins: 0.876 ms against 0.801 ms).
+pub const MAX_AUTO_CLUSTER_SIZE: u32 = 4;
+
 /// A planned histogram launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HistogramPlan {
@@ -167,7 +180,8 @@ impl std::fmt::Display for HistogramPlan {
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
 /// holds every bin, else the cluster tier with the smallest cluster that holds them (the most
-/// adds stay in the block's own shared memory), else the global tier. The request can fix the
+/// adds stay in the block's own shared memory) up to [`MAX_AUTO_CLUSTER_SIZE`] blocks, else the
+/// global tier. The request can fix the
 /// tier, the cluster size (cluster tier only) and the threads per block. The grid is persistent:
 /// as many blocks as the device keeps resident at once, estimated from threads and shared memory.
 pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
@@ -195,7 +209,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         (Some(tier), _) => tier,
         (None, Some(_)) => HistogramTier::Cluster,
         (None, None) if bins <= capacity => HistogramTier::Shared,
-        (None, None) if bins as u64 <= limits.cluster_capacity() => HistogramTier::Cluster,
+        (None, None) if bins as u64 <= limits.auto_cluster_capacity() => HistogramTier::Cluster,
         (None, None) => HistogramTier::Global,
     };
     let bins32 = bins as u32;
@@ -480,19 +494,31 @@ mod tests {
     }
 
     #[test]
-    fn full_cluster_capacity_is_the_last_bin_count_of_the_cluster_tier() {
+    fn four_blocks_capacity_is_the_last_bin_count_the_planner_puts_in_a_cluster() {
+        let four = H100.auto_cluster_capacity() as usize;
+        assert_eq!(four, 4 * 58_112);
+        let at = plan_for(&H100, four, PlanRequest::default()).unwrap();
+        assert_eq!((at.tier, at.cluster_size, at.bins_per_block), (Cluster, 4, 58_112));
+        assert_eq!(plan_for(&H100, four + 1, PlanRequest::default()).unwrap().tier, Global);
+    }
+
+    #[test]
+    fn full_cluster_capacity_is_the_last_bin_count_of_a_forced_cluster_tier() {
         let full = H100.cluster_capacity() as usize;
         assert_eq!(full, 16 * 58_112);
-        let at = plan_for(&H100, full, PlanRequest::default()).unwrap();
+        let cluster = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        let at = plan_for(&H100, full, cluster).unwrap();
         assert_eq!((at.tier, at.cluster_size, at.bins_per_block), (Cluster, 16, 58_112));
-        assert_eq!(plan_for(&H100, full + 1, PlanRequest::default()).unwrap().tier, Global);
+        assert!(plan_for(&H100, full + 1, cluster).is_err());
+        assert_eq!(plan_for(&H100, full, PlanRequest::default()).unwrap().tier, Global);
     }
 
     #[test]
     fn planner_picks_the_smallest_cluster_that_holds_the_bins() {
         assert_eq!(plan_for(&H100, 65_536, PlanRequest::default()).unwrap().cluster_size, 2);
         assert_eq!(plan_for(&H100, 131_072, PlanRequest::default()).unwrap().cluster_size, 3);
-        assert_eq!(plan_for(&H100, 262_144, PlanRequest::default()).unwrap().cluster_size, 5);
+        assert_eq!(plan_for(&H100, 196_608, PlanRequest::default()).unwrap().cluster_size, 4);
+        assert_eq!(plan_for(&H100, 262_144, PlanRequest::default()).unwrap().tier, Global);
         assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier, Shared);
         assert_eq!(plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap().tier, Global);
     }
@@ -503,9 +529,11 @@ mod tests {
         assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
         let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.cluster_size), (Cluster, 2));
-        assert_eq!(plan_for(&SMALL, 8 * 12_288, PlanRequest::default()).unwrap().cluster_size, 8);
-        assert_eq!(plan_for(&SMALL, 8 * 12_288 + 1, PlanRequest::default()).unwrap().tier, Global);
-        assert_eq!(plan_for(&SMALL, 65_536, PlanRequest::default()).unwrap().cluster_size, 6);
+        assert_eq!(plan_for(&SMALL, 4 * 12_288, PlanRequest::default()).unwrap().cluster_size, 4);
+        assert_eq!(plan_for(&SMALL, 4 * 12_288 + 1, PlanRequest::default()).unwrap().tier, Global);
+        let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        assert_eq!(plan_for(&SMALL, 8 * 12_288, forced).unwrap().cluster_size, 8);
+        assert!(plan_for(&SMALL, 8 * 12_288 + 1, forced).is_err());
     }
 
     #[test]
