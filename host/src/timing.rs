@@ -30,9 +30,15 @@ impl Timing {
     }
 }
 
-/// Runs `launch(i)` `warmup` times untimed, then `repeat` times between CUDA events on the
-/// GPU's stream, and summarises the event times. `i` counts every call, so a caller can rotate
-/// through several input sets. Fails on the first launch or kernel error.
+/// Warm-up lasts at least this long. A GPU that idled (while the CPU computed a reference, say)
+/// has lowered its clocks, and a few launches of a 0.1 ms kernel do not bring them back: measured
+/// on an H100, the first tier timed after a CPU histogram had a median 15% above its minimum.
+pub const MIN_WARMUP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Runs `launch(i)` untimed at least `warmup` times and for at least [`MIN_WARMUP`], then
+/// `repeat` times between CUDA events on the GPU's stream, and summarises the event times. `i`
+/// counts every call, so a caller can rotate through several input sets. Fails on the first
+/// launch or kernel error.
 pub fn time_launches(
     gpu: &Gpu,
     warmup: usize,
@@ -40,10 +46,15 @@ pub fn time_launches(
     mut launch: impl FnMut(usize) -> Result<()>,
 ) -> Result<Timing> {
     let repeat = repeat.max(1);
-    for i in 0..warmup {
-        launch(i)?;
+    let start = std::time::Instant::now();
+    let mut warmed = 0;
+    while warmed < warmup || start.elapsed() < MIN_WARMUP {
+        launch(warmed)?;
+        // Waiting for each warm-up run makes the elapsed time the GPU's, not the enqueue time.
+        gpu.synchronize()?;
+        warmed += 1;
     }
-    gpu.synchronize()?;
+    let warmup = warmed;
     let ctx = gpu.context();
     // Timing needs events created without CU_EVENT_DISABLE_TIMING (cudarc's default).
     let events =
