@@ -192,15 +192,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             "{threads} threads per block: use a multiple of 32 from 32 to 1024"
         )));
     }
-    if bins == 0 {
-        return Err(HostError::InvalidInput("bins is 0: a histogram needs at least one bin".into()));
-    }
-    if bins > i32::MAX as usize {
-        return Err(HostError::InvalidInput(format!(
-            "{bins} bins: values are i32, so at most {} bins can be hit",
-            i32::MAX
-        )));
-    }
+    check_bins(bins)?;
     let capacity = limits.block_capacity() as usize;
     if cluster_size.is_some() && forced.is_some_and(|t| t != HistogramTier::Cluster) {
         return Err(HostError::InvalidInput("--cluster applies to the cluster tier only".into()));
@@ -294,6 +286,20 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     }
 }
 
+/// Fails unless `bins` is a bin count some `i32` input can fill: 1 to `i32::MAX`.
+pub fn check_bins(bins: usize) -> Result<()> {
+    if bins == 0 {
+        return Err(HostError::InvalidInput("bins is 0: a histogram needs at least one bin".into()));
+    }
+    if bins > i32::MAX as usize {
+        return Err(HostError::InvalidInput(format!(
+            "{bins} bins: values are i32, so at most {} bins can be hit",
+            i32::MAX
+        )));
+    }
+    Ok(())
+}
+
 /// Plans for the opened device: [`plan_for`] with its limits, then, for the cluster tier, the
 /// grid from the driver's occupancy query (clusters must fit in one GPC, which the estimate
 /// cannot see); fails if the driver cannot schedule a single such cluster.
@@ -334,9 +340,7 @@ pub struct DeviceHistogram {
 impl DeviceHistogram {
     /// Uploads `values` and allocates `bins` counters, after checking sizes and free memory.
     pub fn upload(gpu: &Gpu, values: &[i32], bins: usize) -> Result<Self> {
-        if bins == 0 {
-            return Err(HostError::InvalidInput("bins is 0: a histogram needs at least one bin".into()));
-        }
+        check_bins(bins)?;
         if values.len() > u32::MAX as usize {
             return Err(HostError::InvalidInput(format!(
                 "{} values: counts are u32, so at most {} values",

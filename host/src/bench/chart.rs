@@ -92,6 +92,43 @@ fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     })
 }
 
+/// One line with a dot per point for each series, with its legend entry.
+fn draw_lines<'a, CT>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    points: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<()>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    for (i, (name, pts)) in points.iter().enumerate() {
+        let s = style(i, name);
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), s))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], s));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, s.filled())))?;
+    }
+    Ok(())
+}
+
+/// The boxed legend of every labelled series, at `position`.
+fn draw_legend<'a, CT>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 fn style(i: usize, name: &str) -> ShapeStyle {
     // cuBLAS is the baseline every rung is read against: black and heavier.
     if name == super::matmul::CUBLAS { BLACK.stroke_width(3) } else { COLORS[i % COLORS.len()].stroke_width(2) }
@@ -135,21 +172,8 @@ fn draw_matmul(area: &DrawingArea<SVGBackend, Shift>, section: &MatmulSection) -
         .y_label_formatter(&|y| format!("{y}"))
         .label_style((FONT, 14))
         .draw()?;
-    for (i, (name, pts)) in points.iter().enumerate() {
-        let s = style(i, name);
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), s))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], s));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, s.filled())))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    draw_lines(&mut chart, &points)?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }
 
@@ -190,21 +214,8 @@ fn draw_histogram(area: &DrawingArea<SVGBackend, Shift>, section: &HistogramSect
         .draw_series(LineSeries::new([(xl, ceiling), (xr, ceiling)], ceiling_style))?
         .label(format!("{CEILING}, {ceiling:.0} GB/s"))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], ceiling_style));
-    for (i, (name, pts)) in points.iter().enumerate() {
-        let s = style(i, name);
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), s))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], s));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, s.filled())))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    draw_lines(&mut chart, &points)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 

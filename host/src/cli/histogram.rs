@@ -84,6 +84,8 @@ pub struct HistogramOutcome {
 
 /// Runs the command.
 pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
+    // Arguments are checked before the GPU is opened, so a bad one is reported as such anywhere.
+    histogram::check_bins(args.bins)?;
     let gpu = Gpu::open(device)?;
     let request = PlanRequest { tier: args.tier.forced(), cluster_size: args.cluster, threads_per_block: args.threads };
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
@@ -193,6 +195,14 @@ mod tests {
         assert_eq!(TierChoice::Auto.forced(), None);
         assert!(Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "4", "--tier", "l2"]).is_err());
         assert!(Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "4", "--dist", "pareto"]).is_err());
+    }
+
+    #[test]
+    fn zero_bins_are_refused_before_a_gpu_is_needed() {
+        let cli = Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "0"]).unwrap();
+        let Command::Histogram(args) = cli.command else { unreachable!() };
+        let err = run(0, &args).unwrap_err().to_string();
+        assert!(err.contains("bins is 0"), "{err}");
     }
 
     #[test]

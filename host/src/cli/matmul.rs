@@ -271,6 +271,14 @@ mod tests {
     }
 
     #[test]
+    fn zero_sizes_are_refused_before_a_gpu_is_needed() {
+        let cli = Cli::try_parse_from(["host", "matmul", "--m", "8", "--k", "0", "--n", "8"]).unwrap();
+        let Command::Matmul(args) = cli.command else { unreachable!() };
+        let err = run(0, &args).unwrap_err().to_string();
+        assert!(err.contains("k is 0"), "{err}");
+    }
+
+    #[test]
     fn render_shows_rate_and_ratio_to_cublas_and_dashes_for_missing_values() {
         let shape = MatmulShape::new(1024, 1024, 1024).unwrap();
         let t = |ms| Timing::from_samples(vec![ms]);
