@@ -7,6 +7,8 @@
 //! the one table of variants that the CLI, the tests and the benchmarks iterate. [`mod@bench`]
 //! measures the whole ladder in one run and renders it as tables, JSON and an SVG chart.
 
+#![deny(missing_docs)]
+
 pub mod bench;
 pub mod cli;
 pub mod cublas;

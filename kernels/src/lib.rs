@@ -7,6 +7,7 @@
 //! On the host this crate builds as an ordinary `no_std` rlib holding only those constants and
 //! pure helpers; the kernels themselves and the [`device`] API exist only for `nvptx64`.
 #![no_std]
+#![deny(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
