@@ -22,8 +22,8 @@ fn assert_matches_cpu(
     let mut h = DeviceHistogram::upload(gpu, values, bins).unwrap();
     let got = histogram::run(gpu, &plan, &mut h).unwrap();
     let want = histogram_cpu(values, bins);
-    if let Some(i) = (0..bins).find(|&i| got[i] != want[i]) {
-        panic!("{plan} on {} values: bin {i} counted {}, want {}", values.len(), got[i], want[i]);
+    if let Some(difference) = histogram::first_count_difference(&got, &want) {
+        panic!("{plan} on {} values: {difference}", values.len());
     }
     plan.tier
 }

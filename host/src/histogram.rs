@@ -330,6 +330,18 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
     Ok(plan)
 }
 
+/// Where a GPU histogram's counts first differ from the CPU's, in words (for a failed check);
+/// `None` when they are equal.
+pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} bins came back, {} expected", got.len(), want.len()));
+    }
+    let i = got.iter().zip(want).position(|(g, w)| g != w)?;
+    let total: u64 = got.iter().map(|&c| c as u64).sum();
+    let expected: u64 = want.iter().map(|&c| c as u64).sum();
+    Some(format!("bin {i} holds {} instead of {}; {total} values counted of {expected}", got[i], want[i]))
+}
+
 /// Input values and counters on the device.
 pub struct DeviceHistogram {
     input: CudaSlice<i32>,
@@ -593,6 +605,14 @@ mod tests {
         for bad in [0, 48, 1056] {
             assert!(plan_for(&H100, 256, t(bad)).unwrap_err().to_string().contains("multiple of 32"), "{bad}");
         }
+    }
+
+    #[test]
+    fn count_differences_name_the_first_wrong_bin_and_the_totals() {
+        assert_eq!(first_count_difference(&[1, 2, 3], &[1, 2, 3]), None);
+        let d = first_count_difference(&[1, 0, 3], &[1, 2, 3]).unwrap();
+        assert!(d.starts_with("bin 1 holds 0 instead of 2; 4 values counted of 6"), "{d}");
+        assert!(first_count_difference(&[1], &[1, 0]).unwrap().contains("1 bins came back, 2 expected"));
     }
 
     #[test]

@@ -4,10 +4,10 @@
 //! Each timed run is one `histogram::launch`, which zeroes the bins and runs the kernel: what a
 //! caller of the library pays per histogram.
 
+use super::HistogramContext;
 use super::report::{HistogramRow, RowStatus};
-use super::{HistogramContext, first_count_difference};
 use crate::gpu::Gpu;
-use crate::histogram::{self, DeviceHistogram, HistogramTier};
+use crate::histogram::{self, DeviceHistogram, HistogramTier, first_count_difference};
 use crate::timing::{rotation_sets, time_launches};
 use anyhow::Context;
 use indicatif::ProgressBar;
@@ -47,7 +47,7 @@ pub fn measure_tiers(
         let description = if chosen == Some(plan) { format!("{plan} (planner's choice)") } else { plan.to_string() };
         let counts = histogram::run(gpu, &plan, &mut inputs[0]).with_context(|| format!("running the {name} tier"))?;
         if let Some(difference) = first_count_difference(&counts, ctx.cpu_counts) {
-            rows.push(HistogramRow::mismatch(name, description, difference));
+            rows.push(HistogramRow::mismatch(name, description, format!("{difference}: not timed")));
             continue;
         }
         let timing =

@@ -17,10 +17,10 @@ pub mod table;
 
 use crate::gpu::Gpu;
 use crate::matmul::{MatmulShape, MatmulVariant};
+use crate::reference::{ValueDistribution, histogram_input};
 use crate::timing::Timing;
 use anyhow::Context;
 use indicatif::ProgressBar;
-use rand::{Rng, SeedableRng};
 use report::{BenchReport, CopyBandwidth, HistogramBinsResult, HistogramSection, HostCpu, Settings};
 
 /// Sizes measured by default: squares from 256 to 8192 and the write-up's rectangular shape.
@@ -132,37 +132,18 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::R
     })
 }
 
-/// `n` values uniform in `0..bins`: every bin is hit about equally, the case the tiers are
-/// compared on.
-pub fn histogram_values(rng: &mut impl Rng, n: usize, bins: usize) -> anyhow::Result<Vec<i32>> {
-    let top = i32::try_from(bins).with_context(|| format!("{bins} bins exceed the i32 values' range"))?;
-    anyhow::ensure!(top > 0, "a histogram needs at least one bin");
-    Ok((0..n).map(|_| rng.random_range(0..top)).collect())
-}
-
-/// Where a GPU histogram's counts first differ from the CPU's, in words (for a failed row);
-/// `None` when they are equal.
-pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
-    if got.len() != want.len() {
-        return Some(format!("{} bins came back, {} expected: not timed", got.len(), want.len()));
-    }
-    let i = got.iter().zip(want).position(|(g, w)| g != w)?;
-    let total: u64 = got.iter().map(|&c| c as u64).sum();
-    let expected: u64 = want.iter().map(|&c| c as u64).sum();
-    Some(format!("bin {i} holds {} instead of {}; {total} values counted of {expected}: not timed", got[i], want[i]))
-}
-
 fn measure_histogram(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::Result<HistogramSection> {
     progress.set_message("device-to-device copy (bandwidth ceiling)");
     let copy = memcopy::measure(gpu, COPY_BYTES, config.warmup, config.repeat)?;
     progress.inc(1);
-    // A seed of its own, so the histogram inputs do not depend on which sizes ran before.
-    let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ 0x4849_5354);
     let n = config.histogram_values;
     let mut results = Vec::with_capacity(config.bins.len());
     for &bins in &config.bins {
         progress.set_message(format!("histogram, {bins} bins: CPU"));
-        let values = histogram_values(&mut rng, n, bins)?;
+        crate::histogram::check_bins(bins)?;
+        // Uniform in 0..bins, every bin hit about equally: the case the tiers are compared on. A
+        // seed of its own per bin count, so the inputs do not depend on what ran before.
+        let values = histogram_input(config.seed ^ 0x4849_5354 ^ bins as u64, n, bins, ValueDistribution::Uniform);
         let (cpu_timing, counts) = cpu::time_histogram(&values, bins, CPU_HISTOGRAM_RUNS);
         let mut entry = HistogramBinsResult::new(bins, n, cpu_timing);
         let ctx = HistogramContext {
@@ -214,24 +195,6 @@ mod tests {
         assert_eq!(config().steps(), 2 * per_size + 4);
         assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), 2 * per_size);
         assert_eq!(BenchConfig { skip_matmul: true, ..config() }.steps(), 4);
-    }
-
-    #[test]
-    fn histogram_values_stay_in_range_and_reject_impossible_bin_counts() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        let v = histogram_values(&mut rng, 10_000, 7).unwrap();
-        assert!(v.iter().all(|&x| (0..7).contains(&x)));
-        assert!((0..7).all(|b| v.contains(&b)));
-        assert!(histogram_values(&mut rng, 1, 0).is_err());
-        assert!(histogram_values(&mut rng, 1, 1 << 31).unwrap_err().to_string().contains("i32"));
-    }
-
-    #[test]
-    fn count_differences_name_the_first_wrong_bin_and_the_totals() {
-        assert_eq!(first_count_difference(&[1, 2, 3], &[1, 2, 3]), None);
-        let d = first_count_difference(&[1, 0, 3], &[1, 2, 3]).unwrap();
-        assert!(d.starts_with("bin 1 holds 0 instead of 2; 4 values counted of 6"), "{d}");
-        assert!(first_count_difference(&[1], &[1, 0]).unwrap().contains("1 bins came back, 2 expected"));
     }
 
     #[test]
