@@ -53,4 +53,12 @@ impl Sgemm {
         // SAFETY: B is k x n (ld n), A is m x k (ld k), C is m x n (ld n), all on this stream.
         unsafe { self.blas.gemm(cfg, &mats.b, &mats.a, &mut mats.c) }.map_err(|e| HostError::Cublas(format!("{e:?}")))
     }
+
+    /// Runs `C = A * B` once on NaN-poisoned `C` and returns `C`, like `matmul::run`.
+    pub fn run(&self, gpu: &Gpu, mats: &mut DeviceMatrices) -> Result<Vec<f32>> {
+        mats.poison_c(gpu)?;
+        self.launch(mats)?;
+        gpu.synchronize()?;
+        gpu.download(&mats.c)
+    }
 }

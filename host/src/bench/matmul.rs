@@ -5,11 +5,10 @@ use super::cpu::{self, SGEMM_BUDGET_S, TripleLoopBudget};
 use super::report::{CheckMethod, MatmulRow, MatmulRowKind, MatmulSection, MatmulShapeResult, RowStatus};
 use super::{BenchConfig, FULL_CHECK_MAX_MACS, SAMPLED_CHECK_ROWS};
 use crate::cublas::Sgemm;
-use crate::error::format_bytes;
 use crate::gpu::Gpu;
-use crate::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
-use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, random_matrix, sample_rows};
-use crate::timing::{Timing, rotation_sets, time_launches};
+use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
+use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, sample_rows};
+use crate::timing::{Timing, time_launches};
 use anyhow::Context;
 use indicatif::ProgressBar;
 use rand::SeedableRng;
@@ -65,23 +64,13 @@ fn measure_shape(
     rng: &mut rand::rngs::StdRng,
     progress: &ProgressBar,
 ) -> anyhow::Result<MatmulShapeResult> {
-    let info = gpu.info();
     let (m, k, n) = (shape.m, shape.k, shape.n);
     let flops = shape.flops();
     let check = check_method(shape);
 
     progress.set_message(format!("matmul {shape}: inputs and float64 reference ({check})"));
-    let set_bytes = shape.bytes();
-    let free = info.free_memory.saturating_sub(256 << 20);
-    let sets = rotation_sets(set_bytes, info.l2_bytes).min((free / set_bytes.max(1)).max(1) as usize);
-    let what = format!("{sets} input set(s) of a {shape} matmul ({} each)", format_bytes(set_bytes));
-    gpu.ensure_fits(&what, sets as u64 * set_bytes)?;
-    let (la, lb, _) = shape.lens();
-    let (a, b) = (random_matrix(rng, la), random_matrix(rng, lb));
-    let mut mats = vec![DeviceMatrices::upload(gpu, shape, &a, &b)?];
-    for _ in 1..sets {
-        mats.push(DeviceMatrices::upload(gpu, shape, &random_matrix(rng, la), &random_matrix(rng, lb))?);
-    }
+    let InputSets { a, b, sets: mut mats } = InputSets::upload(gpu, shape, rng)?;
+    let sets = mats.len();
     let rows_checked = match check {
         CheckMethod::Full => (0..m).collect(),
         CheckMethod::SampledRows { rows } => sample_rows(m, rows),
@@ -157,9 +146,7 @@ fn measure_shape(
     let cublas_method = format!("cuBLAS SGEMM, FP32 (no TF32), {gpu_method}");
     rows.push(match sgemm {
         Ok(sgemm) => {
-            mats[0].poison_c(gpu)?;
-            sgemm.launch(&mut mats[0]).context("running cuBLAS")?;
-            let error = reference.max_error(&gpu.download(&mats[0].c)?);
+            let error = reference.max_error(&sgemm.run(gpu, &mut mats[0]).context("running cuBLAS")?);
             match check_status(error, tolerance) {
                 RowStatus::Measured => {
                     let timing = time_launches(gpu, warmup, repeat, |i| sgemm.launch(&mut mats[i % sets]))

@@ -140,7 +140,7 @@ pub fn measure(
     }
     let count = sets.len();
     let timing = time_launches(gpu, warmup, repeat, |i| histogram::launch(gpu, plan, &mut sets[i % count]))?;
-    let input_gb_per_s = 4.0 * values.len() as f64 / (timing.median_ms * 1e6);
+    let input_gb_per_s = crate::bench::report::input_gb_per_s(values.len(), timing.median_ms);
     Ok(HistogramOutcome { plan: *plan, timing, input_gb_per_s, cpu_ms, exact })
 }
 

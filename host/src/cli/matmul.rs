@@ -4,9 +4,9 @@
 use crate::cublas::Sgemm;
 use crate::error::{HostError, format_bytes};
 use crate::gpu::Gpu;
-use crate::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
-use crate::reference::{MatmulReference, matmul_cpu_triple_loop, random_matrix};
-use crate::timing::{Timing, rotation_sets, time_launches};
+use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
+use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
+use crate::timing::{Timing, time_launches};
 use clap::{Args, ValueEnum};
 use rand::SeedableRng;
 
@@ -85,18 +85,9 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     let info = gpu.info();
     let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed.unwrap_or_else(rand::random));
 
-    let set_bytes = shape.bytes();
-    gpu.ensure_fits(&format!("a {shape} matmul"), set_bytes)?;
-    let free = info.free_memory.saturating_sub(256 << 20);
-    let sets = rotation_sets(set_bytes, info.l2_bytes).min((free / set_bytes).max(1) as usize);
-    let (la, lb, _) = shape.lens();
-    let mut host_inputs = Vec::with_capacity(sets);
-    let mut mats = Vec::with_capacity(sets);
-    for _ in 0..sets {
-        let (a, b) = (random_matrix(&mut rng, la), random_matrix(&mut rng, lb));
-        mats.push(DeviceMatrices::upload(&gpu, shape, &a, &b)?);
-        host_inputs.push((a, b));
-    }
+    let inputs = InputSets::upload(&gpu, shape, &mut rng)?;
+    let (host_a, host_b, mut mats) = (inputs.a, inputs.b, inputs.sets);
+    let (sets, set_bytes) = (mats.len(), shape.bytes());
     println!(
         "device: {} (sm_{}{}, {} SMs); PTX {} ({} build)",
         info.name,
@@ -120,15 +111,14 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     }
     let reference = args.check.then(|| {
         eprintln!("computing the float64 reference on {} CPU threads...", rayon::current_num_threads());
-        MatmulReference::new(&host_inputs[0].0, &host_inputs[0].1, shape.m, shape.k, shape.n)
+        MatmulReference::new(&host_a, &host_b, shape.m, shape.k, shape.n)
     });
 
     let (warmup, repeat) = (args.warmup as usize, args.repeat as usize);
     let mut rows = Vec::new();
     if shape.flops() <= CPU_TRIPLE_LOOP_MAX_FLOPS {
-        let (a, b) = &host_inputs[0];
         let start = std::time::Instant::now();
-        let c = matmul_cpu_triple_loop(a, b, shape.m, shape.k, shape.n);
+        let c = matmul_cpu_triple_loop(&host_a, &host_b, shape.m, shape.k, shape.n);
         let ms = start.elapsed().as_secs_f64() * 1e3;
         rows.push(Row {
             name: "cpu (Guide triple loop)".into(),
@@ -155,11 +145,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     match Sgemm::new(&gpu) {
         Ok(sgemm) => {
             let error = match &reference {
-                Some(r) => {
-                    mats[0].poison_c(&gpu)?;
-                    sgemm.launch(&mut mats[0])?;
-                    Some(r.max_error(&gpu.download(&mats[0].c)?))
-                }
+                Some(r) => Some(r.max_error(&sgemm.run(&gpu, &mut mats[0])?)),
                 None => None,
             };
             let timing = time_launches(&gpu, warmup, repeat, |i| sgemm.launch(&mut mats[i % sets]))?;
