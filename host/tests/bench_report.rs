@@ -192,13 +192,17 @@ fn svg_says_which_section_was_skipped() {
 #[test]
 fn bench_from_json_writes_the_table_chart_and_json_without_a_gpu() {
     let dir = std::env::temp_dir().join(format!("host-bench-test-{}", std::process::id()));
-    let fixture_path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bench-report.json");
+    // The fixture is embedded and written out here, so the test executable runs on machines
+    // that have no copy of the source tree (the GPU machine).
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture_path = dir.join("bench-report.json");
+    std::fs::write(&fixture_path, FIXTURE).unwrap();
     let (svg, json, text) = (dir.join("out/chart.svg"), dir.join("out/report.json"), dir.join("out/table.txt"));
     let cli = <Cli as clap::Parser>::try_parse_from([
         "host",
         "bench",
         "--from-json",
-        fixture_path,
+        fixture_path.to_str().unwrap(),
         "--chart",
         svg.to_str().unwrap(),
         "--json",
