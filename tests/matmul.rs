@@ -1,23 +1,44 @@
-//! Every matmul kernel against a float64 CPU reference: square, rectangular, ragged and random
-//! shapes, fresh random inputs each run, `C` poisoned with NaN before every launch.
+//! Every matmul variant and configuration against a float64 CPU reference: square,
+//! rectangular, ragged and random shapes, fresh random inputs each run, `C` poisoned with NaN
+//! before every launch; split-K plans bitwise reproducible.
 
 use approx::relative_eq;
-use host::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
+use host::matmul::{self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, SplitK};
 use host::reference::{MatmulReference, random_matrix};
 use host::{Gpu, HostError};
 use rand::Rng;
 use support::{fresh_rng, gpu};
 
-/// Runs every variant on fresh random `A`, `B` of `shape` and asserts each element of `C` is
-/// within `k * eps * sum|a*b|` of the reference (or within 4 eps relative), naming the first
-/// element that is not.
+/// Every plan worth checking on `shape`: each variant that takes it as the planner plans it,
+/// and the split-K kernels with `k` forced into 2 and 3 ranges (when `k` is long enough), so
+/// that the split and the reduction run on every shape the tests cover.
+fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
+    let device = matmul::device_of(gpu);
+    let mut plans = Vec::new();
+    for variant in MatmulVariant::ALL.into_iter().filter(|v| v.supports(shape)) {
+        plans.push(matmul::plan(variant, shape, device).unwrap());
+        if matches!(variant, MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols) {
+            for wanted in [2, 3] {
+                let split = SplitK::about(shape.k, wanted, 1);
+                if split.splits > 1 {
+                    plans.push(matmul::plan_with(variant, shape, device, Some(split)).unwrap());
+                }
+            }
+        }
+    }
+    plans
+}
+
+/// Runs every plan on fresh random `A`, `B` of `shape` and asserts each element of `C` is
+/// within `k * eps * sum|a*b|` of the reference (or within 4 eps relative), naming the plan and
+/// the first element that is not.
 fn assert_every_variant_matches_cpu(gpu: &Gpu, rng: &mut impl Rng, (m, k, n): (usize, usize, usize)) {
     let shape = MatmulShape::new(m, k, n).unwrap();
     let (a, b) = (random_matrix(rng, m * k), random_matrix(rng, k * n));
     let reference = MatmulReference::new(&a, &b, m, k, n);
     let mut mats = DeviceMatrices::upload(gpu, shape, &a, &b).unwrap();
-    for variant in MatmulVariant::ALL {
-        let c = matmul::run(gpu, variant, &mut mats).unwrap();
+    for plan in every_plan(gpu, shape) {
+        let c = matmul::run_plan(gpu, &plan, &mut mats).unwrap();
         for (i, &got) in c.iter().enumerate() {
             let (want, scale) = (reference.values[i], reference.scales[i]);
             assert!(
@@ -27,8 +48,7 @@ fn assert_every_variant_matches_cpu(gpu: &Gpu, rng: &mut impl Rng, (m, k, n): (u
                     epsilon = reference.tolerance() * scale,
                     max_relative = 4.0 * f32::EPSILON as f64
                 ),
-                "{} on {shape}: C[{}][{}] = {got}, want {want} (scale {scale})",
-                variant.name(),
+                "{plan} on {shape}: C[{}][{}] = {got}, want {want} (scale {scale})",
                 i / n,
                 i % n
             );
@@ -82,6 +102,17 @@ fn every_variant_matches_cpu_on_ragged_shapes() {
         (130, 7, 255),
         (3, 4, 4),
         (255, 1, 4),
+        // The narrow kernels: GEMV both ways, their 16-wide limit and one past it, ragged k
+        // around few_cols' 256-deep pieces and few_rows' 4-row steps, unaligned rows.
+        (1, 300, 1),
+        (1, 257, 513),
+        (16, 255, 1000),
+        (17, 33, 16),
+        (5, 1000, 3),
+        (700, 513, 16),
+        (2, 6, 2050),
+        (1000, 6, 2),
+        (3, 4099, 5),
     ];
     for shape in shapes {
         assert_every_variant_matches_cpu(&gpu, &mut rng, shape);
@@ -95,6 +126,37 @@ fn every_variant_matches_cpu_on_200_random_shapes_up_to_300() {
     for _ in 0..200 {
         let shape = (rng.random_range(1..=300), rng.random_range(1..=300), rng.random_range(1..=300));
         assert_every_variant_matches_cpu(&gpu, &mut rng, shape);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("narrow suite shapes"));
+    for shape in
+        [(3, 100_000, 5), (1, 4096, 8192), (8192, 4096, 1), (16, 2048, 4096), (64, 8192, 64), (128, 16_384, 128)]
+    {
+        assert_every_variant_matches_cpu(&gpu, &mut rng, shape);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn split_k_plans_give_bitwise_equal_results_on_every_run() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("split-k determinism"));
+    let device = matmul::device_of(&gpu);
+    for (m, k, n) in [(1024, 1024, 1024), (64, 8192, 64), (3, 100_000, 5), (1, 4096, 65_536), (16, 16_384, 300)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+        let plan = matmul::plan(MatmulVariant::Auto, shape, device).unwrap();
+        assert!(plan.reduce.is_some(), "{shape} was meant to exercise a split: {plan}");
+        let first = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+        for _ in 0..3 {
+            let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+            let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{plan} on {shape}: two runs differ");
+        }
     }
 }
 

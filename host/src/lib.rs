@@ -3,7 +3,7 @@
 //! events, and checks results against CPU references.
 //!
 //! Layout mirrors `kernels/`: each kernel family's launch planning sits in the module of the same
-//! name (`matmul_naive`, `matmul_tiled`, `sgemm`, `histogram`), and [`matmul::MatmulVariant`] is
+//! name (`matmul::naive`, `matmul::tiled`, `matmul::sgemm`, `histogram`), and [`matmul::MatmulVariant`] is
 //! the one table of variants that the CLI, the tests and the benchmarks iterate. [`mod@bench`]
 //! measures the whole ladder in one run and renders it as tables, JSON and an SVG chart.
 
@@ -16,11 +16,8 @@ pub mod error;
 pub mod gpu;
 pub mod histogram;
 pub mod matmul;
-pub mod matmul_naive;
-pub mod matmul_tiled;
 pub mod ptx;
 pub mod reference;
-pub mod sgemm;
 pub mod timing;
 
 pub use error::{HostError, Result};

@@ -1,6 +1,7 @@
 //! GPU kernels written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` backend.
 //!
-//! One kernel family per file; the file name is the kernel's name and its PTX symbol. Each family
+//! One kernel family per file (matmul families under [`matmul`]); the file name names the kernel
+//! and its PTX symbol. Each family
 //! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
 //! plans launches from the same numbers the kernel was compiled with.
 //!
@@ -15,16 +16,17 @@
 pub mod device;
 
 pub mod histogram;
-pub mod matmul_naive;
-pub mod matmul_tiled;
-pub mod sgemm;
+pub mod matmul;
 
 /// The PTX symbol of every kernel this crate emits, in the order the host lists them.
 pub const KERNEL_NAMES: &[&str] = &[
-    matmul_naive::KERNEL,
-    matmul_tiled::KERNEL_TILE16,
-    matmul_tiled::KERNEL_TILE32,
-    sgemm::KERNEL,
+    matmul::naive::KERNEL,
+    matmul::tiled::KERNEL_TILE16,
+    matmul::tiled::KERNEL_TILE32,
+    matmul::sgemm::KERNEL,
+    matmul::skinny::KERNEL_FEW_ROWS,
+    matmul::skinny::KERNEL_FEW_COLS,
+    matmul::split_k::KERNEL,
     histogram::KERNEL_SHARED,
     histogram::KERNEL_CLUSTER,
     histogram::KERNEL_GLOBAL,

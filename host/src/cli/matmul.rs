@@ -26,9 +26,14 @@ pub struct MatmulArgs {
     /// Columns of B and C.
     #[arg(long)]
     pub n: usize,
-    /// Kernels to run: naive, tiled16, tiled32, sgemm, a comma-separated list, or all.
-    #[arg(long, default_value = "all", value_parser = parse_variants)]
+    /// Variants to run: auto (the planner's choice), naive, tiled16, tiled32, sgemm, few_rows,
+    /// few_cols, a comma-separated list, or all (every variant that takes the shape).
+    #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
+    /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
+    /// without running.
+    #[arg(long)]
+    pub plan: bool,
     /// Timed runs per kernel (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
@@ -83,6 +88,15 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     let shape = MatmulShape::new(args.m, args.k, args.n)?;
     let gpu = Gpu::open(device)?;
     let info = gpu.info();
+    if args.plan {
+        for &variant in &args.variant.0 {
+            match matmul::plan(variant, shape, matmul::device_of(&gpu)) {
+                Ok(plan) => println!("{:<9} {shape}: {plan}", variant.name()),
+                Err(e) => println!("{:<9} {shape}: no plan: {e}", variant.name()),
+            }
+        }
+        return Ok(());
+    }
     let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed.unwrap_or_else(rand::random));
 
     let inputs = InputSets::upload(&gpu, shape, &mut rng)?;
@@ -135,12 +149,25 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         });
     }
     for &variant in &args.variant.0 {
+        if !variant.supports(shape) {
+            let note = matmul::plan(variant, shape, matmul::device_of(&gpu)).err().map(|e| e.to_string());
+            rows.push(Row { name: variant.name().into(), timing: None, error: None, note: note.unwrap_or_default() });
+            continue;
+        }
         let error = match &reference {
             Some(r) => Some(r.max_error(&matmul::run(&gpu, variant, &mut mats[0])?)),
             None => None,
         };
         let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch(&gpu, variant, &mut mats[i % sets]))?;
-        rows.push(Row { name: variant.name().into(), timing: Some(timing), error, note: String::new() });
+        let note = match variant {
+            MatmulVariant::Auto => {
+                let plan = matmul::plan(variant, shape, matmul::device_of(&gpu))?;
+                let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
+                format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
+            }
+            _ => String::new(),
+        };
+        rows.push(Row { name: variant.name().into(), timing: Some(timing), error, note });
     }
     match Sgemm::new(&gpu) {
         Ok(sgemm) => {

@@ -1,9 +1,9 @@
 //! Launch planning for `kernels::matmul_naive`.
 
+use super::shape::{MatmulShape, grid_over_c};
 use crate::error::Result;
-use crate::matmul::{MatmulShape, grid_over_c};
 use cudarc::driver::LaunchConfig;
-use kernels::matmul_naive::{BLOCK_X, BLOCK_Y};
+use kernels::matmul::naive::{BLOCK_X, BLOCK_Y};
 
 /// One thread per element of `C`: `BLOCK_X x BLOCK_Y` blocks over `C`, columns on x.
 pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {

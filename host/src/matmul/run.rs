@@ -1,140 +1,13 @@
-//! Matrix products on the GPU: the problem shape, the table of kernel variants, and one launcher
-//! that every caller (CLI, tests, benchmarks) goes through.
+//! Device matrices, input sets for timing, and the one launcher every caller goes through.
 
-use crate::error::{HostError, Result, format_bytes};
+use super::plan::{MatmulDevice, MatmulPlan, plan};
+use super::shape::MatmulShape;
+use super::variant::MatmulVariant;
+use crate::error::{Result, format_bytes};
 use crate::gpu::Gpu;
 use crate::reference::random_matrix;
 use crate::timing::rotation_sets;
-use crate::{matmul_naive, matmul_tiled, sgemm};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-
-/// `C[m x n] = A[m x k] * B[k x n]`, row-major `f32`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MatmulShape {
-    /// Rows of `A` and `C`.
-    pub m: usize,
-    /// Columns of `A`, rows of `B`.
-    pub k: usize,
-    /// Columns of `B` and `C`.
-    pub n: usize,
-}
-
-impl MatmulShape {
-    /// A shape whose sizes are all in `1..=u32::MAX` (the kernels take `u32` sizes).
-    pub fn new(m: usize, k: usize, n: usize) -> Result<Self> {
-        for (name, v) in [("m", m), ("k", k), ("n", n)] {
-            if v == 0 {
-                return Err(HostError::InvalidInput(format!("{name} is 0: every matrix dimension must be at least 1")));
-            }
-            if v > u32::MAX as usize {
-                return Err(HostError::InvalidInput(format!(
-                    "{name} = {v} exceeds the kernels' limit of {}",
-                    u32::MAX
-                )));
-            }
-        }
-        Ok(Self { m, k, n })
-    }
-
-    /// Floating-point operations of one product: `2 * m * k * n`.
-    pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.k as f64 * self.n as f64
-    }
-
-    /// Bytes of `A`, `B` and `C` together: the device memory one product needs.
-    pub fn bytes(&self) -> u64 {
-        4 * (self.m as u64 * self.k as u64 + self.k as u64 * self.n as u64 + self.m as u64 * self.n as u64)
-    }
-
-    /// Element counts of `A`, `B` and `C`.
-    pub fn lens(&self) -> (usize, usize, usize) {
-        (self.m * self.k, self.k * self.n, self.m * self.n)
-    }
-
-    /// Checks that host matrices have this shape's lengths.
-    pub fn check_lens(&self, a: usize, b: usize, c: usize) -> Result<()> {
-        let (la, lb, lc) = self.lens();
-        if (a, b, c) != (la, lb, lc) {
-            return Err(HostError::InvalidInput(format!(
-                "matrix lengths A={a}, B={b}, C={c} do not match m={}, k={}, n={} (expected {la}, {lb}, {lc})",
-                self.m, self.k, self.n
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Display for MatmulShape {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}x{}", self.m, self.k, self.n)
-    }
-}
-
-/// The GPU matmul kernels: the one list that the CLI, the tests and the benchmarks iterate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MatmulVariant {
-    /// One thread per output, operands straight from global memory.
-    Naive,
-    /// The Guide's shared-memory tiles, 16x16.
-    Tiled16,
-    /// The Guide's shared-memory tiles, 32x32.
-    Tiled32,
-    /// 128x128 block tiles, an 8x8 register tile per thread, 16-byte loads, double-buffered
-    /// shared memory.
-    Sgemm,
-}
-
-impl MatmulVariant {
-    /// Every variant, simplest first.
-    pub const ALL: [Self; 4] = [Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm];
-
-    /// The name the CLI and reports use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Naive => "naive",
-            Self::Tiled16 => "tiled16",
-            Self::Tiled32 => "tiled32",
-            Self::Sgemm => "sgemm",
-        }
-    }
-
-    /// The kernel's PTX symbol.
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Self::Naive => kernels::matmul_naive::KERNEL,
-            Self::Tiled16 => kernels::matmul_tiled::KERNEL_TILE16,
-            Self::Tiled32 => kernels::matmul_tiled::KERNEL_TILE32,
-            Self::Sgemm => kernels::sgemm::KERNEL,
-        }
-    }
-
-    /// Grid, block and shared memory for `shape`, from the kernel's own launch contract.
-    pub fn plan(self, shape: MatmulShape) -> Result<LaunchConfig> {
-        match self {
-            Self::Naive => matmul_naive::plan(shape),
-            Self::Tiled16 => matmul_tiled::plan(16, shape),
-            Self::Tiled32 => matmul_tiled::plan(32, shape),
-            Self::Sgemm => sgemm::plan(shape),
-        }
-    }
-}
-
-/// Largest grid extent along y (and z) that CUDA accepts.
-pub const MAX_GRID_Y: u32 = 65_535;
-
-/// A 2-D grid of `block_x x block_y` blocks covering `n` columns and `m` rows of `C`.
-pub fn grid_over_c(shape: MatmulShape, block_x: u32, block_y: u32) -> Result<(u32, u32, u32)> {
-    let gx = shape.n.div_ceil(block_x as usize);
-    let gy = shape.m.div_ceil(block_y as usize);
-    if gy > MAX_GRID_Y as usize || gx > i32::MAX as usize {
-        return Err(HostError::InvalidInput(format!(
-            "{shape} needs a grid of {gx} x {gy} blocks; CUDA allows at most {} x {MAX_GRID_Y}",
-            i32::MAX
-        )));
-    }
-    Ok((gx as u32, gy as u32, 1))
-}
+use cudarc::driver::{CudaSlice, PushKernelArg};
 
 /// `A`, `B` and `C` on the device.
 pub struct DeviceMatrices {
@@ -146,6 +19,8 @@ pub struct DeviceMatrices {
     pub b: CudaSlice<f32>,
     /// `C`, `m x n`.
     pub c: CudaSlice<f32>,
+    /// Split-K partial products, allocated by the first launch whose plan needs them.
+    pub workspace: Option<CudaSlice<f32>>,
 }
 
 impl DeviceMatrices {
@@ -153,7 +28,7 @@ impl DeviceMatrices {
     pub fn upload(gpu: &Gpu, shape: MatmulShape, a: &[f32], b: &[f32]) -> Result<Self> {
         shape.check_lens(a.len(), b.len(), shape.m * shape.n)?;
         gpu.ensure_fits(&format!("a {shape} matmul ({})", format_bytes(shape.bytes())), shape.bytes())?;
-        Ok(Self { shape, a: gpu.upload(a)?, b: gpu.upload(b)?, c: gpu.zeros(shape.m * shape.n)? })
+        Ok(Self { shape, a: gpu.upload(a)?, b: gpu.upload(b)?, c: gpu.zeros(shape.m * shape.n)?, workspace: None })
     }
 
     /// Fills `C` with NaN so that any element a kernel fails to write fails the check.
@@ -193,61 +68,71 @@ impl InputSets {
     }
 }
 
-/// Launches `variant` on the matrices (asynchronously, on the GPU's stream).
+/// What the planner needs of `gpu`.
+pub fn device_of(gpu: &Gpu) -> MatmulDevice {
+    MatmulDevice { sm_count: gpu.info().sm_count }
+}
+
+/// Launches `variant` on the matrices as the planner plans it (asynchronously, on the GPU's
+/// stream).
 pub fn launch(gpu: &Gpu, variant: MatmulVariant, mats: &mut DeviceMatrices) -> Result<()> {
-    let cfg = variant.plan(mats.shape)?;
-    let func = gpu.function(variant.kernel())?;
-    let (m, k, n) = (mats.shape.m as u32, mats.shape.k as u32, mats.shape.n as u32);
+    launch_plan(gpu, &plan(variant, mats.shape, device_of(gpu))?, mats)
+}
+
+/// Launches `plan` on the matrices: the kernel, then the split-K reduction when the plan splits
+/// `k`. The first launch that needs a workspace allocates it (after checking free memory).
+pub fn launch_plan(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) -> Result<()> {
+    let shape = mats.shape;
+    let (m, k, n) = (shape.m as u32, shape.k as u32, shape.n as u32);
+    let func = gpu.function(plan.kernel)?;
+    let workspace_floats = plan.workspace_floats(shape);
+    if workspace_floats > mats.workspace.as_ref().map_or(0, |w| w.len()) {
+        let bytes = 4 * workspace_floats as u64;
+        gpu.ensure_fits(&format!("the split-K workspace of a {shape} matmul ({})", format_bytes(bytes)), bytes)?;
+        mats.workspace = Some(gpu.zeros(workspace_floats)?);
+    }
     let mut launch = gpu.stream().launch_builder(&func);
-    launch.arg(&mats.a).arg(&mats.b).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
-    // SAFETY: the kernel contract (matmul_naive / matmul_tiled / sgemm docs): A, B, C hold m*k,
-    // k*n, m*n f32 (checked at upload), C is a separate allocation, and `plan` uses the kernel's
-    // block shape.
-    unsafe { launch.launch(cfg) }?;
+    launch.arg(&mats.a).arg(&mats.b);
+    let k_chunk;
+    match (plan.split, plan.reduce.is_some()) {
+        (Some(split), true) => {
+            k_chunk = split.k_chunk;
+            launch.arg(mats.workspace.as_mut().expect("allocated above")).arg(&m).arg(&k).arg(&n).arg(&k_chunk);
+        }
+        (Some(split), false) => {
+            k_chunk = split.k_chunk;
+            launch.arg(&mut mats.c).arg(&m).arg(&k).arg(&n).arg(&k_chunk);
+        }
+        (None, _) => {
+            launch.arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
+        }
+    }
+    // SAFETY: the kernel contracts (kernels::matmul docs): A and B hold m*k and k*n f32 (checked
+    // at upload); the output is C (m*n) or, with a split, the workspace of splits*m*n (sized
+    // above), a separate allocation; the planner gives the kernel's block shape, a grid z equal
+    // to the splits, and a k_chunk that is a positive multiple of 8.
+    unsafe { launch.launch(plan.launch) }?;
+    if let (Some(split), Some(cfg)) = (plan.split, plan.reduce) {
+        let reduce = gpu.function(kernels::matmul::split_k::KERNEL)?;
+        let (len, splits) = (m * n, split.splits);
+        let mut launch = gpu.stream().launch_builder(&reduce);
+        launch.arg(mats.workspace.as_ref().expect("allocated above")).arg(&mut mats.c).arg(&len).arg(&splits);
+        // SAFETY: the workspace holds splits*m*n floats written by the kernel above on the same
+        // stream, C holds m*n; they are separate allocations.
+        unsafe { launch.launch(cfg) }?;
+    }
     Ok(())
 }
 
 /// Runs `variant` once on poisoned `C` and returns `C`.
 pub fn run(gpu: &Gpu, variant: MatmulVariant, mats: &mut DeviceMatrices) -> Result<Vec<f32>> {
-    mats.poison_c(gpu)?;
-    launch(gpu, variant, mats)?;
-    gpu.synchronize()?;
-    gpu.download(&mats.c)
+    run_plan(gpu, &plan(variant, mats.shape, device_of(gpu))?, mats)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shape_rejects_zero_and_oversized_dimensions() {
-        let err = MatmulShape::new(4, 0, 4).unwrap_err().to_string();
-        assert!(err.contains("k is 0"), "{err}");
-        assert!(MatmulShape::new(1, 1, u32::MAX as usize + 1).unwrap_err().to_string().contains("n ="));
-        assert!(MatmulShape::new(1, 1, 1).is_ok());
-    }
-
-    #[test]
-    fn shape_counts_flops_and_bytes() {
-        let s = MatmulShape::new(1000, 800, 1200).unwrap();
-        assert_eq!(s.flops(), 2.0 * 1000.0 * 800.0 * 1200.0);
-        assert_eq!(s.bytes(), 4 * (1000 * 800 + 800 * 1200 + 1000 * 1200));
-        assert!(s.check_lens(800_000, 960_000, 1_200_000).is_ok());
-        assert!(s.check_lens(800_000, 960_001, 1_200_000).unwrap_err().to_string().contains("do not match"));
-    }
-
-    #[test]
-    fn every_variant_names_a_kernel_the_ptx_declares() {
-        for v in MatmulVariant::ALL {
-            assert!(kernels::KERNEL_NAMES.contains(&v.kernel()), "{}", v.name());
-        }
-    }
-
-    #[test]
-    fn grid_covers_ragged_edges_with_columns_on_x() {
-        let s = MatmulShape::new(17, 5, 33).unwrap();
-        assert_eq!(grid_over_c(s, 16, 16).unwrap(), (3, 2, 1));
-        let tall = MatmulShape::new(16 * 65_536, 1, 1).unwrap();
-        assert!(grid_over_c(tall, 16, 16).unwrap_err().to_string().contains("grid"));
-    }
+/// Runs `plan` once on poisoned `C` and returns `C`.
+pub fn run_plan(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) -> Result<Vec<f32>> {
+    mats.poison_c(gpu)?;
+    launch_plan(gpu, plan, mats)?;
+    gpu.synchronize()?;
+    gpu.download(&mats.c)
 }

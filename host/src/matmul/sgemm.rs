@@ -1,18 +1,26 @@
-//! Launch planning for `kernels::sgemm`.
+//! Launch planning for `kernels::matmul::sgemm`.
 
+use super::shape::{MatmulShape, grid_over_c};
+use super::split_k::SplitK;
 use crate::error::Result;
-use crate::matmul::{MatmulShape, grid_over_c};
 use cudarc::driver::LaunchConfig;
-use kernels::sgemm::{BLOCK_M, BLOCK_N, THREADS};
+use kernels::matmul::sgemm::{BLOCK_M, BLOCK_N, THREADS};
 
-/// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x; the tiles
-/// live in static shared memory (`kernels::sgemm::SHARED_BYTES`), so no dynamic shared memory.
-pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
-    Ok(LaunchConfig {
-        grid_dim: grid_over_c(shape, BLOCK_N, BLOCK_M)?,
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    })
+/// Blocks of `sgemm` one SM keeps resident: 126 registers x 256 threads leave room for two
+/// (ptxas report of the release PTX; 65,536 registers per SM).
+pub const BLOCKS_PER_SM: u32 = 2;
+
+/// Tiles of `C` the grid's x and y cover.
+pub fn tiles(shape: MatmulShape) -> usize {
+    shape.m.div_ceil(BLOCK_M as usize) * shape.n.div_ceil(BLOCK_N as usize)
+}
+
+/// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z
+/// index per split of `k`; the tiles live in static shared memory
+/// (`kernels::matmul::sgemm::SHARED_BYTES`), so no dynamic shared memory.
+pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
+    let (gx, gy, _) = grid_over_c(shape, BLOCK_N, BLOCK_M)?;
+    Ok(LaunchConfig { grid_dim: (gx, gy, split.splits), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 })
 }
 
 #[cfg(test)]
@@ -21,26 +29,37 @@ mod tests {
 
     #[test]
     fn sgemm_plan_gives_one_256_thread_block_per_128x128_tile_of_c() {
-        let cfg = plan(MatmulShape::new(1000, 800, 1200).unwrap()).unwrap();
+        let shape = MatmulShape::new(1000, 800, 1200).unwrap();
+        let cfg = plan(shape, SplitK::none(800)).unwrap();
         assert_eq!(cfg.block_dim, (256, 1, 1));
         assert_eq!(cfg.grid_dim, (10, 8, 1)); // ceil(1200/128) columns, ceil(1000/128) rows
         assert_eq!(cfg.shared_mem_bytes, 0);
-        assert_eq!(kernels::sgemm::SHARED_BYTES, 16_640);
+        assert_eq!(kernels::matmul::sgemm::SHARED_BYTES, 16_640);
+        assert_eq!(tiles(shape), 80);
+    }
+
+    #[test]
+    fn sgemm_plan_puts_splits_of_k_on_z() {
+        let shape = MatmulShape::new(64, 8192, 64).unwrap();
+        assert_eq!(plan(shape, SplitK { splits: 16, k_chunk: 512 }).unwrap().grid_dim, (1, 1, 16));
     }
 
     #[test]
     fn sgemm_plan_covers_edges_one_past_a_tile_and_keeps_columns_on_x() {
-        let wide = plan(MatmulShape::new(1, 1, 129).unwrap()).unwrap();
+        let wide = plan(MatmulShape::new(1, 1, 129).unwrap(), SplitK::none(1)).unwrap();
         assert_eq!(wide.grid_dim, (2, 1, 1));
-        let tall = plan(MatmulShape::new(129, 1, 1).unwrap()).unwrap();
+        let tall = plan(MatmulShape::new(129, 1, 1).unwrap(), SplitK::none(1)).unwrap();
         assert_eq!(tall.grid_dim, (1, 2, 1));
-        assert_eq!(plan(MatmulShape::new(4096, 4096, 4096).unwrap()).unwrap().grid_dim, (32, 32, 1));
+        assert_eq!(
+            plan(MatmulShape::new(4096, 4096, 4096).unwrap(), SplitK::none(4096)).unwrap().grid_dim,
+            (32, 32, 1)
+        );
     }
 
     #[test]
     fn sgemm_plan_refuses_more_block_rows_than_cuda_allows() {
         let too_tall = MatmulShape::new(128 * 65_536, 1, 1).unwrap();
-        assert!(plan(too_tall).unwrap_err().to_string().contains("grid"));
-        assert!(plan(MatmulShape::new(128 * 65_535, 1, 1).unwrap()).is_ok());
+        assert!(plan(too_tall, SplitK::none(1)).unwrap_err().to_string().contains("grid"));
+        assert!(plan(MatmulShape::new(128 * 65_535, 1, 1).unwrap(), SplitK::none(1)).is_ok());
     }
 }

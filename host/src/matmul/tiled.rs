@@ -1,14 +1,14 @@
 //! Launch planning for `kernels::matmul_tiled` (`matmul_tiled16`, `matmul_tiled32`).
 
+use super::shape::{MatmulShape, grid_over_c};
 use crate::error::{HostError, Result};
-use crate::matmul::{MatmulShape, grid_over_c};
 use cudarc::driver::LaunchConfig;
 
 /// Tile sizes the PTX has a kernel for.
 pub const TILES: [u32; 2] = [16, 32];
 
 /// A `tile x tile` block per `tile x tile` tile of `C`, columns on x; the tiles live in static
-/// shared memory (`kernels::matmul_tiled::shared_bytes`), so no dynamic shared memory.
+/// shared memory (`kernels::matmul::tiled::shared_bytes`), so no dynamic shared memory.
 pub fn plan(tile: u32, shape: MatmulShape) -> Result<LaunchConfig> {
     if !TILES.contains(&tile) {
         return Err(HostError::InvalidInput(format!("no tiled kernel for tile {tile}; tiles: {TILES:?}")));
@@ -27,7 +27,7 @@ mod tests {
         assert_eq!((cfg16.grid_dim, cfg16.block_dim), ((75, 63, 1), (16, 16, 1)));
         let cfg32 = plan(32, shape).unwrap();
         assert_eq!((cfg32.grid_dim, cfg32.block_dim), ((38, 32, 1), (32, 32, 1)));
-        assert_eq!(kernels::matmul_tiled::shared_bytes(32), 8192);
+        assert_eq!(kernels::matmul::tiled::shared_bytes(32), 8192);
     }
 
     #[test]

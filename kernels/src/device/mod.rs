@@ -15,6 +15,7 @@ pub mod math;
 pub mod mem;
 pub mod shared;
 pub mod thread;
+pub mod warp;
 
 /// Declares GPU kernels: `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn`.
 ///

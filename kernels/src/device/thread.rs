@@ -30,6 +30,13 @@ pub fn block_idx_y() -> u32 {
     unsafe { nvptx::_block_idx_y() as u32 }
 }
 
+/// `%ctaid.z`: this block's index in the grid along z.
+#[inline(always)]
+pub fn block_idx_z() -> u32 {
+    // SAFETY: reads a special register.
+    unsafe { nvptx::_block_idx_z() as u32 }
+}
+
 /// `%ntid.x`: threads per block along x.
 #[inline(always)]
 pub fn block_dim_x() -> u32 {

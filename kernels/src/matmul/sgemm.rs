@@ -12,6 +12,14 @@
 //! (`ld.global.nc.v4.f32`, `st.global.v4.f32`); otherwise the same kernel takes a scalar path, one
 //! guarded 4-byte access per element. The choice is one uniform branch per launch.
 //!
+//! # Split-K
+//! The grid's z dimension splits the inner dimension: block `(bx, by, z)` multiplies columns
+//! [`split_k_range`](super::split_k::split_k_range)`(z, k_chunk, k)` of `A` (rows of `B`) and writes its tile into slice `z` of
+//! `c`, which then holds `gridDim.z` consecutive `m x n` partial products
+//! (`super::split_k::matmul_split_k_reduce` adds them in a fixed order). With one split
+//! (`k_chunk >= k`, grid z = 1) `c` is `C` itself. `k_chunk` is a multiple of [`BLOCK_K`], so
+//! every split starts on a 16-byte boundary of `A`'s rows.
+//!
 //! # Thread mapping
 //! Block [`THREADS`] (256) threads along x, grid `(ceil(n / BLOCK_N), ceil(m / BLOCK_M))`:
 //! block `(bx, by)` owns `C[by * 128 ..][bx * 128 ..]`. Thread `t` (`tx = t % 16`,
@@ -51,8 +59,9 @@
 //! bugs, not for timing.
 //!
 //! # Safety
-//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n`, `m*n` `f32`; `c` overlaps neither
-//! `a` nor `b` (they are read through the non-coherent cache); the block is [`THREADS`] x 1 x 1.
+//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n`, `gridDim.z*m*n` `f32`; `c`
+//! overlaps neither `a` nor `b` (they are read through the non-coherent cache); the block is
+//! [`THREADS`] x 1 x 1; `k_chunk` is a positive multiple of [`BLOCK_K`].
 
 /// PTX symbol of the kernel.
 pub const KERNEL: &str = "sgemm";
@@ -126,20 +135,6 @@ pub const fn vector_path(k: u32, n: u32) -> bool {
     k.is_multiple_of(4) && n.is_multiple_of(4)
 }
 
-/// Repeats `$body` once per listed value with `$i` bound to it as a `usize`: a fully unrolled
-/// loop whose indices are compile-time constants. LLVM leaves loops this large rolled, and a
-/// register array indexed by a loop counter moves to local memory (a 256-byte stack frame for
-/// the accumulators, seen in the first build of this kernel).
-#[cfg(target_arch = "nvptx64")]
-macro_rules! unroll {
-    ($i:ident in [$($v:literal),* $(,)?] $body:block) => {
-        $({
-            let $i: usize = $v;
-            $body
-        })*
-    };
-}
-
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
     use super::{
@@ -148,6 +143,7 @@ mod device_code {
     };
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread};
+    use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
 
     const A_FLOATS: usize = (STAGES * A_STAGE_FLOATS) as usize;
@@ -160,24 +156,29 @@ mod device_code {
         /// [module documentation](super).
         ///
         /// # Safety
-        /// `a`, `b`, `c` hold `m*k`, `k*n`, `m*n` `f32` on the device, `c` overlaps neither
-        /// input, and the block is `THREADS` x 1 x 1.
-        pub unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32) {
+        /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c` overlaps
+        /// neither input, the block is `THREADS` x 1 x 1, and `k_chunk` is a positive multiple
+        /// of `BLOCK_K`.
+        pub unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
             let tile_a = shared_array!(SGEMM_A: [f32; A_FLOATS]);
             let tile_b = shared_array!(SGEMM_B: [f32; B_FLOATS]);
+            let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);
+            // On the vector path k_begin % 8 == 0 and n % 4 == 0, so the split's first element of
+            // A and B and its slice of the output are 16-byte aligned whenever the bases are.
             let aligned = (a as usize | b as usize | c as usize).is_multiple_of(16);
             // Uniform across the launch: every thread takes the same path.
             if vector_path(k, n) && aligned {
                 // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
-                unsafe { block_product::<true>(tile_a, tile_b, a, b, c, m, k, n) }
+                unsafe { block_product::<true>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
             } else {
                 // SAFETY: forwarded kernel contract.
-                unsafe { block_product::<false>(tile_a, tile_b, a, b, c, m, k, n) }
+                unsafe { block_product::<false>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
             }
         }
     }
 
-    /// The block's whole product. `VEC`: 16-byte global accesses, which needs
+    /// The block's whole product over columns `k_begin .. k_begin + k_len` of `A` (rows of `B`),
+    /// written to slice `blockIdx.z` of `c`. `VEC`: 16-byte global accesses, which needs
     /// `vector_path(k, n)` and 16-byte aligned `a`, `b`, `c`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -190,6 +191,8 @@ mod device_code {
         m: u32,
         k: u32,
         n: u32,
+        k_begin: u32,
+        k_len: u32,
     ) {
         let tid = thread::thread_idx_x();
         let (block_row, block_col) = (thread::block_idx_y() * BLOCK_M, thread::block_idx_x() * BLOCK_N);
@@ -202,8 +205,8 @@ mod device_code {
         let a_row_inside = a_row < rows_left;
         // Only dereferenced where the load guards hold; wrapping arithmetic keeps the
         // out-of-range pointers of edge threads free of undefined behaviour.
-        let mut a_next = a.wrapping_add((block_row + a_row) as usize * k as usize + a_k as usize);
-        let mut b_next = b.wrapping_add(b_k as usize * n as usize + block_col as usize + b_col as usize);
+        let mut a_next = a.wrapping_add((block_row + a_row) as usize * k as usize + (k_begin + a_k) as usize);
+        let mut b_next = b.wrapping_add((k_begin + b_k) as usize * n as usize + block_col as usize + b_col as usize);
         let b_step = BLOCK_K as usize * n as usize;
         // Where this thread's loads land in a stage, and where its operands start.
         let a_store = a_tile_index(a_k, a_row) as usize;
@@ -211,8 +214,8 @@ mod device_code {
         let (a_read, b_read) = (c_row(tid, 0) as usize, c_col(tid, 0) as usize);
 
         let mut acc = [[0.0f32; 8]; 8];
-        let mut k_left = k;
-        // SAFETY: the guards inside check every element against m, k, n.
+        let mut k_left = k_len;
+        // SAFETY: the guards inside check every element against m, n and this block's k range.
         let (mut next_a, mut next_b) = unsafe {
             (load_a::<VEC>(a_next, a_row_inside, a_k, k_left), load_b::<VEC>(b_next, b_k, b_col, cols_left, k_left))
         };
@@ -226,7 +229,7 @@ mod device_code {
         // pass (a `break` after the multiply) was a second copy, where ptxas hoisted all 32
         // shared loads of the slice and the kernel grew to 219 registers.
         let mut stage = 0;
-        for _ in 0..k.div_ceil(BLOCK_K) {
+        for _ in 0..k_len.div_ceil(BLOCK_K) {
             // Issue the next slice's global loads now; they complete during the multiply.
             k_left = k_left.saturating_sub(BLOCK_K);
             a_next = a_next.wrapping_add(BLOCK_K as usize);
@@ -264,7 +267,10 @@ mod device_code {
             // every thread has finished reading the old stage before the next pass overwrites it.
             thread::sync_threads();
         }
-        // SAFETY: forwarded contract; each thread writes its own 8 x 8 elements of C.
+        // The output slice is located only now: a pointer computed before the loop would hold two
+        // registers through it (147 instead of 127, one block per SM instead of two).
+        let c = c.wrapping_add(thread::block_idx_z() as usize * m as usize * n as usize);
+        // SAFETY: forwarded contract; each thread writes its own 8 x 8 elements of its slice.
         unsafe { store_c::<VEC>(c, acc, tid, block_row, block_col, rows_left, cols_left, n) };
     }
 

@@ -17,7 +17,7 @@
 //! Static: `2 * TILE * TILE * 4` bytes (2 KiB for 16, 8 KiB for 32); no dynamic shared memory.
 //!
 //! # Safety
-//! As [`crate::matmul_naive`], with a block of exactly `TILE x TILE` threads.
+//! As [`super::naive`], with a block of exactly `TILE x TILE` threads.
 
 /// PTX symbol of the 16x16 kernel.
 pub const KERNEL_TILE16: &str = "matmul_tiled16";

@@ -1,0 +1,19 @@
+//! Matrix products on the GPU: the problem shape, the table of variants, the `auto` planner
+//! ([`plan`]), one launch plan per kernel family (beside the kernels of `kernels::matmul`), and
+//! the one launcher that every caller (CLI, tests, benchmarks) goes through.
+
+pub mod naive;
+pub mod plan;
+mod run;
+pub mod sgemm;
+mod shape;
+pub mod skinny;
+pub mod split_k;
+pub mod tiled;
+mod variant;
+
+pub use plan::{MatmulDevice, MatmulPlan, plan, plan_with};
+pub use run::{DeviceMatrices, InputSets, device_of, launch, launch_plan, run, run_plan};
+pub use shape::{MAX_GRID_Y, MatmulShape, grid_over_c};
+pub use split_k::SplitK;
+pub use variant::MatmulVariant;

@@ -1,0 +1,295 @@
+//! The matmul planner: from a variant, the shape and the device to the kernel, its grid and its
+//! split of `k`. `auto` picks the kernel family by these rules, first match wins:
+//!
+//! | shape | kernel | why |
+//! | --- | --- | --- |
+//! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
+//! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
+//! | otherwise | `sgemm` | compute-bound: 128x128 register-tiled blocks |
+//!
+//! Then the split of `k` (the grid's z), for the kernels that take one:
+//! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
+//!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
+//! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
+//!   slots. Fewer tiles leave SMs idle: `s` splits take `ceil(tiles * s / slots) / s` of the
+//!   unsplit time; the planner takes the `s` (each split at least [`SGEMM_MIN_CHUNK`] long) with
+//!   the least, ties to the fewer splits, and only when it saves at least a fifth
+//!   ([`SGEMM_SPLIT_GAIN`]): each split costs a pass over `splits x m x n` partial sums.
+//!
+//! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
+
+use super::shape::MatmulShape;
+use super::split_k::{SplitK, reduce_plan};
+use super::variant::MatmulVariant;
+use super::{naive, sgemm, skinny, tiled};
+use crate::error::{HostError, Result};
+use cudarc::driver::LaunchConfig;
+use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
+
+/// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
+/// bandwidth.
+pub const NARROW_BLOCKS_PER_SM: u32 = 4;
+/// Shortest split of `few_cols`: two pieces of 256 columns of `A` per warp.
+pub const FEW_COLS_MIN_CHUNK: u32 = 512;
+/// Shortest split of `few_rows`: 64 steps of 4 rows of `B` per thread.
+pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
+/// Shortest split of `sgemm`: four 8-deep slices per block.
+pub const SGEMM_MIN_CHUNK: u32 = 32;
+/// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
+pub const SGEMM_SPLIT_GAIN: f64 = 0.8;
+
+/// What the planner needs to know of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatmulDevice {
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+}
+
+impl MatmulDevice {
+    /// The H100 SXM the project measures on (132 SMs); for tests and examples.
+    pub const H100: Self = Self { sm_count: 132 };
+}
+
+/// A launch plan: which kernel, its grid, its split of `k`, and the reduction that follows a
+/// split.
+#[derive(Debug, Clone)]
+pub struct MatmulPlan {
+    /// The kernel family that runs (never `auto`).
+    pub variant: MatmulVariant,
+    /// Its PTX symbol.
+    pub kernel: &'static str,
+    /// Grid, block and dynamic shared memory of the kernel.
+    pub launch: LaunchConfig,
+    /// The split of `k`, for the kernels that take one (`sgemm`, `few_rows`, `few_cols`).
+    pub split: Option<SplitK>,
+    /// The reduction of the split's partial products, when there is more than one.
+    pub reduce: Option<LaunchConfig>,
+    /// Why the planner chose this, in a sentence.
+    pub reason: String,
+}
+
+impl MatmulPlan {
+    /// Floats of split-K workspace the plan needs (0 without a split).
+    pub fn workspace_floats(&self, shape: MatmulShape) -> usize {
+        self.split.map_or(0, |s| s.workspace_floats(shape.m * shape.n))
+    }
+}
+
+impl std::fmt::Display for MatmulPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (g, b) = (self.launch.grid_dim, self.launch.block_dim);
+        write!(f, "{}: grid {}x{}x{} of {} threads", self.variant.name(), g.0, g.1, g.2, b.0 * b.1 * b.2)?;
+        match (self.split, self.reduce) {
+            (Some(s), Some(r)) => write!(
+                f,
+                ", split-K {} x {} columns of A, then {} ({} blocks)",
+                s.splits,
+                s.k_chunk,
+                kernels::matmul::split_k::KERNEL,
+                r.grid_dim.0
+            )?,
+            _ => write!(f, ", no split of k")?,
+        }
+        write!(f, "; {}", self.reason)
+    }
+}
+
+/// Plans `variant` for `shape` on `device` by the rules in the [module documentation](self).
+pub fn plan(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) -> Result<MatmulPlan> {
+    plan_with(variant, shape, device, None)
+}
+
+/// As [`plan`], with the split of `k` forced to `split` for the kernels that take one (tests use
+/// it to run every configuration on every shape).
+pub fn plan_with(
+    variant: MatmulVariant,
+    shape: MatmulShape,
+    device: MatmulDevice,
+    split: Option<SplitK>,
+) -> Result<MatmulPlan> {
+    let sm = device.sm_count.max(1);
+    let (variant, why) = match variant {
+        MatmulVariant::Auto => choose_kernel(shape),
+        v => (v, format!("{} requested", v.name())),
+    };
+    let kernel = variant.kernel().expect("a kernel family");
+    let (launch, split, split_why) = match variant {
+        MatmulVariant::Naive => (naive::plan(shape)?, None, String::new()),
+        MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
+        MatmulVariant::Tiled32 => (tiled::plan(32, shape)?, None, String::new()),
+        MatmulVariant::Sgemm => {
+            let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), |s| (s, "split forced".into()));
+            (sgemm::plan(shape, s)?, Some(s), why)
+        }
+        MatmulVariant::FewRows => {
+            let blocks = skinny::few_rows_blocks(shape);
+            let (s, why) = split
+                .map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_ROWS_MIN_CHUNK), |s| (s, "split forced".into()));
+            (skinny::plan_few_rows(shape, s)?, Some(s), why)
+        }
+        MatmulVariant::FewCols => {
+            let blocks = skinny::few_cols_blocks(shape);
+            let (s, why) = split
+                .map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK), |s| (s, "split forced".into()));
+            (skinny::plan_few_cols(shape, s)?, Some(s), why)
+        }
+        MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
+    };
+    if let Some(s) = split {
+        if s.splits == 0 || s.k_chunk == 0 || !s.k_chunk.is_multiple_of(super::split_k::CHUNK_GRANULE) {
+            return Err(HostError::InvalidInput(format!("invalid split of k: {s:?}")));
+        }
+        if (s.splits as u64 - 1) * s.k_chunk as u64 >= shape.k as u64 {
+            return Err(HostError::InvalidInput(format!("{s:?} leaves splits past k = {}", shape.k)));
+        }
+    }
+    let reduce = split.filter(|s| s.splits > 1).map(|_| reduce_plan(shape.m * shape.n, sm));
+    let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
+    Ok(MatmulPlan { variant, kernel, launch, split, reduce, reason })
+}
+
+/// The kernel family `auto` runs for `shape`, and why.
+fn choose_kernel(shape: MatmulShape) -> (MatmulVariant, String) {
+    if shape.n <= FEW_COLS_MAX_N as usize {
+        let why = format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound, stream A once", shape.n);
+        (MatmulVariant::FewCols, why)
+    } else if shape.m <= FEW_ROWS_MAX_M as usize {
+        let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
+        (MatmulVariant::FewRows, why)
+    } else {
+        (MatmulVariant::Sgemm, "m and n > 16: compute-bound, register-tiled".into())
+    }
+}
+
+/// Splits for a narrow kernel with `blocks` blocks per split: toward `NARROW_BLOCKS_PER_SM`
+/// blocks per SM, each split at least `min_chunk` long.
+fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32) -> (SplitK, String) {
+    let target = (NARROW_BLOCKS_PER_SM * sm) as usize;
+    let wanted = target.div_ceil(blocks.max(1)).min(u32::MAX as usize) as u32;
+    let s = SplitK::about(k, wanted, min_chunk);
+    let why = if s.splits > 1 {
+        format!("{blocks} blocks fill under {NARROW_BLOCKS_PER_SM} per SM: {} splits of k", s.splits)
+    } else {
+        format!("{blocks} blocks per split: no split")
+    };
+    (s, why)
+}
+
+/// The `sgemm` split with the fewest estimated waves-times-depth (module documentation).
+fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
+    let tiles = sgemm::tiles(shape) as u64;
+    let slots = (sgemm::BLOCKS_PER_SM * sm) as u64;
+    let cost = |s: u32| (tiles * s as u64).div_ceil(slots) as f64 / s as f64;
+    if tiles >= slots {
+        // The tiles fill every slot at least once: a split only trims the last wave's tail,
+        // and its pass over splits x m x n partials costs more than that (3000^3 would take 11
+        // splits and 396 MB of partial sums).
+        return (SplitK::none(shape.k), format!("{tiles} tiles fill the {slots} block slots: no split"));
+    }
+    let most = (shape.k as u32 / SGEMM_MIN_CHUNK).clamp(1, super::split_k::MAX_SPLITS);
+    let mut best = (1, cost(1));
+    for s in 2..=most {
+        // A split that rounds to fewer ranges is the same plan as that count.
+        let actual = SplitK::about(shape.k, s, SGEMM_MIN_CHUNK).splits;
+        let c = cost(actual);
+        if c < best.1 {
+            best = (actual, c);
+        }
+    }
+    if best.0 > 1 && best.1 <= SGEMM_SPLIT_GAIN * cost(1) {
+        let s = SplitK::about(shape.k, best.0, SGEMM_MIN_CHUNK);
+        let why = format!(
+            "{tiles} tiles on {slots} block slots: {} splits of k take {:.0}% of the unsplit time",
+            s.splits,
+            100.0 * cost(s.splits) / cost(1)
+        );
+        (s, why)
+    } else {
+        (SplitK::none(shape.k), format!("{tiles} tiles on {slots} block slots: no split"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto(m: usize, k: usize, n: usize) -> MatmulPlan {
+        plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100).unwrap()
+    }
+
+    #[test]
+    fn auto_streams_a_for_thin_outputs_gemv_included() {
+        let p = auto(65_536, 4096, 1);
+        assert_eq!((p.variant, p.split.unwrap().splits, p.reduce.is_none()), (MatmulVariant::FewCols, 1, true));
+        // Three rows of A cannot fill the GPU: k is split, and the partials reduced.
+        let p = auto(3, 100_000, 5);
+        assert_eq!(p.variant, MatmulVariant::FewCols);
+        assert!(p.split.unwrap().splits > 100 && p.reduce.is_some(), "{p}");
+        assert_eq!(auto(100, 100, 16).variant, MatmulVariant::FewCols);
+    }
+
+    #[test]
+    fn auto_streams_b_for_short_outputs() {
+        let p = auto(1, 4096, 65_536);
+        assert_eq!(p.variant, MatmulVariant::FewRows);
+        assert!(p.launch.grid_dim.0 as u64 * p.split.unwrap().splits as u64 >= 4 * 132);
+        let p = auto(16, 16_384, 16_384);
+        assert_eq!(p.variant, MatmulVariant::FewRows);
+        assert!(p.split.unwrap().splits > 1);
+    }
+
+    #[test]
+    fn auto_tiles_large_squares_without_a_split() {
+        for size in [2048, 3000, 4096, 8192] {
+            let p = auto(size, size, size);
+            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::Sgemm, 1), "{size}: {p}");
+            assert!(p.reduce.is_none());
+        }
+    }
+
+    #[test]
+    fn auto_splits_k_when_the_tiles_leave_sms_idle() {
+        // 1024^3: 64 tiles on 264 slots; 4 splits fill one wave.
+        let p = auto(1024, 1024, 1024);
+        assert_eq!(p.split.unwrap(), SplitK { splits: 4, k_chunk: 256 }, "{p}");
+        assert!(p.reduce.is_some() && p.to_string().contains("split-K 4 x 256"));
+        // One tile and a long k: many splits.
+        let p = auto(64, 8192, 64);
+        assert_eq!(p.variant, MatmulVariant::Sgemm);
+        assert!(p.split.unwrap().splits >= 128, "{p}");
+        let p = auto(128, 65_536, 128);
+        assert!(p.split.unwrap().splits >= 128, "{p}");
+        // Short k cannot be split below the shortest chunk.
+        assert_eq!(auto(4097, 20, 8193).split.unwrap().splits, 1);
+    }
+
+    #[test]
+    fn a_smaller_device_gets_fewer_splits() {
+        let shape = MatmulShape::new(1024, 1024, 1024).unwrap();
+        let small = plan(MatmulVariant::Auto, shape, MatmulDevice { sm_count: 16 }).unwrap();
+        assert_eq!(small.split.unwrap().splits, 1, "{small}");
+    }
+
+    #[test]
+    fn explicit_variants_keep_their_kernel_and_narrow_ones_refuse_wide_shapes() {
+        let shape = MatmulShape::new(100, 64, 100).unwrap();
+        for v in MatmulVariant::KERNELS {
+            let p = plan(v, shape, MatmulDevice::H100);
+            if v.supports(shape) {
+                let p = p.unwrap();
+                assert_eq!((p.variant, p.kernel), (v, v.kernel().unwrap()));
+            } else {
+                assert!(p.unwrap_err().to_string().contains("at most 16"));
+            }
+        }
+    }
+
+    #[test]
+    fn forced_splits_are_checked_against_k() {
+        let shape = MatmulShape::new(100, 64, 100).unwrap();
+        let forced = |s| plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, Some(s));
+        assert_eq!(forced(SplitK { splits: 8, k_chunk: 8 }).unwrap().reduce.unwrap().grid_dim.0, 10);
+        assert!(forced(SplitK { splits: 9, k_chunk: 8 }).is_err());
+        assert!(forced(SplitK { splits: 2, k_chunk: 6 }).is_err());
+    }
+}

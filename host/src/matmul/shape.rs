@@ -1,0 +1,111 @@
+//! The problem every matmul kernel solves, and the grid arithmetic the planners share.
+
+use crate::error::{HostError, Result};
+
+/// `C[m x n] = A[m x k] * B[k x n]`, row-major `f32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MatmulShape {
+    /// Rows of `A` and `C`.
+    pub m: usize,
+    /// Columns of `A`, rows of `B`.
+    pub k: usize,
+    /// Columns of `B` and `C`.
+    pub n: usize,
+}
+
+impl MatmulShape {
+    /// A shape whose sizes are all in `1..=u32::MAX` (the kernels take `u32` sizes).
+    pub fn new(m: usize, k: usize, n: usize) -> Result<Self> {
+        for (name, v) in [("m", m), ("k", k), ("n", n)] {
+            if v == 0 {
+                return Err(HostError::InvalidInput(format!("{name} is 0: every matrix dimension must be at least 1")));
+            }
+            if v > u32::MAX as usize {
+                return Err(HostError::InvalidInput(format!(
+                    "{name} = {v} exceeds the kernels' limit of {}",
+                    u32::MAX
+                )));
+            }
+        }
+        Ok(Self { m, k, n })
+    }
+
+    /// Floating-point operations of one product: `2 * m * k * n`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.k as f64 * self.n as f64
+    }
+
+    /// Bytes of `A`, `B` and `C` together: the device memory one product needs.
+    pub fn bytes(&self) -> u64 {
+        4 * (self.m as u64 * self.k as u64 + self.k as u64 * self.n as u64 + self.m as u64 * self.n as u64)
+    }
+
+    /// Element counts of `A`, `B` and `C`.
+    pub fn lens(&self) -> (usize, usize, usize) {
+        (self.m * self.k, self.k * self.n, self.m * self.n)
+    }
+
+    /// Checks that host matrices have this shape's lengths.
+    pub fn check_lens(&self, a: usize, b: usize, c: usize) -> Result<()> {
+        let (la, lb, lc) = self.lens();
+        if (a, b, c) != (la, lb, lc) {
+            return Err(HostError::InvalidInput(format!(
+                "matrix lengths A={a}, B={b}, C={c} do not match m={}, k={}, n={} (expected {la}, {lb}, {lc})",
+                self.m, self.k, self.n
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for MatmulShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{}", self.m, self.k, self.n)
+    }
+}
+
+/// Largest grid extent along y (and z) that CUDA accepts.
+pub const MAX_GRID_Y: u32 = 65_535;
+
+/// A 2-D grid of `block_x x block_y` blocks covering `n` columns and `m` rows of `C`.
+pub fn grid_over_c(shape: MatmulShape, block_x: u32, block_y: u32) -> Result<(u32, u32, u32)> {
+    let gx = shape.n.div_ceil(block_x as usize);
+    let gy = shape.m.div_ceil(block_y as usize);
+    if gy > MAX_GRID_Y as usize || gx > i32::MAX as usize {
+        return Err(HostError::InvalidInput(format!(
+            "{shape} needs a grid of {gx} x {gy} blocks; CUDA allows at most {} x {MAX_GRID_Y}",
+            i32::MAX
+        )));
+    }
+    Ok((gx as u32, gy as u32, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_rejects_zero_and_oversized_dimensions() {
+        let err = MatmulShape::new(4, 0, 4).unwrap_err().to_string();
+        assert!(err.contains("k is 0"), "{err}");
+        assert!(MatmulShape::new(1, 1, u32::MAX as usize + 1).unwrap_err().to_string().contains("n ="));
+        assert!(MatmulShape::new(1, 1, 1).is_ok());
+    }
+
+    #[test]
+    fn shape_counts_flops_and_bytes() {
+        let s = MatmulShape::new(1000, 800, 1200).unwrap();
+        assert_eq!(s.flops(), 2.0 * 1000.0 * 800.0 * 1200.0);
+        assert_eq!(s.bytes(), 4 * (1000 * 800 + 800 * 1200 + 1000 * 1200));
+        assert!(s.check_lens(800_000, 960_000, 1_200_000).is_ok());
+        assert!(s.check_lens(800_000, 960_001, 1_200_000).unwrap_err().to_string().contains("do not match"));
+    }
+
+    #[test]
+    fn grid_covers_ragged_edges_with_columns_on_x() {
+        let s = MatmulShape::new(17, 5, 33).unwrap();
+        assert_eq!(grid_over_c(s, 16, 16).unwrap(), (3, 2, 1));
+        let tall = MatmulShape::new(16 * 65_536, 1, 1).unwrap();
+        assert!(grid_over_c(tall, 16, 16).unwrap_err().to_string().contains("grid"));
+    }
+}

@@ -1,0 +1,77 @@
+//! Launch planning for `kernels::matmul::skinny` (`matmul_few_rows`, `matmul_few_cols`).
+
+use super::shape::MatmulShape;
+use super::split_k::SplitK;
+use crate::error::{HostError, Result};
+use cudarc::driver::LaunchConfig;
+use kernels::matmul::skinny::{
+    FEW_COLS_MAX_N, FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS,
+};
+
+/// Blocks along x of `matmul_few_rows` for `shape`: one per `FEW_ROWS_BLOCK_COLS` columns.
+pub fn few_rows_blocks(shape: MatmulShape) -> usize {
+    shape.n.div_ceil(FEW_ROWS_BLOCK_COLS as usize)
+}
+
+/// Blocks along x of `matmul_few_cols` for `shape`: one per `FEW_COLS_ROWS_PER_BLOCK` rows.
+pub fn few_cols_blocks(shape: MatmulShape) -> usize {
+    shape.m.div_ceil(FEW_COLS_ROWS_PER_BLOCK as usize)
+}
+
+fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
+    u32::try_from(blocks).ok().filter(|&b| b <= i32::MAX as u32).ok_or_else(|| {
+        HostError::InvalidInput(format!("{shape} needs {blocks} blocks of {what}; CUDA allows at most {}", i32::MAX))
+    })
+}
+
+/// `matmul_few_rows`: one `FEW_ROWS_THREADS`-thread block per `FEW_ROWS_BLOCK_COLS` columns of
+/// `C`, one z index per split; no shared memory. Refuses `m > FEW_ROWS_MAX_M`.
+pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
+    if shape.m > FEW_ROWS_MAX_M as usize {
+        return Err(HostError::InvalidInput(format!(
+            "few_rows multiplies at most {FEW_ROWS_MAX_M} rows; {shape} has m = {}: use auto or sgemm",
+            shape.m
+        )));
+    }
+    let gx = grid_x(few_rows_blocks(shape), "few_rows", shape)?;
+    Ok(LaunchConfig { grid_dim: (gx, 1, split.splits), block_dim: (FEW_ROWS_THREADS, 1, 1), shared_mem_bytes: 0 })
+}
+
+/// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per
+/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, one z index per split; static shared memory only.
+/// Refuses `n > FEW_COLS_MAX_N`.
+pub fn plan_few_cols(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
+    if shape.n > FEW_COLS_MAX_N as usize {
+        return Err(HostError::InvalidInput(format!(
+            "few_cols multiplies at most {FEW_COLS_MAX_N} columns; {shape} has n = {}: use auto or sgemm",
+            shape.n
+        )));
+    }
+    let gx = grid_x(few_cols_blocks(shape), "few_cols", shape)?;
+    Ok(LaunchConfig { grid_dim: (gx, 1, split.splits), block_dim: (FEW_COLS_THREADS, 1, 1), shared_mem_bytes: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_rows_gives_a_block_per_512_columns_and_refuses_tall_shapes() {
+        let s = MatmulShape::new(1, 4096, 65_536).unwrap();
+        let cfg = plan_few_rows(s, SplitK { splits: 5, k_chunk: 824 }).unwrap();
+        assert_eq!((cfg.grid_dim, cfg.block_dim), ((128, 1, 5), (128, 1, 1)));
+        assert_eq!(plan_few_rows(MatmulShape::new(16, 1, 513).unwrap(), SplitK::none(1)).unwrap().grid_dim, (2, 1, 1));
+        let err = plan_few_rows(MatmulShape::new(17, 4, 4).unwrap(), SplitK::none(4)).unwrap_err().to_string();
+        assert!(err.contains("at most 16 rows"), "{err}");
+    }
+
+    #[test]
+    fn few_cols_gives_a_warp_per_row_and_refuses_wide_shapes() {
+        let s = MatmulShape::new(65_536, 4096, 1).unwrap();
+        let cfg = plan_few_cols(s, SplitK::none(4096)).unwrap();
+        assert_eq!((cfg.grid_dim, cfg.block_dim), ((8192, 1, 1), (256, 1, 1)));
+        assert_eq!(plan_few_cols(MatmulShape::new(3, 100_000, 5).unwrap(), SplitK::none(1)).unwrap().grid_dim.0, 1);
+        let err = plan_few_cols(MatmulShape::new(4, 4, 17).unwrap(), SplitK::none(4)).unwrap_err().to_string();
+        assert!(err.contains("at most 16 columns"), "{err}");
+    }
+}

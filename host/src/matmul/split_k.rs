@@ -1,0 +1,91 @@
+//! Split-K: how many slices of the inner dimension a launch gets, and the launch of
+//! `kernels::matmul::split_k::matmul_split_k_reduce`, which adds the slices' partial products.
+
+use cudarc::driver::LaunchConfig;
+use kernels::matmul::split_k::{ELEMENTS_PER_THREAD, THREADS};
+
+/// Multiples of this many columns of `A` per split: `sgemm`'s slice depth, which also keeps
+/// every split's first element of `A` 16-byte aligned for the narrow kernels.
+pub const CHUNK_GRANULE: u32 = kernels::matmul::sgemm::BLOCK_K;
+
+/// Most splits the planner uses: bounds the workspace (`splits x m x n` floats) and the
+/// reduction's reads per element.
+pub const MAX_SPLITS: u32 = 256;
+
+/// A split of the inner dimension: `splits` ranges of `k_chunk` columns of `A` (the last one
+/// shorter), one per z index of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SplitK {
+    /// Ranges, the grid's z extent; 1 is no split (the kernel writes `C` directly).
+    pub splits: u32,
+    /// Columns of `A` per range, a multiple of [`CHUNK_GRANULE`].
+    pub k_chunk: u32,
+}
+
+impl SplitK {
+    /// No split: one range covering all of `k`.
+    pub fn none(k: usize) -> Self {
+        Self { splits: 1, k_chunk: (k as u32).next_multiple_of(CHUNK_GRANULE) }
+    }
+
+    /// About `wanted` ranges (at least 1, at most [`MAX_SPLITS`] and `k / min_chunk`), each a
+    /// multiple of [`CHUNK_GRANULE`] long; the count is then recomputed from the rounded length
+    /// so that no range is empty.
+    pub fn about(k: usize, wanted: u32, min_chunk: u32) -> Self {
+        let k32 = k as u32;
+        let most = (k32 / min_chunk.max(1)).clamp(1, MAX_SPLITS);
+        let splits = wanted.clamp(1, most);
+        let k_chunk = k32.div_ceil(splits).next_multiple_of(CHUNK_GRANULE);
+        Self { splits: k32.div_ceil(k_chunk), k_chunk }
+    }
+
+    /// Floats of workspace the split needs: `splits` partial products of `len` floats, none
+    /// without a split.
+    pub fn workspace_floats(&self, len: usize) -> usize {
+        if self.splits > 1 { self.splits as usize * len } else { 0 }
+    }
+}
+
+/// The reduction of `len` output elements: [`THREADS`]-thread blocks, each thread adding
+/// [`ELEMENTS_PER_THREAD`] consecutive elements per step of a grid-stride loop, at most 8 blocks
+/// per SM.
+pub fn reduce_plan(len: usize, sm_count: u32) -> LaunchConfig {
+    let groups = len.div_ceil(ELEMENTS_PER_THREAD as usize);
+    let blocks = groups.div_ceil(THREADS as usize).clamp(1, 8 * sm_count.max(1) as usize);
+    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_round_chunks_to_the_granule_and_never_leave_a_range_empty() {
+        for (k, wanted, min_chunk) in [(1024, 4, 32), (1000, 5, 32), (100_000, 528, 512), (9, 3, 1), (65_536, 300, 64)]
+        {
+            let s = SplitK::about(k, wanted, min_chunk);
+            assert!(s.k_chunk.is_multiple_of(CHUNK_GRANULE), "{s:?}");
+            assert!(s.splits >= 1 && s.splits <= MAX_SPLITS && s.splits <= wanted.max(1));
+            // Every range starts inside k: the last one is non-empty.
+            assert!((s.splits - 1) * s.k_chunk < k as u32 && s.splits * s.k_chunk >= k as u32, "{k}: {s:?}");
+        }
+        assert_eq!(SplitK::about(1024, 4, 32), SplitK { splits: 4, k_chunk: 256 });
+        assert_eq!(SplitK::about(100_000, 528, 512).splits, 193);
+        assert_eq!(SplitK::about(65_536, 300, 64).splits, MAX_SPLITS);
+        assert_eq!(SplitK::about(100, 8, 64), SplitK { splits: 1, k_chunk: 104 });
+    }
+
+    #[test]
+    fn workspace_is_needed_only_with_a_split() {
+        assert_eq!(SplitK::none(1000).workspace_floats(50), 0);
+        assert_eq!(SplitK { splits: 4, k_chunk: 256 }.workspace_floats(50), 200);
+    }
+
+    #[test]
+    fn reduction_covers_every_element_with_a_bounded_grid() {
+        let cfg = reduce_plan(1000, 132);
+        assert_eq!((cfg.grid_dim, cfg.block_dim), ((1, 1, 1), (256, 1, 1)));
+        assert_eq!(reduce_plan(128 * 128, 132).grid_dim.0, 16);
+        assert_eq!(reduce_plan(1 << 30, 132).grid_dim.0, 8 * 132);
+    }
+}

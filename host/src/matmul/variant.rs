@@ -1,0 +1,112 @@
+//! The table of matmul variants: the one list that the CLI, the tests and the benchmarks iterate.
+
+use super::shape::MatmulShape;
+use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
+
+/// The GPU matmul variants: `auto` (the planner's choice) and each kernel family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum MatmulVariant {
+    /// The planner picks the kernel and its configuration from the shape and the device
+    /// ([`super::plan`]).
+    Auto,
+    /// One thread per output, operands straight from global memory.
+    Naive,
+    /// The Guide's shared-memory tiles, 16x16.
+    Tiled16,
+    /// The Guide's shared-memory tiles, 32x32.
+    Tiled32,
+    /// 128x128 block tiles, an 8x8 register tile per thread, 16-byte loads, double-buffered
+    /// shared memory; split-K when the tiles alone would leave SMs idle.
+    Sgemm,
+    /// Memory-bound kernel for `m <= 16`: streams `B` once, `m x 4` accumulators per thread.
+    FewRows,
+    /// Memory-bound kernel for `n <= 16`: streams `A` once, one warp per row of `C`.
+    FewCols,
+}
+
+impl MatmulVariant {
+    /// Every variant: `auto` first, then the kernels simplest first.
+    pub const ALL: [Self; 7] =
+        [Self::Auto, Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm, Self::FewRows, Self::FewCols];
+
+    /// The kernel families, without `auto`.
+    pub const KERNELS: [Self; 6] =
+        [Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm, Self::FewRows, Self::FewCols];
+
+    /// The name the CLI and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Naive => "naive",
+            Self::Tiled16 => "tiled16",
+            Self::Tiled32 => "tiled32",
+            Self::Sgemm => "sgemm",
+            Self::FewRows => "few_rows",
+            Self::FewCols => "few_cols",
+        }
+    }
+
+    /// The kernel's PTX symbol; `None` for `auto`, which runs whichever kernel it plans.
+    pub fn kernel(self) -> Option<&'static str> {
+        match self {
+            Self::Auto => None,
+            Self::Naive => Some(kernels::matmul::naive::KERNEL),
+            Self::Tiled16 => Some(kernels::matmul::tiled::KERNEL_TILE16),
+            Self::Tiled32 => Some(kernels::matmul::tiled::KERNEL_TILE32),
+            Self::Sgemm => Some(kernels::matmul::sgemm::KERNEL),
+            Self::FewRows => Some(kernels::matmul::skinny::KERNEL_FEW_ROWS),
+            Self::FewCols => Some(kernels::matmul::skinny::KERNEL_FEW_COLS),
+        }
+    }
+
+    /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow
+    /// side; every other variant takes any shape.
+    pub fn supports(self, shape: MatmulShape) -> bool {
+        match self {
+            Self::FewRows => shape.m <= FEW_ROWS_MAX_M as usize,
+            Self::FewCols => shape.n <= FEW_COLS_MAX_N as usize,
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_variant_names_a_kernel_the_ptx_declares() {
+        for v in MatmulVariant::KERNELS {
+            assert!(kernels::KERNEL_NAMES.contains(&v.kernel().unwrap()), "{}", v.name());
+        }
+        assert_eq!(MatmulVariant::Auto.kernel(), None);
+        assert_eq!(&MatmulVariant::ALL[1..], &MatmulVariant::KERNELS);
+    }
+
+    #[test]
+    fn narrow_kernels_support_only_their_narrow_side() {
+        let (wide, short, thin) = (
+            MatmulShape::new(64, 64, 64).unwrap(),
+            MatmulShape::new(16, 64, 1000).unwrap(),
+            MatmulShape::new(1000, 64, 16).unwrap(),
+        );
+        assert!(!MatmulVariant::FewRows.supports(wide) && MatmulVariant::FewRows.supports(short));
+        assert!(!MatmulVariant::FewCols.supports(wide) && MatmulVariant::FewCols.supports(thin));
+        assert!(
+            MatmulVariant::ALL
+                .iter()
+                .filter(|v| !matches!(v, MatmulVariant::FewRows | MatmulVariant::FewCols))
+                .all(|v| v.supports(wide))
+        );
+    }
+
+    #[test]
+    fn cli_names_round_trip_through_clap() {
+        use clap::ValueEnum;
+        for v in MatmulVariant::ALL {
+            assert_eq!(MatmulVariant::from_str(v.name(), true).unwrap(), v);
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Matrix products `C = A * B` on row-major `f32` matrices: one file per kernel family, from
+//! the CUDA Guide's naive and tiled kernels to the register-tiled SGEMM, the memory-bound
+//! kernels for narrow shapes (`skinny`), and the split-K reduction (`split_k`).
+//!
+//! Every family takes the same problem (`A[m x k]`, `B[k x n]`, `C[m x n]`, any sizes from 1)
+//! and exports the constants of its launch contract, which the host's planner
+//! (`host::matmul`) reads; the host picks among the families by shape.
+
+/// Repeats `$body` once per listed value with `$i` bound to it as a `usize`: a fully unrolled
+/// loop whose indices are compile-time constants. LLVM leaves loops this large rolled, and a
+/// register array indexed by a loop counter moves to local memory (a 256-byte stack frame for
+/// the SGEMM accumulators, seen in the first build of that kernel).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! unroll {
+    ($i:ident in [$($v:literal),* $(,)?] $body:block) => {
+        $({
+            let $i: usize = $v;
+            $body
+        })*
+    };
+}
+
+pub mod naive;
+pub mod sgemm;
+pub mod skinny;
+pub mod split_k;
+pub mod tiled;
