@@ -11,10 +11,11 @@
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
 //! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
-//!   slots. Fewer tiles leave SMs idle: `s` splits take `ceil(tiles * s / slots) / s` of the
-//!   unsplit time; the planner takes the `s` (each split at least [`SGEMM_MIN_CHUNK`] long) with
-//!   the least, ties to the fewer splits, and only when it saves at least a fifth
-//!   ([`SGEMM_SPLIT_GAIN`]): each split costs a pass over `splits x m x n` partial sums.
+//!   slots. Otherwise idle slots waste time: `s` splits
+//!   take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
+//!   (each split at least [`SGEMM_MIN_CHUNK`] long) within [`SGEMM_SPLIT_SLACK`] of the least,
+//!   and only when it saves at least a fifth ([`SGEMM_SPLIT_GAIN`]): each split costs a pass
+//!   over `splits x m x n` partial sums.
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
@@ -24,19 +25,21 @@ use super::variant::MatmulVariant;
 use super::{naive, sgemm, skinny, tiled};
 use crate::error::{HostError, Result};
 use cudarc::driver::LaunchConfig;
-use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
+use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_rows_kernel};
 
 /// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
 /// bandwidth.
 pub const NARROW_BLOCKS_PER_SM: u32 = 4;
-/// Shortest split of `few_cols`: two pieces of 256 columns of `A` per warp.
-pub const FEW_COLS_MIN_CHUNK: u32 = 512;
+/// Shortest split of `few_cols`: one step of its warps (1024 columns of `A`).
+pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// Shortest split of `few_rows`: 64 steps of 4 rows of `B` per thread.
 pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
 /// Shortest split of `sgemm`: four 8-deep slices per block.
 pub const SGEMM_MIN_CHUNK: u32 = 32;
 /// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
 pub const SGEMM_SPLIT_GAIN: f64 = 0.8;
+/// `sgemm` takes the fewest splits whose estimated time is within this factor of the least.
+pub const SGEMM_SPLIT_SLACK: f64 = 1.1;
 
 /// What the planner needs to know of the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +115,10 @@ pub fn plan_with(
         MatmulVariant::Auto => choose_kernel(shape),
         v => (v, format!("{} requested", v.name())),
     };
-    let kernel = variant.kernel().expect("a kernel family");
+    let kernel = match variant {
+        MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
+        v => v.kernel().expect("a kernel family"),
+    };
     let (launch, split, split_why) = match variant {
         MatmulVariant::Naive => (naive::plan(shape)?, None, String::new()),
         MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
@@ -143,7 +149,7 @@ pub fn plan_with(
             return Err(HostError::InvalidInput(format!("{s:?} leaves splits past k = {}", shape.k)));
         }
     }
-    let reduce = split.filter(|s| s.splits > 1).map(|_| reduce_plan(shape.m * shape.n, sm));
+    let reduce = split.filter(|s| s.splits > 1).map(|s| reduce_plan(shape.m * shape.n, s.splits));
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
     Ok(MatmulPlan { variant, kernel, launch, split, reduce, reason })
 }
@@ -181,21 +187,18 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let slots = (sgemm::BLOCKS_PER_SM * sm) as u64;
     let cost = |s: u32| (tiles * s as u64).div_ceil(slots) as f64 / s as f64;
     if tiles >= slots {
-        // The tiles fill every slot at least once: a split only trims the last wave's tail,
-        // and its pass over splits x m x n partials costs more than that (3000^3 would take 11
-        // splits and 396 MB of partial sums).
+        // A full wave: a split only evens out the last wave, and its pass over splits x m x n
+        // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
+        // splits, 1.22 ms without).
         return (SplitK::none(shape.k), format!("{tiles} tiles fill the {slots} block slots: no split"));
     }
     let most = (shape.k as u32 / SGEMM_MIN_CHUNK).clamp(1, super::split_k::MAX_SPLITS);
-    let mut best = (1, cost(1));
-    for s in 2..=most {
-        // A split that rounds to fewer ranges is the same plan as that count.
-        let actual = SplitK::about(shape.k, s, SGEMM_MIN_CHUNK).splits;
-        let c = cost(actual);
-        if c < best.1 {
-            best = (actual, c);
-        }
-    }
+    let candidates: Vec<(u32, f64)> =
+        (1..=most).map(|s| SplitK::about(shape.k, s, SGEMM_MIN_CHUNK).splits).map(|s| (s, cost(s))).collect();
+    let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    // The fewest splits within a tenth of the least cost: every split adds partial sums to
+    // write and read, which the wave count does not see.
+    let best = *candidates.iter().find(|c| c.1 <= SGEMM_SPLIT_SLACK * least).expect("at least one split count");
     if best.0 > 1 && best.1 <= SGEMM_SPLIT_GAIN * cost(1) {
         let s = SplitK::about(shape.k, best.0, SGEMM_MIN_CHUNK);
         let why = format!(
@@ -224,14 +227,15 @@ mod tests {
         // Three rows of A cannot fill the GPU: k is split, and the partials reduced.
         let p = auto(3, 100_000, 5);
         assert_eq!(p.variant, MatmulVariant::FewCols);
-        assert!(p.split.unwrap().splits > 100 && p.reduce.is_some(), "{p}");
+        assert!(p.split.unwrap().splits > 64 && p.reduce.is_some(), "{p}");
         assert_eq!(auto(100, 100, 16).variant, MatmulVariant::FewCols);
     }
 
     #[test]
     fn auto_streams_b_for_short_outputs() {
         let p = auto(1, 4096, 65_536);
-        assert_eq!(p.variant, MatmulVariant::FewRows);
+        assert_eq!((p.variant, p.kernel), (MatmulVariant::FewRows, "matmul_few_rows_1"));
+        assert_eq!(auto(5, 4096, 1000).kernel, "matmul_few_rows_8");
         assert!(p.launch.grid_dim.0 as u64 * p.split.unwrap().splits as u64 >= 4 * 132);
         let p = auto(16, 16_384, 16_384);
         assert_eq!(p.variant, MatmulVariant::FewRows);
@@ -259,6 +263,10 @@ mod tests {
         assert!(p.split.unwrap().splits >= 128, "{p}");
         let p = auto(128, 65_536, 128);
         assert!(p.split.unwrap().splits >= 128, "{p}");
+        // A full wave and a partial one (344 tiles): no split, measured.
+        assert_eq!(auto(512, 4096, 11_008).split.unwrap().splits, 1);
+        // The fewest splits near the least estimate: 3 rather than 13 for 80 tiles.
+        assert_eq!(auto(1000, 800, 1200).split.unwrap().splits, 3);
         // Short k cannot be split below the shortest chunk.
         assert_eq!(auto(4097, 20, 8193).split.unwrap().splits, 1);
     }
@@ -278,6 +286,7 @@ mod tests {
             if v.supports(shape) {
                 let p = p.unwrap();
                 assert_eq!((p.variant, p.kernel), (v, v.kernel().unwrap()));
+                assert!(kernels::KERNEL_NAMES.contains(&p.kernel));
             } else {
                 assert!(p.unwrap_err().to_string().contains("at most 16"));
             }
@@ -288,7 +297,7 @@ mod tests {
     fn forced_splits_are_checked_against_k() {
         let shape = MatmulShape::new(100, 64, 100).unwrap();
         let forced = |s| plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, Some(s));
-        assert_eq!(forced(SplitK { splits: 8, k_chunk: 8 }).unwrap().reduce.unwrap().grid_dim.0, 10);
+        assert_eq!(forced(SplitK { splits: 8, k_chunk: 8 }).unwrap().reduce.unwrap().grid_dim.0, 20);
         assert!(forced(SplitK { splits: 9, k_chunk: 8 }).is_err());
         assert!(forced(SplitK { splits: 2, k_chunk: 6 }).is_err());
     }

@@ -2,7 +2,7 @@
 //! `kernels::matmul::split_k::matmul_split_k_reduce`, which adds the slices' partial products.
 
 use cudarc::driver::LaunchConfig;
-use kernels::matmul::split_k::{ELEMENTS_PER_THREAD, THREADS};
+use kernels::matmul::split_k::{ELEMENTS_PER_THREAD, LOADS_IN_FLIGHT, MAX_THREADS};
 
 /// Multiples of this many columns of `A` per split: `sgemm`'s slice depth, which also keeps
 /// every split's first element of `A` 16-byte aligned for the narrow kernels.
@@ -46,13 +46,16 @@ impl SplitK {
     }
 }
 
-/// The reduction of `len` output elements: [`THREADS`]-thread blocks, each thread adding
-/// [`ELEMENTS_PER_THREAD`] consecutive elements per step of a grid-stride loop, at most 8 blocks
-/// per SM.
-pub fn reduce_plan(len: usize, sm_count: u32) -> LaunchConfig {
-    let groups = len.div_ceil(ELEMENTS_PER_THREAD as usize);
-    let blocks = groups.div_ceil(THREADS as usize).clamp(1, 8 * sm_count.max(1) as usize);
-    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+/// The reduction of `len` output elements over `splits` partials. Rows of the block (`y`) split
+/// the partials when there are more than [`LOADS_IN_FLIGHT`] of them (up to 8 rows, one per
+/// `LOADS_IN_FLIGHT` splits), so each thread keeps its loads in flight on few elements; the rest
+/// of the [`MAX_THREADS`] threads take groups of [`ELEMENTS_PER_THREAD`] elements, one block per
+/// `4 x blockDim.x` elements.
+pub fn reduce_plan(len: usize, splits: u32) -> LaunchConfig {
+    let rows = splits.div_ceil(LOADS_IN_FLIGHT).clamp(1, 8);
+    let cols = MAX_THREADS / rows;
+    let blocks = len.div_ceil((ELEMENTS_PER_THREAD * cols) as usize).max(1);
+    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (cols, rows, 1), shared_mem_bytes: 0 }
 }
 
 #[cfg(test)]
@@ -82,10 +85,16 @@ mod tests {
     }
 
     #[test]
-    fn reduction_covers_every_element_with_a_bounded_grid() {
-        let cfg = reduce_plan(1000, 132);
-        assert_eq!((cfg.grid_dim, cfg.block_dim), ((1, 1, 1), (256, 1, 1)));
-        assert_eq!(reduce_plan(128 * 128, 132).grid_dim.0, 16);
-        assert_eq!(reduce_plan(1 << 30, 132).grid_dim.0, 8 * 132);
+    fn reduction_spreads_many_splits_over_block_rows_and_many_elements_over_columns() {
+        // Few splits: every thread on elements, 1024 per block.
+        let cfg = reduce_plan(1 << 20, 4);
+        assert_eq!((cfg.grid_dim, cfg.block_dim), ((1024, 1, 1), (256, 1, 1)));
+        // Many splits: 8 rows of 32 threads, 128 elements per block.
+        let cfg = reduce_plan(15, 193);
+        assert_eq!((cfg.grid_dim, cfg.block_dim), ((1, 1, 1), (32, 8, 1)));
+        assert_eq!(reduce_plan(128 * 128, 256).grid_dim.0, 128);
+        let cfg = reduce_plan(1000, 12);
+        assert_eq!((cfg.block_dim, cfg.grid_dim.0), ((85, 3, 1), 3));
+        assert!(cfg.block_dim.0 * cfg.block_dim.1 <= MAX_THREADS);
     }
 }
