@@ -25,7 +25,9 @@ use super::variant::MatmulVariant;
 use super::{naive, sgemm, skinny, tiled};
 use crate::error::{HostError, Result};
 use cudarc::driver::LaunchConfig;
-use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_rows_kernel};
+use kernels::matmul::skinny::{
+    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_kernel,
+};
 
 /// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
 /// bandwidth.
@@ -117,6 +119,7 @@ pub fn plan_with(
     };
     let kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
+        MatmulVariant::FewCols => few_cols_kernel(shape.n as u32).unwrap_or(FEW_COLS_KERNELS[4].1),
         v => v.kernel().expect("a kernel family"),
     };
     let (launch, split, split_why) = match variant {
@@ -224,6 +227,7 @@ mod tests {
     fn auto_streams_a_for_thin_outputs_gemv_included() {
         let p = auto(65_536, 4096, 1);
         assert_eq!((p.variant, p.split.unwrap().splits, p.reduce.is_none()), (MatmulVariant::FewCols, 1, true));
+        assert_eq!(p.kernel, "matmul_few_cols_1");
         // Three rows of A cannot fill the GPU: k is split, and the partials reduced.
         let p = auto(3, 100_000, 5);
         assert_eq!(p.variant, MatmulVariant::FewCols);

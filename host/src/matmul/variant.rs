@@ -48,9 +48,9 @@ impl MatmulVariant {
         }
     }
 
-    /// The kernel's PTX symbol (for `few_rows`, its widest: the planner picks the one that fits
-    /// `m`, [`kernels::matmul::skinny::few_rows_kernel`]); `None` for `auto`, which runs
-    /// whichever kernel it plans.
+    /// The kernel's PTX symbol (for `few_rows` and `few_cols`, the widest of the family: the
+    /// planner picks the one that fits `m` or `n`, `kernels::matmul::skinny::few_rows_kernel`
+    /// and `few_cols_kernel`); `None` for `auto`, which runs whichever kernel it plans.
     pub fn kernel(self) -> Option<&'static str> {
         match self {
             Self::Auto => None,
@@ -59,7 +59,7 @@ impl MatmulVariant {
             Self::Tiled32 => Some(kernels::matmul::tiled::KERNEL_TILE32),
             Self::Sgemm => Some(kernels::matmul::sgemm::KERNEL),
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
-            Self::FewCols => Some(kernels::matmul::skinny::KERNEL_FEW_COLS),
+            Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
         }
     }
 

@@ -23,13 +23,14 @@
 //! registers grow with it (`m x 4` accumulators), and fewer registers keep more blocks, and so
 //! more loads, in flight on each SM.
 //!
-//! # `matmul_few_cols` (`n <= 16`): streams `A`
+//! # `matmul_few_cols_{1,2,4,8,16}` (`n <=` the suffix): streams `A`
 //! Block [`FEW_COLS_THREADS`] threads (8 warps), grid `(ceil(m / FEW_COLS_ROWS_PER_BLOCK), 1,
 //! splits)`. Warp `w` of block `bx` owns row `bx * 8 + w` of `C`. Each step a lane issues eight
 //! 16-byte loads of the row of `A` (elements `4 lane + 128 h ..`, `h < 8`: a warp step covers
 //! [`FEW_COLS_STEP`] elements), then multiplies each element with its row of `B` (`n` values,
-//! 16-byte loads when `n % 4 == 0`, served from L1: `B` is at most 16 columns) into `n`
-//! accumulators. At the end a butterfly of warp shuffles adds the 32 lanes' accumulators in a
+//! served from L1: `B` is at most 16 columns; 16-byte loads when `n % 4 == 0`, and for `n = 1`
+//! four rows per 16-byte load) into `n` accumulators, one kernel per accumulator count (the
+//! suffix) so that a GEMV spends no instructions on columns it does not have. At the end a butterfly of warp shuffles adds the 32 lanes' accumulators in a
 //! fixed order and lane `j` writes column `j`. Warps never wait for each other.
 //!
 //! # Safety
@@ -58,8 +59,27 @@ pub const fn few_rows_kernel(m: u32) -> Option<&'static str> {
     }
     None
 }
-/// PTX symbol of the kernel for `n <= FEW_COLS_MAX_N`.
-pub const KERNEL_FEW_COLS: &str = "matmul_few_cols";
+/// PTX symbols of the `matmul_few_cols` kernels, by the most columns of `C` each takes.
+pub const FEW_COLS_KERNELS: [(u32, &str); 5] = [
+    (1, "matmul_few_cols_1"),
+    (2, "matmul_few_cols_2"),
+    (4, "matmul_few_cols_4"),
+    (8, "matmul_few_cols_8"),
+    (16, "matmul_few_cols_16"),
+];
+
+/// The `matmul_few_cols` kernel for `n` columns: the one with the fewest accumulators that holds
+/// `n`; `None` above [`FEW_COLS_MAX_N`].
+pub const fn few_cols_kernel(n: u32) -> Option<&'static str> {
+    let mut i = 0;
+    while i < FEW_COLS_KERNELS.len() {
+        if n <= FEW_COLS_KERNELS[i].0 {
+            return Some(FEW_COLS_KERNELS[i].1);
+        }
+        i += 1;
+    }
+    None
+}
 
 /// Largest `m` `matmul_few_rows` takes (its accumulators are `FEW_ROWS_MAX_M x 4` registers).
 pub const FEW_ROWS_MAX_M: u32 = 16;
@@ -97,9 +117,11 @@ pub const fn few_cols_vector_path(k: u32) -> bool {
     k.is_multiple_of(4)
 }
 
-/// Whether `matmul_few_cols` reads rows of `B` in 16-byte accesses: each starts 16-byte aligned.
-pub const fn few_cols_vector_b(n: u32) -> bool {
-    n.is_multiple_of(4)
+/// Whether `matmul_few_cols` reads `B` in 16-byte accesses: for one column, four consecutive
+/// rows of it (contiguous, aligned when `A`'s rows are); for more, a row's columns four at a time
+/// (each row 16-byte aligned).
+pub const fn few_cols_vector_b(k: u32, n: u32) -> bool {
+    if n == 1 { few_cols_vector_path(k) } else { n.is_multiple_of(4) }
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -140,32 +162,65 @@ mod device_code {
         matmul_few_rows_16 = 16
     );
 
-    gpu_kernel! {
-        /// `C = A * B` for `n <= 16`, streaming `A`; see the [module documentation](super).
-        ///
-        /// # Safety
-        /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c` overlaps
-        /// neither input, the block is `FEW_COLS_THREADS` x 1 x 1, `n <= 16`, and `k_chunk` is
-        /// a positive multiple of 4.
-        pub unsafe fn matmul_few_cols(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
-            let z = thread::block_idx_z();
-            let (k_begin, k_len) = split_k_range(z, k_chunk, k);
-            let out = c.wrapping_add(z as usize * m as usize * n as usize);
-            let row = thread::block_idx_x() * FEW_COLS_ROWS_PER_BLOCK + thread::thread_idx_x() / 32;
-            // Uniform across the warp, and no barrier follows: a warp past the last row leaves.
-            if row >= m {
-                return;
+    /// Declares `matmul_few_cols_<NC>` for each listed accumulator count.
+    macro_rules! few_cols_kernels {
+        ($($name:ident = $nc:literal),*) => {
+            gpu_kernel! {
+                $(
+                    /// `C = A * B` for `n <=` the suffix, streaming `A`; see the
+                    /// [module documentation](super).
+                    ///
+                    /// # Safety
+                    /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c`
+                    /// overlaps neither input, the block is `FEW_COLS_THREADS` x 1 x 1, `n` is at
+                    /// most the suffix, and `k_chunk` is a positive multiple of 4.
+                    pub unsafe fn $name(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+                        // SAFETY: forwarded contract.
+                        unsafe { few_cols::<$nc>(a, b, c, m, k, n, k_chunk) }
+                    }
+                )*
             }
-            let range = (row, k_begin, k_begin + k_len);
-            let vec_a = few_cols_vector_path(k) && (a as usize).is_multiple_of(16);
-            let vec_b = few_cols_vector_b(n) && (b as usize).is_multiple_of(16);
-            // SAFETY (all four): forwarded contract; each path's alignment conditions hold.
-            match (vec_a, vec_b) {
-                (true, true) => unsafe { cols_product::<true, true>(a, b, out, k, n, range) },
-                (true, false) => unsafe { cols_product::<true, false>(a, b, out, k, n, range) },
-                (false, true) => unsafe { cols_product::<false, true>(a, b, out, k, n, range) },
-                (false, false) => unsafe { cols_product::<false, false>(a, b, out, k, n, range) },
-            }
+        };
+    }
+    few_cols_kernels!(
+        matmul_few_cols_1 = 1,
+        matmul_few_cols_2 = 2,
+        matmul_few_cols_4 = 4,
+        matmul_few_cols_8 = 8,
+        matmul_few_cols_16 = 16
+    );
+
+    /// The body of `matmul_few_cols_<NC>`.
+    ///
+    /// # Safety
+    /// As the kernels, with `n <= NC`.
+    #[inline(always)]
+    unsafe fn few_cols<const NC: usize>(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        let z = thread::block_idx_z();
+        let (k_begin, k_len) = split_k_range(z, k_chunk, k);
+        let out = c.wrapping_add(z as usize * m as usize * n as usize);
+        let row = thread::block_idx_x() * FEW_COLS_ROWS_PER_BLOCK + thread::thread_idx_x() / 32;
+        // Uniform across the warp, and no barrier follows: a warp past the last row leaves.
+        if row >= m {
+            return;
+        }
+        let range = (row, k_begin, k_begin + k_len);
+        let vec_a = few_cols_vector_path(k) && (a as usize).is_multiple_of(16);
+        let vec_b = few_cols_vector_b(k, n) && (b as usize).is_multiple_of(16);
+        // SAFETY (all four): forwarded contract; each path's alignment conditions hold.
+        match (vec_a, vec_b) {
+            (true, true) => unsafe { cols_product::<NC, true, true>(a, b, out, k, n, range) },
+            (true, false) => unsafe { cols_product::<NC, true, false>(a, b, out, k, n, range) },
+            (false, true) => unsafe { cols_product::<NC, false, true>(a, b, out, k, n, range) },
+            (false, false) => unsafe { cols_product::<NC, false, false>(a, b, out, k, n, range) },
         }
     }
 
@@ -316,12 +371,14 @@ mod device_code {
 
     /// Row `row` of `C` (`n` values) over `k_begin .. k_end`, by one warp, written to `out` by
     /// lanes `0..n`. `VA`: 16-byte loads of `A` (`k % 4 == 0`, `k_begin % 4 == 0`, aligned `a`);
-    /// `VB`: 16-byte loads of rows of `B` (`n % 4 == 0`, aligned `b`).
+    /// `VB`: 16-byte loads of `B` ([`few_cols_vector_b`](super::few_cols_vector_b), aligned `b`).
+    /// Columns at or past `NC` are compile-time dead.
     ///
     /// # Safety
-    /// As `matmul_few_cols`, with `row < m`, `k_begin <= k_end <= k`, and the whole warp calling.
+    /// As `matmul_few_cols_<NC>` (`n <= NC`), with `row < m`, `k_begin <= k_end <= k`, and the
+    /// whole warp calling.
     #[inline(always)]
-    unsafe fn cols_product<const VA: bool, const VB: bool>(
+    unsafe fn cols_product<const NC: usize, const VA: bool, const VB: bool>(
         a: *const f32,
         b: *const f32,
         out: *mut f32,
@@ -358,38 +415,51 @@ mod device_code {
                 }
             });
             unroll!(h in [0, 1, 2, 3, 4, 5, 6, 7] {
-                unroll!(u in [0, 1, 2, 3] {
-                    let local = 4 * lane + 128 * h as u32 + u as u32;
-                    if local < left {
-                        let b_row = b.wrapping_add((k0 + local) as usize * n as usize);
-                        let x = a_vals[h][u];
-                        if VB {
-                            unroll!(q in [0, 1, 2, 3] {
-                                if 4 * (q as u32) < n {
-                                    // SAFETY: row k0 + local < k of B, columns 4q .. 4q + 4 <= n
-                                    // (n % 4 == 0), 16-byte aligned.
-                                    let y = unsafe { mem::load_global_nc_v4_f32(b_row.add(4 * q)) };
-                                    unroll!(t in [0, 1, 2, 3] {
-                                        acc[4 * q + t] = fma(x, y[t], acc[4 * q + t]);
-                                    });
-                                }
-                            });
-                        } else {
-                            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                                if (j as u32) < n {
-                                    // SAFETY: row k0 + local < k of B, column j < n.
-                                    let y = unsafe { mem::load_global_nc_f32(b_row.add(j)) };
-                                    acc[j] = fma(x, y, acc[j]);
-                                }
-                            });
-                        }
+                let group = 4 * lane + 128 * h as u32;
+                if NC == 1 && VB {
+                    // One column: B's rows group .. group + 4 are 4 consecutive floats.
+                    if group < left {
+                        // SAFETY: VB with n == 1 means k % 4 == 0 (so left % 4 == 0 and the 4
+                        // rows are all inside) and an aligned b; k0 + group is a multiple of 4.
+                        let y = unsafe { mem::load_global_nc_v4_f32(b.wrapping_add((k0 + group) as usize)) };
+                        unroll!(u in [0, 1, 2, 3] {
+                            acc[0] = fma(a_vals[h][u], y[u], acc[0]);
+                        });
                     }
-                });
+                } else {
+                    unroll!(u in [0, 1, 2, 3] {
+                        let local = group + u as u32;
+                        if local < left {
+                            let b_row = b.wrapping_add((k0 + local) as usize * n as usize);
+                            let x = a_vals[h][u];
+                            if VB {
+                                unroll!(q in [0, 1, 2, 3] {
+                                    if 4 * q < NC && 4 * (q as u32) < n {
+                                        // SAFETY: row k0 + local < k of B, columns 4q .. 4q + 4 <= n
+                                        // (n % 4 == 0), 16-byte aligned.
+                                        let y = unsafe { mem::load_global_nc_v4_f32(b_row.add(4 * q)) };
+                                        unroll!(t in [0, 1, 2, 3] {
+                                            acc[4 * q + t] = fma(x, y[t], acc[4 * q + t]);
+                                        });
+                                    }
+                                });
+                            } else {
+                                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                                    if j < NC && (j as u32) < n {
+                                        // SAFETY: row k0 + local < k of B, column j < n.
+                                        let y = unsafe { mem::load_global_nc_f32(b_row.add(j)) };
+                                        acc[j] = fma(x, y, acc[j]);
+                                    }
+                                });
+                            }
+                        }
+                    });
+                }
             });
             k0 += if left < FEW_COLS_STEP { left } else { FEW_COLS_STEP };
         }
         unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            if (j as u32) < n {
+            if j < NC && (j as u32) < n {
                 // SAFETY: the whole warp is here (row and n are uniform across it).
                 let total = unsafe { warp::sum_f32(acc[j]) };
                 if lane == j as u32 {
@@ -415,6 +485,14 @@ mod tests {
     }
 
     #[test]
+    fn few_cols_kernel_is_the_smallest_that_holds_n() {
+        assert_eq!(few_cols_kernel(1), Some("matmul_few_cols_1"));
+        assert_eq!(few_cols_kernel(5), Some("matmul_few_cols_8"));
+        assert_eq!(few_cols_kernel(17), None);
+        assert_eq!(FEW_COLS_KERNELS.last().unwrap().0, FEW_COLS_MAX_N);
+    }
+
+    #[test]
     fn launch_contracts_use_whole_warps() {
         assert_eq!(FEW_ROWS_BLOCK_COLS, 512);
         assert_eq!(FEW_COLS_ROWS_PER_BLOCK, 8);
@@ -426,5 +504,7 @@ mod tests {
     fn vector_paths_need_rows_that_start_on_16_bytes() {
         assert!(few_rows_vector_path(4096, 65_536) && !few_rows_vector_path(4096, 5) && !few_rows_vector_path(6, 8));
         assert!(few_cols_vector_path(100_000) && !few_cols_vector_path(4097));
+        assert!(few_cols_vector_b(4096, 1) && !few_cols_vector_b(4097, 1));
+        assert!(few_cols_vector_b(4097, 8) && !few_cols_vector_b(4096, 5));
     }
 }
