@@ -40,24 +40,6 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::KERNEL_GLOBAL,
 ];
 
-/// A kernel's launch bounds, CUDA C++'s `__launch_bounds__(max_threads, min_blocks_per_sm)`:
-/// `cargo xtask build-ptx` writes them into the PTX as `.maxntid` and `.minnctapersm` (rustc has
-/// no attribute for them), and ptxas then keeps the kernel's registers within
-/// `65536 / (max_threads * min_blocks_per_sm)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchBounds {
-    /// The kernel's PTX symbol.
-    pub kernel: &'static str,
-    /// Most threads per block the kernel is launched with.
-    pub max_threads: u32,
-    /// Blocks per SM the register budget must allow.
-    pub min_blocks_per_sm: u32,
-}
-
-/// The kernels whose registers are bounded, and why: every entry is a measured trade of
-/// registers against blocks (and so loads) in flight per SM.
-pub const LAUNCH_BOUNDS: &[LaunchBounds] = &[];
-
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

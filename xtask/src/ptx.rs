@@ -50,7 +50,6 @@ pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
     let deps = target_dir.join(TARGET).join(profile).join("deps");
     let asm = newest_kernels_asm(&deps)?;
     let ptx = std::fs::read_to_string(&asm).with_context(|| format!("reading {}", asm.display()))?;
-    let ptx = apply_launch_bounds(&ptx, kernels::LAUNCH_BOUNDS)?;
     let entries = check_ptx(&ptx, &args.arch)?;
 
     let out_dir = root.join("target/ptx");
@@ -147,32 +146,6 @@ fn newest_kernels_asm(deps: &Path) -> Result<PathBuf> {
     newest.map(|(_, p)| p).with_context(|| format!("rustc wrote no kernels-*.s under {}", deps.display()))
 }
 
-/// Writes each kernel's launch bounds into the PTX: `.maxntid` and `.minnctapersm` between the
-/// kernel's parameter list and its body, where PTX takes performance-tuning directives.
-pub fn apply_launch_bounds(ptx: &str, bounds: &[kernels::LaunchBounds]) -> Result<String> {
-    let mut lines: Vec<String> = ptx.lines().map(str::to_string).collect();
-    for b in bounds {
-        let header = format!(".visible .entry {}(", b.kernel);
-        let start = lines
-            .iter()
-            .position(|l| l.trim() == header)
-            .with_context(|| format!("launch bounds name {}, which the PTX does not define", b.kernel))?;
-        let close = (start..lines.len())
-            .find(|&i| lines[i].trim() == ")")
-            .with_context(|| format!("the parameter list of {} does not end", b.kernel))?;
-        ensure!(
-            lines.get(close + 1).is_some_and(|l| l.trim() == "{"),
-            "{}: expected the kernel body right after its parameters",
-            b.kernel
-        );
-        lines.insert(close + 1, format!(".maxntid {}, 1, 1", b.max_threads));
-        lines.insert(close + 2, format!(".minnctapersm {}", b.min_blocks_per_sm));
-    }
-    let mut out = lines.join("\n");
-    out.push('\n');
-    Ok(out)
-}
-
 /// Checks what the host relies on: the `.target`, every kernel's `.entry`, and no call to a
 /// function outside the module (such a module fails to load). Returns the entries.
 pub fn check_ptx(ptx: &str, arch: &str) -> Result<Vec<String>> {
@@ -193,28 +166,7 @@ pub fn check_ptx(ptx: &str, arch: &str) -> Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{apply_launch_bounds, check_ptx};
-
-    #[test]
-    fn launch_bounds_go_between_the_parameters_and_the_body() {
-        let ptx = ".visible .entry k(\n\t.param .u32 k_param_0\n)\n{\n\tret;\n}\n";
-        let bounds = [kernels::LaunchBounds { kernel: "k", max_threads: 128, min_blocks_per_sm: 4 }];
-        let out = apply_launch_bounds(ptx, &bounds).unwrap();
-        assert_eq!(
-            out,
-            ".visible .entry k(\n\t.param .u32 k_param_0\n)\n.maxntid 128, 1, 1\n.minnctapersm 4\n{\n\tret;\n}\n"
-        );
-        let unknown = [kernels::LaunchBounds { kernel: "other", ..bounds[0] }];
-        assert!(apply_launch_bounds(ptx, &unknown).unwrap_err().to_string().contains("does not define"));
-    }
-
-    #[test]
-    fn every_launch_bound_names_a_kernel_and_fits_a_block() {
-        for b in kernels::LAUNCH_BOUNDS {
-            assert!(kernels::KERNEL_NAMES.contains(&b.kernel), "{}", b.kernel);
-            assert!(b.max_threads <= 1024 && b.min_blocks_per_sm >= 1);
-        }
-    }
+    use super::check_ptx;
 
     /// A module header with an `.entry` for every kernel the crate declares.
     fn complete_module() -> String {
