@@ -42,7 +42,9 @@ impl Timing {
 
 /// Warm-up lasts at least this long. A GPU that idled (while the CPU computed a reference, say)
 /// has lowered its clocks, and a few launches of a 0.1 ms kernel do not bring them back: measured
-/// on an H100, the first tier timed after a CPU histogram had a median 15% above its minimum.
+/// on an H100, the first tier timed after a CPU histogram had a median 15% above its minimum. It
+/// also outlasts the spinning of idle CPU thread pools (rayon's workers yield for a few rounds,
+/// then sleep), so the host thread that enqueues the timed launches has its core to itself.
 pub const MIN_WARMUP: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A timed sample spans at least this long: for shorter launches, several run back to back
