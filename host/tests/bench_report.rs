@@ -1,7 +1,7 @@
 //! The benchmark's presentation, fed a saved report (a fixture in `fixtures/`, shaped like an
 //! H100 run): JSON in, table text and SVG out, and `host bench --from-json` end to end. No GPU.
 
-use host::bench::report::{self, BenchReport, RowStatus};
+use host::bench::report::{self, BenchReport, MatmulRow, MatmulRowKind, RowStatus};
 use host::bench::{chart, table};
 use host::cli::{Cli, Command};
 
@@ -10,6 +10,28 @@ const FIXTURE: &str = include_str!("fixtures/bench-report.json");
 fn fixture() -> BenchReport {
     report::from_json(FIXTURE).expect("the fixture is a current report")
 }
+
+/// The fixture as a report written before the suite and the plans existed: no `suite` section,
+/// no `plan` in any row.
+fn old_fixture_json() -> String {
+    let mut value: serde_json::Value = serde_json::from_str(FIXTURE).unwrap();
+    value.as_object_mut().unwrap().remove("suite");
+    for shape in value["matmul"]["shapes"].as_array_mut().unwrap() {
+        for row in shape["rows"].as_array_mut().unwrap() {
+            row.as_object_mut().unwrap().remove("plan");
+        }
+    }
+    serde_json::to_string(&value).unwrap()
+}
+
+/// The suite table of `text`, from its heading to the geometric mean.
+fn suite_block(text: &str) -> &str {
+    let start = text.find(SUITE_HEADING).unwrap_or_else(|| panic!("no suite table in\n{text}"));
+    let block = &text[start..];
+    &block[..block.find("\n\n").unwrap_or(block.len())]
+}
+
+const SUITE_HEADING: &str = "matmul shape suite:";
 
 /// The table line of `name` in the block that starts with `heading`.
 fn line_in<'a>(text: &'a str, heading: &str, name: &str) -> &'a str {
@@ -187,6 +209,160 @@ fn svg_says_which_section_was_skipped() {
     report.histogram = None;
     report.matmul = fixture().matmul;
     assert!(chart::render_svg(&report).unwrap().contains("--skip-histogram"));
+    report.suite = None;
+    assert!(chart::render_svg(&report).unwrap().contains("--skip-suite"));
+    assert!(!chart::render_svg(&fixture()).unwrap().contains("not measured in this run"));
+}
+
+#[test]
+fn ladder_table_shows_what_auto_ran_and_why_a_narrow_kernel_was_skipped() {
+    let mut report = fixture();
+    let shape = &mut report.matmul.as_mut().unwrap().shapes[0];
+    let plan = "sgemm: grid 8x8x4 of 256 threads, split-K 4 x 256 columns of A; m and n > 16: compute-bound";
+    let method = shape.rows[2].method.clone();
+    let timing = shape.rows[2].timing.unwrap();
+    let auto =
+        MatmulRow::measured("auto", MatmulRowKind::Gpu, &method, shape.flops, timing, Some(1e-7)).with_plan(plan);
+    let refusal = "invalid input: few_rows multiplies at most 16 rows; 1024x1024x1024 has m = 1024: use auto or sgemm";
+    let few_rows = MatmulRow::unmeasured(
+        "few_rows",
+        MatmulRowKind::Gpu,
+        &method,
+        RowStatus::Skipped { reason: refusal.into() },
+        None,
+    );
+    shape.rows.insert(2, auto);
+    shape.rows.insert(3, few_rows);
+    shape.fill_ratios();
+    let text = table::render(&report);
+    let auto_line = line_in(&text, "matmul 1024x1024x1024", "auto");
+    assert!(auto_line.ends_with(plan), "{auto_line}");
+    let skipped = line_in(&text, "matmul 1024x1024x1024", "few_rows");
+    assert_eq!(columns(skipped)[1..7], ["-", "-", "-", "-", "-", "-"], "{skipped}");
+    assert!(skipped.ends_with(refusal), "{skipped}");
+    // Skipped is not failed: the run stays good.
+    assert!(report.failures().is_empty());
+}
+
+#[test]
+fn suite_table_shows_autos_kernel_times_and_x_cublas_for_every_shape() {
+    let report = fixture();
+    let text = table::render(&report);
+    let block = suite_block(&text);
+    assert!(block.contains("x cuBLAS = auto time / cuBLAS time"), "{block}");
+    assert!(block.contains("memory-bound: under 16 FLOP per byte"), "{block}");
+    assert!(block.contains("the copy's 2954 GB/s"), "{block}");
+    let suite = report.suite.as_ref().unwrap();
+    for shape in &suite.shapes {
+        let cols = columns(line_in(block, SUITE_HEADING, &shape.shape.to_string()));
+        // shape, kernel, auto ms, cuBLAS ms, x cuBLAS, GFLOP/s, GB/s, % of copy, max error, plan
+        assert_eq!(cols[1], shape.kernel.as_deref().unwrap(), "{cols:?}");
+        assert_eq!(cols[4], format!("{:.2}", shape.x_cublas.unwrap()), "{cols:?}");
+        assert_eq!(cols[9], shape.auto.plan.as_deref().unwrap(), "{cols:?}");
+    }
+    // 4096^3: auto (sgemm) 2.793 ms against cuBLAS's 2.660 ms: 1.05, 49208 GFLOP/s.
+    let square = columns(line_in(block, SUITE_HEADING, "4096x4096x4096"));
+    assert_eq!(square[1..7], ["sgemm", "2.793", "2.660", "1.05", "49208", "72.1"]);
+    // The GEMV row: few_rows, and times of a fraction of a millisecond keep four decimals.
+    let gemv = columns(line_in(block, SUITE_HEADING, "1x4096x65536"));
+    assert_eq!(gemv[1..5], ["few_rows", "0.405", "0.409", "0.99"]);
+    assert_eq!(columns(line_in(block, SUITE_HEADING, "64x8192x64"))[2..4], ["0.0120", "0.0133"]);
+}
+
+#[test]
+fn suite_table_gives_percent_of_copy_for_memory_bound_shapes_only() {
+    let report = fixture();
+    let text = table::render(&report);
+    let block = suite_block(&text);
+    let suite = report.suite.as_ref().unwrap();
+    assert!(suite.shapes.iter().any(|s| s.memory_bound) && suite.shapes.iter().any(|s| !s.memory_bound));
+    for shape in &suite.shapes {
+        let cols = columns(line_in(block, SUITE_HEADING, &shape.shape.to_string()));
+        if shape.memory_bound {
+            assert_eq!(cols[7], format!("{:.1}%", 100.0 * shape.fraction_of_copy.unwrap()), "{cols:?}");
+        } else {
+            assert_eq!(cols[7], "-", "{cols:?}");
+        }
+    }
+    // 1x4096x65536 moves 1.07 GB in 0.405 ms: 2652 GB/s, 89.8% of the copy's 2954 GB/s.
+    assert_eq!(columns(line_in(block, SUITE_HEADING, "1x4096x65536"))[6..8], ["2652", "89.8%"]);
+}
+
+#[test]
+fn suite_table_ends_with_the_geometric_mean_of_x_cublas() {
+    let report = fixture();
+    let block = suite_block(&table::render(&report)).to_string();
+    // (1.05 * 0.969 * 0.902 * 0.990)^(1/4) = 0.976
+    assert_eq!(block.lines().last().unwrap(), "geometric mean of x cuBLAS: 0.98 over 4 shapes");
+    let suite = report.suite.as_ref().unwrap();
+    assert_eq!(suite.geomean_shapes, 4);
+    assert!((suite.geomean_x_cublas.unwrap() - 0.9765).abs() < 1e-4);
+}
+
+#[test]
+fn table_flags_failed_suite_checks_and_the_report_lists_them() {
+    let mut report = fixture();
+    let shape = &mut report.suite.as_mut().unwrap().shapes[1];
+    shape.auto.status = RowStatus::Failed { reason: "error 3.0e-2 exceeds the bound 9.54e-5".into() };
+    shape.auto.timing = None;
+    assert_eq!(report.failures(), vec!["suite 1000x800x1200 auto: error 3.0e-2 exceeds the bound 9.54e-5"]);
+    let text = table::render(&report);
+    assert!(text.contains("FAILED CHECKS"), "{text}");
+    let row = line_in(suite_block(&text), SUITE_HEADING, "1000x800x1200");
+    assert!(row.ends_with("error 3.0e-2 exceeds the bound 9.54e-5"), "{row}");
+}
+
+#[test]
+fn a_report_without_a_suite_loads_and_renders_saying_the_suite_was_not_measured() {
+    let old = report::from_json(&old_fixture_json()).expect("a report from before the suite still loads");
+    assert!(old.suite.is_none());
+    assert!(old.matmul.as_ref().unwrap().shapes.iter().flat_map(|s| &s.rows).all(|r| r.plan.is_none()));
+    let text = table::render(&old);
+    assert!(!text.contains(SUITE_HEADING) && text.contains("histogram of"), "{text}");
+    let svg = chart::render_svg(&old).unwrap();
+    assert!(svg.contains(chart::SUITE_TITLE) && svg.contains("not measured in this run (--skip-suite)"));
+    assert!(svg.contains(chart::MATMUL_TITLE) && svg.contains(chart::CEILING));
+}
+
+#[test]
+fn svg_has_the_suite_panel_with_every_shape_its_ratio_and_the_reference_lines() {
+    let report = fixture();
+    let svg = chart::render_svg(&report).unwrap();
+    let texts = svg_texts(&svg);
+    let has = |t: &str| texts.iter().any(|x| x == t);
+    assert!(
+        texts.iter().any(|t| t.starts_with(chart::SUITE_TITLE) && t.ends_with("(geometric mean 0.98 over 4 shapes)")),
+        "{texts:?}"
+    );
+    for needle in [
+        chart::SUITE_X,
+        chart::SUITE_Y,
+        chart::SUITE_PARITY,
+        chart::SUITE_TARGET_LINE,
+        chart::SUITE_COMPUTE,
+        chart::SUITE_MEMORY,
+    ] {
+        assert!(has(needle), "missing `{needle}` in the SVG: {texts:?}");
+    }
+    for shape in &report.suite.as_ref().unwrap().shapes {
+        assert!(has(&shape.shape.to_string()), "no label {}: {texts:?}", shape.shape);
+        assert!(has(&format!("{:.2}", shape.x_cublas.unwrap())), "no ratio for {}: {texts:?}", shape.shape);
+    }
+    assert!(!svg.contains("--skip-suite"));
+}
+
+#[test]
+fn svg_marks_a_suite_shape_without_a_ratio() {
+    let mut report = fixture();
+    let suite = report.suite.as_mut().unwrap();
+    suite.shapes[0].x_cublas = None;
+    let svg = chart::render_svg(&report).unwrap();
+    assert!(svg_texts(&svg).iter().any(|t| t == chart::NOT_MEASURED));
+    for shape in &mut report.suite.as_mut().unwrap().shapes {
+        shape.x_cublas = None;
+    }
+    let svg = chart::render_svg(&report).unwrap();
+    assert!(svg.contains("no shape has both auto and cuBLAS measured"));
 }
 
 #[test]

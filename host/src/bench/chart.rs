@@ -1,16 +1,19 @@
 //! The report as an SVG chart: GFLOP/s against size for every matmul rung (cuBLAS included),
-//! and input GB/s against bin count for every histogram tier under the copy-bandwidth ceiling.
-//! Both x axes are logarithmic (sizes and bin counts double); the matmul y axis is too, since
-//! the CPU triple loop and cuBLAS differ by four orders of magnitude.
+//! input GB/s against bin count for every histogram tier under the copy-bandwidth ceiling, and
+//! the shape suite's x cuBLAS per shape.
+//! The first two x axes are logarithmic (sizes and bin counts double); the matmul y axis is too,
+//! since the CPU triple loop and cuBLAS differ by four orders of magnitude, and so is the suite's,
+//! on which 2x slower and 2x faster than cuBLAS lie equally far from it.
 
-use super::report::{BenchReport, HistogramSection, MatmulSection, RowStatus};
+use super::report::{BenchReport, HistogramSection, MatmulSection, RowStatus, SuiteSection};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Width of the SVG, pixels.
 pub const WIDTH: u32 = 1100;
-/// Height of the SVG, pixels (two panels).
-pub const HEIGHT: u32 = 1300;
+/// Height of the SVG, pixels (three panels).
+pub const HEIGHT: u32 = 1950;
 /// Title of the matmul panel.
 pub const MATMUL_TITLE: &str = "Matmul (FP32): GFLOP/s against size";
 /// x label of the matmul panel.
@@ -25,6 +28,24 @@ pub const HISTOGRAM_X: &str = "bins, log scale";
 pub const HISTOGRAM_Y: &str = "GB/s of input read (median)";
 /// Legend name of the ceiling line.
 pub const CEILING: &str = "device-to-device copy (read + write): the ceiling";
+/// Title of the suite panel.
+pub const SUITE_TITLE: &str = "Shape suite: auto time over cuBLAS time, per shape";
+/// x label of the suite panel.
+pub const SUITE_X: &str = "shape m x k x n";
+/// y label of the suite panel.
+pub const SUITE_Y: &str = "x cuBLAS (auto median / cuBLAS median), log scale";
+/// Legend name of the line at 1.0.
+pub const SUITE_PARITY: &str = "1.00: as fast as cuBLAS";
+/// Legend name of the line at [`SUITE_TARGET`].
+pub const SUITE_TARGET_LINE: &str = "1.25: a quarter slower than cuBLAS";
+/// The second reference line of the suite panel: within this factor of cuBLAS.
+pub const SUITE_TARGET: f64 = 1.25;
+/// Label of a suite shape without a ratio (auto or cuBLAS not measured).
+pub const NOT_MEASURED: &str = "n/a";
+/// Legend name of the bars of compute-bound shapes.
+pub const SUITE_COMPUTE: &str = "compute-bound shape";
+/// Legend name of the bars of memory-bound shapes.
+pub const SUITE_MEMORY: &str = "memory-bound shape";
 
 const FONT: &str = "sans-serif";
 
@@ -50,14 +71,18 @@ pub fn render_svg(report: &BenchReport) -> anyhow::Result<String> {
         root.fill(&WHITE)?;
         let title = format!("{} ({}), {}", report.device.name, report.ptx.arch, report.date);
         let root = root.titled(&title, (FONT, 22))?;
-        let (top, bottom) = root.split_vertically(HEIGHT / 2 - 20);
+        let panels = root.split_evenly((3, 1));
         match &report.matmul {
-            Some(m) => draw_matmul(&top, m)?,
-            None => draw_absent(&top, MATMUL_TITLE, "not measured in this run (--skip-matmul)")?,
+            Some(m) => draw_matmul(&panels[0], m)?,
+            None => draw_absent(&panels[0], MATMUL_TITLE, "not measured in this run (--skip-matmul)")?,
         }
         match &report.histogram {
-            Some(h) => draw_histogram(&bottom, h)?,
-            None => draw_absent(&bottom, HISTOGRAM_TITLE, "not measured in this run (--skip-histogram)")?,
+            Some(h) => draw_histogram(&panels[1], h)?,
+            None => draw_absent(&panels[1], HISTOGRAM_TITLE, "not measured in this run (--skip-histogram)")?,
+        }
+        match &report.suite {
+            Some(s) => draw_suite(&panels[2], s)?,
+            None => draw_absent(&panels[2], SUITE_TITLE, "not measured in this run (--skip-suite)")?,
         }
         root.present()?;
     }
@@ -216,6 +241,103 @@ fn draw_histogram(area: &DrawingArea<SVGBackend, Shift>, section: &HistogramSect
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], ceiling_style));
     draw_lines(&mut chart, &points)?;
     draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    Ok(())
+}
+
+fn draw_suite(area: &DrawingArea<SVGBackend, Shift>, section: &SuiteSection) -> anyhow::Result<()> {
+    let names: Vec<String> = section.shapes.iter().map(|s| s.shape.to_string()).collect();
+    let ratios = bounds(section.shapes.iter().filter_map(|s| s.x_cublas));
+    let Some((lo, hi)) = ratios else {
+        return draw_absent(area, SUITE_TITLE, "no shape has both auto and cuBLAS measured");
+    };
+    let title = match section.geomean_x_cublas {
+        Some(mean) => {
+            let n = section.geomean_shapes;
+            format!("{SUITE_TITLE} (geometric mean {mean:.2} over {n} shape{})", if n == 1 { "" } else { "s" })
+        }
+        None => SUITE_TITLE.to_string(),
+    };
+    // Both reference lines always show; room above the highest bar holds the legend.
+    let y_range = (lo.min(1.0) / 1.3)..(hi.max(SUITE_TARGET) * 2.0);
+    let ticks: Vec<f64> = [0.25, 0.5, 0.75, 1.0, SUITE_TARGET, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        .into_iter()
+        .filter(|t| y_range.contains(t))
+        .collect();
+    let (last, y_bottom) = (names.len() as i32 - 1, y_range.start);
+    let mut chart = ChartBuilder::on(area)
+        .caption(&title, (FONT, 20))
+        .margin(15)
+        .x_label_area_size(150)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0..last).into_segmented(), y_range.log_scale().with_key_points(ticks))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(names.len())
+        // The shapes are labelled below, turned: the mesh centres a turned label on its tick,
+        // across the axis.
+        .x_label_formatter(&|_| String::new())
+        .x_desc(SUITE_X)
+        .y_desc(SUITE_Y)
+        .y_label_formatter(&|y| format!("{y:.2}"))
+        .label_style((FONT, 14))
+        .draw()?;
+    // Turned a quarter, reading down from the axis: 18 names of up to 14 characters do not fit
+    // side by side.
+    let (base_x, base_y) = area.get_base_pixel();
+    let name_style =
+        TextStyle::from((FONT, 13)).transform(FontTransform::Rotate90).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, name) in names.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i as i32), y_bottom));
+        area.draw(&Text::new(name.as_str(), (x - base_x, y - base_y + 10), name_style.clone()))?;
+    }
+    // Bars from 1.0 (cuBLAS) to each ratio: up when slower, down when faster.
+    for (memory_bound, color, name) in [(false, COLORS[0], SUITE_COMPUTE), (true, COLORS[1], SUITE_MEMORY)] {
+        let bars =
+            section.shapes.iter().enumerate().filter(|(_, s)| s.memory_bound == memory_bound).filter_map(|(i, s)| {
+                s.x_cublas.map(|r| {
+                    let i = i as i32;
+                    // The last slot ends at `Last`: with one shape, `Exact(1)` lies off the axis.
+                    let right = if i == last { SegmentValue::Last } else { SegmentValue::Exact(i + 1) };
+                    let mut bar = Rectangle::new([(SegmentValue::Exact(i), 1.0), (right, r)], color.mix(0.8).filled());
+                    bar.set_margin(0, 0, 6, 6);
+                    bar
+                })
+            });
+        chart
+            .draw_series(bars)?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], color.mix(0.8).filled()));
+    }
+    // Each ratio in figures at the end of its bar, so that 0.97 and 1.03 read apart.
+    chart.draw_series(section.shapes.iter().enumerate().filter_map(|(i, s)| {
+        s.x_cublas.map(|r| {
+            let (v, dy) = if r >= 1.0 { (VPos::Bottom, -4) } else { (VPos::Top, 4) };
+            let style = TextStyle::from((FONT, 13)).pos(Pos::new(HPos::Center, v));
+            EmptyElement::at((SegmentValue::CenterOf(i as i32), r)) + Text::new(format!("{r:.2}"), (0, dy), style)
+        })
+    }))?;
+    // A shape without a ratio says so where its bar would be.
+    chart.draw_series(section.shapes.iter().enumerate().filter(|(_, s)| s.x_cublas.is_none()).map(|(i, _)| {
+        let style = TextStyle::from((FONT, 13)).pos(Pos::new(HPos::Center, VPos::Bottom));
+        EmptyElement::at((SegmentValue::CenterOf(i as i32), 1.0)) + Text::new(NOT_MEASURED, (0, -4), style)
+    }))?;
+    let parity = BLACK.stroke_width(2);
+    chart
+        .draw_series(LineSeries::new([(SegmentValue::Exact(0), 1.0), (SegmentValue::Last, 1.0)], parity))?
+        .label(SUITE_PARITY)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], parity));
+    let target = COLORS[3].stroke_width(2);
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(SegmentValue::Exact(0), SUITE_TARGET), (SegmentValue::Last, SUITE_TARGET)],
+            8,
+            6,
+            target,
+        ))?
+        .label(SUITE_TARGET_LINE)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], target));
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use super::report::{CheckMethod, MatmulRow, MatmulRowKind, MatmulSection, Matmul
 use super::{BenchConfig, FULL_CHECK_MAX_MACS, SAMPLED_CHECK_ROWS};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
+use crate::matmul::{self, DeviceMatrices, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant};
 use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, sample_rows};
 use crate::timing::{Timing, time_launches};
 use anyhow::Context;
@@ -44,6 +44,15 @@ pub fn check_method(shape: MatmulShape) -> CheckMethod {
     }
 }
 
+/// The float64 reference for `shape`'s inputs `a` and `b`, on the rows `check` names.
+pub fn reference_for(a: &[f32], b: &[f32], shape: MatmulShape, check: CheckMethod) -> SampledMatmulReference {
+    let rows_checked = match check {
+        CheckMethod::Full => (0..shape.m).collect(),
+        CheckMethod::SampledRows { rows } => sample_rows(shape.m, rows),
+    };
+    SampledMatmulReference::new(a, b, shape.m, shape.k, shape.n, rows_checked)
+}
+
 /// The status of a row whose result has `error`: measured when within `tolerance`.
 fn check_status(error: f64, tolerance: f64) -> RowStatus {
     if error <= tolerance {
@@ -53,6 +62,92 @@ fn check_status(error: f64, tolerance: f64) -> RowStatus {
             reason: format!("error {error:.2e} exceeds the bound {tolerance:.2e} (k * f32::EPSILON): not timed"),
         }
     }
+}
+
+/// `variant`'s plan for `shape` on `device`; or, when the planner refuses the shape (a narrow
+/// kernel past its narrow side, any kernel past CUDA's grid limits), the skipped status of its
+/// row, with the planner's reason: a row that says why, not the end of the run.
+pub fn plan_or_skip(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) -> Result<MatmulPlan, RowStatus> {
+    matmul::plan(variant, shape, device).map_err(|refusal| RowStatus::Skipped { reason: refusal.to_string() })
+}
+
+/// How the GPU rows at one shape are timed: the run's settings, and the words the rows record.
+pub struct GpuTiming {
+    /// Untimed runs before timing.
+    pub warmup: usize,
+    /// Timed samples.
+    pub repeat: usize,
+    /// The method of the rows, in words.
+    pub method: String,
+}
+
+impl GpuTiming {
+    /// `config`'s warm-up and repeat, on `sets` rotated input sets.
+    pub fn new(config: &BenchConfig, sets: usize) -> Self {
+        let (warmup, repeat) = (config.warmup, config.repeat);
+        let method =
+            format!("CUDA events, median of {repeat} runs after {warmup} warm-ups, inputs rotated over {sets} set(s)");
+        Self { warmup, repeat, method }
+    }
+}
+
+/// The row `name` of a GPU kernel launched as `plan`: its result on the first input set checked
+/// against `reference`, then, when within the bound, timed on the rotated sets. A result over the
+/// bound is a failed row, not an error; a launch that fails is an error.
+pub fn measure_plan(
+    gpu: &Gpu,
+    name: &str,
+    plan: &MatmulPlan,
+    mats: &mut [DeviceMatrices],
+    reference: &SampledMatmulReference,
+    timing: &GpuTiming,
+) -> anyhow::Result<MatmulRow> {
+    let flops = mats[0].shape.flops();
+    let sets = mats.len();
+    let c = matmul::run_plan(gpu, plan, &mut mats[0]).with_context(|| format!("running {name}"))?;
+    let error = reference.max_error(&c);
+    drop(c);
+    Ok(match check_status(error, reference.tolerance()) {
+        RowStatus::Measured => {
+            // The plan is made once: planning before every launch would time the planner too.
+            let t = time_launches(gpu, timing.warmup, timing.repeat, |i| {
+                matmul::launch_plan(gpu, plan, &mut mats[i % sets])
+            })
+            .with_context(|| format!("timing {name}"))?;
+            MatmulRow::measured(name, MatmulRowKind::Gpu, timing.method.clone(), flops, t, Some(error))
+        }
+        failed => MatmulRow::unmeasured(name, MatmulRowKind::Gpu, timing.method.clone(), failed, Some(error)),
+    })
+}
+
+/// cuBLAS's row, checked and timed like [`measure_plan`]'s; a skipped row that says why when
+/// cuBLAS could not be loaded (`sgemm` is then the reason).
+pub fn measure_cublas(
+    gpu: &Gpu,
+    sgemm: Result<&Sgemm, &String>,
+    mats: &mut [DeviceMatrices],
+    reference: &SampledMatmulReference,
+    timing: &GpuTiming,
+) -> anyhow::Result<MatmulRow> {
+    let flops = mats[0].shape.flops();
+    let sets = mats.len();
+    let method = format!("cuBLAS SGEMM, FP32 (no TF32), {}", timing.method);
+    let sgemm = match sgemm {
+        Ok(sgemm) => sgemm,
+        Err(reason) => {
+            let status = RowStatus::Skipped { reason: format!("unavailable: {reason}") };
+            return Ok(MatmulRow::unmeasured(CUBLAS, MatmulRowKind::Cublas, method, status, None));
+        }
+    };
+    let error = reference.max_error(&sgemm.run(gpu, &mut mats[0]).context("running cuBLAS")?);
+    Ok(match check_status(error, reference.tolerance()) {
+        RowStatus::Measured => {
+            let t = time_launches(gpu, timing.warmup, timing.repeat, |i| sgemm.launch(&mut mats[i % sets]))
+                .context("timing cuBLAS")?;
+            MatmulRow::measured(CUBLAS, MatmulRowKind::Cublas, method, flops, t, Some(error))
+        }
+        failed => MatmulRow::unmeasured(CUBLAS, MatmulRowKind::Cublas, method, failed, Some(error)),
+    })
 }
 
 fn measure_shape(
@@ -71,11 +166,7 @@ fn measure_shape(
     progress.set_message(format!("matmul {shape}: inputs and float64 reference ({check})"));
     let InputSets { a, b, sets: mut mats } = InputSets::upload(gpu, shape, rng)?;
     let sets = mats.len();
-    let rows_checked = match check {
-        CheckMethod::Full => (0..m).collect(),
-        CheckMethod::SampledRows { rows } => sample_rows(m, rows),
-    };
-    let reference = SampledMatmulReference::new(&a, &b, m, k, n, rows_checked);
+    let reference = reference_for(&a, &b, shape, check);
     let tolerance = reference.tolerance();
     progress.inc(1);
 
@@ -122,48 +213,26 @@ fn measure_shape(
     });
     progress.inc(1);
 
-    let (warmup, repeat) = (config.warmup, config.repeat);
-    let gpu_method =
-        format!("CUDA events, median of {repeat} runs after {warmup} warm-ups, inputs rotated over {sets} set(s)");
+    let timing = GpuTiming::new(config, sets);
+    let device = matmul::device_of(gpu);
     for variant in MatmulVariant::ALL {
         progress.set_message(format!("matmul {shape}: {}", variant.name()));
-        let c = matmul::run(gpu, variant, &mut mats[0]).with_context(|| format!("running {}", variant.name()))?;
-        let error = reference.max_error(&c);
-        rows.push(match check_status(error, tolerance) {
-            RowStatus::Measured => {
-                let timing = time_launches(gpu, warmup, repeat, |i| matmul::launch(gpu, variant, &mut mats[i % sets]))
-                    .with_context(|| format!("timing {}", variant.name()))?;
-                MatmulRow::measured(variant.name(), MatmulRowKind::Gpu, gpu_method.clone(), flops, timing, Some(error))
+        rows.push(match plan_or_skip(variant, shape, device) {
+            Ok(plan) => {
+                let row = measure_plan(gpu, variant.name(), &plan, &mut mats, &reference, &timing)?;
+                // Which kernel `auto` ran, and why, is the point of its row; the others run the
+                // kernel their name says.
+                if variant == MatmulVariant::Auto { row.with_plan(plan.to_string()) } else { row }
             }
-            failed => {
-                MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, gpu_method.clone(), failed, Some(error))
+            Err(skipped) => {
+                MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, timing.method.clone(), skipped, None)
             }
         });
         progress.inc(1);
     }
 
     progress.set_message(format!("matmul {shape}: {CUBLAS}"));
-    let cublas_method = format!("cuBLAS SGEMM, FP32 (no TF32), {gpu_method}");
-    rows.push(match sgemm {
-        Ok(sgemm) => {
-            let error = reference.max_error(&sgemm.run(gpu, &mut mats[0]).context("running cuBLAS")?);
-            match check_status(error, tolerance) {
-                RowStatus::Measured => {
-                    let timing = time_launches(gpu, warmup, repeat, |i| sgemm.launch(&mut mats[i % sets]))
-                        .context("timing cuBLAS")?;
-                    MatmulRow::measured(CUBLAS, MatmulRowKind::Cublas, cublas_method, flops, timing, Some(error))
-                }
-                failed => MatmulRow::unmeasured(CUBLAS, MatmulRowKind::Cublas, cublas_method, failed, Some(error)),
-            }
-        }
-        Err(reason) => MatmulRow::unmeasured(
-            CUBLAS,
-            MatmulRowKind::Cublas,
-            cublas_method,
-            RowStatus::Skipped { reason: format!("unavailable: {reason}") },
-            None,
-        ),
-    });
+    rows.push(measure_cublas(gpu, sgemm, &mut mats, &reference, &timing)?);
     progress.inc(1);
 
     let mut result = MatmulShapeResult { shape, flops, input_sets: sets, check, tolerance, rows };
@@ -184,6 +253,33 @@ mod tests {
             CheckMethod::SampledRows { rows: SAMPLED_CHECK_ROWS }
         );
         assert_eq!(check_method(MatmulShape::new(8, 1 << 20, 1 << 20).unwrap()), CheckMethod::SampledRows { rows: 8 });
+    }
+
+    #[test]
+    fn narrow_kernels_are_skipped_with_the_planners_reason_where_they_cannot_run() {
+        let square = MatmulShape::new(256, 256, 256).unwrap();
+        for variant in MatmulVariant::ALL {
+            match plan_or_skip(variant, square, MatmulDevice::H100) {
+                Ok(plan) => assert!(variant.supports(square), "{}: {plan}", variant.name()),
+                Err(RowStatus::Skipped { reason }) => {
+                    assert!(!variant.supports(square), "{}: {reason}", variant.name());
+                    let refusal = matmul::plan(variant, square, MatmulDevice::H100).unwrap_err();
+                    assert_eq!(reason, refusal.to_string());
+                }
+                Err(other) => panic!("{}: {other:?}", variant.name()),
+            }
+        }
+        let Err(RowStatus::Skipped { reason }) = plan_or_skip(MatmulVariant::FewRows, square, MatmulDevice::H100)
+        else {
+            panic!("few_rows planned 256 rows")
+        };
+        assert!(reason.contains("at most 16 rows"), "{reason}");
+        // A GEMV row: few_rows runs it, few_cols cannot, auto picks few_rows.
+        let gemv = MatmulShape::new(1, 4096, 65_536).unwrap();
+        assert!(plan_or_skip(MatmulVariant::FewRows, gemv, MatmulDevice::H100).is_ok());
+        assert!(plan_or_skip(MatmulVariant::FewCols, gemv, MatmulDevice::H100).is_err());
+        let auto = plan_or_skip(MatmulVariant::Auto, gemv, MatmulDevice::H100).unwrap();
+        assert_eq!(auto.variant, MatmulVariant::FewRows);
     }
 
     #[test]

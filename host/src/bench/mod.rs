@@ -1,7 +1,8 @@
 //! `host bench`: the whole ladder measured in one process on the user's GPU. Matrix products
 //! from the Guide's CPU triple loop through a multithreaded CPU SGEMM and each of our kernels to
 //! cuBLAS, across sizes; histograms per tier across bin counts against a CPU histogram and the
-//! device's copy bandwidth.
+//! device's copy bandwidth; and the shape suite, `auto` against cuBLAS from large squares to
+//! GEMVs.
 //!
 //! Measuring ([`run`]) is split from presenting ([`table`], [`chart`]): both presenters take the
 //! [`report::BenchReport`] only, so a report saved as JSON renders again without a GPU, and the
@@ -13,6 +14,7 @@ pub mod histogram;
 pub mod matmul;
 pub mod memcopy;
 pub mod report;
+pub mod suite;
 pub mod table;
 
 use crate::gpu::Gpu;
@@ -27,6 +29,18 @@ use report::{BenchReport, CopyBandwidth, HistogramBinsResult, HistogramSection, 
 pub const DEFAULT_SIZES: &str = "256,512,1024,2048,4096,8192,1000x800x1200";
 /// Sizes of `--quick`.
 pub const QUICK_SIZES: &str = "256,1024,1000x800x1200";
+/// Shapes of the suite: squares from 128 (latency) to 8192 (throughput), with 3000 and a
+/// rectangle off the 128-wide tiles; skewed products (a short k, a long k, an LLM's MLP
+/// projection); and the narrow shapes `auto` gives their own kernels: a few columns or rows of
+/// `C`, a GEMV each way, and 16 rows of a large product.
+pub const SUITE_SHAPES: &str = concat!(
+    "128,256,512,1024,2048,3000,4096,8192,1000x800x1200,",
+    "4097x129x8193,8192x64x8192,512x4096x11008,64x8192x64,128x65536x128,",
+    "3x100000x5,1x4096x65536,65536x4096x1,16x16384x16384",
+);
+/// Shapes of the suite under `--quick`: one of each kind (a square, a rectangle, a split-K
+/// product, a narrow one).
+pub const QUICK_SUITE_SHAPES: &str = "256,1000x800x1200,64x8192x64,3x100000x5";
 /// Bin counts measured by default: from a histogram that fits one block's shared memory many
 /// times over to one that fits no cluster's.
 pub const DEFAULT_BINS: &str = "256,1024,4096,8192,16384,65536,131072,262144,1048576";
@@ -51,6 +65,8 @@ pub struct BenchConfig {
     pub sizes: Vec<MatmulShape>,
     /// Histogram bin counts, in report order.
     pub bins: Vec<usize>,
+    /// Shapes of the suite, in report order.
+    pub suite: Vec<MatmulShape>,
     /// Values per histogram.
     pub histogram_values: usize,
     /// Untimed GPU runs before timing.
@@ -67,17 +83,27 @@ pub struct BenchConfig {
     pub skip_matmul: bool,
     /// Leave out the histogram section.
     pub skip_histogram: bool,
+    /// Leave out the suite.
+    pub skip_suite: bool,
     /// Recorded in the report.
     pub command_line: Vec<String>,
 }
 
 impl BenchConfig {
-    /// Progress-bar steps of a run: per size the inputs, two CPU rows, each variant and cuBLAS;
-    /// the copy; per bin count its CPU histogram and tiers.
+    /// Progress-bar steps of a run: per size the inputs, two CPU rows, each variant (skipped
+    /// ones too) and cuBLAS; the copy, once for the histogram and the suite; per bin count its CPU
+    /// histogram and tiers; per suite shape [`suite::STEPS_PER_SHAPE`].
     pub fn steps(&self) -> u64 {
         let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 1) };
-        let histogram = if self.skip_histogram { 0 } else { 1 + self.bins.len() };
-        (matmul + histogram) as u64
+        let copy = usize::from(self.needs_copy());
+        let histogram = if self.skip_histogram { 0 } else { self.bins.len() };
+        let suite = if self.skip_suite { 0 } else { self.suite.len() * suite::STEPS_PER_SHAPE };
+        (matmul + copy + histogram + suite) as u64
+    }
+
+    /// Whether a section that is read against the copy ceiling runs.
+    fn needs_copy(&self) -> bool {
+        !self.skip_histogram || !self.skip_suite
     }
 
     /// The settings the report records.
@@ -118,7 +144,23 @@ pub struct HistogramContext<'a> {
 pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::Result<BenchReport> {
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let matmul = if config.skip_matmul { None } else { Some(matmul::measure(gpu, config, progress)?) };
-    let histogram = if config.skip_histogram { None } else { Some(measure_histogram(gpu, config, progress)?) };
+    // One copy serves the histogram and the suite: both then read against the same ceiling.
+    let copy = if config.needs_copy() {
+        progress.set_message("device-to-device copy (bandwidth ceiling)");
+        let copy = memcopy::measure(gpu, COPY_BYTES, config.warmup, config.repeat)?;
+        progress.inc(1);
+        Some(copy)
+    } else {
+        None
+    };
+    let histogram = match &copy {
+        Some(copy) if !config.skip_histogram => Some(measure_histogram(gpu, config, copy, progress)?),
+        _ => None,
+    };
+    let suite = match &copy {
+        Some(copy) if !config.skip_suite => Some(suite::measure(gpu, config, copy, progress)?),
+        _ => None,
+    };
     Ok(BenchReport {
         schema: report::SCHEMA_VERSION,
         date,
@@ -129,13 +171,16 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::R
         settings: config.settings(),
         matmul,
         histogram,
+        suite,
     })
 }
 
-fn measure_histogram(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::Result<HistogramSection> {
-    progress.set_message("device-to-device copy (bandwidth ceiling)");
-    let copy = memcopy::measure(gpu, COPY_BYTES, config.warmup, config.repeat)?;
-    progress.inc(1);
+fn measure_histogram(
+    gpu: &Gpu,
+    config: &BenchConfig,
+    copy: &CopyBandwidth,
+    progress: &ProgressBar,
+) -> anyhow::Result<HistogramSection> {
     let n = config.histogram_values;
     let mut results = Vec::with_capacity(config.bins.len());
     for &bins in &config.bins {
@@ -151,7 +196,7 @@ fn measure_histogram(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) ->
             bins,
             cpu_counts: &counts,
             cpu: &cpu_timing,
-            copy: &copy,
+            copy,
             warmup: config.warmup,
             repeat: config.repeat,
         };
@@ -163,7 +208,7 @@ fn measure_histogram(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) ->
     Ok(HistogramSection {
         values: n,
         distribution: "uniform in [0, bins)".into(),
-        copy,
+        copy: copy.clone(),
         cpu_method: format!("exact CPU histogram, 1 thread, median of {CPU_HISTOGRAM_RUNS} runs, wall clock"),
         bins: results,
     })
@@ -177,6 +222,7 @@ mod tests {
         BenchConfig {
             sizes: vec![MatmulShape::new(256, 256, 256).unwrap(), MatmulShape::new(1000, 800, 1200).unwrap()],
             bins: vec![256, 8192, 65536],
+            suite: vec![MatmulShape::new(64, 8192, 64).unwrap(), MatmulShape::new(1, 4096, 65536).unwrap()],
             histogram_values: 1 << 10,
             warmup: 3,
             repeat: 20,
@@ -185,26 +231,43 @@ mod tests {
             seed: 1,
             skip_matmul: false,
             skip_histogram: false,
+            skip_suite: false,
             command_line: vec!["host".into(), "bench".into()],
         }
     }
 
     #[test]
-    fn steps_count_every_row_of_the_sections_that_run() {
+    fn steps_count_every_row_of_the_sections_that_run_and_the_copy_once() {
         let per_size = 3 + MatmulVariant::ALL.len() as u64 + 1;
-        assert_eq!(config().steps(), 2 * per_size + 4);
-        assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), 2 * per_size);
-        assert_eq!(BenchConfig { skip_matmul: true, ..config() }.steps(), 4);
+        let (copy, histogram, suite) = (1, 3, 2 * suite::STEPS_PER_SHAPE as u64);
+        assert_eq!(config().steps(), 2 * per_size + copy + histogram + suite);
+        assert_eq!(BenchConfig { skip_suite: true, ..config() }.steps(), 2 * per_size + copy + histogram);
+        assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), 2 * per_size + copy + suite);
+        assert_eq!(BenchConfig { skip_histogram: true, skip_suite: true, ..config() }.steps(), 2 * per_size);
+        assert_eq!(BenchConfig { skip_matmul: true, ..config() }.steps(), copy + histogram + suite);
+        // `--suite`: the copy, then the suite alone.
+        let suite_only = BenchConfig { skip_matmul: true, skip_histogram: true, ..config() };
+        assert_eq!(suite_only.steps(), copy + suite);
     }
 
     #[test]
     fn default_and_quick_lists_parse() {
-        for text in [DEFAULT_SIZES, QUICK_SIZES] {
+        for text in [DEFAULT_SIZES, QUICK_SIZES, SUITE_SHAPES, QUICK_SUITE_SHAPES] {
             assert!(crate::cli::bench::parse_sizes(text).is_ok(), "{text}");
         }
         for text in [DEFAULT_BINS, QUICK_BINS] {
             assert!(crate::cli::bench::parse_bins(text).is_ok(), "{text}");
         }
         assert_eq!(crate::cli::bench::parse_bins(DEFAULT_BINS).unwrap().0.len(), 9);
+        assert_eq!(crate::cli::bench::parse_sizes(SUITE_SHAPES).unwrap().0.len(), 18);
+    }
+
+    #[test]
+    fn every_suite_shape_is_planned_by_auto_on_an_h100() {
+        let shapes = crate::cli::bench::parse_sizes(SUITE_SHAPES).unwrap().0;
+        for shape in shapes {
+            let plan = crate::matmul::plan(MatmulVariant::Auto, shape, crate::matmul::MatmulDevice::H100);
+            assert!(plan.is_ok(), "{shape}: {}", plan.unwrap_err());
+        }
     }
 }

@@ -36,6 +36,10 @@ pub struct BenchReport {
     pub matmul: Option<MatmulSection>,
     /// Histograms, absent when skipped.
     pub histogram: Option<HistogramSection>,
+    /// The shape suite (`auto` against cuBLAS), absent when skipped; reports written before the
+    /// suite existed load without it.
+    #[serde(default)]
+    pub suite: Option<SuiteSection>,
 }
 
 impl BenchReport {
@@ -54,6 +58,13 @@ impl BenchReport {
             for row in &bins.rows {
                 if let RowStatus::Failed { reason } = &row.status {
                     out.push(format!("histogram {} bins {}: {reason}", bins.bins, row.tier));
+                }
+            }
+        }
+        for shape in self.suite.iter().flat_map(|s| &s.shapes) {
+            for row in [&shape.auto, &shape.cublas] {
+                if let RowStatus::Failed { reason } = &row.status {
+                    out.push(format!("suite {} {}: {reason}", shape.shape, row.name));
                 }
             }
         }
@@ -203,6 +214,10 @@ pub struct MatmulRow {
     pub ratio_to_cublas: Option<f64>,
     /// Largest error relative to `sum |a*b|` on the checked elements.
     pub max_error: Option<f64>,
+    /// The launch plan in words (kernel, grid, split of `k`, why), for `auto`: which kernel it
+    /// ran. Absent for the other rows, and in reports written before plans were recorded.
+    #[serde(default)]
+    pub plan: Option<String>,
 }
 
 impl MatmulRow {
@@ -225,6 +240,7 @@ impl MatmulRow {
             timing: Some(timing),
             ratio_to_cublas: None,
             max_error,
+            plan: None,
         }
     }
 
@@ -245,11 +261,18 @@ impl MatmulRow {
             gflops: None,
             ratio_to_cublas: None,
             max_error,
+            plan: None,
         }
+    }
+
+    /// The row with `plan` recorded: what `auto` ran.
+    pub fn with_plan(self, plan: impl Into<String>) -> Self {
+        Self { plan: Some(plan.into()), ..self }
     }
 }
 
-/// The memory ceiling the histogram is compared with: a device-to-device copy.
+/// The memory ceiling the histogram and memory-bound matmul shapes are compared with: a
+/// device-to-device copy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CopyBandwidth {
     /// Bytes copied per run (read once and written once).
@@ -375,6 +398,140 @@ impl HistogramRow {
     }
 }
 
+/// Arithmetic intensity (FLOP per byte of [`MatmulShape::bytes`]) below which a shape counts as
+/// memory-bound: the ridge point of an H100-class part in FP32 without tensor cores, where the
+/// time to stream the operands equals the time to multiply them (about 50 TFLOP/s, as cuBLAS
+/// reaches at 4096^3, over the copy's 3 TB/s is 17; the data sheet's 67 TFLOP/s over
+/// 3.35 TB/s is 20). A constant rather than a ratio of this run's measurements, so that a
+/// shape's class does not change with noise and a report from another GPU still reads alike.
+pub const RIDGE_FLOP_PER_BYTE: f64 = 16.0;
+
+/// FLOPs of `shape` per byte it must move at least (`A` and `B` read once, `C` written once).
+pub fn flop_per_byte(shape: MatmulShape) -> f64 {
+    shape.flops() / shape.bytes() as f64
+}
+
+/// Whether `shape` is memory-bound: its [`flop_per_byte`] under [`RIDGE_FLOP_PER_BYTE`], so that
+/// even a kernel at peak arithmetic waits on memory, and its speed is read against the copy.
+pub fn is_memory_bound(shape: MatmulShape) -> bool {
+    flop_per_byte(shape) < RIDGE_FLOP_PER_BYTE
+}
+
+/// The geometric mean of the positive, finite `values`, with how many there were; `None` when
+/// there were none. The mean of ratios that treats 2x slower and 2x faster as cancelling out.
+pub fn geometric_mean(values: impl IntoIterator<Item = f64>) -> Option<(f64, usize)> {
+    let (sum, count) = values
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((0.0, 0usize), |(sum, count), v| (sum + v.ln(), count + 1));
+    (count > 0).then(|| ((sum / count as f64).exp(), count))
+}
+
+/// The shape suite: `auto` (the planner's choice) against cuBLAS on shapes from large squares to
+/// GEMVs, with memory-bound shapes read against the copy ceiling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSection {
+    /// The copy ceiling, measured in the same run (the histogram section's, when both ran).
+    pub copy: CopyBandwidth,
+    /// [`RIDGE_FLOP_PER_BYTE`] as the run used it.
+    pub ridge_flop_per_byte: f64,
+    /// One entry per shape, in the order asked for.
+    pub shapes: Vec<SuiteShapeResult>,
+    /// Geometric mean of `x_cublas` over the shapes where both `auto` and cuBLAS were measured.
+    pub geomean_x_cublas: Option<f64>,
+    /// Shapes in that mean.
+    pub geomean_shapes: usize,
+}
+
+impl SuiteSection {
+    /// The section from its shapes: sets each memory-bound shape's `fraction_of_copy` and the
+    /// geometric mean of x cuBLAS.
+    pub fn new(copy: CopyBandwidth, mut shapes: Vec<SuiteShapeResult>) -> Self {
+        for shape in &mut shapes {
+            shape.fraction_of_copy = shape.gb_per_s.filter(|_| shape.memory_bound).map(|g| g / copy.gb_per_s);
+        }
+        let mean = geometric_mean(shapes.iter().filter_map(|s| s.x_cublas));
+        Self {
+            copy,
+            ridge_flop_per_byte: RIDGE_FLOP_PER_BYTE,
+            shapes,
+            geomean_x_cublas: mean.map(|m| m.0),
+            geomean_shapes: mean.map_or(0, |m| m.1),
+        }
+    }
+}
+
+/// `auto` and cuBLAS at one shape of the suite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteShapeResult {
+    /// `m x k x n`.
+    pub shape: MatmulShape,
+    /// `2 * m * k * n`.
+    pub flops: f64,
+    /// The least traffic of any kernel: `A` and `B` read once, `C` written once.
+    pub bytes: u64,
+    /// `flops / bytes`.
+    pub flop_per_byte: f64,
+    /// `flop_per_byte` under the ridge ([`is_memory_bound`]).
+    pub memory_bound: bool,
+    /// Input sets the timed runs rotated through.
+    pub input_sets: usize,
+    /// How both results were checked.
+    pub check: CheckMethod,
+    /// Largest error (relative to `sum |a*b|`) a correct result may have.
+    pub tolerance: f64,
+    /// The kernel family `auto` ran (`few_cols`, `few_rows`, `sgemm`); absent when the planner
+    /// refused the shape.
+    pub kernel: Option<String>,
+    /// `auto`'s row, with the planner's choice in its `plan`.
+    pub auto: MatmulRow,
+    /// cuBLAS's row.
+    pub cublas: MatmulRow,
+    /// `auto`'s median over cuBLAS's (1.10 = 10% slower than cuBLAS).
+    pub x_cublas: Option<f64>,
+    /// `bytes / auto's median`, GB/s: the rate at which `auto` moves the least traffic.
+    pub gb_per_s: Option<f64>,
+    /// `gb_per_s` over the copy ceiling's, for memory-bound shapes only (set by
+    /// [`SuiteSection::new`]).
+    pub fraction_of_copy: Option<f64>,
+}
+
+impl SuiteShapeResult {
+    /// The result at `shape` from `auto`'s and cuBLAS's rows, with the ratios to cuBLAS and the
+    /// rates derived; `fraction_of_copy` waits for the section's copy.
+    pub fn new(
+        shape: MatmulShape,
+        input_sets: usize,
+        check: CheckMethod,
+        tolerance: f64,
+        kernel: Option<String>,
+        mut auto: MatmulRow,
+        mut cublas: MatmulRow,
+    ) -> Self {
+        let cublas_ms = cublas.timing.map(|t| t.median_ms);
+        for row in [&mut auto, &mut cublas] {
+            row.ratio_to_cublas = row.timing.zip(cublas_ms).map(|(t, c)| t.median_ms / c);
+        }
+        let bytes = shape.bytes();
+        Self {
+            shape,
+            flops: shape.flops(),
+            bytes,
+            flop_per_byte: flop_per_byte(shape),
+            memory_bound: is_memory_bound(shape),
+            input_sets,
+            check,
+            tolerance,
+            kernel,
+            x_cublas: auto.ratio_to_cublas,
+            gb_per_s: auto.timing.map(|t| bytes as f64 / (t.median_ms * 1e6)),
+            fraction_of_copy: None,
+            auto,
+            cublas,
+        }
+    }
+}
+
 /// GB/s of reading `values` `i32`s in `ms`.
 pub fn input_gb_per_s(values: usize, ms: f64) -> f64 {
     4.0 * values as f64 / (ms * 1e6)
@@ -441,6 +598,96 @@ mod tests {
         assert!((row.fraction_of_copy.unwrap() - 0.6225).abs() < 1e-3);
         assert!((row.speedup_over_cpu.unwrap() - 1000.0).abs() < 1e-9);
         assert_eq!(row.exact_match, Some(true));
+    }
+
+    fn shape(m: usize, k: usize, n: usize) -> MatmulShape {
+        MatmulShape::new(m, k, n).unwrap()
+    }
+
+    #[test]
+    fn geometric_mean_of_ratios_cancels_faster_against_slower() {
+        let (mean, n) = geometric_mean([0.5, 2.0]).unwrap();
+        assert!((mean - 1.0).abs() < 1e-12 && n == 2, "{mean}");
+        let (mean, n) = geometric_mean([1.0, 4.0, 16.0]).unwrap();
+        assert!((mean - 4.0).abs() < 1e-12 && n == 3, "{mean}");
+        let (mean, _) = geometric_mean([1.05, 0.97, 0.90, 0.99]).unwrap();
+        assert!((mean - (1.05f64 * 0.97 * 0.90 * 0.99).powf(0.25)).abs() < 1e-12);
+        // Values a ratio cannot be are left out, and nothing gives no mean.
+        assert_eq!(geometric_mean([2.0, 0.0, -1.0, f64::NAN, f64::INFINITY]), Some((2.0, 1)));
+        assert_eq!(geometric_mean([]), None);
+    }
+
+    #[test]
+    fn shapes_under_16_flop_per_byte_are_memory_bound() {
+        for s in [
+            shape(1, 4096, 65_536),
+            shape(65_536, 4096, 1),
+            shape(3, 100_000, 5),
+            shape(16, 16_384, 16_384),
+            shape(64, 8192, 64),
+        ] {
+            assert!(is_memory_bound(s), "{s}: {} FLOP/byte", flop_per_byte(s));
+        }
+        for s in [
+            shape(4096, 4096, 4096),
+            shape(128, 128, 128),
+            shape(1000, 800, 1200),
+            shape(8192, 64, 8192),
+            shape(128, 65_536, 128),
+            shape(4097, 129, 8193),
+        ] {
+            assert!(!is_memory_bound(s), "{s}: {} FLOP/byte", flop_per_byte(s));
+        }
+        // A GEMV does one multiply-add per float of the matrix: 2 FLOPs per 4 bytes.
+        assert!((flop_per_byte(shape(65_536, 4096, 1)) - 0.5).abs() < 1e-3);
+        assert!((flop_per_byte(shape(4096, 4096, 4096)) - 4096.0 / 6.0).abs() < 1e-9);
+    }
+
+    fn suite_shape(s: MatmulShape, auto_ms: Option<f64>, cublas_ms: f64) -> SuiteShapeResult {
+        let auto = match auto_ms {
+            Some(ms) => MatmulRow::measured("auto", MatmulRowKind::Gpu, "", s.flops(), t(ms), Some(1e-7)),
+            None => MatmulRow::unmeasured(
+                "auto",
+                MatmulRowKind::Gpu,
+                "",
+                RowStatus::Failed { reason: "error 1e-2".into() },
+                Some(1e-2),
+            ),
+        };
+        let cublas = MatmulRow::measured("cublas", MatmulRowKind::Cublas, "", s.flops(), t(cublas_ms), Some(1e-7));
+        SuiteShapeResult::new(s, 1, CheckMethod::Full, 1e-4, Some("sgemm".into()), auto, cublas)
+    }
+
+    #[test]
+    fn suite_relates_auto_to_cublas_and_memory_bound_shapes_to_the_copy() {
+        let copy = CopyBandwidth::new(1 << 30, t(0.727));
+        let gemv = shape(1, 4096, 65_536);
+        let section = SuiteSection::new(
+            copy.clone(),
+            vec![
+                suite_shape(shape(4096, 4096, 4096), Some(2.793), 2.660),
+                suite_shape(gemv, Some(0.405), 0.409),
+                suite_shape(shape(1024, 1024, 1024), None, 0.06),
+            ],
+        );
+        let [square, gemv_result, failed] = &section.shapes[..] else { panic!("three shapes") };
+        assert!((square.x_cublas.unwrap() - 1.05).abs() < 1e-12);
+        assert_eq!(square.auto.ratio_to_cublas, square.x_cublas);
+        assert_eq!(square.cublas.ratio_to_cublas, Some(1.0));
+        assert_eq!((square.memory_bound, square.fraction_of_copy), (false, None));
+        assert!(square.gb_per_s.is_some(), "every measured shape has its GB/s");
+        // 1x4096x65536 moves 4 * (4096 + 4096 * 65536 + 65536) bytes in 0.405 ms.
+        assert_eq!(gemv_result.bytes, 4 * (4096 + 4096 * 65_536 + 65_536));
+        let gb_per_s = gemv_result.bytes as f64 / 0.405e6;
+        assert!((gemv_result.gb_per_s.unwrap() - gb_per_s).abs() < 1e-9);
+        assert!(gemv_result.memory_bound);
+        assert!((gemv_result.fraction_of_copy.unwrap() - gb_per_s / copy.gb_per_s).abs() < 1e-12);
+        // A failed auto has no ratio, and stays out of the mean.
+        assert_eq!((failed.x_cublas, failed.gb_per_s, failed.fraction_of_copy), (None, None, None));
+        assert_eq!(section.geomean_shapes, 2);
+        let mean = (1.05f64 * 0.405 / 0.409).sqrt();
+        assert!((section.geomean_x_cublas.unwrap() - mean).abs() < 1e-12);
+        assert_eq!(section.ridge_flop_per_byte, RIDGE_FLOP_PER_BYTE);
     }
 
     #[test]

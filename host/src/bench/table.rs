@@ -1,7 +1,10 @@
-//! The report as text: a header saying where and how it was measured, one table per matmul size
-//! and one for the histogram, with ratios to cuBLAS and to the copy bandwidth in every row.
+//! The report as text: a header saying where and how it was measured, one table per matmul size,
+//! one for the histogram and one for the shape suite, with ratios to cuBLAS and to the copy
+//! bandwidth in every row.
 
-use super::report::{BenchReport, HistogramSection, MatmulRowKind, MatmulShapeResult, RowStatus};
+use super::report::{
+    BenchReport, HistogramSection, MatmulRow, MatmulRowKind, MatmulShapeResult, RowStatus, SuiteSection,
+};
 use crate::error::format_bytes;
 use crate::timing::Timing;
 
@@ -17,6 +20,10 @@ pub fn render(report: &BenchReport) -> String {
     if let Some(histogram) = &report.histogram {
         out.push('\n');
         out += &render_histogram(histogram);
+    }
+    if let Some(suite) = &report.suite {
+        out.push('\n');
+        out += &render_suite(suite);
     }
     let failures = report.failures();
     if !failures.is_empty() {
@@ -78,8 +85,8 @@ pub fn render_matmul_shape(result: &MatmulShapeResult) -> String {
                 RowStatus::Measured if matches!(row.kind, MatmulRowKind::CpuLoop | MatmulRowKind::CpuSgemm) => {
                     row.method.clone()
                 }
-                RowStatus::Measured => String::new(),
-                RowStatus::Skipped { reason } | RowStatus::Failed { reason } => reason.clone(),
+                // `auto`'s plan: which kernel it ran and why.
+                _ => row_note(row),
             };
             let mut cells = vec![row.name.clone()];
             cells.extend(timing_cells(row.timing.as_ref()));
@@ -143,6 +150,75 @@ pub fn render_histogram(section: &HistogramSection) -> String {
     out
 }
 
+/// The suite table: `auto` against cuBLAS at each shape, then the geometric mean of x cuBLAS.
+pub fn render_suite(section: &SuiteSection) -> String {
+    let mut out = format!(
+        "matmul shape suite: auto (the planner's choice, checked on the same bound as the ladder) against cuBLAS; \
+         x cuBLAS = auto time / cuBLAS time\n\
+         GB/s = (A + B read once, C written once) / auto time; memory-bound: under {ridge} FLOP per byte; \
+         % of copy = GB/s / the copy's {copy:.0} GB/s, for memory-bound shapes\n",
+        ridge = section.ridge_flop_per_byte,
+        copy = section.copy.gb_per_s,
+    );
+    let rows: Vec<Vec<String>> = section
+        .shapes
+        .iter()
+        .map(|s| {
+            let mut note = row_note(&s.auto);
+            if let RowStatus::Skipped { reason } | RowStatus::Failed { reason } = &s.cublas.status {
+                let sep = if note.is_empty() { "" } else { "; " };
+                note = format!("{note}{sep}{}: {reason}", s.cublas.name);
+            }
+            vec![
+                s.shape.to_string(),
+                opt(s.kernel.clone()),
+                opt(s.auto.timing.map(|t| fine_ms(t.median_ms))),
+                opt(s.cublas.timing.map(|t| fine_ms(t.median_ms))),
+                opt(s.x_cublas.map(|r| format!("{r:.2}"))),
+                opt(s.auto.gflops.map(rate)),
+                opt(s.gb_per_s.map(rate)),
+                opt(s.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f))),
+                opt(s.auto.max_error.map(|e| format!("{e:.1e}"))),
+                note,
+            ]
+        })
+        .collect();
+    out += &grid(
+        &[
+            "shape",
+            "kernel",
+            "auto ms",
+            "cuBLAS ms",
+            "x cuBLAS",
+            "GFLOP/s",
+            "GB/s",
+            "% of copy",
+            "max error",
+            "plan / note",
+        ],
+        &[0, 1],
+        &rows,
+    );
+    out += &match section.geomean_x_cublas {
+        Some(mean) => {
+            let n = section.geomean_shapes;
+            format!("geometric mean of x cuBLAS: {mean:.2} over {n} shape{}\n", if n == 1 { "" } else { "s" })
+        }
+        None => "geometric mean of x cuBLAS: - (no shape has both auto and cuBLAS measured)\n".into(),
+    };
+    out
+}
+
+/// A GPU row's note: its plan when it has one, then why it was not measured.
+fn row_note(row: &MatmulRow) -> String {
+    let plan = row.plan.clone().unwrap_or_default();
+    match &row.status {
+        RowStatus::Measured => plan,
+        RowStatus::Skipped { reason } | RowStatus::Failed { reason } if plan.is_empty() => reason.clone(),
+        RowStatus::Skipped { reason } | RowStatus::Failed { reason } => format!("{plan}; {reason}"),
+    }
+}
+
 fn timing_cells(t: Option<&Timing>) -> [String; 3] {
     match t {
         Some(t) => [ms(t.median_ms), ms(t.min_ms), ms(t.max_ms)],
@@ -152,6 +228,12 @@ fn timing_cells(t: Option<&Timing>) -> [String; 3] {
 
 fn ms(v: f64) -> String {
     format!("{v:.3}")
+}
+
+/// Milliseconds with a fourth decimal below 0.1 ms, where the suite's small shapes run: 0.012
+/// and 0.013 would hide a 10% difference.
+fn fine_ms(v: f64) -> String {
+    if v < 0.1 { format!("{v:.4}") } else { ms(v) }
 }
 
 /// Rates in whole units from 100, with one decimal from 10 and two below, so that the CPU's
@@ -213,6 +295,13 @@ mod tests {
         assert_eq!(rate(1.8345), "1.83");
         assert_eq!(rate(12.54), "12.5");
         assert_eq!(rate(4295.2), "4295");
+    }
+
+    #[test]
+    fn suite_times_keep_a_fourth_decimal_below_a_tenth_of_a_millisecond() {
+        assert_eq!(fine_ms(0.0133), "0.0133");
+        assert_eq!(fine_ms(0.405), "0.405");
+        assert_eq!(fine_ms(2.793), "2.793");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `host bench`: the whole ladder in one run, printed as tables, optionally saved as JSON and
-//! drawn as an SVG chart; or, with `--from-json`, a saved report rendered again without a GPU.
+//! `host bench`: the whole ladder and the shape suite in one run, printed as tables, optionally
+//! saved as JSON and drawn as an SVG chart; or, with `--from-json`, a saved report rendered again
+//! without a GPU.
 
 use crate::bench::{self, BenchConfig, report, table};
 use crate::gpu::Gpu;
@@ -20,10 +21,17 @@ pub struct BenchArgs {
     /// [default: 256,1024,4096,8192,16384,65536,131072,262144,1048576]
     #[arg(long, value_name = "LIST", value_parser = parse_bins)]
     pub bins: Option<BinList>,
-    /// Short default lists (sizes 256,1024,1000x800x1200; bins 256,8192,131072) for a first look;
-    /// --sizes and --bins still win.
+    /// Short default lists (sizes 256,1024,1000x800x1200; bins 256,8192,131072; suite
+    /// 256,1000x800x1200,64x8192x64,3x100000x5) for a first look; --sizes and --bins still win.
     #[arg(long)]
     pub quick: bool,
+    /// Run the shape suite alone (auto against cuBLAS on 18 shapes, from squares to GEMVs): no
+    /// ladder, no histograms.
+    #[arg(long, conflicts_with_all = [
+        "sizes", "bins", "values", "cpu_repeat", "cpu_loop_limit",
+        "skip_matmul", "skip_histogram", "skip_suite",
+    ])]
+    pub suite: bool,
     /// Values per histogram (2^k accepted).
     #[arg(long, value_name = "N", default_value = "2^26", value_parser = parse_values)]
     pub values: usize,
@@ -43,12 +51,15 @@ pub struct BenchArgs {
     /// Seed for every random input (default: fresh each run; the report records it).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Leave out the matrix products.
+    /// Leave out the ladder of matrix products (to run the suite alone, use --suite).
     #[arg(long, conflicts_with = "skip_histogram")]
     pub skip_matmul: bool,
     /// Leave out the histograms.
     #[arg(long)]
     pub skip_histogram: bool,
+    /// Leave out the shape suite.
+    #[arg(long)]
+    pub skip_suite: bool,
     /// Write every measurement, the device and the PTX description to this JSON file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -61,7 +72,7 @@ pub struct BenchArgs {
     /// Measure nothing: render a report saved with --json (table, and --chart), no GPU needed.
     #[arg(long, value_name = "PATH", conflicts_with_all = [
         "sizes", "bins", "quick", "values", "warmup", "repeat", "cpu_repeat", "cpu_loop_limit", "seed",
-        "skip_matmul", "skip_histogram",
+        "skip_matmul", "skip_histogram", "suite", "skip_suite",
     ])]
     pub from_json: Option<PathBuf>,
 }
@@ -161,12 +172,13 @@ fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
 }
 
 impl BenchArgs {
-    /// The measuring configuration: explicit lists, else the `--quick` or full defaults.
+    /// The measuring configuration: explicit lists, else the `--quick` or full defaults; `--suite`
+    /// leaves out the ladder and the histograms.
     pub fn config(&self, command_line: Vec<String>) -> anyhow::Result<BenchConfig> {
-        let (sizes, bins) = if self.quick {
-            (bench::QUICK_SIZES, bench::QUICK_BINS)
+        let (sizes, bins, suite) = if self.quick {
+            (bench::QUICK_SIZES, bench::QUICK_BINS, bench::QUICK_SUITE_SHAPES)
         } else {
-            (bench::DEFAULT_SIZES, bench::DEFAULT_BINS)
+            (bench::DEFAULT_SIZES, bench::DEFAULT_BINS, bench::SUITE_SHAPES)
         };
         let sizes = match &self.sizes {
             Some(list) => list.0.clone(),
@@ -179,14 +191,16 @@ impl BenchArgs {
         Ok(BenchConfig {
             sizes,
             bins,
+            suite: parse_sizes(suite).map_err(anyhow::Error::msg)?.0,
             histogram_values: self.values,
             warmup: self.warmup as usize,
             repeat: self.repeat as usize,
             cpu_sgemm_max_runs: self.cpu_repeat as usize,
             cpu_loop_limit_s: self.cpu_loop_limit,
             seed: self.seed.unwrap_or_else(rand::random),
-            skip_matmul: self.skip_matmul,
-            skip_histogram: self.skip_histogram,
+            skip_matmul: self.skip_matmul || self.suite,
+            skip_histogram: self.skip_histogram || self.suite,
+            skip_suite: self.skip_suite,
             command_line,
         })
     }
@@ -335,6 +349,41 @@ mod tests {
         assert_eq!(quick.bins, vec![256, 8192, 131072]);
         let mixed = parse(&["--quick", "--sizes", "512"]).unwrap().config(vec![]).unwrap();
         assert_eq!((mixed.sizes, mixed.bins.len()), (vec![shape(512, 512, 512)], 3));
+    }
+
+    #[test]
+    fn suite_runs_by_default_and_alone_with_suite_and_not_with_skip_suite() {
+        let config = parse(&[]).unwrap().config(vec![]).unwrap();
+        assert_eq!((config.skip_matmul, config.skip_histogram, config.skip_suite), (false, false, false));
+        assert_eq!(config.suite.len(), 18);
+        assert_eq!(config.suite[17], shape(16, 16_384, 16_384));
+        let alone = parse(&["--suite"]).unwrap().config(vec![]).unwrap();
+        assert_eq!((alone.skip_matmul, alone.skip_histogram, alone.skip_suite), (true, true, false));
+        assert_eq!(alone.suite, config.suite);
+        let skipped = parse(&["--skip-suite"]).unwrap().config(vec![]).unwrap();
+        assert_eq!((skipped.skip_matmul, skipped.skip_histogram, skipped.skip_suite), (false, false, true));
+        let quick = parse(&["--suite", "--quick"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(quick.suite, parse_sizes(bench::QUICK_SUITE_SHAPES).unwrap().0);
+        assert_eq!(quick.suite.len(), 4);
+    }
+
+    #[test]
+    fn suite_alone_refuses_flags_of_the_sections_it_leaves_out() {
+        for flag in [
+            &["--skip-suite"][..],
+            &["--skip-matmul"],
+            &["--skip-histogram"],
+            &["--sizes", "256"],
+            &["--bins", "256"],
+            &["--values", "1000"],
+        ] {
+            let args: Vec<&str> = ["--suite"].iter().chain(flag).copied().collect();
+            let err = parse(&args).unwrap_err().to_string();
+            assert!(err.contains("cannot be used with"), "{args:?}: {err}");
+        }
+        assert!(parse(&["--suite", "--repeat", "50", "--json", "r.json"]).is_ok());
+        let err = parse(&["--from-json", "r.json", "--suite"]).unwrap_err().to_string();
+        assert!(err.contains("cannot be used with"), "{err}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub enum Command {
     /// Histogram of random i32 values in block-shared, cluster-shared or global bins.
     Histogram(histogram::HistogramArgs),
     /// Measure the whole ladder across sizes (CPU, each kernel, cuBLAS) and the histogram tiers
-    /// across bin counts; print tables, optionally write JSON and an SVG chart.
+    /// across bin counts, and auto against cuBLAS on a suite of shapes; print tables, optionally JSON and a chart.
     Bench(bench::BenchArgs),
 }
 

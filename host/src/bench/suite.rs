@@ -1,0 +1,73 @@
+//! The shape suite: at each shape, `auto` (whichever kernel the planner picks) against cuBLAS on
+//! the same inputs, both checked against the float64 reference as in the ladder before they are
+//! timed. The ladder shows how each kernel fares on squares; the suite shows what a caller gets
+//! from `auto` on the shapes that matter, narrow and skewed ones included.
+
+use super::BenchConfig;
+use super::matmul::{CUBLAS, GpuTiming, check_method, measure_cublas, measure_plan, plan_or_skip, reference_for};
+use super::report::{CopyBandwidth, MatmulRow, MatmulRowKind, SuiteSection, SuiteShapeResult};
+use crate::cublas::Sgemm;
+use crate::gpu::Gpu;
+use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
+use anyhow::Context;
+use indicatif::ProgressBar;
+use rand::SeedableRng;
+
+/// Progress-bar steps per shape: the inputs and reference, `auto`, cuBLAS.
+pub const STEPS_PER_SHAPE: usize = 3;
+
+/// Row name of `auto`.
+pub const AUTO: &str = "auto";
+
+/// Measures every shape of `config.suite`; memory-bound shapes are related to `copy`.
+pub fn measure(
+    gpu: &Gpu,
+    config: &BenchConfig,
+    copy: &CopyBandwidth,
+    progress: &ProgressBar,
+) -> anyhow::Result<SuiteSection> {
+    // A seed of its own, so that the suite's inputs do not depend on whether the ladder ran.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ 0x5355_4954_4500);
+    let sgemm = Sgemm::new(gpu).map_err(|e| e.to_string());
+    let mut shapes = Vec::with_capacity(config.suite.len());
+    for &shape in &config.suite {
+        let result = measure_shape(gpu, sgemm.as_ref(), shape, config, &mut rng, progress)
+            .with_context(|| format!("suite {shape}"))?;
+        shapes.push(result);
+    }
+    Ok(SuiteSection::new(copy.clone(), shapes))
+}
+
+fn measure_shape(
+    gpu: &Gpu,
+    sgemm: Result<&Sgemm, &String>,
+    shape: MatmulShape,
+    config: &BenchConfig,
+    rng: &mut rand::rngs::StdRng,
+    progress: &ProgressBar,
+) -> anyhow::Result<SuiteShapeResult> {
+    let check = check_method(shape);
+    progress.set_message(format!("suite {shape}: inputs and float64 reference ({check})"));
+    let InputSets { a, b, sets: mut mats } = InputSets::upload(gpu, shape, rng)?;
+    let reference = reference_for(&a, &b, shape, check);
+    // No CPU row needs them: free the host copies (1 GiB of B at 16x16384x16384).
+    drop((a, b));
+    let timing = GpuTiming::new(config, mats.len());
+    progress.inc(1);
+
+    progress.set_message(format!("suite {shape}: {AUTO}"));
+    let (kernel, auto) = match plan_or_skip(MatmulVariant::Auto, shape, matmul::device_of(gpu)) {
+        Ok(plan) => {
+            let row = measure_plan(gpu, AUTO, &plan, &mut mats, &reference, &timing)?;
+            (Some(plan.variant.name().to_string()), row.with_plan(plan.to_string()))
+        }
+        Err(skipped) => (None, MatmulRow::unmeasured(AUTO, MatmulRowKind::Gpu, timing.method.clone(), skipped, None)),
+    };
+    progress.inc(1);
+
+    progress.set_message(format!("suite {shape}: {CUBLAS}"));
+    let cublas = measure_cublas(gpu, sgemm, &mut mats, &reference, &timing)?;
+    progress.inc(1);
+
+    Ok(SuiteShapeResult::new(shape, mats.len(), check, reference.tolerance(), kernel, auto, cublas))
+}
