@@ -170,6 +170,11 @@ fn choose_kernel(shape: MatmulShape) -> (MatmulVariant, String) {
     }
 }
 
+/// `n thing` or `n things`.
+fn count(n: u64, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
+}
+
 /// Splits for a narrow kernel with `blocks` blocks per split: toward `NARROW_BLOCKS_PER_SM`
 /// blocks per SM, each split at least `min_chunk` long.
 fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32) -> (SplitK, String) {
@@ -177,9 +182,9 @@ fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32) -> (SplitK, St
     let wanted = target.div_ceil(blocks.max(1)).min(u32::MAX as usize) as u32;
     let s = SplitK::about(k, wanted, min_chunk);
     let why = if s.splits > 1 {
-        format!("{blocks} blocks fill under {NARROW_BLOCKS_PER_SM} per SM: {} splits of k", s.splits)
+        format!("{} fill under {NARROW_BLOCKS_PER_SM} per SM: {} splits of k", count(blocks as u64, "block"), s.splits)
     } else {
-        format!("{blocks} blocks per split: no split")
+        format!("{} per split: no split", count(blocks as u64, "block"))
     };
     (s, why)
 }
@@ -193,7 +198,7 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
         // A full wave: a split only evens out the last wave, and its pass over splits x m x n
         // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
         // splits, 1.22 ms without).
-        return (SplitK::none(shape.k), format!("{tiles} tiles fill the {slots} block slots: no split"));
+        return (SplitK::none(shape.k), format!("{} fill the {slots} block slots: no split", count(tiles, "tile")));
     }
     let most = (shape.k as u32 / SGEMM_MIN_CHUNK).clamp(1, super::split_k::MAX_SPLITS);
     let candidates: Vec<(u32, f64)> =
@@ -205,13 +210,14 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     if best.0 > 1 && best.1 <= SGEMM_SPLIT_GAIN * cost(1) {
         let s = SplitK::about(shape.k, best.0, SGEMM_MIN_CHUNK);
         let why = format!(
-            "{tiles} tiles on {slots} block slots: {} splits of k take {:.0}% of the unsplit time",
+            "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time",
+            count(tiles, "tile"),
             s.splits,
             100.0 * cost(s.splits) / cost(1)
         );
         (s, why)
     } else {
-        (SplitK::none(shape.k), format!("{tiles} tiles on {slots} block slots: no split"))
+        (SplitK::none(shape.k), format!("{} on {slots} block slots: no split", count(tiles, "tile")))
     }
 }
 
