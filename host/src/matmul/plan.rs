@@ -182,7 +182,11 @@ fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32) -> (SplitK, St
     let wanted = target.div_ceil(blocks.max(1)).min(u32::MAX as usize) as u32;
     let s = SplitK::about(k, wanted, min_chunk);
     let why = if s.splits > 1 {
-        format!("{} fill under {NARROW_BLOCKS_PER_SM} per SM: {} splits of k", count(blocks as u64, "block"), s.splits)
+        format!(
+            "{} per split, under {NARROW_BLOCKS_PER_SM} per SM: {} splits of k",
+            count(blocks as u64, "block"),
+            s.splits
+        )
     } else {
         format!("{} per split: no split", count(blocks as u64, "block"))
     };
