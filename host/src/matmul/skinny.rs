@@ -27,28 +27,35 @@ fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
 /// `matmul_few_rows`: one `FEW_ROWS_THREADS`-thread block per `FEW_ROWS_BLOCK_COLS` columns of
 /// `C`, one z index per split; no shared memory. Refuses `m > FEW_ROWS_MAX_M`.
 pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
-    if shape.m > FEW_ROWS_MAX_M as usize {
-        return Err(HostError::InvalidInput(format!(
-            "few_rows multiplies at most {FEW_ROWS_MAX_M} rows; {shape} has m = {}: use auto or sgemm",
-            shape.m
-        )));
-    }
-    let gx = grid_x(few_rows_blocks(shape), "few_rows", shape)?;
-    Ok(LaunchConfig { grid_dim: (gx, 1, split.splits), block_dim: (FEW_ROWS_THREADS, 1, 1), shared_mem_bytes: 0 })
+    let blocks = narrow_blocks(shape.m, FEW_ROWS_MAX_M, "few_rows", "rows", "m", few_rows_blocks(shape), shape)?;
+    Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_ROWS_THREADS, 1, 1), shared_mem_bytes: 0 })
 }
 
 /// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per
-/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, one z index per split; static shared memory only.
-/// Refuses `n > FEW_COLS_MAX_N`.
+/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, one z index per split; no shared memory. Refuses
+/// `n > FEW_COLS_MAX_N`.
 pub fn plan_few_cols(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
-    if shape.n > FEW_COLS_MAX_N as usize {
+    let blocks = narrow_blocks(shape.n, FEW_COLS_MAX_N, "few_cols", "columns", "n", few_cols_blocks(shape), shape)?;
+    Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_COLS_THREADS, 1, 1), shared_mem_bytes: 0 })
+}
+
+/// The grid's x extent of a narrow kernel, after checking its narrow side (`side` = `len`)
+/// against its limit.
+fn narrow_blocks(
+    len: usize,
+    limit: u32,
+    kernel: &str,
+    what: &str,
+    side: &str,
+    blocks: usize,
+    shape: MatmulShape,
+) -> Result<u32> {
+    if len > limit as usize {
         return Err(HostError::InvalidInput(format!(
-            "few_cols multiplies at most {FEW_COLS_MAX_N} columns; {shape} has n = {}: use auto or sgemm",
-            shape.n
+            "{kernel} multiplies at most {limit} {what}; {shape} has {side} = {len}: use auto or sgemm"
         )));
     }
-    let gx = grid_x(few_cols_blocks(shape), "few_cols", shape)?;
-    Ok(LaunchConfig { grid_dim: (gx, 1, split.splits), block_dim: (FEW_COLS_THREADS, 1, 1), shared_mem_bytes: 0 })
+    grid_x(blocks, kernel, shape)
 }
 
 #[cfg(test)]

@@ -134,55 +134,34 @@ mod device_code {
     use crate::gpu_kernel;
     use crate::matmul::split_k::split_k_range;
 
-    /// Declares `matmul_few_rows_<MR>` for each listed accumulator height.
-    macro_rules! few_rows_kernels {
-        ($($name:ident = $mr:literal),*) => {
+    /// Declares one kernel per listed width, each calling `$body::<width>`: the narrow side
+    /// (`$side`) at most that width, blocks of `$threads` threads.
+    macro_rules! narrow_kernels {
+        ($body:ident, $side:literal, $threads:literal: $($name:ident = $width:literal),*) => {
             gpu_kernel! {
                 $(
-                    /// `C = A * B` for `m <=` the suffix, streaming `B`; see the
-                    /// [module documentation](super).
+                    #[doc = concat!("`C = A * B` for `", $side, " <=` the suffix; see the [module documentation](super).")]
                     ///
                     /// # Safety
                     /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c`
-                    /// overlaps neither input, the block is `FEW_ROWS_THREADS` x 1 x 1, `m` is at
-                    /// most the suffix, and `k_chunk` is a positive multiple of 4.
+                    /// overlaps neither input, `k_chunk` is a positive multiple of 4,
+                    #[doc = concat!("the block is `", $threads, "` x 1 x 1, and `", $side, "` is at most the suffix.")]
                     pub unsafe fn $name(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
                         // SAFETY: forwarded contract.
-                        unsafe { few_rows::<$mr>(a, b, c, m, k, n, k_chunk) }
+                        unsafe { $body::<$width>(a, b, c, m, k, n, k_chunk) }
                     }
                 )*
             }
         };
     }
-    few_rows_kernels!(
+    narrow_kernels!(few_rows, "m", "FEW_ROWS_THREADS":
         matmul_few_rows_1 = 1,
         matmul_few_rows_2 = 2,
         matmul_few_rows_4 = 4,
         matmul_few_rows_8 = 8,
         matmul_few_rows_16 = 16
     );
-
-    /// Declares `matmul_few_cols_<NC>` for each listed accumulator count.
-    macro_rules! few_cols_kernels {
-        ($($name:ident = $nc:literal),*) => {
-            gpu_kernel! {
-                $(
-                    /// `C = A * B` for `n <=` the suffix, streaming `A`; see the
-                    /// [module documentation](super).
-                    ///
-                    /// # Safety
-                    /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c`
-                    /// overlaps neither input, the block is `FEW_COLS_THREADS` x 1 x 1, `n` is at
-                    /// most the suffix, and `k_chunk` is a positive multiple of 4.
-                    pub unsafe fn $name(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
-                        // SAFETY: forwarded contract.
-                        unsafe { few_cols::<$nc>(a, b, c, m, k, n, k_chunk) }
-                    }
-                )*
-            }
-        };
-    }
-    few_cols_kernels!(
+    narrow_kernels!(few_cols, "n", "FEW_COLS_THREADS":
         matmul_few_cols_1 = 1,
         matmul_few_cols_2 = 2,
         matmul_few_cols_4 = 4,
