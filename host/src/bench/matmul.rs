@@ -102,21 +102,39 @@ pub fn measure_plan(
     reference: &SampledMatmulReference,
     timing: &GpuTiming,
 ) -> anyhow::Result<MatmulRow> {
-    let flops = mats[0].shape.flops();
-    let sets = mats.len();
     let c = matmul::run_plan(gpu, plan, &mut mats[0]).with_context(|| format!("running {name}"))?;
     let error = reference.max_error(&c);
     drop(c);
+    let method = timing.method.clone();
+    // The plan is made once: planning before every launch would time the planner too.
+    checked_then_timed(gpu, name, MatmulRowKind::Gpu, method, mats, error, reference, timing, |mats| {
+        matmul::launch_plan(gpu, plan, mats)
+    })
+}
+
+/// The row of a GPU result whose error is `error`: timed on the rotated `mats` with `launch`
+/// when within `reference`'s bound, else a failed row that is not timed.
+#[allow(clippy::too_many_arguments)]
+fn checked_then_timed(
+    gpu: &Gpu,
+    name: &str,
+    kind: MatmulRowKind,
+    method: String,
+    mats: &mut [DeviceMatrices],
+    error: f64,
+    reference: &SampledMatmulReference,
+    timing: &GpuTiming,
+    mut launch: impl FnMut(&mut DeviceMatrices) -> crate::Result<()>,
+) -> anyhow::Result<MatmulRow> {
+    let flops = mats[0].shape.flops();
+    let sets = mats.len();
     Ok(match check_status(error, reference.tolerance()) {
         RowStatus::Measured => {
-            // The plan is made once: planning before every launch would time the planner too.
-            let t = time_launches(gpu, timing.warmup, timing.repeat, |i| {
-                matmul::launch_plan(gpu, plan, &mut mats[i % sets])
-            })
-            .with_context(|| format!("timing {name}"))?;
-            MatmulRow::measured(name, MatmulRowKind::Gpu, timing.method.clone(), flops, t, Some(error))
+            let t = time_launches(gpu, timing.warmup, timing.repeat, |i| launch(&mut mats[i % sets]))
+                .with_context(|| format!("timing {name}"))?;
+            MatmulRow::measured(name, kind, method, flops, t, Some(error))
         }
-        failed => MatmulRow::unmeasured(name, MatmulRowKind::Gpu, timing.method.clone(), failed, Some(error)),
+        failed => MatmulRow::unmeasured(name, kind, method, failed, Some(error)),
     })
 }
 
@@ -129,8 +147,6 @@ pub fn measure_cublas(
     reference: &SampledMatmulReference,
     timing: &GpuTiming,
 ) -> anyhow::Result<MatmulRow> {
-    let flops = mats[0].shape.flops();
-    let sets = mats.len();
     let method = format!("cuBLAS SGEMM, FP32 (no TF32), {}", timing.method);
     let sgemm = match sgemm {
         Ok(sgemm) => sgemm,
@@ -140,13 +156,8 @@ pub fn measure_cublas(
         }
     };
     let error = reference.max_error(&sgemm.run(gpu, &mut mats[0]).context("running cuBLAS")?);
-    Ok(match check_status(error, reference.tolerance()) {
-        RowStatus::Measured => {
-            let t = time_launches(gpu, timing.warmup, timing.repeat, |i| sgemm.launch(&mut mats[i % sets]))
-                .context("timing cuBLAS")?;
-            MatmulRow::measured(CUBLAS, MatmulRowKind::Cublas, method, flops, t, Some(error))
-        }
-        failed => MatmulRow::unmeasured(CUBLAS, MatmulRowKind::Cublas, method, failed, Some(error)),
+    checked_then_timed(gpu, CUBLAS, MatmulRowKind::Cublas, method, mats, error, reference, timing, |mats| {
+        sgemm.launch(mats)
     })
 }
 

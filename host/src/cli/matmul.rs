@@ -149,19 +149,24 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         });
     }
     for &variant in &args.variant.0 {
-        if !variant.supports(shape) {
-            let note = matmul::plan(variant, shape, matmul::device_of(&gpu)).err().map(|e| e.to_string());
-            rows.push(Row { name: variant.name().into(), timing: None, error: None, note: note.unwrap_or_default() });
-            continue;
-        }
+        // Planned once: the check and every timed launch run this plan, so the planner's own
+        // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
+        // row's note; any other planning error ends the command.
+        let plan = match matmul::plan(variant, shape, matmul::device_of(&gpu)) {
+            Ok(plan) => plan,
+            Err(e) if !variant.supports(shape) => {
+                rows.push(Row { name: variant.name().into(), timing: None, error: None, note: e.to_string() });
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let error = match &reference {
-            Some(r) => Some(r.max_error(&matmul::run(&gpu, variant, &mut mats[0])?)),
+            Some(r) => Some(r.max_error(&matmul::run_plan(&gpu, &plan, &mut mats[0])?)),
             None => None,
         };
-        let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch(&gpu, variant, &mut mats[i % sets]))?;
+        let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &plan, &mut mats[i % sets]))?;
         let note = match variant {
             MatmulVariant::Auto => {
-                let plan = matmul::plan(variant, shape, matmul::device_of(&gpu))?;
                 let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
                 format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
             }

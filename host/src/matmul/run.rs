@@ -91,21 +91,15 @@ pub fn launch_plan(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) -> R
         gpu.ensure_fits(&format!("the split-K workspace of a {shape} matmul ({})", format_bytes(bytes)), bytes)?;
         mats.workspace = Some(gpu.zeros(workspace_floats)?);
     }
+    // With a split the kernel writes its partial products to the workspace, and the reduction
+    // below writes C; without one it writes C.
+    let out = if plan.reduce.is_some() { mats.workspace.as_mut().expect("allocated above") } else { &mut mats.c };
+    let k_chunk = plan.split.map(|s| s.k_chunk);
     let mut launch = gpu.stream().launch_builder(&func);
-    launch.arg(&mats.a).arg(&mats.b);
-    let k_chunk;
-    match (plan.split, plan.reduce.is_some()) {
-        (Some(split), true) => {
-            k_chunk = split.k_chunk;
-            launch.arg(mats.workspace.as_mut().expect("allocated above")).arg(&m).arg(&k).arg(&n).arg(&k_chunk);
-        }
-        (Some(split), false) => {
-            k_chunk = split.k_chunk;
-            launch.arg(&mut mats.c).arg(&m).arg(&k).arg(&n).arg(&k_chunk);
-        }
-        (None, _) => {
-            launch.arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
-        }
+    launch.arg(&mats.a).arg(&mats.b).arg(out).arg(&m).arg(&k).arg(&n);
+    // Only the kernels that split k take its chunk length.
+    if let Some(k_chunk) = &k_chunk {
+        launch.arg(k_chunk);
     }
     // SAFETY: the kernel contracts (kernels::matmul docs): A and B hold m*k and k*n f32 (checked
     // at upload); the output is C (m*n) or, with a split, the workspace of splits*m*n (sized

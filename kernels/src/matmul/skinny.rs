@@ -50,10 +50,15 @@ pub const FEW_ROWS_KERNELS: [(u32, &str); 5] = [
 /// The `matmul_few_rows` kernel for `m` rows: the one with the fewest accumulator rows that
 /// holds `m`; `None` above [`FEW_ROWS_MAX_M`].
 pub const fn few_rows_kernel(m: u32) -> Option<&'static str> {
+    narrowest(&FEW_ROWS_KERNELS, m)
+}
+
+/// The first kernel of `table` (widths ascending) whose width holds `width`.
+const fn narrowest(table: &[(u32, &'static str)], width: u32) -> Option<&'static str> {
     let mut i = 0;
-    while i < FEW_ROWS_KERNELS.len() {
-        if m <= FEW_ROWS_KERNELS[i].0 {
-            return Some(FEW_ROWS_KERNELS[i].1);
+    while i < table.len() {
+        if width <= table[i].0 {
+            return Some(table[i].1);
         }
         i += 1;
     }
@@ -71,14 +76,7 @@ pub const FEW_COLS_KERNELS: [(u32, &str); 5] = [
 /// The `matmul_few_cols` kernel for `n` columns: the one with the fewest accumulators that holds
 /// `n`; `None` above [`FEW_COLS_MAX_N`].
 pub const fn few_cols_kernel(n: u32) -> Option<&'static str> {
-    let mut i = 0;
-    while i < FEW_COLS_KERNELS.len() {
-        if n <= FEW_COLS_KERNELS[i].0 {
-            return Some(FEW_COLS_KERNELS[i].1);
-        }
-        i += 1;
-    }
-    None
+    narrowest(&FEW_COLS_KERNELS, n)
 }
 
 /// Largest `m` `matmul_few_rows` takes (its accumulators are `FEW_ROWS_MAX_M x 4` registers).
