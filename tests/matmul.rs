@@ -17,7 +17,7 @@ fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
     let mut plans = Vec::new();
     for variant in MatmulVariant::ALL.into_iter().filter(|v| v.supports(shape)) {
         plans.push(matmul::plan(variant, shape, device).unwrap());
-        if matches!(variant, MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols) {
+        if variant.splits_k() {
             for wanted in [2, 3] {
                 let split = SplitK::about(shape.k, wanted, 1);
                 if split.splits > 1 {

@@ -64,8 +64,17 @@ pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
             let spilling: Vec<&str> =
                 report.iter().filter(|r| r.spill_stores + r.spill_loads > 0).map(|r| r.kernel.as_str()).collect();
             if !spilling.is_empty() {
-                // A spill means a kernel's registers went to local memory: a silent slowdown.
-                bail!("kernels spill registers to local memory: {}", spilling.join(", "));
+                // A spill means a kernel's registers went to local memory: a silent slowdown. The
+                // checked build is for finding bugs, not for timing: its bounds and overflow
+                // checks cost registers, and a spill there (sgemm_warp_tiled's 8x16 accumulators)
+                // changes no result.
+                if args.release {
+                    bail!("kernels spill registers to local memory: {}", spilling.join(", "));
+                }
+                eprintln!(
+                    "xtask build-ptx: warning: the checked build spills registers in {} (a release build fails on this)",
+                    spilling.join(", ")
+                );
             }
             for k in report.iter().filter(|r| r.stack_bytes > 0) {
                 eprintln!(

@@ -26,8 +26,9 @@ pub struct MatmulArgs {
     /// Columns of B and C.
     #[arg(long)]
     pub n: usize,
-    /// Variants to run: auto (the planner's choice), naive, tiled16, tiled32, sgemm, few_rows,
-    /// few_cols, a comma-separated list, or all (every variant that takes the shape).
+    /// Variants to run: auto (the planner's choice), naive, tiled16, tiled32, sgemm,
+    /// sgemm_warp_tiled, few_rows, few_cols, a comma-separated list, or all (every variant that
+    /// takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit

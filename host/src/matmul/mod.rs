@@ -6,6 +6,7 @@ pub mod naive;
 pub mod plan;
 mod run;
 pub mod sgemm;
+pub mod sgemm_warp_tiled;
 mod shape;
 pub mod skinny;
 pub mod split_k;

@@ -5,12 +5,19 @@
 //! | --- | --- | --- |
 //! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
-//! | otherwise | `sgemm` | compute-bound: 128x128 register-tiled blocks |
+//! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound with full waves: 8x16 accumulators per thread, 4 warps per block |
+//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where a partial last wave leaves one block on an SM or short `k` leaves the prologue and epilogue exposed |
+//!
+//! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill is
+//! `tiles / (slots * ceil(tiles / slots))`. Measured on the H100 (x cuBLAS, `sgemm_warp_tiled`
+//! against `sgemm`): 2048^3 (fill 0.97) 0.97 against 1.08, 4096^3 (0.97) 1.06 against 1.10,
+//! 8192^3 (0.97) 1.06 against 1.11; but 3000^3 (fill 0.73) 1.24 against 1.09,
+//! 512x4096x11008 (0.65) 1.49 against 1.19, and with `k` = 129 (4097x129x8193) 1.35 against 1.03.
 //!
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
-//! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
+//! - `sgemm` (and `sgemm_warp_tiled` when asked for; `auto` gives it full waves only): no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
 //!   slots. Otherwise idle slots waste time: `s` splits
 //!   take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
 //!   (each split at least [`SGEMM_MIN_CHUNK`] long) within [`SGEMM_SPLIT_SLACK`] of the least,
@@ -22,7 +29,7 @@
 use super::shape::MatmulShape;
 use super::split_k::{SplitK, reduce_plan};
 use super::variant::MatmulVariant;
-use super::{naive, sgemm, skinny, tiled};
+use super::{naive, sgemm, sgemm_warp_tiled, skinny, tiled};
 use crate::error::{HostError, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
@@ -36,6 +43,12 @@ pub const NARROW_BLOCKS_PER_SM: u32 = 4;
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// Shortest split of `few_rows`: 64 steps of 4 rows of `B` per thread.
 pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
+/// Shortest `k` for which `auto` runs `sgemm_warp_tiled`: shorter products spend too much of
+/// their time in the prologue and epilogue, where its 4 warps per block hide less latency.
+pub const WARP_TILED_MIN_K: usize = 512;
+/// Least fill of the tiles' waves for which `auto` runs `sgemm_warp_tiled`: an SM that gets
+/// one block in the last wave runs one warp per scheduler.
+pub const WARP_TILED_MIN_FILL: f64 = 0.85;
 /// Shortest split of `sgemm`: four 8-deep slices per block.
 pub const SGEMM_MIN_CHUNK: u32 = 32;
 /// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
@@ -114,7 +127,7 @@ pub fn plan_with(
 ) -> Result<MatmulPlan> {
     let sm = device.sm_count.max(1);
     let (variant, why) = match variant {
-        MatmulVariant::Auto => choose_kernel(shape),
+        MatmulVariant::Auto => choose_kernel(shape, sm),
         v => (v, format!("{} requested", v.name())),
     };
     let kernel = match variant {
@@ -129,6 +142,10 @@ pub fn plan_with(
         MatmulVariant::Sgemm => {
             let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), |s| (s, "split forced".into()));
             (sgemm::plan(shape, s)?, Some(s), why)
+        }
+        MatmulVariant::SgemmWarpTiled => {
+            let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), |s| (s, "split forced".into()));
+            (sgemm_warp_tiled::plan(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
@@ -157,8 +174,8 @@ pub fn plan_with(
     Ok(MatmulPlan { variant, kernel, launch, split, reduce, reason })
 }
 
-/// The kernel family `auto` runs for `shape`, and why.
-fn choose_kernel(shape: MatmulShape) -> (MatmulVariant, String) {
+/// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
+fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     if shape.n <= FEW_COLS_MAX_N as usize {
         let why = format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound, stream A once", shape.n);
         (MatmulVariant::FewCols, why)
@@ -166,8 +183,26 @@ fn choose_kernel(shape: MatmulShape) -> (MatmulVariant, String) {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
     } else {
-        (MatmulVariant::Sgemm, "m and n > 16: compute-bound, register-tiled".into())
+        let tiles = sgemm::tiles(shape) as u64;
+        let slots = (sgemm::BLOCKS_PER_SM * sm) as u64;
+        let fill = wave_fill(tiles, slots);
+        let waves = format!("{} on {slots} block slots fill {:.0}% of their waves", count(tiles, "tile"), 100.0 * fill);
+        if shape.k >= WARP_TILED_MIN_K && fill >= WARP_TILED_MIN_FILL {
+            (MatmulVariant::SgemmWarpTiled, format!("compute-bound, k = {} and {waves}: warp-tiled", shape.k))
+        } else {
+            let why = if shape.k < WARP_TILED_MIN_K {
+                format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k)
+            } else {
+                format!("compute-bound, {waves}: 8 warps per block")
+            };
+            (MatmulVariant::Sgemm, why)
+        }
     }
+}
+
+/// The fraction of `ceil(tiles / slots)` full waves that `tiles` occupy.
+fn wave_fill(tiles: u64, slots: u64) -> f64 {
+    tiles as f64 / (tiles.div_ceil(slots).max(1) * slots) as f64
 }
 
 /// `n thing` or `n things`.
@@ -257,12 +292,43 @@ mod tests {
     }
 
     #[test]
-    fn auto_tiles_large_squares_without_a_split() {
-        for size in [2048, 3000, 4096, 8192] {
+    fn auto_warp_tiles_large_squares_that_fill_their_waves() {
+        for size in [2048, 4096, 8192] {
             let p = auto(size, size, size);
-            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::Sgemm, 1), "{size}: {p}");
-            assert!(p.reduce.is_none());
+            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, 1), "{size}: {p}");
+            assert!(p.reduce.is_none() && p.reason.contains("97% of their waves"), "{p}");
         }
+    }
+
+    #[test]
+    fn auto_keeps_eight_warp_blocks_for_partial_waves_and_short_k() {
+        // 3000^3: 576 tiles, 2.2 waves (73%); 512x4096x11008: 344 tiles, 1.3 waves (65%).
+        for (m, k, n) in [(3000, 3000, 3000), (512, 4096, 11_008)] {
+            let p = auto(m, k, n);
+            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::Sgemm, 1), "{p}");
+        }
+        // Full waves but a short k.
+        let p = auto(4097, 129, 8193);
+        assert_eq!(p.variant, MatmulVariant::Sgemm);
+        assert!(p.reason.contains("k = 129 < 512"), "{p}");
+        // Under one wave: sgemm with a split of k.
+        assert_eq!(auto(1024, 1024, 1024).variant, MatmulVariant::Sgemm);
+    }
+
+    #[test]
+    fn wave_fill_counts_the_last_partial_wave() {
+        assert_eq!(wave_fill(264, 264), 1.0);
+        assert_eq!(wave_fill(132, 264), 0.5);
+        assert!((wave_fill(576, 264) - 576.0 / 792.0).abs() < 1e-12);
+        assert_eq!(wave_fill(1, 264), 1.0 / 264.0);
+    }
+
+    #[test]
+    fn a_smaller_device_moves_the_warp_tiled_boundary() {
+        // 3000^3 on 100 SMs: 576 tiles on 200 slots, 96% of 3 waves.
+        let p = plan(MatmulVariant::Auto, MatmulShape::new(3000, 3000, 3000).unwrap(), MatmulDevice { sm_count: 100 })
+            .unwrap();
+        assert_eq!(p.variant, MatmulVariant::SgemmWarpTiled, "{p}");
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub enum MatmulVariant {
     /// 128x128 block tiles, an 8x8 register tile per thread, 16-byte loads, double-buffered
     /// shared memory; split-K when the tiles alone would leave SMs idle.
     Sgemm,
+    /// 128x128 block tiles of four warps, a 64x64 tile per warp and 8x16 per thread: twice
+    /// `sgemm`'s FMAs per shared-memory load, for long `k` and full waves.
+    SgemmWarpTiled,
     /// Memory-bound kernel for `m <= 16`: streams `B` once, `m x 4` accumulators per thread.
     FewRows,
     /// Memory-bound kernel for `n <= 16`: streams `A` once, one warp per row of `C`.
@@ -28,12 +31,20 @@ pub enum MatmulVariant {
 
 impl MatmulVariant {
     /// Every variant: `auto` first, then the kernels simplest first.
-    pub const ALL: [Self; 7] =
-        [Self::Auto, Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm, Self::FewRows, Self::FewCols];
+    pub const ALL: [Self; 8] = [
+        Self::Auto,
+        Self::Naive,
+        Self::Tiled16,
+        Self::Tiled32,
+        Self::Sgemm,
+        Self::SgemmWarpTiled,
+        Self::FewRows,
+        Self::FewCols,
+    ];
 
     /// The kernel families, without `auto`.
-    pub const KERNELS: [Self; 6] =
-        [Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm, Self::FewRows, Self::FewCols];
+    pub const KERNELS: [Self; 7] =
+        [Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm, Self::SgemmWarpTiled, Self::FewRows, Self::FewCols];
 
     /// The name the CLI and reports use.
     pub fn name(self) -> &'static str {
@@ -43,6 +54,7 @@ impl MatmulVariant {
             Self::Tiled16 => "tiled16",
             Self::Tiled32 => "tiled32",
             Self::Sgemm => "sgemm",
+            Self::SgemmWarpTiled => "sgemm_warp_tiled",
             Self::FewRows => "few_rows",
             Self::FewCols => "few_cols",
         }
@@ -58,9 +70,15 @@ impl MatmulVariant {
             Self::Tiled16 => Some(kernels::matmul::tiled::KERNEL_TILE16),
             Self::Tiled32 => Some(kernels::matmul::tiled::KERNEL_TILE32),
             Self::Sgemm => Some(kernels::matmul::sgemm::KERNEL),
+            Self::SgemmWarpTiled => Some(kernels::matmul::sgemm_warp_tiled::KERNEL),
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
         }
+    }
+
+    /// Whether the kernel splits `k` over the grid's z dimension (and so takes a `k_chunk`).
+    pub fn splits_k(self) -> bool {
+        matches!(self, Self::Sgemm | Self::SgemmWarpTiled | Self::FewRows | Self::FewCols)
     }
 
     /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow

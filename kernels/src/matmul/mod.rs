@@ -20,8 +20,11 @@ macro_rules! unroll {
     };
 }
 
+#[cfg(target_arch = "nvptx64")]
+mod guarded;
 pub mod naive;
 pub mod sgemm;
+pub mod sgemm_warp_tiled;
 pub mod skinny;
 pub mod split_k;
 pub mod tiled;

@@ -159,7 +159,8 @@ mod device_code {
         b_load_slot, b_tile_index, c_col, c_row, grouped_tile, vector_path,
     };
     use crate::device::shared::SharedArray;
-    use crate::device::{math::fma, mem, thread};
+    use crate::device::{math::fma, thread};
+    use crate::matmul::guarded;
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
 
@@ -236,7 +237,10 @@ mod device_code {
         let mut k_left = k_len;
         // SAFETY: the guards inside check every element against m, n and this block's k range.
         let (mut next_a, mut next_b) = unsafe {
-            (load_a::<VEC>(a_next, a_row_inside, a_k, k_left), load_b::<VEC>(b_next, b_k, b_col, cols_left, k_left))
+            (
+                guarded::load4::<VEC>(a_next, a_row_inside, a_k, k_left),
+                guarded::load4::<VEC>(b_next, b_k < k_left, b_col, cols_left),
+            )
         };
         // SAFETY: stage 0 is written by no one else before the barrier below; slots are disjoint.
         unsafe { store_slice(tile_a, tile_b, a_store, b_store, next_a, next_b) };
@@ -256,8 +260,8 @@ mod device_code {
             // SAFETY: as above, for the slice that starts k_left columns of A (rows of B) before
             // the end; k_left == 0 loads nothing.
             unsafe {
-                next_a = load_a::<VEC>(a_next, a_row_inside, a_k, k_left);
-                next_b = load_b::<VEC>(b_next, b_k, b_col, cols_left, k_left);
+                next_a = guarded::load4::<VEC>(a_next, a_row_inside, a_k, k_left);
+                next_b = guarded::load4::<VEC>(b_next, b_k < k_left, b_col, cols_left);
             }
             // SAFETY: reads only the current stage, complete since the last barrier.
             unsafe {
@@ -291,67 +295,6 @@ mod device_code {
         let c = c.wrapping_add(thread::block_idx_z() as usize * m as usize * n as usize);
         // SAFETY: forwarded contract; each thread writes its own 8 x 8 elements of its slice.
         unsafe { store_c::<VEC>(c, acc, tid, block_row, block_col, rows_left, cols_left, n) };
-    }
-
-    /// This thread's 4 elements of the `A` slice that `k_left` columns of `A` remain before:
-    /// `A[row][k - k_left + a_k ..][..4]`, zero outside `A`.
-    ///
-    /// # Safety
-    /// `a_next` points at that element (or wraps anywhere when `row_inside` is false), `A` holds
-    /// `m * k` floats; with `VEC`, `a_next` is 16-byte aligned whenever it is in bounds.
-    #[inline(always)]
-    unsafe fn load_a<const VEC: bool>(a_next: *const f32, row_inside: bool, a_k: u32, k_left: u32) -> [f32; 4] {
-        if VEC {
-            // k % 4 == 0 and a_k % 4 == 0: the 4 elements are all inside the row or all outside.
-            if row_inside && a_k < k_left {
-                // SAFETY: row < m and the 4 columns < k, 16-byte aligned on this path.
-                unsafe { mem::load_global_nc_v4_f32(a_next) }
-            } else {
-                [0.0; 4]
-            }
-        } else {
-            let mut v = [0.0; 4];
-            unroll!(i in [0, 1, 2, 3] {
-                if row_inside && a_k + (i as u32) < k_left {
-                    // SAFETY: row < m and column k - k_left + a_k + i < k.
-                    v[i] = unsafe { mem::load_global_nc_f32(a_next.add(i)) };
-                }
-            });
-            v
-        }
-    }
-
-    /// This thread's 4 elements of the `B` slice that `k_left` rows of `B` remain before:
-    /// `B[k - k_left + b_k][col ..][..4]`, zero outside `B`.
-    ///
-    /// # Safety
-    /// As [`load_a`], for `B` (`k * n` floats) and `b_next`.
-    #[inline(always)]
-    unsafe fn load_b<const VEC: bool>(
-        b_next: *const f32,
-        b_k: u32,
-        b_col: u32,
-        cols_left: u32,
-        k_left: u32,
-    ) -> [f32; 4] {
-        if VEC {
-            // n % 4 == 0 and the column % 4 == 0: all 4 inside the row or all outside.
-            if b_k < k_left && b_col < cols_left {
-                // SAFETY: the row < k and the 4 columns < n, 16-byte aligned on this path.
-                unsafe { mem::load_global_nc_v4_f32(b_next) }
-            } else {
-                [0.0; 4]
-            }
-        } else {
-            let mut v = [0.0; 4];
-            unroll!(i in [0, 1, 2, 3] {
-                if b_k < k_left && b_col + (i as u32) < cols_left {
-                    // SAFETY: the row < k and the column block_col + b_col + i < n.
-                    v[i] = unsafe { mem::load_global_nc_f32(b_next.add(i)) };
-                }
-            });
-            v
-        }
     }
 
     /// Writes this thread's loaded elements into one stage: `A` transposed (4 scalar stores,
@@ -422,20 +365,9 @@ mod device_code {
                 unroll!(half in [0, 1] {
                     let col = c_col(tid, 4 * half as u32);
                     let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
-                    if VEC {
-                        if col < cols_left {
-                            // SAFETY: row < m, the 4 columns < n (n % 4 == 0, col % 4 == 0), and
-                            // c, n and col keep the address 16-byte aligned.
-                            unsafe { mem::store_global_v4_f32(c_row_ptr.add(col as usize), v) };
-                        }
-                    } else {
-                        unroll!(j in [0, 1, 2, 3] {
-                            if col + (j as u32) < cols_left {
-                                // SAFETY: row < m and column block_col + col + j < n.
-                                unsafe { mem::store_global_f32(c_row_ptr.add(col as usize + j), v[j]) };
-                            }
-                        });
-                    }
+                    // SAFETY: row < m; the guard admits columns < n; this thread's own elements;
+                    // 16-byte aligned on the vector path (c, n and col multiples of 4).
+                    unsafe { guarded::store4::<VEC>(c_row_ptr.wrapping_add(col as usize), v, col, cols_left) };
                 });
             }
         });

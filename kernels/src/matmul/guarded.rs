@@ -1,0 +1,55 @@
+//! Edge-guarded 4-float row accesses shared by the register-tiled kernels (`sgemm`,
+//! `sgemm_warp_tiled`): one 16-byte access on the vector path, four guarded 4-byte accesses
+//! otherwise.
+
+use crate::device::mem;
+
+/// Four consecutive floats of a row from `p`: elements `first + i < limit` (and only when
+/// `inside`), zero elsewhere. With `VEC`, the four are one 16-byte load, all or nothing.
+///
+/// # Safety
+/// Every element the guards admit lies inside a global allocation nothing writes during the
+/// kernel; with `VEC`, `first % 4 == 0`, `limit % 4 == 0` (so the four are all inside or all
+/// outside) and `p` is 16-byte aligned whenever they are inside.
+#[inline(always)]
+pub unsafe fn load4<const VEC: bool>(p: *const f32, inside: bool, first: u32, limit: u32) -> [f32; 4] {
+    if VEC {
+        if inside && first < limit {
+            // SAFETY: inside by the guard, 16-byte aligned by the caller's contract.
+            unsafe { mem::load_global_nc_v4_f32(p) }
+        } else {
+            [0.0; 4]
+        }
+    } else {
+        let mut v = [0.0; 4];
+        unroll!(i in [0, 1, 2, 3] {
+            if inside && first + (i as u32) < limit {
+                // SAFETY: element i is inside by the guard.
+                v[i] = unsafe { mem::load_global_nc_f32(p.add(i)) };
+            }
+        });
+        v
+    }
+}
+
+/// Writes `v` to the four floats from `p`: elements `first + i < limit`. With `VEC`, one
+/// 16-byte store, all or nothing.
+///
+/// # Safety
+/// As [`load4`], for a writable allocation whose admitted elements no other thread writes.
+#[inline(always)]
+pub unsafe fn store4<const VEC: bool>(p: *mut f32, v: [f32; 4], first: u32, limit: u32) {
+    if VEC {
+        if first < limit {
+            // SAFETY: inside by the guard, 16-byte aligned by the caller's contract.
+            unsafe { mem::store_global_v4_f32(p, v) };
+        }
+    } else {
+        unroll!(i in [0, 1, 2, 3] {
+            if first + (i as u32) < limit {
+                // SAFETY: element i is inside by the guard.
+                unsafe { mem::store_global_f32(p.add(i), v[i]) };
+            }
+        });
+    }
+}
