@@ -10,6 +10,9 @@
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
+//!   For `few_rows_{8,16}` (`m > 4`), which hold 4 blocks per SM, the splits round down instead
+//!   of up, so that the blocks fit one wave: 12x16384x16384 ran in 0.572 ms with 17 splits (544
+//!   blocks on 528 slots) and in 0.389 ms with 16.
 //! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
 //!   slots. Otherwise idle slots waste time: `s` splits
 //!   take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
@@ -27,6 +30,7 @@ use crate::error::{HostError, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
     FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_kernel,
+    few_rows_uses_panel,
 };
 
 /// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
@@ -132,14 +136,19 @@ pub fn plan_with(
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
-            let (s, why) = split
-                .map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_ROWS_MIN_CHUNK), |s| (s, "split forced".into()));
+            let one_wave = few_rows_uses_panel(shape.m as u32);
+            let (s, why) = split.map_or_else(
+                || narrow_split(shape.k, blocks, sm, FEW_ROWS_MIN_CHUNK, one_wave),
+                |s| (s, "split forced".into()),
+            );
             (skinny::plan_few_rows(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewCols => {
             let blocks = skinny::few_cols_blocks(shape);
-            let (s, why) = split
-                .map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK), |s| (s, "split forced".into()));
+            let (s, why) = split.map_or_else(
+                || narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK, false),
+                |s| (s, "split forced".into()),
+            );
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
         MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
@@ -176,10 +185,13 @@ fn count(n: u64, thing: &str) -> String {
 }
 
 /// Splits for a narrow kernel with `blocks` blocks per split: toward `NARROW_BLOCKS_PER_SM`
-/// blocks per SM, each split at least `min_chunk` long.
-fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32) -> (SplitK, String) {
+/// blocks per SM (at least that many, or with `one_wave` at most that many), each split at least
+/// `min_chunk` long.
+fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: bool) -> (SplitK, String) {
     let target = (NARROW_BLOCKS_PER_SM * sm) as usize;
-    let wanted = target.div_ceil(blocks.max(1)).min(u32::MAX as usize) as u32;
+    let blocks_per_split = blocks.max(1);
+    let wanted = if one_wave { target / blocks_per_split } else { target.div_ceil(blocks_per_split) }
+        .min(u32::MAX as usize) as u32;
     let s = SplitK::about(k, wanted, min_chunk);
     let why = if s.splits > 1 {
         format!(
@@ -254,6 +266,15 @@ mod tests {
         let p = auto(16, 16_384, 16_384);
         assert_eq!(p.variant, MatmulVariant::FewRows);
         assert!(p.split.unwrap().splits > 1);
+        // 32 blocks per split: 16 splits fill the 528 slots of 4 blocks per SM, 17 would leave
+        // 16 blocks to a second wave.
+        for m in [8, 12, 16] {
+            let p = auto(m, 16_384, 16_384);
+            assert_eq!((p.launch.grid_dim.0, p.split.unwrap().splits), (32, 16), "{p}");
+        }
+        // The register-only kernels round up: 128 blocks per split, 5 splits.
+        assert_eq!(auto(1, 4096, 65_536).split.unwrap().splits, 5);
+        assert_eq!(auto(4, 4096, 65_536).split.unwrap().splits, 5);
     }
 
     #[test]
