@@ -11,8 +11,9 @@
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
 //!   For `few_rows_{8,16}` (`m > 4`), which hold 4 blocks per SM, the splits round down instead
-//!   of up, so that the blocks fit one wave: 12x16384x16384 ran in 0.572 ms with 17 splits (544
-//!   blocks on 528 slots) and in 0.389 ms with 16.
+//!   of up, so that the blocks fit one wave (12x16384x16384 ran in 0.572 ms with 17 splits, 544
+//!   blocks on 528 slots, and in 0.389 ms with 16), and may be as short as
+//!   [`FEW_ROWS_PANEL_MIN_CHUNK`].
 //! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
 //!   slots. Otherwise idle slots waste time: `s` splits
 //!   take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
@@ -38,8 +39,12 @@ use kernels::matmul::skinny::{
 pub const NARROW_BLOCKS_PER_SM: u32 = 4;
 /// Shortest split of `few_cols`: one step of its warps (1024 columns of `A`).
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
-/// Shortest split of `few_rows`: 64 steps of 4 rows of `B` per thread.
+/// Shortest split of `few_rows_{1,2,4}`: 64 steps of 4 rows of `B` per thread.
 pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
+/// Shortest split of `few_rows_{8,16}`: 16 steps of 4 rows of `B` per thread. Shorter than
+/// [`FEW_ROWS_MIN_CHUNK`] so that small products still fill the SMs: 16x4096x4096 ran in
+/// 0.077 ms with 16 splits of 256 (128 blocks) and in 0.044 ms with 64 splits of 64.
+pub const FEW_ROWS_PANEL_MIN_CHUNK: u32 = 64;
 /// Shortest split of `sgemm`: four 8-deep slices per block.
 pub const SGEMM_MIN_CHUNK: u32 = 32;
 /// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
@@ -136,11 +141,10 @@ pub fn plan_with(
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
-            let one_wave = few_rows_uses_panel(shape.m as u32);
-            let (s, why) = split.map_or_else(
-                || narrow_split(shape.k, blocks, sm, FEW_ROWS_MIN_CHUNK, one_wave),
-                |s| (s, "split forced".into()),
-            );
+            let panel = few_rows_uses_panel(shape.m as u32);
+            let min_chunk = if panel { FEW_ROWS_PANEL_MIN_CHUNK } else { FEW_ROWS_MIN_CHUNK };
+            let (s, why) = split
+                .map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, panel), |s| (s, "split forced".into()));
             (skinny::plan_few_rows(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewCols => {
@@ -271,6 +275,10 @@ mod tests {
         for m in [8, 12, 16] {
             let p = auto(m, 16_384, 16_384);
             assert_eq!((p.launch.grid_dim.0, p.split.unwrap().splits), (32, 16), "{p}");
+        }
+        // Small products: 8 blocks per split, 64 splits of the shortest chunk (64).
+        for m in [8, 16] {
+            assert_eq!(auto(m, 4096, 4096).split.unwrap(), SplitK { splits: 64, k_chunk: 64 });
         }
         // The register-only kernels round up: 128 blocks per split, 5 splits.
         assert_eq!(auto(1, 4096, 65_536).split.unwrap().splits, 5);
