@@ -25,12 +25,14 @@
 //!   memory, no barrier.
 //! - `_8`, `_16` (from [`FEW_ROWS_PANEL_MIN_M`] rows): the block first copies a panel of `A`
 //!   (rows `0..m`, up to `FEW_ROWS_PANEL / MR` columns of its split, `MR` the suffix) into static
-//!   shared memory ([`FEW_ROWS_PANEL`] floats, 32 KiB), between barriers; then each thread loads
-//!   four rows of `B` and reads `A` back as 16-byte broadcasts (`ld.shared.v4`, one address per
-//!   warp). Loaded from global memory, the 16 rows' elements of `A` were hoisted by ptxas into 64
-//!   more live registers (168 for `_16`, 3 blocks per SM); from shared memory `_16` fits 128
-//!   registers, 4 blocks per SM. A split longer than one panel takes several, each behind a
-//!   barrier. Threads past the last column take part in the copies and barriers only.
+//!   shared memory ([`FEW_ROWS_PANEL`] floats, 32 KiB), between barriers; then each thread
+//!   multiplies four rows of `B` while the next four are in flight (eight 16-byte loads), reading
+//!   `A` back as 16-byte broadcasts (`ld.shared.v4`, one address per warp). Loaded from global
+//!   memory, the 16 rows' elements of `A` were hoisted by ptxas into 64 more live registers (168
+//!   for `_16` with four rows of `B` in flight); from shared memory `_16` takes 141 registers with
+//!   eight, 3 blocks per SM, and `_8` 112, 4 blocks per SM ([`few_rows_blocks_per_sm`]). A split
+//!   longer than one panel takes several, each behind a barrier. Threads past the last column
+//!   take part in the copies and barriers only.
 //!
 //! # `matmul_few_cols_{1,2,4,8,16}` (`n <=` the suffix): streams `A`
 //! Block [`FEW_COLS_THREADS`] threads (8 warps), grid `(ceil(m / FEW_COLS_ROWS_PER_BLOCK), 1,
@@ -74,6 +76,20 @@ pub const fn few_rows_uses_panel(m: u32) -> bool {
         i += 1;
     }
     false
+}
+
+/// Blocks of the `matmul_few_rows` kernel for `m` rows that one SM holds, for the kernels that
+/// stage `A` ([`few_rows_uses_panel`]): their registers (ptxas, `cargo xtask build-ptx`) bound
+/// it, 141 for `_16` (3 blocks of 128 threads) and 112 for `_8` (4); `None` for the others,
+/// which hold more than the planner asks of them.
+pub const fn few_rows_blocks_per_sm(m: u32) -> Option<u32> {
+    if !few_rows_uses_panel(m) {
+        None
+    } else if m > 8 {
+        Some(3)
+    } else {
+        Some(4)
+    }
 }
 
 /// The first kernel of `table` (widths ascending) whose width holds `width`.
@@ -430,7 +446,8 @@ mod device_code {
 
     /// As `rows_product`, with `A` staged through shared memory: per panel of at most
     /// `FEW_ROWS_PANEL / MR` columns of `A`, a barrier (from the second panel on), the block's copy
-    /// of the panel, a barrier, then 4 rows of `B` at a time against the panel.
+    /// of the panel, a barrier, then 4 rows of `B` at a time against the panel, the next 4 loaded
+    /// before the current 4 are used.
     ///
     /// # Safety
     /// As `matmul_few_rows_<MR>` (`m <= MR`), `k_begin <= k_end <= k`, called by the whole
@@ -458,13 +475,21 @@ mod device_code {
             unsafe { fill_panel::<MR, VEC>(panel, a, (m, k, p0, plen)) };
             thread::sync_threads();
             if active {
+                // The next four rows of B are in flight while these four are multiplied.
+                // SAFETY: rows p0 + u < p0 + plen <= k for those loaded (plen >= 1); col < n.
+                let mut rows = unsafe { load_b_rows4::<VEC>(b, p0, plen, n, col) };
                 let mut kl = 0;
                 while kl < plen {
-                    // SAFETY: rows p0 + kl + u < p0 + plen <= k for those loaded; col < n.
-                    let rows = unsafe { load_b_rows4::<VEC>(b, p0 + kl, plen - kl, n, col) };
+                    let next = if kl + 4 < plen {
+                        // SAFETY: rows p0 + kl + 4 + u < p0 + plen <= k for those loaded; col < n.
+                        unsafe { load_b_rows4::<VEC>(b, p0 + kl + 4, plen - kl - 4, n, col) }
+                    } else {
+                        [[0.0f32; 4]; 4]
+                    };
                     // SAFETY: kl % 4 == 0, kl + 4 <= round_up(plen, 4) <= kp; the panel (zero past
                     // plen up to a multiple of 4) was filled before the barrier.
                     unsafe { fma_rows4::<MR>(panel, m, kl as usize, &rows, &mut acc) };
+                    rows = next;
                     kl += 4;
                 }
             }
@@ -718,6 +743,8 @@ mod tests {
         assert_eq!(few_rows_kernel(17), None);
         assert!(!few_rows_uses_panel(4) && few_rows_uses_panel(5) && few_rows_uses_panel(16));
         assert!(!few_rows_uses_panel(17));
+        assert_eq!((few_rows_blocks_per_sm(4), few_rows_blocks_per_sm(5)), (None, Some(4)));
+        assert_eq!((few_rows_blocks_per_sm(9), few_rows_blocks_per_sm(16)), (Some(3), Some(3)));
         assert_eq!(FEW_ROWS_KERNELS.last().unwrap().0, FEW_ROWS_MAX_M);
     }
 
