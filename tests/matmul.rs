@@ -113,6 +113,10 @@ fn every_variant_matches_cpu_on_ragged_shapes() {
         (2, 6, 2050),
         (1000, 6, 2),
         (3, 4099, 5),
+        // few_rows_{8,16} stage A in panels of 1024 / 512 columns: several panels, the last
+        // ragged, on the scalar path (k odd) with a partial last block of columns.
+        (12, 1031, 130),
+        (7, 2051, 70),
     ];
     for shape in shapes {
         assert_every_variant_matches_cpu(&gpu, &mut rng, shape);

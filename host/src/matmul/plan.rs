@@ -17,9 +17,14 @@
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
-//! - `sgemm` (and `sgemm_warp_tiled` when asked for; `auto` gives it full waves only): no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
-//!   slots. Otherwise idle slots waste time: `s` splits
-//!   take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
+//!   For `few_rows_{8,16}` (`m > 4`) the splits aim at the blocks an SM holds
+//!   (`few_rows_blocks_per_sm`: 4 for `_8`, 3 for `_16`) and round down instead of up, so that
+//!   the blocks fit one wave (before `_16` was double-buffered, 12x16384x16384 ran in 0.572 ms
+//!   with 17 splits, 544 blocks on 528 slots, and in 0.389 ms with 16), and may be as short as
+//!   [`FEW_ROWS_PANEL_MIN_CHUNK`].
+//! - `sgemm` (and `sgemm_warp_tiled` when asked for; `auto` gives it full waves only): no split
+//!   when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block slots. Otherwise
+//!   idle slots waste time: `s` splits take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
 //!   (each split at least [`SGEMM_MIN_CHUNK`] long) within [`SGEMM_SPLIT_SLACK`] of the least,
 //!   and only when it saves at least a fifth ([`SGEMM_SPLIT_GAIN`]): each split costs a pass
 //!   over `splits x m x n` partial sums.
@@ -33,7 +38,8 @@ use super::{naive, sgemm, sgemm_warp_tiled, skinny, tiled};
 use crate::error::{HostError, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
-    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_kernel,
+    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_blocks_per_sm,
+    few_rows_kernel,
 };
 
 /// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
@@ -41,7 +47,7 @@ use kernels::matmul::skinny::{
 pub const NARROW_BLOCKS_PER_SM: u32 = 4;
 /// Shortest split of `few_cols`: one step of its warps (1024 columns of `A`).
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
-/// Shortest split of `few_rows`: 64 steps of 4 rows of `B` per thread.
+/// Shortest split of `few_rows_{1,2,4}`: 64 steps of 4 rows of `B` per thread.
 pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
 /// Shortest `k` for which `auto` runs `sgemm_warp_tiled`: shorter products spend too much of
 /// their time in the prologue and epilogue, where its 4 warps per block hide less latency.
@@ -49,6 +55,11 @@ pub const WARP_TILED_MIN_K: usize = 512;
 /// Least fill of the tiles' waves for which `auto` runs `sgemm_warp_tiled`: an SM that gets
 /// one block in the last wave runs one warp per scheduler.
 pub const WARP_TILED_MIN_FILL: f64 = 0.85;
+/// Shortest split of `few_rows_{8,16}`: 16 steps of 4 rows of `B` per thread. Shorter than
+/// [`FEW_ROWS_MIN_CHUNK`] so that small products still fill the SMs: 16x4096x4096 ran in
+/// 0.077 ms with 16 splits of 256 (128 blocks) and in 0.044 ms with 64 splits of 64 (before
+/// `_16` was double-buffered).
+pub const FEW_ROWS_PANEL_MIN_CHUNK: u32 = 64;
 /// Shortest split of `sgemm`: four 8-deep slices per block.
 pub const SGEMM_MIN_CHUNK: u32 = 32;
 /// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
@@ -149,14 +160,18 @@ pub fn plan_with(
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
+            let one_wave = few_rows_blocks_per_sm(shape.m as u32);
+            let min_chunk = if one_wave.is_some() { FEW_ROWS_PANEL_MIN_CHUNK } else { FEW_ROWS_MIN_CHUNK };
             let (s, why) = split
-                .map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_ROWS_MIN_CHUNK), |s| (s, "split forced".into()));
+                .map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), |s| (s, "split forced".into()));
             (skinny::plan_few_rows(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewCols => {
             let blocks = skinny::few_cols_blocks(shape);
-            let (s, why) = split
-                .map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK), |s| (s, "split forced".into()));
+            let (s, why) = split.map_or_else(
+                || narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK, None),
+                |s| (s, "split forced".into()),
+            );
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
         MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
@@ -210,18 +225,19 @@ fn count(n: u64, thing: &str) -> String {
     if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
 }
 
-/// Splits for a narrow kernel with `blocks` blocks per split: toward `NARROW_BLOCKS_PER_SM`
-/// blocks per SM, each split at least `min_chunk` long.
-fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32) -> (SplitK, String) {
-    let target = (NARROW_BLOCKS_PER_SM * sm) as usize;
-    let wanted = target.div_ceil(blocks.max(1)).min(u32::MAX as usize) as u32;
+/// Splits for a narrow kernel with `blocks` blocks per split, each split at least `min_chunk`
+/// long: toward at least `NARROW_BLOCKS_PER_SM` blocks per SM, or with `one_wave = Some(b)` (the
+/// blocks an SM holds) at most `b` per SM, so that no block waits for a second wave.
+fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Option<u32>) -> (SplitK, String) {
+    let per_sm = one_wave.unwrap_or(NARROW_BLOCKS_PER_SM);
+    let target = (per_sm * sm) as usize;
+    let blocks_per_split = blocks.max(1);
+    let wanted = if one_wave.is_some() { target / blocks_per_split } else { target.div_ceil(blocks_per_split) }
+        .min(u32::MAX as usize) as u32;
     let s = SplitK::about(k, wanted, min_chunk);
     let why = if s.splits > 1 {
-        format!(
-            "{} per split, under {NARROW_BLOCKS_PER_SM} per SM: {} splits of k",
-            count(blocks as u64, "block"),
-            s.splits
-        )
+        let wave = if one_wave.is_some() { " (one wave)" } else { "" };
+        format!("{} per split, under {per_sm} per SM{wave}: {} splits of k", count(blocks as u64, "block"), s.splits)
     } else {
         format!("{} per split: no split", count(blocks as u64, "block"))
     };
@@ -289,6 +305,19 @@ mod tests {
         let p = auto(16, 16_384, 16_384);
         assert_eq!(p.variant, MatmulVariant::FewRows);
         assert!(p.split.unwrap().splits > 1);
+        // 32 blocks per split: 16 splits fill the 528 slots of few_rows_8 (4 blocks per SM), 12
+        // the 396 of few_rows_16 (3 per SM); one more would leave blocks to a second wave.
+        for (m, splits) in [(8, 16), (12, 12), (16, 12)] {
+            let p = auto(m, 16_384, 16_384);
+            assert_eq!((p.launch.grid_dim.0, p.split.unwrap().splits), (32, splits), "{p}");
+            assert!(p.to_string().contains("(one wave)"), "{p}");
+        }
+        // Small products: 8 blocks per split, 64 splits of the shortest chunk (64) for few_rows_8.
+        assert_eq!(auto(8, 4096, 4096).split.unwrap(), SplitK { splits: 64, k_chunk: 64 });
+        assert!(auto(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
+        // The register-only kernels round up: 128 blocks per split, 5 splits.
+        assert_eq!(auto(1, 4096, 65_536).split.unwrap().splits, 5);
+        assert_eq!(auto(4, 4096, 65_536).split.unwrap().splits, 5);
     }
 
     #[test]

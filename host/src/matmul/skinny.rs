@@ -25,7 +25,8 @@ fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
 }
 
 /// `matmul_few_rows`: one `FEW_ROWS_THREADS`-thread block per `FEW_ROWS_BLOCK_COLS` columns of
-/// `C`, one z index per split; no shared memory. Refuses `m > FEW_ROWS_MAX_M`.
+/// `C`, one z index per split; no dynamic shared memory (`matmul_few_rows_{8,16}` declare their
+/// 32 KiB panel of `A` statically). Refuses `m > FEW_ROWS_MAX_M`.
 pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     let blocks = narrow_blocks(shape.m, FEW_ROWS_MAX_M, "few_rows", "rows", "m", few_rows_blocks(shape), shape)?;
     Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_ROWS_THREADS, 1, 1), shared_mem_bytes: 0 })

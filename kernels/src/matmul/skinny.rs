@@ -15,13 +15,24 @@
 //! # `matmul_few_rows_{1,2,4,8,16}` (`m <=` the suffix): streams `B`
 //! Block [`FEW_ROWS_THREADS`] threads, grid `(ceil(n / FEW_ROWS_BLOCK_COLS), 1, splits)`. Thread
 //! `t` of block `bx` owns columns `4 (bx * FEW_ROWS_THREADS + t) ..` of every row of `C`, so a
-//! warp reads 512 contiguous bytes of a row of `B`. Per step it loads four rows of `B` (four
-//! 16-byte loads in flight), then for each of the `m` rows of `A` the four matching elements
-//! (one 16-byte load at an address uniform across the warp, served from L1), and does
-//! `m x 4 x 4` FMAs into `m x 4` accumulators. No shared memory, no barrier, no reduction across
-//! threads: each thread's columns are its own. One kernel per accumulator height (the suffix):
-//! registers grow with it (`m x 4` accumulators), and fewer registers keep more blocks, and so
-//! more loads, in flight on each SM.
+//! warp reads 512 contiguous bytes of a row of `B`, and keeps `m x 4` accumulators. No reduction
+//! across threads: each thread's columns are its own. One kernel per accumulator height (the
+//! suffix): registers grow with it, and fewer registers keep more blocks, and so more loads, in
+//! flight on each SM. Two ways to feed `A`:
+//! - `_1`, `_2`, `_4`: per step each thread loads four rows of `B` (four 16-byte loads in
+//!   flight), then for each of the `m` rows of `A` the four matching elements (one 16-byte load
+//!   at an address uniform across the warp, served from L1), and does `m x 4 x 4` FMAs. No shared
+//!   memory, no barrier.
+//! - `_8`, `_16` (from [`FEW_ROWS_PANEL_MIN_M`] rows): the block first copies a panel of `A`
+//!   (rows `0..m`, up to `FEW_ROWS_PANEL / MR` columns of its split, `MR` the suffix) into static
+//!   shared memory ([`FEW_ROWS_PANEL`] floats, 32 KiB), between barriers; then each thread
+//!   multiplies four rows of `B` while the next four are in flight (eight 16-byte loads), reading
+//!   `A` back as 16-byte broadcasts (`ld.shared.v4`, one address per warp). Loaded from global
+//!   memory, the 16 rows' elements of `A` were hoisted by ptxas into 64 more live registers (168
+//!   for `_16` with four rows of `B` in flight); from shared memory `_16` takes 141 registers with
+//!   eight, 3 blocks per SM, and `_8` 112, 4 blocks per SM ([`few_rows_blocks_per_sm`]). A split
+//!   longer than one panel takes several, each behind a barrier. Threads past the last column
+//!   take part in the copies and barriers only.
 //!
 //! # `matmul_few_cols_{1,2,4,8,16}` (`n <=` the suffix): streams `A`
 //! Block [`FEW_COLS_THREADS`] threads (8 warps), grid `(ceil(m / FEW_COLS_ROWS_PER_BLOCK), 1,
@@ -35,7 +46,8 @@
 //!
 //! # Safety
 //! `a`, `b`, `c` point to device allocations of `m*k`, `k*n`, `gridDim.z*m*n` `f32`; `c`
-//! overlaps neither input; the block has the kernel's thread count; `m` (or `n`) is within the
+//! overlaps neither input; the block has the kernel's thread count (every thread of a
+//! `matmul_few_rows_{8,16}` block reaches its barriers); `m` (or `n`) is within the
 //! kernel's limit; `k_chunk` is a positive multiple of 4.
 
 /// PTX symbols of the `matmul_few_rows` kernels, by the most rows of `C` each takes.
@@ -51,6 +63,33 @@ pub const FEW_ROWS_KERNELS: [(u32, &str); 5] = [
 /// holds `m`; `None` above [`FEW_ROWS_MAX_M`].
 pub const fn few_rows_kernel(m: u32) -> Option<&'static str> {
     narrowest(&FEW_ROWS_KERNELS, m)
+}
+
+/// Whether the `matmul_few_rows` kernel for `m` rows stages `A` through shared memory (its
+/// suffix is at least [`FEW_ROWS_PANEL_MIN_M`]: `m > 4`); `false` above [`FEW_ROWS_MAX_M`].
+pub const fn few_rows_uses_panel(m: u32) -> bool {
+    let mut i = 0;
+    while i < FEW_ROWS_KERNELS.len() {
+        if m <= FEW_ROWS_KERNELS[i].0 {
+            return FEW_ROWS_KERNELS[i].0 >= FEW_ROWS_PANEL_MIN_M;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Blocks of the `matmul_few_rows` kernel for `m` rows that one SM holds, for the kernels that
+/// stage `A` ([`few_rows_uses_panel`]): their registers (ptxas, `cargo xtask build-ptx`) bound
+/// it, 141 for `_16` (3 blocks of 128 threads) and 112 for `_8` (4); `None` for the others,
+/// which hold more than the planner asks of them.
+pub const fn few_rows_blocks_per_sm(m: u32) -> Option<u32> {
+    if !few_rows_uses_panel(m) {
+        None
+    } else if m > 8 {
+        Some(3)
+    } else {
+        Some(4)
+    }
 }
 
 /// The first kernel of `table` (widths ascending) whose width holds `width`.
@@ -85,6 +124,12 @@ pub const FEW_ROWS_MAX_M: u32 = 16;
 pub const FEW_ROWS_THREADS: u32 = 128;
 /// Columns of `C` per thread of `matmul_few_rows` (one 16-byte vector).
 pub const FEW_ROWS_COLS_PER_THREAD: u32 = 4;
+/// `matmul_few_rows` kernels of at least this many accumulator rows (`matmul_few_rows_{8,16}`)
+/// stage `A` through shared memory; the shorter ones read it from L1.
+pub const FEW_ROWS_PANEL_MIN_M: u32 = 8;
+/// Floats of `A` a block of `matmul_few_rows_{8,16}` stages in shared memory at a time (32 KiB,
+/// static): `MR` rows of `FEW_ROWS_PANEL / MR` columns, `MR` the kernel's suffix.
+pub const FEW_ROWS_PANEL: u32 = 8192;
 /// Columns of `C` per block of `matmul_few_rows`.
 pub const FEW_ROWS_BLOCK_COLS: u32 = FEW_ROWS_THREADS * FEW_ROWS_COLS_PER_THREAD;
 
@@ -100,6 +145,9 @@ pub const FEW_COLS_LOADS: u32 = 8;
 pub const FEW_COLS_STEP: u32 = FEW_COLS_LOADS * 32 * 4;
 
 const _: () = assert!(FEW_ROWS_MAX_M == 16 && FEW_COLS_MAX_N == 16 && FEW_ROWS_COLS_PER_THREAD == 4);
+// A panel's row length (FEW_ROWS_PANEL / MR) is a multiple of 4 for every MR up to 16, so rows
+// of the panel start 16-byte aligned and splits keep their 16-byte alignment across panels.
+const _: () = assert!(FEW_ROWS_PANEL.is_multiple_of(4 * FEW_ROWS_MAX_M) && FEW_ROWS_PANEL_MIN_M == 8);
 // The `unroll!` lists of `matmul_few_cols` spell out 0..FEW_COLS_LOADS.
 const _: () = assert!(FEW_COLS_LOADS == 8);
 
@@ -124,13 +172,15 @@ pub const fn few_cols_vector_b(k: u32, n: u32) -> bool {
 
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
+    use super::FEW_ROWS_PANEL;
     use super::{
         FEW_COLS_LOADS, FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_STEP, FEW_ROWS_COLS_PER_THREAD, FEW_ROWS_THREADS,
         few_cols_vector_b, few_cols_vector_path, few_rows_vector_path,
     };
+    use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
-    use crate::gpu_kernel;
     use crate::matmul::split_k::split_k_range;
+    use crate::{gpu_kernel, shared_array};
 
     /// Declares one kernel per listed width, each calling `$body::<width>`: the narrow side
     /// (`$side`) at most that width, blocks of `$threads` threads.
@@ -155,7 +205,10 @@ mod device_code {
     narrow_kernels!(few_rows, "m", "FEW_ROWS_THREADS":
         matmul_few_rows_1 = 1,
         matmul_few_rows_2 = 2,
-        matmul_few_rows_4 = 4,
+        matmul_few_rows_4 = 4
+    );
+    // From FEW_ROWS_PANEL_MIN_M rows up, A goes through shared memory.
+    narrow_kernels!(few_rows_panel, "m", "FEW_ROWS_THREADS":
         matmul_few_rows_8 = 8,
         matmul_few_rows_16 = 16
     );
@@ -232,6 +285,236 @@ mod device_code {
             // SAFETY: forwarded contract.
             unsafe { rows_product::<MR, false>(a, b, out, m, k, n, col, k_begin, k_begin + k_len) }
         }
+    }
+
+    /// The body of `matmul_few_rows_<MR>` for `MR >=` [`FEW_ROWS_PANEL_MIN_M`](super::FEW_ROWS_PANEL_MIN_M):
+    /// `A` staged through shared memory in panels.
+    ///
+    /// # Safety
+    /// As the kernels, with `m <= MR`.
+    #[inline(always)]
+    unsafe fn few_rows_panel<const MR: usize>(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        let z = thread::block_idx_z();
+        let (k_begin, k_len) = split_k_range(z, k_chunk, k);
+        let out = c.wrapping_add(z as usize * m as usize * n as usize);
+        let col = (thread::block_idx_x() * FEW_ROWS_THREADS + thread::thread_idx_x()) * FEW_ROWS_COLS_PER_THREAD;
+        let aligned = (a as usize | b as usize | out as usize).is_multiple_of(16);
+        let args = (m, k, n, col, k_begin, k_begin + k_len);
+        if few_rows_vector_path(k, n) && aligned {
+            // SAFETY: forwarded contract; k % 4 == n % 4 == 0 and aligned bases.
+            unsafe { panel_rows_product::<MR, true>(a, b, out, args) }
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { panel_rows_product::<MR, false>(a, b, out, args) }
+        }
+    }
+
+    /// Copies columns `p0 .. p0 + plen` of rows `0..m` of `A` into `panel` (row `i` at
+    /// `i * (FEW_ROWS_PANEL / MR)`), by the whole block.
+    ///
+    /// # Safety
+    /// `m <= MR`, `p0 + plen <= k`, `plen <= FEW_ROWS_PANEL / MR`; with `VEC`, `k % 4 == 0`,
+    /// `p0 % 4 == 0`, `plen % 4 == 0` and `a` 16-byte aligned; barriers on both sides.
+    #[inline(always)]
+    unsafe fn fill_panel<const MR: usize, const VEC: bool>(
+        panel: SharedArray<f32, { FEW_ROWS_PANEL as usize }>,
+        a: *const f32,
+        (m, k, p0, plen): (u32, u32, u32, u32),
+    ) {
+        let kp = FEW_ROWS_PANEL as usize / MR;
+        let t = thread::thread_idx_x();
+        // Four rows at a time (four loads in flight), the row's columns across the block.
+        // Runtime bounds (m, plen): with constant ones LLVM unrolls the loops and keeps every
+        // load's address live through the product that follows.
+        let src = a.wrapping_add(p0 as usize);
+        let mut i0 = 0;
+        while i0 < m {
+            if VEC {
+                let mut c = t;
+                while 4 * c < plen {
+                    let mut v = [[0.0f32; 4]; 4];
+                    unroll!(r in [0, 1, 2, 3] {
+                        if i0 + (r as u32) < m {
+                            let at = src.wrapping_add((i0 as usize + r) * k as usize + 4 * c as usize);
+                            // SAFETY: row i0 + r < m, columns p0 + 4c .. + 4 <= p0 + plen <= k,
+                            // 16-byte aligned (k, p0 and 4c are multiples of 4).
+                            v[r] = unsafe { mem::load_global_nc_v4_f32(at) };
+                        }
+                    });
+                    unroll!(r in [0, 1, 2, 3] {
+                        if i0 + (r as u32) < m {
+                            // SAFETY: (i0 + r) * kp + 4c + 4 <= MR * kp = FEW_ROWS_PANEL (i0 + r <
+                            // m <= MR, 4c < plen <= kp), a multiple of 4; this thread alone writes
+                            // it between the barriers.
+                            unsafe { panel.store4((i0 as usize + r) * kp + 4 * c as usize, v[r]) };
+                        }
+                    });
+                    c += FEW_ROWS_THREADS;
+                }
+            } else {
+                // Zeros past plen up to a multiple of 4: the product reads whole groups of 4.
+                let mut c = t;
+                while c < plen.next_multiple_of(4) {
+                    let mut v = [0.0f32; 4];
+                    unroll!(r in [0, 1, 2, 3] {
+                        if i0 + (r as u32) < m && c < plen {
+                            let at = src.wrapping_add((i0 as usize + r) * k as usize + c as usize);
+                            // SAFETY: row i0 + r < m, column p0 + c < p0 + plen <= k.
+                            v[r] = unsafe { mem::load_global_nc_f32(at) };
+                        }
+                    });
+                    unroll!(r in [0, 1, 2, 3] {
+                        if i0 + (r as u32) < m {
+                            // SAFETY: (i0 + r) * kp + c < FEW_ROWS_PANEL; this thread alone
+                            // writes it between the barriers.
+                            unsafe { panel.store((i0 as usize + r) * kp + c as usize, v[r]) };
+                        }
+                    });
+                    c += FEW_ROWS_THREADS;
+                }
+            }
+            i0 += 4;
+        }
+    }
+
+    /// Rows `row .. row + 4` of `B`, this thread's 4 columns; zero for rows at or past
+    /// `row + left` (only off the vector path, where `left` may be under 4). Off the vector path,
+    /// columns past the last repeat the last one (unguarded loads keep registers down; the
+    /// caller never stores those columns).
+    ///
+    /// # Safety
+    /// `row + min(left, 4) <= k`, `col < n`; with `VEC`, `left >= 4`, `n % 4 == 0` and `b`
+    /// 16-byte aligned.
+    #[inline(always)]
+    unsafe fn load_b_rows4<const VEC: bool>(b: *const f32, row: u32, left: u32, n: u32, col: u32) -> [[f32; 4]; 4] {
+        let base = b.wrapping_add(row as usize * n as usize + col as usize);
+        let last = (n - 1 - col) as usize;
+        let mut rows = [[0.0f32; 4]; 4];
+        unroll!(u in [0, 1, 2, 3] {
+            if VEC || (u as u32) < left {
+                let at = base.wrapping_add(u * n as usize);
+                if VEC {
+                    // SAFETY: row + u < k; col % 4 == 0 and n % 4 == 0, so the 4 columns are
+                    // inside the row, 16-byte aligned.
+                    rows[u] = unsafe { mem::load_global_nc_v4_f32(at) };
+                } else {
+                    unroll!(j in [0, 1, 2, 3] {
+                        // SAFETY: row + u < k, column col + min(j, n - 1 - col) < n.
+                        rows[u][j] = unsafe { mem::load_global_nc_f32(at.add(if j < last { j } else { last })) };
+                    });
+                }
+            }
+        });
+        rows
+    }
+
+    /// `acc[i] += A[i][kl .. kl + 4] * rows` for `i < m`, `A` from the panel.
+    ///
+    /// # Safety
+    /// `kl % 4 == 0`, `kl + 4 <= FEW_ROWS_PANEL / MR`, rows `0..m` of the panel written before a
+    /// barrier that precedes this call.
+    #[inline(always)]
+    unsafe fn fma_rows4<const MR: usize>(
+        panel: SharedArray<f32, { FEW_ROWS_PANEL as usize }>,
+        m: u32,
+        kl: usize,
+        rows: &[[f32; 4]; 4],
+        acc: &mut [[f32; 4]; 16],
+    ) {
+        let kp = FEW_ROWS_PANEL as usize / MR;
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            if i < MR && (i as u32) < m {
+                // SAFETY: i < MR, so i * kp + kl + 4 <= FEW_ROWS_PANEL; 16-byte aligned (kp and
+                // kl are multiples of 4); written before the caller's barrier.
+                let a4 = unsafe { panel.load4(i * kp + kl) };
+                unroll!(u in [0, 1, 2, 3] {
+                    unroll!(j in [0, 1, 2, 3] {
+                        acc[i][j] = fma(a4[u], rows[u][j], acc[i][j]);
+                    });
+                });
+            }
+        });
+    }
+
+    /// As `rows_product`, with `A` staged through shared memory: per panel of at most
+    /// `FEW_ROWS_PANEL / MR` columns of `A`, a barrier (from the second panel on), the block's copy
+    /// of the panel, a barrier, then 4 rows of `B` at a time against the panel, the next 4 loaded
+    /// before the current 4 are used.
+    ///
+    /// # Safety
+    /// As `matmul_few_rows_<MR>` (`m <= MR`), `k_begin <= k_end <= k`, called by the whole
+    /// block; with `VEC`, the vector-path conditions and `k_begin % 4 == 0`.
+    #[inline(always)]
+    unsafe fn panel_rows_product<const MR: usize, const VEC: bool>(
+        a: *const f32,
+        b: *const f32,
+        out: *mut f32,
+        (m, k, n, col, k_begin, k_end): (u32, u32, u32, u32, u32, u32),
+    ) {
+        let panel = shared_array!(MATMUL_FEW_ROWS_PANEL: [f32; FEW_ROWS_PANEL as usize]);
+        let kp = FEW_ROWS_PANEL / MR as u32;
+        let active = col < n;
+        let mut acc = [[0.0f32; 4]; 16];
+        let mut p0 = k_begin;
+        while p0 < k_end {
+            let plen = if k_end - p0 < kp { k_end - p0 } else { kp };
+            if p0 != k_begin {
+                // Every thread is done reading the previous panel.
+                thread::sync_threads();
+            }
+            // SAFETY: m <= MR, p0 + plen <= k_end <= k, plen <= kp; with VEC, k, p0 (k_begin
+            // plus multiples of kp) and plen (k_len % 4 == 0 on this path) are multiples of 4.
+            unsafe { fill_panel::<MR, VEC>(panel, a, (m, k, p0, plen)) };
+            thread::sync_threads();
+            if active {
+                // The next four rows of B are in flight while these four are multiplied.
+                // SAFETY: rows p0 + u < p0 + plen <= k for those loaded (plen >= 1); col < n.
+                let mut rows = unsafe { load_b_rows4::<VEC>(b, p0, plen, n, col) };
+                let mut kl = 0;
+                while kl < plen {
+                    let next = if kl + 4 < plen {
+                        // SAFETY: rows p0 + kl + 4 + u < p0 + plen <= k for those loaded; col < n.
+                        unsafe { load_b_rows4::<VEC>(b, p0 + kl + 4, plen - kl - 4, n, col) }
+                    } else {
+                        [[0.0f32; 4]; 4]
+                    };
+                    // SAFETY: kl % 4 == 0, kl + 4 <= round_up(plen, 4) <= kp; the panel (zero past
+                    // plen up to a multiple of 4) was filled before the barrier.
+                    unsafe { fma_rows4::<MR>(panel, m, kl as usize, &rows, &mut acc) };
+                    rows = next;
+                    kl += 4;
+                }
+            }
+            p0 += plen;
+        }
+        if !active {
+            return;
+        }
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            if i < MR && (i as u32) < m {
+                let at = out.wrapping_add(i * n as usize + col as usize);
+                if VEC {
+                    // SAFETY: row i < m, the 4 columns < n, 16-byte aligned; this thread alone
+                    // writes them.
+                    unsafe { mem::store_global_v4_f32(at, acc[i]) };
+                } else {
+                    unroll!(j in [0, 1, 2, 3] {
+                        if col + (j as u32) < n {
+                            // SAFETY: row i < m, column col + j < n; this thread alone writes it.
+                            unsafe { mem::store_global_f32(at.add(j), acc[i][j]) };
+                        }
+                    });
+                }
+            }
+        });
     }
 
     /// Row `row` of `B`, this thread's 4 columns from `col`, zero past the last column.
@@ -458,6 +741,10 @@ mod tests {
         assert_eq!(few_rows_kernel(3), Some("matmul_few_rows_4"));
         assert_eq!(few_rows_kernel(16), Some("matmul_few_rows_16"));
         assert_eq!(few_rows_kernel(17), None);
+        assert!(!few_rows_uses_panel(4) && few_rows_uses_panel(5) && few_rows_uses_panel(16));
+        assert!(!few_rows_uses_panel(17));
+        assert_eq!((few_rows_blocks_per_sm(4), few_rows_blocks_per_sm(5)), (None, Some(4)));
+        assert_eq!((few_rows_blocks_per_sm(9), few_rows_blocks_per_sm(16)), (Some(3), Some(3)));
         assert_eq!(FEW_ROWS_KERNELS.last().unwrap().0, FEW_ROWS_MAX_M);
     }
 
