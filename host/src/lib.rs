@@ -15,6 +15,7 @@ pub mod cublas;
 pub mod error;
 pub mod gpu;
 pub mod histogram;
+pub mod io;
 pub mod matmul;
 pub mod ptx;
 pub mod reference;
