@@ -143,6 +143,14 @@ struct Staging {
     copied: CudaEvent,
 }
 
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // The buffer is freed after this; a copy from it may still be in flight (a buffer left
+        // in a channel when the run ends or fails), and freeing under a DMA read is undefined.
+        let _ = self.copied.synchronize();
+    }
+}
+
 /// Pieces one buffer is read in, in parallel: large enough for sequential reads, small enough
 /// that every core gets several of a chunk.
 const READ_PIECE_VALUES: usize = (8 << 20) / 4;
