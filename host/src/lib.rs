@@ -37,6 +37,7 @@ pub mod io;
 pub mod matmul;
 pub mod ptx;
 pub mod reference;
+pub mod saxpy;
 pub mod stream;
 pub mod timing;
 
