@@ -5,7 +5,7 @@
 use host::histogram::{self, HistogramLimits, HistogramTier, PlanRequest};
 use host::io::{self, DataFile, ElementType, Matrix};
 use host::reference::{MatmulReference, ValueDistribution, histogram_cpu, histogram_input, random_matrix};
-use host::stream::{self, StreamOptions};
+use host::stream::{self, ReadMode, StreamOptions};
 use rand::Rng;
 use std::path::Path;
 use support::{fresh_rng, gpu};
@@ -64,18 +64,26 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
         let file = DataFile::open(&path, Some(ElementType::I32)).unwrap();
         let plan = histogram::plan_with(&gpu, bins, PlanRequest::default()).unwrap();
         assert_eq!(plan.tier, tier);
-        for streams in [2, 3] {
+        for (streams, read) in
+            [(2, ReadMode::Pinned), (3, ReadMode::Pinned), (2, ReadMode::Mapped), (3, ReadMode::Mapped)]
+        {
             let options = StreamOptions {
                 chunk_bytes: chunk_bytes as u64,
                 streams,
+                // One reader and several: chunks then reach the counting out of order.
+                readers: streams - 1,
                 pinned_buffers: streams + 1,
+                read,
                 progress: false,
             };
             let report = stream::histogram_file(&gpu, &plan, &file, options).unwrap();
             assert_eq!(report.chunks, 6);
             let want: Vec<u64> = histogram_cpu(&values, bins).into_iter().map(u64::from).collect();
             if let Some(i) = report.counts.iter().zip(&want).position(|(g, w)| g != w) {
-                panic!("{plan}, {streams} streams: bin {i} holds {} instead of {}", report.counts[i], want[i]);
+                panic!(
+                    "{plan}, {streams} streams, {read:?}: bin {i} holds {} instead of {}",
+                    report.counts[i], want[i]
+                );
             }
             assert_eq!(stream::histogram_file_cpu(&file, bins).unwrap(), want);
         }
@@ -111,4 +119,24 @@ fn pinned_host_to_device_bandwidth_is_measured_positive() {
     let gpu = gpu();
     let gb_per_s = stream::pinned_h2d_gb_per_s(&gpu, 64 << 20, 4).unwrap();
     assert!(gb_per_s > 1.0, "{gb_per_s} GB/s");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn streamed_npy_file_of_several_mapped_chunks_after_its_header_equals_the_cpu() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("mapped npy"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("values.npy");
+    // The header puts the data off its page: the first chunk is shorter, the others page-aligned.
+    let values = histogram_input(rng.random(), 3 * (1 << 18) + 1_001, 4096, ValueDistribution::Normal);
+    io::write_npy(&path, &[values.len() as u64], &values).unwrap();
+    let file = DataFile::open(&path, None).unwrap();
+    assert_ne!(file.data_offset() % stream::PAGE_BYTES, 0);
+    let plan = histogram::plan_with(&gpu, 4096, PlanRequest::default()).unwrap();
+    let options = StreamOptions { chunk_bytes: 1 << 20, ..StreamOptions::default() };
+    assert_eq!(options.read, ReadMode::Mapped);
+    let report = stream::histogram_file(&gpu, &plan, &file, options).unwrap();
+    assert_eq!(report.chunks, 4);
+    let want: Vec<u64> = histogram_cpu(&values, 4096).into_iter().map(u64::from).collect();
+    assert_eq!(report.counts, want);
 }

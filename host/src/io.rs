@@ -378,6 +378,11 @@ impl DataFile {
         self.element
     }
 
+    /// Where the values start in the file, bytes (0 for a raw file).
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
     /// Number of values.
     pub fn len(&self) -> u64 {
         self.len

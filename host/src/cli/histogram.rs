@@ -5,7 +5,7 @@ use crate::gpu::Gpu;
 use crate::histogram::{self, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest};
 use crate::io::{DataFile, ElementType, OutputFile};
 use crate::reference::{ValueDistribution, histogram_cpu, histogram_input};
-use crate::stream::{self, StreamOptions};
+use crate::stream::{self, ReadMode, StreamOptions};
 use crate::timing::{Timing, rotation_sets, time_launches};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
@@ -56,6 +56,13 @@ pub struct HistogramArgs {
     /// CUDA streams the chunks of --input alternate over (2 to 16).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=16))]
     pub streams: u32,
+    /// How --input reaches the GPU: mapped (its pages page-locked in place, no CPU copy) or
+    /// pinned (read into pinned buffers).
+    #[arg(long, value_enum, default_value_t = ReadMode::Mapped)]
+    pub read: ReadMode,
+    /// Threads that page-lock (mapped) or read (pinned) chunks of --input ahead of the copies.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub readers: u32,
     /// Check the counts of --input against the CPU's (a second read of the file).
     #[arg(long)]
     pub check: bool,
@@ -183,20 +190,35 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let chunk_bytes = match args.chunk {
         Some(bytes) => bytes,
         // A chunk per stream must fit beside the counters, with room to spare.
-        None => stream::DEFAULT_CHUNK_BYTES.min(info.free_memory / (2 * streams as u64 + 2)) / 16 * 16,
+        None => {
+            let fits = stream::DEFAULT_CHUNK_BYTES.min(info.free_memory / (2 * streams as u64 + 2));
+            (fits / stream::PAGE_BYTES * stream::PAGE_BYTES).max(stream::PAGE_BYTES)
+        }
     };
     let h2d = stream::pinned_h2d_gb_per_s(&gpu, H2D_PROBE.0, H2D_PROBE.1)?;
-    let options =
-        StreamOptions { chunk_bytes, streams, pinned_buffers: streams + 2, progress: file.bytes() >= 1 << 30 };
+    let readers = args.readers as usize;
+    // A buffer per reader being filled, one per stream being copied, one ready ahead.
+    let options = StreamOptions {
+        chunk_bytes,
+        streams,
+        readers,
+        pinned_buffers: streams + readers + 1,
+        read: args.read,
+        progress: file.bytes() >= 1 << 30,
+    };
     let report = stream::histogram_file(&gpu, &plan, &file, options)?;
     let ragged = report.values % report.chunk_values.max(1);
     println!(
-        "streamed {} in {} chunk(s) of {}{} over {streams} streams, {} pinned buffers: {:.3} s, {:.1} GB/s",
+        "streamed {} in {} chunk(s) of {}{} over {streams} streams, {readers} readers, {} {}: {:.3} s, {:.1} GB/s",
         format_bytes(report.bytes),
         report.chunks,
         format_bytes(4 * report.chunk_values),
         if ragged > 0 && report.chunks > 1 { format!(" (last {})", format_bytes(4 * ragged)) } else { String::new() },
         options.pinned_buffers,
+        match args.read {
+            ReadMode::Mapped => "chunks page-locked in place at once",
+            ReadMode::Pinned => "pinned buffers",
+        },
         report.seconds,
         report.gb_per_s()
     );
