@@ -60,6 +60,14 @@ pub enum HostError {
         /// Device memory, formatted.
         total: String,
     },
+    /// An input or output file is missing, unreadable or malformed.
+    #[error("{}: {problem}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Driver(#[from] DriverError),

@@ -8,9 +8,10 @@
 use crate::error::{HostError, Result, format_bytes};
 use crate::gpu::Gpu;
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute as FnAttr};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use kernels::histogram::{KERNEL_CLUSTER, KERNEL_GLOBAL, KERNEL_SHARED, shared_bytes};
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Where the counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -314,7 +315,7 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
     if plan.tier == HistogramTier::Cluster {
         let func = prepared_function(gpu, &plan)?;
         let mut attr = cluster_attribute(plan.cluster_size);
-        let config = cluster_launch_config(&plan, gpu, &mut attr);
+        let config = cluster_launch_config(&plan, gpu.stream(), &mut attr);
         let mut clusters = 0;
         // SAFETY: valid function and configuration; writes one int.
         unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, func.cu_function(), &config).result()? };
@@ -385,19 +386,35 @@ impl DeviceHistogram {
 
 /// Zeroes the counters and enqueues the planned kernel on the GPU's stream.
 pub fn launch(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Result<()> {
-    if plan.bins as usize != h.bins() {
+    gpu.stream().memset_zeros(&mut h.counts)?;
+    launch_into(gpu, plan, gpu.stream(), &h.input, h.n as u64, &mut h.counts)
+}
+
+/// Enqueues the planned kernel on `stream`, adding the counts of the first `n` values of `input`
+/// into `counts` without zeroing them first: several launches, on any streams, add into one set
+/// of counters (the kernels add atomically). Nothing is launched for `n = 0`.
+pub fn launch_into(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<i32>,
+    n: u64,
+    counts: &mut CudaSlice<u32>,
+) -> Result<()> {
+    if plan.bins as usize != counts.len() {
         return Err(HostError::InvalidInput(format!(
             "the plan is for {} bins, the buffers hold {}",
             plan.bins,
-            h.bins()
+            counts.len()
         )));
     }
-    gpu.stream().memset_zeros(&mut h.counts)?;
-    if h.n == 0 {
+    if n > input.len() as u64 {
+        return Err(HostError::InvalidInput(format!("{n} values asked of an input buffer of {}", input.len())));
+    }
+    if n == 0 {
         return Ok(());
     }
     let func = prepared_function(gpu, plan)?;
-    let n = h.n as u64;
     match plan.tier {
         HistogramTier::Shared | HistogramTier::Global => {
             let cfg = LaunchConfig {
@@ -405,16 +422,16 @@ pub fn launch(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Resul
                 block_dim: (plan.threads_per_block, 1, 1),
                 shared_mem_bytes: plan.shared_bytes,
             };
-            let mut launch = gpu.stream().launch_builder(&func);
-            launch.arg(&h.input).arg(&n).arg(&mut h.counts).arg(&plan.bins);
-            // SAFETY: kernel contract (kernels::histogram): input holds n values, counts holds
-            // `bins` counters, and the launch provides bins * 4 bytes of shared memory (shared tier).
+            let mut launch = stream.launch_builder(&func);
+            launch.arg(input).arg(&n).arg(counts).arg(&plan.bins);
+            // SAFETY: kernel contract (kernels::histogram): input holds at least n values (checked
+            // above), counts holds `bins` counters, and the launch provides bins * 4 bytes of
+            // shared memory (shared tier).
             unsafe { launch.launch(cfg) }?;
         }
         HistogramTier::Cluster => {
-            let stream = gpu.stream();
-            let (input, _input_sync) = h.input.device_ptr(stream);
-            let (counts, _counts_sync) = h.counts.device_ptr_mut(stream);
+            let (input, _input_sync) = input.device_ptr(stream);
+            let (counts, _counts_sync) = counts.device_ptr_mut(stream);
             let (mut input, mut n, mut counts, mut bins, mut per_block) =
                 (input, n, counts, plan.bins, plan.bins_per_block);
             let mut params: [*mut c_void; 5] = [
@@ -425,7 +442,7 @@ pub fn launch(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Resul
                 (&mut per_block as *mut u32).cast(),
             ];
             let mut attr = cluster_attribute(plan.cluster_size);
-            let config = cluster_launch_config(plan, gpu, &mut attr);
+            let config = cluster_launch_config(plan, stream, &mut attr);
             // SAFETY: kernel contract: the parameters match histogram_cluster's signature, the
             // grid is a multiple of the cluster size, cluster_size * bins_per_block >= bins, and
             // the dynamic shared memory is bins_per_block * 4 bytes.
@@ -457,7 +474,11 @@ fn prepared_function(gpu: &Gpu, plan: &HistogramPlan) -> Result<CudaFunction> {
 }
 
 /// The plan as a `cuLaunchKernelEx` configuration carrying `cluster` (which must outlive it).
-fn cluster_launch_config(plan: &HistogramPlan, gpu: &Gpu, cluster: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
+fn cluster_launch_config(
+    plan: &HistogramPlan,
+    stream: &CudaStream,
+    cluster: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
     sys::CUlaunchConfig {
         gridDimX: plan.blocks,
         gridDimY: 1,
@@ -466,7 +487,7 @@ fn cluster_launch_config(plan: &HistogramPlan, gpu: &Gpu, cluster: &mut sys::CUl
         blockDimY: 1,
         blockDimZ: 1,
         sharedMemBytes: plan.shared_bytes,
-        hStream: gpu.stream().cu_stream(),
+        hStream: stream.cu_stream(),
         attrs: cluster,
         numAttrs: 1,
     }

@@ -17,6 +17,7 @@ pub mod device;
 
 pub mod histogram;
 pub mod matmul;
+pub mod saxpy;
 
 /// The PTX symbol of every kernel this crate emits, in the order the host lists them.
 pub const KERNEL_NAMES: &[&str] = &[
@@ -39,6 +40,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::KERNEL_SHARED,
     histogram::KERNEL_CLUSTER,
     histogram::KERNEL_GLOBAL,
+    saxpy::KERNEL,
 ];
 
 #[cfg(target_arch = "nvptx64")]

@@ -14,7 +14,7 @@ mod ptxas;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Project tasks: build-ptx, test, run, bench")]
@@ -56,7 +56,7 @@ pub struct PtxArgs {
     pub release: bool,
 }
 
-fn main() -> Result<()> {
+fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
     let root = project_root();
     match cli.task {
@@ -67,11 +67,12 @@ fn main() -> Result<()> {
             ptx::build(&root, &args)?;
             test(&root)?;
         }
-        Task::Run { args } => run_host(&root, args)?,
-        // Timings of a checked PTX build would not be representative: always the release PTX.
-        Task::Bench { args } => run_host(&root, std::iter::once("bench".to_string()).chain(args).collect())?,
+        // The host's exit status passes through: the host has printed its own error, and a second
+        // one from this task (with its backtrace) would only repeat it.
+        Task::Run { args } => return run_host(&root, args),
+        Task::Bench { args } => return run_host(&root, std::iter::once("bench".to_string()).chain(args).collect()),
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The workspace root: the parent of this crate's manifest directory.
@@ -84,13 +85,26 @@ pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
-/// Builds the release PTX, then runs the host binary in release mode with `args`.
-fn run_host(root: &Path, args: Vec<String>) -> Result<()> {
+/// Builds the release PTX (timings of a checked build would not be representative), then runs
+/// the host binary in release mode with `args`; returns the host's exit status. `cargo run`
+/// passes a failing program's status through without a message of its own, so the host's error
+/// is the only one printed.
+fn run_host(root: &Path, args: Vec<String>) -> Result<ExitCode> {
     ptx::build(root, &PtxArgs { arch: "sm_90".into(), release: true })?;
-    run_cargo(
-        root,
-        ["run", "--release", "--quiet", "--package", "host", "--"].into_iter().map(String::from).chain(args),
-    )
+    let args: Vec<String> =
+        ["run", "--release", "--quiet", "--package", "host", "--"].into_iter().map(String::from).chain(args).collect();
+    let status =
+        cargo().current_dir(root).args(&args).status().with_context(|| format!("running cargo {}", args.join(" ")))?;
+    Ok(exit_code(status))
+}
+
+/// The exit code that reports `status`: its own code, or 1 for a program killed by a signal.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    }
 }
 
 fn run_cargo(root: &Path, args: impl IntoIterator<Item = String>) -> Result<()> {
@@ -126,6 +140,15 @@ fn cuda_device() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_host_status_passes_through_unchanged() {
+        use std::os::unix::process::ExitStatusExt;
+        // Raw wait statuses: the exit code sits in the second byte.
+        assert_eq!(exit_code(std::process::ExitStatus::from_raw(0)), ExitCode::SUCCESS);
+        assert_eq!(exit_code(std::process::ExitStatus::from_raw(2 << 8)), ExitCode::from(2));
+        assert_eq!(exit_code(std::process::ExitStatus::from_raw(9)), ExitCode::FAILURE);
+    }
 
     #[test]
     fn bench_passes_every_argument_after_the_separator_to_host_bench() {

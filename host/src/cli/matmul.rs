@@ -4,28 +4,42 @@
 use crate::cublas::Sgemm;
 use crate::error::{HostError, format_bytes};
 use crate::gpu::Gpu;
+use crate::io::{self, Matrix, OutputFile};
+use crate::matmul::DeviceMatrices;
 use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
 use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
+use crate::timing::rotation_sets;
 use crate::timing::{Timing, time_launches};
 use clap::{Args, ValueEnum};
 use rand::SeedableRng;
+use std::path::{Path, PathBuf};
 
 /// The Guide's single-threaded CPU loop runs at ~1 GFLOP/s; above this many FLOPs (1024^3 * 2)
 /// it would take minutes, so the CPU row is skipped and says so.
 pub const CPU_TRIPLE_LOOP_MAX_FLOPS: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
-/// Arguments of `host matmul`.
+/// Arguments of `host matmul`: random matrices of a shape (`--m --k --n`), or the user's
+/// (`--a A.npy --b B.npy`).
 #[derive(Args, Debug)]
 pub struct MatmulArgs {
-    /// Rows of A and C.
-    #[arg(long)]
-    pub m: usize,
-    /// Columns of A, rows of B.
-    #[arg(long)]
-    pub k: usize,
-    /// Columns of B and C.
-    #[arg(long)]
-    pub n: usize,
+    /// Rows of A and C (random inputs).
+    #[arg(long, required_unless_present = "a", conflicts_with = "a")]
+    pub m: Option<usize>,
+    /// Columns of A, rows of B (random inputs).
+    #[arg(long, required_unless_present = "a", conflicts_with = "a")]
+    pub k: Option<usize>,
+    /// Columns of B and C (random inputs).
+    #[arg(long, required_unless_present = "a", conflicts_with = "a")]
+    pub n: Option<usize>,
+    /// A as a 2-D float32 .npy file in C order (with --b instead of --m --k --n).
+    #[arg(long, requires = "b", value_name = "A.npy")]
+    pub a: Option<PathBuf>,
+    /// B as a 2-D float32 .npy file in C order.
+    #[arg(long, requires = "a", value_name = "B.npy")]
+    pub b: Option<PathBuf>,
+    /// Write C, as the first variant of --variant computed it, to this .npy file (with --a --b).
+    #[arg(long, requires = "a", value_name = "C.npy")]
+    pub out: Option<PathBuf>,
     /// Variants to run: auto (the planner's choice), naive, tiled16, tiled32, sgemm,
     /// sgemm_warp_tiled, few_rows, few_cols, a comma-separated list, or all (every variant that
     /// takes the shape).
@@ -84,9 +98,57 @@ pub struct Row {
     pub note: String,
 }
 
+/// `A` and `B` from their files, with the shape they make; fails, naming the files, unless both
+/// are valid matrices whose inner dimensions agree.
+pub fn read_inputs(a_path: &Path, b_path: &Path) -> anyhow::Result<(Matrix, Matrix, MatmulShape)> {
+    let (a, b) = (io::read_matrix(a_path)?, io::read_matrix(b_path)?);
+    if a.cols != b.rows {
+        return Err(HostError::InvalidInput(format!(
+            "{} is {}x{} and {} is {}x{}: A's columns ({}) must equal B's rows ({})",
+            a_path.display(),
+            a.rows,
+            a.cols,
+            b_path.display(),
+            b.rows,
+            b.cols,
+            a.cols,
+            b.rows
+        ))
+        .into());
+    }
+    let shape = MatmulShape::new(a.rows, a.cols, b.cols).map_err(|e| {
+        HostError::InvalidInput(format!("{} ({}x{}) times {}: {e}", a_path.display(), a.rows, a.cols, b_path.display()))
+    })?;
+    Ok((a, b, shape))
+}
+
+/// Copies of the user's `A` and `B` on the device: as many as timing rotates through to defeat
+/// the L2 cache (copies at other addresses miss it as fresh values would) and free memory holds.
+fn upload_copies(gpu: &Gpu, shape: MatmulShape, a: &[f32], b: &[f32]) -> anyhow::Result<Vec<DeviceMatrices>> {
+    let info = gpu.info();
+    let free = info.free_memory.saturating_sub(256 << 20);
+    let count = rotation_sets(shape.bytes(), info.l2_bytes).min((free / shape.bytes().max(1)).max(1) as usize);
+    gpu.ensure_fits(
+        &format!("{count} copies of a {shape} matmul ({} each)", format_bytes(shape.bytes())),
+        count as u64 * shape.bytes(),
+    )?;
+    Ok((0..count).map(|_| DeviceMatrices::upload(gpu, shape, a, b)).collect::<Result<_, _>>()?)
+}
+
 /// Runs the command.
 pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
-    let shape = MatmulShape::new(args.m, args.k, args.n)?;
+    // Files and sizes are read and checked before the GPU is opened, so a bad one is reported as
+    // such on any machine; the output's temporary file is created now so that an unwritable
+    // destination fails before the work.
+    let files = match (&args.a, &args.b) {
+        (Some(a), Some(b)) => Some(read_inputs(a, b)?),
+        _ => None,
+    };
+    let shape = match &files {
+        Some((_, _, shape)) => *shape,
+        None => MatmulShape::new(args.m.unwrap_or(0), args.k.unwrap_or(0), args.n.unwrap_or(0))?,
+    };
+    let mut out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
     let info = gpu.info();
     if args.plan {
@@ -98,10 +160,21 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed.unwrap_or_else(rand::random));
-
-    let inputs = InputSets::upload(&gpu, shape, &mut rng)?;
-    let (host_a, host_b, mut mats) = (inputs.a, inputs.b, inputs.sets);
+    let (host_a, host_b, mut mats) = match files {
+        Some((a, b, _)) => {
+            let copies = upload_copies(&gpu, shape, &a.data, &b.data)?;
+            (a.data, b.data, copies)
+        }
+        None => {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed.unwrap_or_else(rand::random));
+            let inputs = InputSets::upload(&gpu, shape, &mut rng)?;
+            (inputs.a, inputs.b, inputs.sets)
+        }
+    };
+    let inputs_from = match (&args.a, &args.b) {
+        (Some(a), Some(b)) => format!("{} x {}", a.display(), b.display()),
+        _ => "random inputs".to_string(),
+    };
     let (sets, set_bytes) = (mats.len(), shape.bytes());
     println!(
         "device: {} (sm_{}{}, {} SMs); PTX {} ({} build)",
@@ -113,7 +186,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         gpu.ptx_info().profile
     );
     println!(
-        "matmul {shape} ({:.2} GFLOP, {} per input set): median of {} CUDA-event runs after {} warm-ups, inputs rotated over {sets} set(s)",
+        "matmul {shape} of {inputs_from} ({:.2} GFLOP, {} per input set): median of {} CUDA-event runs after {} warm-ups, inputs rotated over {sets} set(s)",
         shape.flops() / 1e9,
         format_bytes(set_bytes),
         args.repeat,
@@ -161,10 +234,21 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             }
             Err(e) => return Err(e.into()),
         };
-        let error = match &reference {
-            Some(r) => Some(r.max_error(&matmul::run_plan(&gpu, &plan, &mut mats[0])?)),
-            None => None,
+        // The first variant that runs computes the output file's C.
+        let c = if reference.is_some() || out.is_some() {
+            Some(matmul::run_plan(&gpu, &plan, &mut mats[0])?)
+        } else {
+            None
         };
+        let error = reference.as_ref().zip(c.as_ref()).map(|(r, c)| r.max_error(c));
+        if let (Some(file), Some(c)) = (out.take(), c) {
+            // Written only once C passed its check: a wrong product never replaces a file.
+            if reference.as_ref().is_none_or(|r| error.is_some_and(|e| e <= r.tolerance())) {
+                let path = file.path().display().to_string();
+                file.write_npy(&[shape.m as u64, shape.n as u64], &c)?;
+                println!("wrote C ({}x{}, computed by {}) to {path}", shape.m, shape.n, variant.name());
+            }
+        }
         let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &plan, &mut mats[i % sets]))?;
         let note = match variant {
             MatmulVariant::Auto => {
@@ -283,7 +367,7 @@ mod tests {
         ])
         .unwrap();
         let Command::Matmul(args) = cli.command else { panic!("not matmul") };
-        assert_eq!((args.m, args.k, args.n, args.repeat, args.check), (1000, 800, 1200, 5, true));
+        assert_eq!((args.m, args.k, args.n, args.repeat, args.check), (Some(1000), Some(800), Some(1200), 5, true));
         assert_eq!(args.variant.0, vec![MatmulVariant::Tiled32]);
         assert!(Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1", "--n", "1", "--repeat", "0"]).is_err());
         assert!(Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1"]).is_err());
@@ -295,6 +379,57 @@ mod tests {
         let Command::Matmul(args) = cli.command else { unreachable!() };
         let err = run(0, &args).unwrap_err().to_string();
         assert!(err.contains("k is 0"), "{err}");
+    }
+
+    fn matmul_args(argv: &[&str]) -> MatmulArgs {
+        let cli = Cli::try_parse_from(["host", "matmul"].iter().chain(argv)).unwrap();
+        let Command::Matmul(args) = cli.command else { unreachable!() };
+        args
+    }
+
+    #[test]
+    fn matmul_takes_either_a_shape_or_two_files() {
+        let args = matmul_args(&["--a", "a.npy", "--b", "b.npy", "--out", "c.npy", "--check"]);
+        assert_eq!((args.a.unwrap(), args.b.unwrap(), args.m), (PathBuf::from("a.npy"), PathBuf::from("b.npy"), None));
+        assert_eq!(args.out, Some(PathBuf::from("c.npy")));
+        let parse = |argv: &[&str]| Cli::try_parse_from(["host", "matmul"].iter().chain(argv)).map(|_| ());
+        assert!(parse(&["--a", "a.npy"]).is_err(), "--a without --b");
+        assert!(parse(&["--a", "a.npy", "--b", "b.npy", "--m", "4"]).is_err(), "files and a shape");
+        assert!(parse(&["--m", "4", "--k", "4", "--n", "4", "--out", "c.npy"]).is_err(), "--out of random inputs");
+    }
+
+    #[test]
+    fn bad_input_files_are_reported_before_a_gpu_is_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (dir.path().join("a.npy"), dir.path().join("b.npy"), dir.path().join("c.npy"));
+        io::write_matrix(&a, &Matrix::new(2, 3, vec![1.0; 6]).unwrap()).unwrap();
+        io::write_matrix(&b, &Matrix::new(4, 2, vec![1.0; 8]).unwrap()).unwrap();
+        let argv = |out: bool| {
+            let mut v = vec!["--a", a.to_str().unwrap(), "--b", b.to_str().unwrap()];
+            if out {
+                v.extend(["--out", c.to_str().unwrap()]);
+            }
+            matmul_args(&v)
+        };
+        let err = run(0, &argv(true)).unwrap_err().to_string();
+        assert!(
+            err.contains("a.npy is 2x3 and") && err.contains("b.npy is 4x2") && err.contains("(3) must equal"),
+            "{err}"
+        );
+        assert!(!c.exists(), "a failed run left {}", c.display());
+        std::fs::remove_file(&b).unwrap();
+        let err = run(0, &argv(false)).unwrap_err().to_string();
+        assert!(err.contains("b.npy: no such file"), "{err}");
+    }
+
+    #[test]
+    fn matrices_with_a_zero_dimension_are_refused_naming_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+        io::write_matrix(&a, &Matrix::new(2, 0, vec![]).unwrap()).unwrap();
+        io::write_matrix(&b, &Matrix::new(0, 2, vec![]).unwrap()).unwrap();
+        let err = read_inputs(&a, &b).unwrap_err().to_string();
+        assert!(err.contains("a.npy (2x0) times") && err.contains("k is 0"), "{err}");
     }
 
     #[test]

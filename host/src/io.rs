@@ -1,0 +1,647 @@
+//! Files in and out: 2-D `f32` matrices and histogram inputs as `.npy` files (headers parsed and
+//! files written by `npyz`), and raw little-endian files of a named element type.
+//!
+//! Every input is checked whole before any GPU work (its header's dtype, dimensions and order,
+//! and its length against the header), so a bad file is reported as such on any machine, naming
+//! the file and the problem. An output is written under a temporary name beside its target and
+//! renamed into place only when complete, so a failure never leaves half a file behind.
+
+use crate::error::{HostError, Result};
+use npyz::WriterBuilder;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// The first bytes of every `.npy` file.
+const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Element types of histogram inputs: only those the histogram kernels count. A kernel for a new
+/// input type adds its variant here (name, `.npy` dtype, size), and `--type`, `.npy` dtype
+/// selection and the error messages that list the supported types follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum ElementType {
+    /// 32-bit signed integers (`.npy` dtype `<i4`).
+    I32,
+}
+
+impl ElementType {
+    /// Every supported type.
+    pub const ALL: [Self; 1] = [Self::I32];
+
+    /// The name `--type` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::I32 => "i32",
+        }
+    }
+
+    /// The `.npy` dtype string of this type, little-endian.
+    pub fn npy_descr(self) -> &'static str {
+        match self {
+            Self::I32 => "<i4",
+        }
+    }
+
+    /// Bytes per value.
+    pub fn size(self) -> u64 {
+        match self {
+            Self::I32 => 4,
+        }
+    }
+
+    /// The type a `.npy` dtype string stores, if it is supported.
+    pub fn from_npy_descr(descr: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.npy_descr() == descr)
+    }
+
+    /// `i32 ('<i4')`, ...: the supported types, for error messages.
+    pub fn supported() -> String {
+        Self::ALL.iter().map(|t| format!("{} ('{}')", t.name(), t.npy_descr())).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// A row-major (C order) `f32` matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// `rows * cols` values, row after row.
+    pub data: Vec<f32>,
+}
+
+impl Matrix {
+    /// A matrix of `rows x cols` from its values in row-major order; fails unless there are
+    /// exactly `rows * cols` of them.
+    pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(HostError::InvalidInput(format!(
+                "a {rows}x{cols} matrix has {} values, not {}",
+                rows as u128 * cols as u128,
+                data.len()
+            )));
+        }
+        Ok(Self { rows, cols, data })
+    }
+}
+
+/// A `.npy` file's header, as far as this crate reads it.
+#[derive(Debug, Clone)]
+struct NpyLayout {
+    /// The dtype string (`<f4`), or the structured dtype's Python form.
+    descr: String,
+    shape: Vec<u64>,
+    fortran_order: bool,
+    /// Where the data starts.
+    data_offset: u64,
+    /// The whole file's length.
+    file_len: u64,
+}
+
+fn file_error(path: &Path, problem: impl Into<String>) -> HostError {
+    HostError::File { path: path.to_path_buf(), problem: problem.into() }
+}
+
+fn open(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| {
+        file_error(
+            path,
+            match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                _ => format!("cannot open it: {e}"),
+            },
+        )
+    })
+}
+
+/// numpy's name of a dtype string (`<f8` is `float64`), for error messages.
+fn numpy_name(descr: &str) -> String {
+    let mut chars = descr.chars();
+    let order = chars.next();
+    let kind = chars.next();
+    let size: Option<u32> = chars.as_str().parse().ok();
+    let base = match (kind, size) {
+        (Some('f'), Some(s)) => format!("float{}", 8 * s),
+        (Some('i'), Some(s)) => format!("int{}", 8 * s),
+        (Some('u'), Some(s)) => format!("uint{}", 8 * s),
+        (Some('c'), Some(s)) => format!("complex{}", 8 * s),
+        (Some('b'), _) => "bool".to_string(),
+        _ => return format!("'{descr}'"),
+    };
+    if order == Some('>') { format!("big-endian {base} ('{descr}')") } else { format!("{base} ('{descr}')") }
+}
+
+fn read_npy_layout(path: &Path) -> Result<NpyLayout> {
+    let mut file = open(path)?;
+    let file_len = file.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
+    let mut magic = [0u8; NPY_MAGIC.len()];
+    let has_magic = file.read_exact(&mut magic).is_ok() && magic == NPY_MAGIC;
+    if !has_magic {
+        return Err(file_error(path, "not a .npy file (it does not start with the .npy magic \\x93NUMPY)"));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(|e| file_error(path, format!("cannot seek: {e}")))?;
+    let mut reader = BufReader::new(file);
+    let header = npyz::NpyHeader::from_reader(&mut reader)
+        .map_err(|e| file_error(path, format!("the .npy header is not valid: {e}")))?;
+    // BufReader's position counts what it has buffered but not handed out: the header's end.
+    let data_offset = reader.stream_position().map_err(|e| file_error(path, format!("cannot seek: {e}")))?;
+    let descr = match header.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => other.descr(),
+    };
+    Ok(NpyLayout {
+        descr,
+        shape: header.shape().to_vec(),
+        fortran_order: header.order() == npyz::Order::Fortran,
+        data_offset,
+        file_len,
+    })
+}
+
+/// Values the shape holds, and checks that the file holds exactly their bytes after the header.
+fn check_data_len(path: &Path, layout: &NpyLayout, size: u64) -> Result<u64> {
+    let shape = &layout.shape;
+    let count = shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .filter(|c| c.checked_mul(size).is_some())
+        .ok_or_else(|| file_error(path, format!("the shape {shape:?} is too large to address")))?;
+    let want = count * size;
+    let have = layout.file_len.saturating_sub(layout.data_offset);
+    if have < want {
+        return Err(file_error(
+            path,
+            format!("truncated: the shape {shape:?} needs {want} bytes of data, but the file holds {have}"),
+        ));
+    }
+    if have > want {
+        return Err(file_error(
+            path,
+            format!("{} bytes follow the {want} bytes of data that the shape {shape:?} describes", have - want),
+        ));
+    }
+    Ok(count)
+}
+
+/// Reads a 2-D `float32` `.npy` file in C order. Fails, naming the file, on a missing file, a
+/// file that is not `.npy`, another dtype, another number of dimensions, Fortran order, or data
+/// shorter or longer than the shape.
+///
+/// ```
+/// # fn main() -> host::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("a.npy");
+/// let a = host::io::Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// host::io::write_matrix(&path, &a)?;
+/// assert_eq!(host::io::read_matrix(&path)?, a);
+/// # Ok(()) }
+/// ```
+pub fn read_matrix(path: &Path) -> Result<Matrix> {
+    let layout = read_npy_layout(path)?;
+    if layout.descr != "<f4" {
+        return Err(file_error(
+            path,
+            format!(
+                "dtype {}: matrices must be float32 ('<f4'); convert with a.astype(np.float32)",
+                numpy_name(&layout.descr)
+            ),
+        ));
+    }
+    if layout.shape.len() != 2 {
+        return Err(file_error(
+            path,
+            format!("{} dimensions (shape {:?}): a matrix has 2", layout.shape.len(), layout.shape),
+        ));
+    }
+    if layout.fortran_order {
+        return Err(file_error(
+            path,
+            "Fortran order: save the matrix in C order (np.save(path, np.ascontiguousarray(a)))",
+        ));
+    }
+    let count = check_data_len(path, &layout, 4)?;
+    let (rows, cols) = (layout.shape[0] as usize, layout.shape[1] as usize);
+    let mut data = vec![0f32; count as usize];
+    read_exact_at(path, &open(path)?, layout.data_offset, bytemuck::cast_slice_mut(&mut data))?;
+    for v in &mut data {
+        *v = f32::from_bits(u32::from_le(v.to_bits()));
+    }
+    Matrix::new(rows, cols, data)
+}
+
+fn read_exact_at(path: &Path, file: &File, offset: u64, out: &mut [u8]) -> Result<()> {
+    file.read_exact_at(out, offset).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            file_error(path, format!("truncated: it ended before byte {}", offset + out.len() as u64))
+        }
+        _ => file_error(path, format!("read failed at byte {offset}: {e}")),
+    })
+}
+
+/// Writes `m` as a 2-D `float32` `.npy` file in C order, under a temporary name renamed to
+/// `path` once complete.
+pub fn write_matrix(path: &Path, m: &Matrix) -> Result<()> {
+    OutputFile::create(path)?.write_npy(&[m.rows as u64, m.cols as u64], &m.data)
+}
+
+/// Writes `values` as a `.npy` file of the given shape (C order), under a temporary name renamed
+/// to `path` once complete.
+pub fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], values: &[T]) -> Result<()> {
+    OutputFile::create(path)?.write_npy(shape, values)
+}
+
+/// An output file being written: a temporary file beside the target, renamed onto it by
+/// [`OutputFile::write_npy`]; dropped unwritten (after an error), it is removed. Create it before
+/// the work whose result it will hold, so that an unwritable destination fails first.
+#[derive(Debug)]
+pub struct OutputFile {
+    path: PathBuf,
+    temp: tempfile::NamedTempFile,
+}
+
+impl OutputFile {
+    /// Creates the temporary file in `path`'s directory (the same file system, so the final
+    /// rename is atomic).
+    pub fn create(path: &Path) -> Result<Self> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let temp = tempfile::Builder::new()
+            .prefix(".host-partial-")
+            .suffix(".npy")
+            .tempfile_in(dir)
+            .map_err(|e| file_error(path, format!("cannot create a file in {}: {e}", dir.display())))?;
+        Ok(Self { path: path.to_path_buf(), temp })
+    }
+
+    /// The path the output will have.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `values` in `shape` (C order) and renames the file onto its path.
+    pub fn write_npy<T: npyz::AutoSerialize + Copy>(mut self, shape: &[u64], values: &[T]) -> Result<()> {
+        let path = self.path.clone();
+        let count: u64 = shape.iter().product();
+        if count != values.len() as u64 {
+            return Err(HostError::InvalidInput(format!(
+                "shape {shape:?} holds {count} values, but {} were given",
+                values.len()
+            )));
+        }
+        let write_failed = |e: std::io::Error| file_error(&path, format!("write failed: {e}"));
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(BufWriter::new(self.temp.as_file_mut()))
+            .begin_nd()
+            .map_err(write_failed)?;
+        writer.extend(values.iter().copied()).map_err(write_failed)?;
+        writer.finish().map_err(write_failed)?;
+        self.temp.as_file().sync_all().map_err(write_failed)?;
+        self.temp
+            .persist(&path)
+            .map_err(|e| file_error(&path, format!("cannot rename the finished file onto it: {e}")))?;
+        Ok(())
+    }
+}
+
+/// A checked histogram input file: a `.npy` file of a supported dtype (any shape, any order: a
+/// histogram does not depend on the values' order), or a raw little-endian file of one
+/// [`ElementType`]. Only the header is read when it is opened; the values are read on demand.
+#[derive(Debug, Clone)]
+pub struct DataFile {
+    path: PathBuf,
+    element: ElementType,
+    data_offset: u64,
+    len: u64,
+}
+
+impl DataFile {
+    /// A raw file when `raw` names its element type, else a `.npy` file whose dtype picks it.
+    pub fn open(path: &Path, raw: Option<ElementType>) -> Result<Self> {
+        match raw {
+            Some(element) => Self::open_raw(path, element),
+            None => Self::open_npy(path),
+        }
+    }
+
+    /// A `.npy` file; fails unless its dtype is a supported [`ElementType`] and its data matches
+    /// its shape.
+    pub fn open_npy(path: &Path) -> Result<Self> {
+        let layout = read_npy_layout(path).map_err(|e| match e {
+            HostError::File { path, problem } if problem.starts_with("not a .npy file") => HostError::File {
+                path,
+                problem: format!("{problem}; for a raw little-endian file give its type with --type"),
+            },
+            e => e,
+        })?;
+        let element = ElementType::from_npy_descr(&layout.descr).ok_or_else(|| {
+            file_error(
+                path,
+                format!("dtype {}: the histogram counts {}", numpy_name(&layout.descr), ElementType::supported()),
+            )
+        })?;
+        let len = check_data_len(path, &layout, element.size())?;
+        Ok(Self { path: path.to_path_buf(), element, data_offset: layout.data_offset, len })
+    }
+
+    /// A raw file of little-endian `element` values, no header; fails unless its length is a
+    /// whole number of values.
+    pub fn open_raw(path: &Path, element: ElementType) -> Result<Self> {
+        let bytes =
+            open(path)?.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
+        if bytes % element.size() != 0 {
+            return Err(file_error(
+                path,
+                format!(
+                    "truncated: {bytes} bytes is not a whole number of {} values ({} bytes each)",
+                    element.name(),
+                    element.size()
+                ),
+            ));
+        }
+        Ok(Self { path: path.to_path_buf(), element, data_offset: 0, len: bytes / element.size() })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The values' type.
+    pub fn element(&self) -> ElementType {
+        self.element
+    }
+
+    /// Where the values start in the file, bytes (0 for a raw file).
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of values.
+    pub fn bytes(&self) -> u64 {
+        self.len * self.element.size()
+    }
+
+    /// Opens the file for [`DataFile::read_i32_at`].
+    pub fn reopen(&self) -> Result<File> {
+        open(&self.path)
+    }
+
+    /// Reads `out.len()` values starting at value `first` from `file` (this data file, opened by
+    /// [`DataFile::reopen`]).
+    pub fn read_i32_at(&self, file: &File, first: u64, out: &mut [i32]) -> Result<()> {
+        self.expect(ElementType::I32)?;
+        if first + out.len() as u64 > self.len {
+            return Err(HostError::InvalidInput(format!(
+                "values {first}..{} lie beyond the {} of {}",
+                first + out.len() as u64,
+                self.len,
+                self.path.display()
+            )));
+        }
+        read_exact_at(&self.path, file, self.data_offset + 4 * first, bytemuck::cast_slice_mut(out))?;
+        for v in out.iter_mut() {
+            *v = i32::from_le(*v);
+        }
+        Ok(())
+    }
+
+    /// Reads every value.
+    pub fn read_all_i32(&self) -> Result<Vec<i32>> {
+        let len = usize::try_from(self.len)
+            .map_err(|_| file_error(&self.path, format!("{} values do not fit in this machine's memory", self.len)))?;
+        let mut values = vec![0i32; len];
+        self.read_i32_at(&self.reopen()?, 0, &mut values)?;
+        Ok(values)
+    }
+
+    fn expect(&self, element: ElementType) -> Result<()> {
+        if self.element != element {
+            return Err(file_error(
+                &self.path,
+                format!("holds {} values, read as {}", self.element.name(), element.name()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    /// Writes a `.npy` file by hand: the header text numpy writes, padded, then `data`.
+    fn raw_npy(path: &Path, header: &str, data: &[u8]) {
+        let mut text = header.to_string();
+        while !(10 + text.len() + 1).is_multiple_of(64) {
+            text.push(' ');
+        }
+        text.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend((text.len() as u16).to_le_bytes());
+        bytes.extend(text.as_bytes());
+        bytes.extend(data);
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn error_of<T: std::fmt::Debug>(r: Result<T>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn matrix_round_trips_through_a_npy_file() {
+        let d = dir();
+        let path = d.path().join("m.npy");
+        let m = Matrix::new(3, 2, vec![1.5, -2.0, 0.0, f32::MAX, f32::MIN_POSITIVE, 7.25]).unwrap();
+        write_matrix(&path, &m).unwrap();
+        assert_eq!(read_matrix(&path).unwrap(), m);
+    }
+
+    #[test]
+    fn matrix_written_by_numpy_layout_is_read() {
+        let d = dir();
+        let path = d.path().join("np.npy");
+        let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        raw_npy(&path, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", &data);
+        let m = read_matrix(&path).unwrap();
+        assert_eq!((m.rows, m.cols, m.data), (2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+    }
+
+    #[test]
+    fn missing_matrix_file_is_an_error_naming_it() {
+        let d = dir();
+        let path = d.path().join("absent.npy");
+        let err = error_of(read_matrix(&path));
+        assert!(err.contains("absent.npy") && err.contains("no such file"), "{err}");
+    }
+
+    #[test]
+    fn float64_matrix_is_an_error_naming_the_dtype() {
+        let d = dir();
+        let path = d.path().join("f64.npy");
+        raw_npy(&path, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1), }", &1f64.to_le_bytes());
+        let err = error_of(read_matrix(&path));
+        assert!(err.contains("f64.npy") && err.contains("float64 ('<f8')") && err.contains("float32"), "{err}");
+    }
+
+    #[test]
+    fn big_endian_matrix_is_an_error_naming_the_byte_order() {
+        let d = dir();
+        let path = d.path().join("be.npy");
+        raw_npy(&path, "{'descr': '>f4', 'fortran_order': False, 'shape': (1, 1), }", &1f32.to_be_bytes());
+        assert!(error_of(read_matrix(&path)).contains("big-endian float32"));
+    }
+
+    #[test]
+    fn one_and_three_dimensional_arrays_are_not_matrices() {
+        let d = dir();
+        let path = d.path().join("v.npy");
+        write_npy(&path, &[4], &[1f32, 2.0, 3.0, 4.0]).unwrap();
+        let err = error_of(read_matrix(&path));
+        assert!(err.contains("v.npy") && err.contains("1 dimensions (shape [4]): a matrix has 2"), "{err}");
+        write_npy(&path, &[1, 2, 2], &[1f32, 2.0, 3.0, 4.0]).unwrap();
+        assert!(error_of(read_matrix(&path)).contains("3 dimensions"));
+    }
+
+    #[test]
+    fn fortran_order_matrix_is_an_error() {
+        let d = dir();
+        let path = d.path().join("f.npy");
+        raw_npy(&path, "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1), }", &1f32.to_le_bytes());
+        let err = error_of(read_matrix(&path));
+        assert!(err.contains("f.npy") && err.contains("Fortran order") && err.contains("C order"), "{err}");
+    }
+
+    #[test]
+    fn truncated_and_overlong_matrix_data_are_errors() {
+        let d = dir();
+        let path = d.path().join("t.npy");
+        raw_npy(&path, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", &[0u8; 12]);
+        let err = error_of(read_matrix(&path));
+        assert!(err.contains("t.npy") && err.contains("truncated") && err.contains("needs 16 bytes"), "{err}");
+        raw_npy(&path, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", &[0u8; 20]);
+        assert!(error_of(read_matrix(&path)).contains("4 bytes follow"));
+    }
+
+    #[test]
+    fn a_file_that_is_not_npy_is_an_error() {
+        let d = dir();
+        let path = d.path().join("text.npy");
+        std::fs::write(&path, "a,b\n1,2\n").unwrap();
+        assert!(error_of(read_matrix(&path)).contains("not a .npy file"));
+        std::fs::write(&path, b"\x93NUMPY\x01\x00\xff").unwrap();
+        assert!(error_of(read_matrix(&path)).contains("header is not valid"));
+    }
+
+    #[test]
+    fn a_failed_output_leaves_no_file_behind() {
+        let d = dir();
+        let path = d.path().join("out.npy");
+        let out = OutputFile::create(&path).unwrap();
+        assert!(out.write_npy(&[2, 2], &[1f32]).is_err());
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+        let err = error_of(OutputFile::create(&d.path().join("no/such/dir/out.npy")));
+        assert!(err.contains("out.npy") && err.contains("cannot create"), "{err}");
+    }
+
+    #[test]
+    fn an_output_replaces_an_existing_file_only_when_complete() {
+        let d = dir();
+        let path = d.path().join("c.npy");
+        std::fs::write(&path, b"old").unwrap();
+        let out = OutputFile::create(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        out.write_npy(&[1, 1], &[3f32]).unwrap();
+        assert_eq!(read_matrix(&path).unwrap().data, vec![3.0]);
+    }
+
+    #[test]
+    fn i32_npy_of_any_shape_round_trips_as_histogram_input() {
+        let d = dir();
+        let path = d.path().join("v.npy");
+        let values: Vec<i32> = (-5..7).collect();
+        write_npy(&path, &[3, 4], &values).unwrap();
+        let f = DataFile::open(&path, None).unwrap();
+        assert_eq!((f.element(), f.len(), f.bytes()), (ElementType::I32, 12, 48));
+        assert_eq!(f.read_all_i32().unwrap(), values);
+        let mut part = [0i32; 3];
+        f.read_i32_at(&f.reopen().unwrap(), 4, &mut part).unwrap();
+        assert_eq!(part, [-1, 0, 1]);
+        assert!(f.read_i32_at(&f.reopen().unwrap(), 10, &mut part).is_err());
+    }
+
+    #[test]
+    fn histogram_input_of_an_unsupported_dtype_names_it_and_the_supported_ones() {
+        let d = dir();
+        let path = d.path().join("f.npy");
+        write_npy(&path, &[2], &[1f32, 2.0]).unwrap();
+        let err = error_of(DataFile::open(&path, None));
+        assert!(err.contains("f.npy") && err.contains("float32 ('<f4')") && err.contains("i32 ('<i4')"), "{err}");
+        write_npy(&path, &[2], &[1u8, 2]).unwrap();
+        assert!(error_of(DataFile::open(&path, None)).contains("uint8 ('|u1')"));
+    }
+
+    #[test]
+    fn raw_histogram_input_is_read_little_endian_and_must_be_whole_values() {
+        let d = dir();
+        let path = d.path().join("v.bin");
+        let values = [1i32, -2, 300_000];
+        std::fs::write(&path, values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        let f = DataFile::open(&path, Some(ElementType::I32)).unwrap();
+        assert_eq!(f.read_all_i32().unwrap(), values);
+        std::fs::write(&path, [0u8; 10]).unwrap();
+        let err = error_of(DataFile::open(&path, Some(ElementType::I32)));
+        assert!(err.contains("v.bin") && err.contains("truncated") && err.contains("10 bytes"), "{err}");
+    }
+
+    #[test]
+    fn raw_file_without_type_is_an_error_that_suggests_the_type() {
+        let d = dir();
+        let path = d.path().join("v.bin");
+        std::fs::write(&path, [0u8; 8]).unwrap();
+        let err = error_of(DataFile::open(&path, None));
+        assert!(err.contains("not a .npy file") && err.contains("--type"), "{err}");
+        let err = error_of(DataFile::open(&d.path().join("none.bin"), Some(ElementType::I32)));
+        assert!(err.contains("none.bin: no such file"), "{err}");
+    }
+
+    #[test]
+    fn truncated_histogram_npy_is_an_error() {
+        let d = dir();
+        let path = d.path().join("t.npy");
+        raw_npy(&path, "{'descr': '<i4', 'fortran_order': False, 'shape': (5,), }", &[0u8; 16]);
+        let err = error_of(DataFile::open(&path, None));
+        assert!(err.contains("t.npy") && err.contains("truncated"), "{err}");
+    }
+
+    #[test]
+    fn empty_histogram_input_has_no_values() {
+        let d = dir();
+        let path = d.path().join("e.npy");
+        write_npy::<i32>(&path, &[0], &[]).unwrap();
+        let f = DataFile::open(&path, None).unwrap();
+        assert!(f.is_empty());
+        assert_eq!(f.read_all_i32().unwrap(), Vec::<i32>::new());
+    }
+}
