@@ -21,32 +21,48 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// selection and the error messages that list the supported types follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum ElementType {
+    /// Unsigned bytes (`.npy` dtype `|u1`).
+    U8,
+    /// Unsigned 16-bit integers (`.npy` dtype `<u2`).
+    U16,
     /// 32-bit signed integers (`.npy` dtype `<i4`).
     I32,
+    /// 32-bit floats (`.npy` dtype `<f4`), counted over a `--range`.
+    F32,
 }
 
 impl ElementType {
     /// Every supported type.
-    pub const ALL: [Self; 1] = [Self::I32];
+    pub const ALL: [Self; 4] = [Self::U8, Self::U16, Self::I32, Self::F32];
 
     /// The name `--type` takes.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::I32 => "i32",
-        }
+        self.input_type().name()
     }
 
     /// The `.npy` dtype string of this type, little-endian.
     pub fn npy_descr(self) -> &'static str {
         match self {
+            Self::U8 => "|u1",
+            Self::U16 => "<u2",
             Self::I32 => "<i4",
+            Self::F32 => "<f4",
         }
     }
 
     /// Bytes per value.
     pub fn size(self) -> u64 {
+        self.input_type().size() as u64
+    }
+
+    /// The histogram kernels' tag of this type.
+    pub fn input_type(self) -> kernels::histogram::InputType {
+        use kernels::histogram::InputType;
         match self {
-            Self::I32 => 4,
+            Self::U8 => InputType::U8,
+            Self::U16 => InputType::U16,
+            Self::I32 => InputType::I32,
+            Self::F32 => InputType::F32,
         }
     }
 
@@ -590,11 +606,12 @@ mod tests {
     fn histogram_input_of_an_unsupported_dtype_names_it_and_the_supported_ones() {
         let d = dir();
         let path = d.path().join("f.npy");
-        write_npy(&path, &[2], &[1f32, 2.0]).unwrap();
+        write_npy(&path, &[2], &[1f64, 2.0]).unwrap();
         let err = error_of(DataFile::open(&path, None));
-        assert!(err.contains("f.npy") && err.contains("float32 ('<f4')") && err.contains("i32 ('<i4')"), "{err}");
-        write_npy(&path, &[2], &[1u8, 2]).unwrap();
-        assert!(error_of(DataFile::open(&path, None)).contains("uint8 ('|u1')"));
+        assert!(err.contains("f.npy") && err.contains("float64 ('<f8')") && err.contains("i32 ('<i4')"), "{err}");
+        assert!(err.contains("u8 ('|u1')") && err.contains("f32 ('<f4')"), "{err}");
+        write_npy(&path, &[2], &[1i64, 2]).unwrap();
+        assert!(error_of(DataFile::open(&path, None)).contains("int64 ('<i8')"));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `host histogram`: plan, run and time the histogram, and compare it with the CPU exactly.
 
 use crate::gpu::Gpu;
-use crate::histogram::{self, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest};
-use crate::reference::{ValueDistribution, histogram_cpu, histogram_input};
+use crate::histogram::{self, Binning, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest, ValuesBuf};
+use crate::io::ElementType;
+use crate::reference::{ValueDistribution, histogram_input_of};
 use crate::timing::{Timing, rotation_sets, time_launches};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
@@ -16,6 +17,8 @@ pub enum TierChoice {
     Shared,
     /// A cluster's distributed shared memory.
     Cluster,
+    /// Buckets of bins counted in shared memory, three passes.
+    Bucketed,
     /// Global memory.
     Global,
 }
@@ -27,6 +30,7 @@ impl TierChoice {
             Self::Auto => None,
             Self::Shared => Some(HistogramTier::Shared),
             Self::Cluster => Some(HistogramTier::Cluster),
+            Self::Bucketed => Some(HistogramTier::Bucketed),
             Self::Global => Some(HistogramTier::Global),
         }
     }
@@ -44,6 +48,19 @@ pub struct HistogramArgs {
     /// How the input values are drawn.
     #[arg(long, value_enum, default_value_t = ValueDistribution::Uniform)]
     pub dist: ValueDistribution,
+    /// Input element type: integers count value v in bin v (clamped into the edge bins); f32
+    /// counts in even bins over --range.
+    #[arg(long = "type", value_enum, default_value_t = ElementType::I32)]
+    pub element: ElementType,
+    /// f32 only: LO,HI; values in [LO, HI] count (HI in the last bin), others and NaN are left out.
+    #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
+    pub range: Option<(f32, f32)>,
+    /// Private copies of the histogram per block (shared tier; a power of two up to 32).
+    #[arg(long)]
+    pub copies: Option<u32>,
+    /// Merge equal bins within a warp before adding (default: the planner's choice).
+    #[arg(long)]
+    pub aggregate: Option<bool>,
     /// Where the counters live: chosen by the planner, or forced.
     #[arg(long, value_enum, default_value_t = TierChoice::Auto)]
     pub tier: TierChoice,
@@ -67,6 +84,13 @@ pub struct HistogramArgs {
     pub seed: Option<u64>,
 }
 
+/// Parses `LO,HI` into two floats.
+pub fn parse_range(text: &str) -> Result<(f32, f32), String> {
+    let (lo, hi) = text.split_once(',').ok_or_else(|| format!("'{text}': expected LO,HI such as 0,1"))?;
+    let parse = |s: &str| s.trim().parse::<f32>().map_err(|e| format!("'{}' in '{text}': {e}", s.trim()));
+    Ok((parse(lo)?, parse(hi)?))
+}
+
 /// The measured outcome of one histogram configuration.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HistogramOutcome {
@@ -74,8 +98,10 @@ pub struct HistogramOutcome {
     pub plan: HistogramPlan,
     /// CUDA-event timings of zeroing the counters plus the kernel.
     pub timing: Timing,
-    /// Input read rate at the median, GB/s (4 bytes per value).
+    /// Input read rate at the median, GB/s (the input's bytes).
     pub input_gb_per_s: f64,
+    /// Values not counted (f32 outside the range, NaN).
+    pub left_out: u64,
     /// CPU histogram wall time, ms.
     pub cpu_ms: f64,
     /// Whether every count equals the CPU's.
@@ -85,10 +111,20 @@ pub struct HistogramOutcome {
 /// Runs the command.
 pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     // Arguments are checked before the GPU is opened, so a bad one is reported as such anywhere.
-    histogram::check_bins(args.bins)?;
+    let binning = histogram::binning_for(args.element.input_type(), args.bins, args.range)?;
+    let request = PlanRequest {
+        tier: args.tier.forced(),
+        cluster_size: args.cluster,
+        threads_per_block: args.threads,
+        copies: args.copies,
+        aggregate: args.aggregate,
+    };
+    // Requests the planner refuses on any device (bad copies, threads) are reported before the
+    // GPU is opened.
+    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
     let gpu = Gpu::open(device)?;
-    let request = PlanRequest { tier: args.tier.forced(), cluster_size: args.cluster, threads_per_block: args.threads };
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
+    let limits = histogram::HistogramLimits::of(&gpu)?;
     let info = gpu.info();
     println!(
         "device: {} ({} SMs); PTX {} ({} build)",
@@ -98,13 +134,15 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
         gpu.ptx_info().profile
     );
     println!("plan: {plan}");
+    println!("why: {}", plan.reason(&limits, args.tier.forced().is_some() || args.cluster.is_some()));
     if args.plan {
         return Ok(());
     }
     let seed = args.seed.unwrap_or_else(rand::random);
-    let values = histogram_input(seed, args.n, args.bins, args.dist);
+    let draw = Draw { seed, dist: args.dist, element: args.element, range: args.range };
+    let values = histogram_input_of(seed, args.n, args.bins, args.dist, args.element.input_type(), args.range);
     let timing = (args.warmup as usize, args.repeat as usize);
-    let outcome = measure(&gpu, &plan, &values, args.bins, timing, (seed, args.dist))?;
+    let outcome = measure(&gpu, &plan, &values, binning, timing, draw)?;
     println!("{}", render(args, &outcome));
     if !outcome.exact {
         bail!("the GPU histogram differs from the CPU's");
@@ -112,52 +150,75 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How an input was drawn, so that rotated copies are drawn alike.
+#[derive(Debug, Clone, Copy)]
+pub struct Draw {
+    /// Seed of the first copy.
+    pub seed: u64,
+    /// Distribution over the bins.
+    pub dist: ValueDistribution,
+    /// Element type.
+    pub element: ElementType,
+    /// `f32` range.
+    pub range: Option<(f32, f32)>,
+}
+
 /// Checks the planned histogram of `values` against the CPU exactly (naming the first differing
 /// bin), then times it (`(warmup, repeat)` runs); inputs that fit in L2 are rotated over fresh
-/// copies drawn like `values` from `(seed, dist)`.
+/// copies drawn like `values` by `draw`.
 pub fn measure(
     gpu: &Gpu,
     plan: &HistogramPlan,
-    values: &[i32],
-    bins: usize,
+    values: &ValuesBuf,
+    binning: Binning,
     (warmup, repeat): (usize, usize),
-    (seed, dist): (u64, ValueDistribution),
+    draw: Draw,
 ) -> anyhow::Result<HistogramOutcome> {
+    let Draw { seed, dist, element, range } = draw;
+    let values = values.as_values();
+    let bins = binning.nbins as usize;
     let start = std::time::Instant::now();
-    let expected = histogram_cpu(values, bins);
+    let expected = histogram::histogram_cpu_of(values, &binning);
     let cpu_ms = start.elapsed().as_secs_f64() * 1e3;
-    let mut sets = vec![DeviceHistogram::upload(gpu, values, bins)?];
+    let counted: u64 = expected.iter().map(|&c| c as u64).sum();
+    let mut sets = vec![DeviceHistogram::upload_values(gpu, values, binning)?];
     let got = histogram::run(gpu, plan, &mut sets[0])?;
     let difference = histogram::first_count_difference(&got, &expected);
     if let Some(d) = &difference {
         eprintln!("the GPU histogram differs from the CPU's: {d}");
     }
     let exact = difference.is_none();
-    let rotation = rotation_sets(4 * values.len() as u64, gpu.info().l2_bytes);
+    let rotation = rotation_sets(values.bytes().len() as u64, gpu.info().l2_bytes);
     for s in 1..rotation {
-        let more = histogram_input(seed.wrapping_add(s as u64), values.len(), bins, dist);
-        sets.push(DeviceHistogram::upload(gpu, &more, bins)?);
+        let more =
+            histogram_input_of(seed.wrapping_add(s as u64), values.len(), bins, dist, element.input_type(), range);
+        sets.push(DeviceHistogram::upload_values(gpu, more.as_values(), binning)?);
     }
     let count = sets.len();
     let timing = time_launches(gpu, warmup, repeat, |i| histogram::launch(gpu, plan, &mut sets[i % count]))?;
-    let input_gb_per_s = crate::bench::report::input_gb_per_s(values.len(), timing.median_ms);
-    Ok(HistogramOutcome { plan: *plan, timing, input_gb_per_s, cpu_ms, exact })
+    let input_gb_per_s = values.bytes().len() as f64 / (timing.median_ms * 1e6);
+    let left_out = values.len() as u64 - counted;
+    Ok(HistogramOutcome { plan: *plan, timing, input_gb_per_s, left_out, cpu_ms, exact })
 }
 
 /// The result lines of `host histogram`.
 pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
     let t = o.timing;
     format!(
-        "histogram of {} values ({:?}) into {} bins: median {:.3} ms (min {:.3}, max {:.3}, {} runs), {:.1} GB/s input read\n\
+        "histogram of {} {} values ({:?}{}) into {} bins: median {:.3} ms (min {:.3}, max {:.3}, {} runs), {:.1} GB/s input read\n\
+         {} values left out (outside the range or NaN)\n\
          CPU histogram: {:.1} ms ({:.1}x the GPU time); matches the CPU exactly: {}",
         args.n,
+        args.element.name(),
         args.dist,
+        args.range.map(|(lo, hi)| format!(", range [{lo}, {hi}]")).unwrap_or_default(),
         args.bins,
         t.median_ms,
         t.min_ms,
         t.max_ms,
         t.runs,
         o.input_gb_per_s,
+        o.left_out,
         o.cpu_ms,
         o.cpu_ms / t.median_ms,
         if o.exact { "yes" } else { "NO" }
@@ -199,6 +260,30 @@ mod tests {
     }
 
     #[test]
+    fn type_and_range_parse_and_bad_ones_are_refused_before_a_gpu_is_needed() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["host", "histogram", "--n", "10", "--bins", "4"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|cli| match cli.command {
+                Command::Histogram(args) => args,
+                _ => unreachable!(),
+            })
+        };
+        let args = parse(&["--type", "f32", "--range", "-1.5,2"]).unwrap();
+        assert_eq!((args.element, args.range), (ElementType::F32, Some((-1.5, 2.0))));
+        assert_eq!(parse(&["--type", "u8"]).unwrap().element, ElementType::U8);
+        assert!(parse(&["--type", "f64"]).is_err());
+        assert!(parse(&["--range", "1"]).is_err());
+        assert!(parse(&["--range", "a,b"]).is_err());
+        let refused = |extra: &[&str]| run(0, &parse(extra).unwrap()).unwrap_err().to_string();
+        assert!(refused(&["--type", "f32"]).contains("need a range"));
+        assert!(refused(&["--type", "f32", "--range", "2,1"]).contains("LO must be below HI"));
+        assert!(refused(&["--type", "u16", "--range", "0,1"]).contains("f32 values only"));
+        assert!(refused(&["--copies", "3"]).contains("power of two"));
+        assert!(refused(&["--tier", "global", "--copies", "2"]).contains("shared tier only"));
+    }
+
+    #[test]
     fn zero_bins_are_refused_before_a_gpu_is_needed() {
         let cli = Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "0"]).unwrap();
         let Command::Histogram(args) = cli.command else { unreachable!() };
@@ -215,10 +300,12 @@ mod tests {
             plan,
             timing: Timing::from_samples(vec![0.5]).unwrap(),
             input_gb_per_s: 8e-3,
+            left_out: 3,
             cpu_ms: 5.0,
             exact: true,
         };
         let text = render(&args, &o);
         assert!(text.contains("median 0.500 ms") && text.contains("10.0x") && text.contains("exactly: yes"), "{text}");
+        assert!(text.contains("3 values left out") && text.contains("1000 i32 values"), "{text}");
     }
 }
