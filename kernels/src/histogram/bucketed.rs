@@ -30,9 +30,11 @@ pub const KERNEL_BUCKET_BINS: &str = "histogram_bucket_bins";
 pub const MAX_BUCKETS: u32 = 256;
 
 /// Threads per block of the scatter.
-pub const SCATTER_THREADS: u32 = 512;
+pub const SCATTER_THREADS: u32 = 256;
 
-/// Values each scatter thread reads per tile: one 16-byte vector of `u8`, four of `f32`.
+/// Values each scatter thread reads per tile: one 16-byte vector of `u8`, four of `f32`. With
+/// 16 values in registers a scatter thread needs 115 registers: 256-thread blocks let two share
+/// an SM, so one loads its tile while the other ranks and writes.
 pub const VALUES_PER_THREAD: u32 = 16;
 
 /// Values per scatter tile.
@@ -174,7 +176,7 @@ pub(crate) mod device_code {
             let mut bins = [NO_BIN; VALUES_PER_THREAD as usize];
             if first + VALUES_PER_THREAD as u64 <= n {
                 let mut k = 0;
-                let mut put = |bin: u32| {
+                let mut put = |bin: u32, _check: bool| {
                     bins[k] = bin;
                     k += 1;
                 };
@@ -298,6 +300,28 @@ pub(crate) mod device_code {
         /// As the module's.
         pub unsafe fn histogram_bucket_bins(keys: *const u16, bucket_counts: *const u32, bins: *mut u32, nbins: u32,
                                             shift: u32, aggregate: u32) {
+            // SAFETY (both): forwarded contract.
+            if aggregate != 0 {
+                unsafe { bucket_bins::<true>(keys, bucket_counts, bins, nbins, shift) }
+            } else {
+                unsafe { bucket_bins::<false>(keys, bucket_counts, bins, nbins, shift) }
+            }
+        }
+    }
+
+    /// Pass 3's body, with warp aggregation chosen at compile time.
+    ///
+    /// # Safety
+    /// As the module's.
+    #[inline(always)]
+    unsafe fn bucket_bins<const AGGREGATE: bool>(
+        keys: *const u16,
+        bucket_counts: *const u32,
+        bins: *mut u32,
+        nbins: u32,
+        shift: u32,
+    ) {
+        {
             let buckets = super::bucket_count(nbins, shift);
             let width = 1u32 << shift;
             // SAFETY: the launch provides 2^shift * 4 bytes of dynamic shared memory.
@@ -307,9 +331,11 @@ pub(crate) mod device_code {
             if tid < warp::WARP_SIZE {
                 // SAFETY: warp 0 runs the scan whole; j < buckets is inside both tables.
                 let sum = unsafe {
-                    warp_exclusive_scan(buckets, |j| *bucket_counts.add(j as usize), |j, before, _| {
-                        bases.store(j as usize, before)
-                    })
+                    warp_exclusive_scan(
+                        buckets,
+                        |j| *bucket_counts.add(j as usize),
+                        |j, before, _| bases.store(j as usize, before),
+                    )
                 };
                 if tid == 0 {
                     // SAFETY: buckets <= MAX_BUCKETS.
@@ -322,8 +348,11 @@ pub(crate) mod device_code {
             let kept = unsafe { bases.load(buckets as usize) } as u64;
             // Equal shares, in whole 16-byte vectors of keys.
             let share = kept.div_ceil(thread::grid_dim_x() as u64).next_multiple_of(8);
-            let (c0, c1) = ((thread::block_idx_x() as u64 * share).min(kept), ((thread::block_idx_x() as u64 + 1) * share).min(kept));
-            let (threads, aggregate) = (thread::block_dim_x() as usize, aggregate != 0);
+            let (c0, c1) = (
+                (thread::block_idx_x() as u64 * share).min(kept),
+                ((thread::block_idx_x() as u64 + 1) * share).min(kept),
+            );
+            let threads = thread::block_dim_x() as usize;
             let add = |key: u32, k: u32| {
                 // SAFETY: key < 2^shift = len; red.shared is atomic.
                 unsafe { atomic::shared_add_u32(local.address_of(key as usize), k) }
@@ -349,13 +378,13 @@ pub(crate) mod device_code {
                 };
                 // SAFETY (all three loops): the warp is converged at every add_bin (for_each_index),
                 // and every key is below 2^shift.
-                for_each_index(s, a0, |i| unsafe { add_bin(key_at(i), aggregate, add) });
+                for_each_index(s, a0, |i| unsafe { add_bin::<AGGREGATE>(key_at(i), true, add) });
                 for_each_index(a0 / 8, a1 / 8, |v| match v {
                     Some(v) => {
                         // SAFETY: 8 * v + 8 <= a1 <= kept: the vector lies inside `keys`, 16-byte aligned.
                         let words = unsafe { mem::load_global_nc_v4_u32(keys.cast::<u8>().add(16 * v as usize)) };
                         // SAFETY: converged, as above; a key is below 2^shift.
-                        let mut each = |key: u16| unsafe { add_bin(key as u32, aggregate, add) };
+                        let mut each = |key: u16| unsafe { add_bin::<AGGREGATE>(key as u32, false, add) };
                         for w in words {
                             u16::for_each_in_word(w, &mut each);
                         }
@@ -363,11 +392,11 @@ pub(crate) mod device_code {
                     None => {
                         for _ in 0..8 {
                             // SAFETY: converged, as above.
-                            unsafe { add_bin(NO_BIN, aggregate, add) };
+                            unsafe { add_bin::<AGGREGATE>(NO_BIN, true, add) };
                         }
                     }
                 });
-                for_each_index(a1, e, |i| unsafe { add_bin(key_at(i), aggregate, add) });
+                for_each_index(a1, e, |i| unsafe { add_bin::<AGGREGATE>(key_at(i), true, add) });
                 // Every add of this block has landed before the counters are read.
                 thread::sync_threads();
                 let first = bucket << shift;
@@ -407,6 +436,6 @@ mod tests {
 
     #[test]
     fn a_scatter_tile_is_the_block_times_16_values() {
-        assert_eq!(TILE, 8192);
+        assert_eq!(TILE, 4096);
     }
 }

@@ -193,6 +193,8 @@ pub trait Element: Copy {
     const SIZE: u32 = Self::TYPE.size();
     /// Values in one 16-byte vector.
     const PER_VECTOR: u64 = 16 / Self::SIZE as u64;
+    /// Whether [`Element::bin`] can return `None` (floats outside the range).
+    const MAY_LEAVE_OUT: bool = false;
 
     /// The value held in the low `SIZE` bytes of `word`.
     fn from_word(word: u32) -> Self;
@@ -267,6 +269,7 @@ impl Element for i32 {
 
 impl Element for f32 {
     const TYPE: InputType = InputType::F32;
+    const MAY_LEAVE_OUT: bool = true;
     #[inline(always)]
     fn from_word(word: u32) -> Self {
         f32::from_bits(word)
@@ -304,10 +307,12 @@ pub(crate) mod device_code {
     use crate::device::{atomic, cluster, mem, thread, warp};
     use crate::{dynamic_shared_array, gpu_kernel};
 
-    /// Calls `count(bin)` for every input value this thread owns in a grid-stride loop, two
+    /// Calls `count(bin, check)` for every input value this thread owns in a grid-stride loop, two
     /// 16-byte loads in flight per step, then the `n % PER_VECTOR` tail one value at a time.
     /// Lanes past the end pass [`NO_BIN`] while the rest of their warp counts, so `count` runs
-    /// in converged warps (the grid's thread count is a multiple of 32).
+    /// in converged warps (the grid's thread count is a multiple of 32). `check` is false where
+    /// `bin` cannot be [`NO_BIN`] (an integer value in a full vector): a constant after inlining,
+    /// so the hot loop carries no test for it.
     ///
     /// # Safety
     /// `input` holds `n` values of `T` and is 16-byte aligned.
@@ -316,7 +321,7 @@ pub(crate) mod device_code {
         input: *const u8,
         n: u64,
         binning: &Binning,
-        mut count: impl FnMut(u32),
+        mut count: impl FnMut(u32, bool),
     ) {
         let vectors = n / T::PER_VECTOR;
         let stride = thread::grid_size_1d();
@@ -346,7 +351,7 @@ pub(crate) mod device_code {
                 );
             } else {
                 for _ in 0..T::PER_VECTOR {
-                    count(NO_BIN);
+                    count(NO_BIN, true);
                 }
             }
             i += stride;
@@ -359,7 +364,7 @@ pub(crate) mod device_code {
             } else {
                 NO_BIN
             };
-            count(bin);
+            count(bin, true);
         }
     }
 
@@ -383,35 +388,35 @@ pub(crate) mod device_code {
     /// Counts the values of one 16-byte vector. Constant word indices keep the vector in
     /// registers: an array iterator indexes at run time and moved the vectors to local memory.
     #[inline(always)]
-    pub(crate) fn count_vector<T: Element>(words: [u32; 4], binning: &Binning, count: &mut impl FnMut(u32)) {
-        let mut each = |v: T| count(v.bin_or_none(binning));
+    pub(crate) fn count_vector<T: Element>(words: [u32; 4], binning: &Binning, count: &mut impl FnMut(u32, bool)) {
+        let mut each = |v: T| count(v.bin_or_none(binning), T::MAY_LEAVE_OUT);
         T::for_each_in_word(words[0], &mut each);
         T::for_each_in_word(words[1], &mut each);
         T::for_each_in_word(words[2], &mut each);
         T::for_each_in_word(words[3], &mut each);
     }
 
-    /// Adds one per lane to counter `bin` of every lane with a bin (`add(bin, 1)`). With
-    /// `aggregate`, a warp whose lanes all hold the same bin adds 32 once from lane 0 instead:
-    /// constant runs, the worst case of atomic contention, cost one atomic per warp step, for a
-    /// shuffle and a ballot per value.
+    /// Adds one per lane to counter `bin` of every lane with a bin (`add(bin, 1)`); `check` says
+    /// whether `bin` may be [`NO_BIN`]. With `AGGREGATE`, a warp whose lanes all hold the same
+    /// bin adds 32 once from lane 0 instead: constant runs, the worst case of atomic contention,
+    /// cost one atomic per warp step, for a shuffle and a ballot per value.
     ///
     /// # Safety
     /// The whole warp calls it together; `add(bin, k)` is sound for every bin passed.
     #[inline(always)]
-    pub(crate) unsafe fn add_bin(bin: u32, aggregate: bool, mut add: impl FnMut(u32, u32)) {
-        if aggregate {
+    pub(crate) unsafe fn add_bin<const AGGREGATE: bool>(bin: u32, check: bool, mut add: impl FnMut(u32, u32)) {
+        if AGGREGATE {
             // SAFETY (both): forwarded: the whole warp is here.
             let first = unsafe { warp::shuffle_idx_u32(bin, 0) };
             let same = unsafe { warp::ballot(bin == first) };
             if same == u32::MAX {
-                if warp::lane_id() == 0 && bin != NO_BIN {
+                if warp::lane_id() == 0 && (!check || bin != NO_BIN) {
                     add(bin, warp::WARP_SIZE);
                 }
                 return;
             }
         }
-        if bin != NO_BIN {
+        if !check || bin != NO_BIN {
             add(bin, 1);
         }
     }
@@ -422,15 +427,15 @@ pub(crate) mod device_code {
     /// As the module's.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn shared_tier<T: Element>(
+    pub(crate) unsafe fn shared_tier<T: Element, const SHIFTED: bool, const AGGREGATE: bool>(
         input: *const u8,
         n: u64,
         bins: *mut u32,
         binning: Binning,
         shift: u32,
         copies: u32,
-        aggregate: bool,
     ) {
+        let shift = if SHIFTED { shift } else { 0 };
         let counters = ((binning.nbins - 1) >> shift) + 1;
         // SAFETY: the launch provides counters * copies * 4 bytes of dynamic shared memory.
         let local = unsafe { dynamic_shared_array!(HISTOGRAM_SHARED_BINS: u32, (counters * copies) as usize) };
@@ -445,9 +450,9 @@ pub(crate) mod device_code {
         // SAFETY: forwarded contract; the index is below counters * copies = len (bin < nbins),
         // and red.shared is atomic. The warp is converged at every call (for_each_bin).
         unsafe {
-            for_each_bin::<T>(input, n, &binning, |bin| {
-                let bin = if bin == NO_BIN { NO_BIN } else { bin >> shift };
-                add_bin(bin, aggregate, |bin, k| {
+            for_each_bin::<T>(input, n, &binning, |bin, check| {
+                let bin = if SHIFTED && bin != NO_BIN { bin >> shift } else { bin };
+                add_bin::<AGGREGATE>(bin, check, |bin, k| {
                     atomic::shared_add_u32(local.address_of(copy_index(bin, copies, copy) as usize), k)
                 })
             })
@@ -474,13 +479,12 @@ pub(crate) mod device_code {
     /// # Safety
     /// As the module's.
     #[inline(always)]
-    pub(crate) unsafe fn cluster_tier<T: Element>(
+    pub(crate) unsafe fn cluster_tier<T: Element, const AGGREGATE: bool>(
         input: *const u8,
         n: u64,
         bins: *mut u32,
         binning: Binning,
         bins_per_block: u32,
-        aggregate: bool,
     ) {
         // SAFETY: the launch provides bins_per_block * 4 bytes of dynamic shared memory.
         let local = unsafe { dynamic_shared_array!(HISTOGRAM_CLUSTER_BINS: u32, bins_per_block as usize) };
@@ -495,8 +499,8 @@ pub(crate) mod device_code {
         // SAFETY: forwarded contract: owner rank < c because c * bins_per_block >= nbins,
         // offset < bins_per_block, and the owner stays resident until the barrier below.
         unsafe {
-            for_each_bin::<T>(input, n, &binning, |bin| {
-                add_bin(bin, aggregate, |bin, k| {
+            for_each_bin::<T>(input, n, &binning, |bin, check| {
+                add_bin::<AGGREGATE>(bin, check, |bin, k| {
                     let (rank, offset) = owner_of(bin, bins_per_block);
                     atomic::cluster_shared_add_u32(cluster::map_shared_rank(base + 4 * offset, rank), k);
                 })
@@ -529,8 +533,14 @@ pub(crate) mod device_code {
                 pub unsafe fn $shared(input: *const u8, n: u64, bins: *mut u32, nbins: u32, lo: f32, hi: f32,
                                       scale: f32, shift: u32, copies: u32, aggregate: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    // SAFETY: forwarded contract.
-                    unsafe { shared_tier::<$t>(input, n, bins, binning, shift, copies, aggregate != 0) }
+                    // One loop per (shift, aggregate) choice, picked once: the hot loop tests neither.
+                    // SAFETY (all four): forwarded contract.
+                    match (shift != 0, aggregate != 0) {
+                        (false, false) => unsafe { shared_tier::<$t, false, false>(input, n, bins, binning, shift, copies) },
+                        (false, true) => unsafe { shared_tier::<$t, false, true>(input, n, bins, binning, shift, copies) },
+                        (true, false) => unsafe { shared_tier::<$t, true, false>(input, n, bins, binning, shift, copies) },
+                        (true, true) => unsafe { shared_tier::<$t, true, true>(input, n, bins, binning, shift, copies) },
+                    }
                 }
 
                 #[doc = concat!("Cluster tier for `", stringify!($t), "` values; see the [module documentation](super).")]
@@ -540,8 +550,12 @@ pub(crate) mod device_code {
                 pub unsafe fn $cluster(input: *const u8, n: u64, bins: *mut u32, nbins: u32, lo: f32, hi: f32,
                                        scale: f32, bins_per_block: u32, aggregate: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    // SAFETY: forwarded contract.
-                    unsafe { cluster_tier::<$t>(input, n, bins, binning, bins_per_block, aggregate != 0) }
+                    // SAFETY (both): forwarded contract.
+                    if aggregate != 0 {
+                        unsafe { cluster_tier::<$t, true>(input, n, bins, binning, bins_per_block) }
+                    } else {
+                        unsafe { cluster_tier::<$t, false>(input, n, bins, binning, bins_per_block) }
+                    }
                 }
 
                 #[doc = concat!("Global tier for `", stringify!($t), "` values: one `red.global.add` per value (per distinct bin of a warp with `aggregate`).")]
@@ -551,12 +565,16 @@ pub(crate) mod device_code {
                 pub unsafe fn $global(input: *const u8, n: u64, bins: *mut u32, nbins: u32, lo: f32, hi: f32,
                                       scale: f32, aggregate: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    // SAFETY: forwarded contract; every bin passed is below nbins, inside `bins`.
-                    unsafe {
-                        for_each_bin::<$t>(input, n, &binning, |bin| {
-                            add_bin(bin, aggregate != 0, |bin, k| atomic::global_add_u32(bins.add(bin as usize), k))
-                        })
+                    let add = |bin: u32, k: u32| {
+                        // SAFETY: every bin passed is below nbins, inside `bins`.
+                        unsafe { atomic::global_add_u32(bins.add(bin as usize), k) }
                     };
+                    // SAFETY (both): forwarded contract; the warp is converged at every add_bin.
+                    if aggregate != 0 {
+                        unsafe { for_each_bin::<$t>(input, n, &binning, |bin, check| add_bin::<true>(bin, check, add)) };
+                    } else {
+                        unsafe { for_each_bin::<$t>(input, n, &binning, |bin, check| add_bin::<false>(bin, check, add)) };
+                    }
                 }
 
                 #[doc = concat!("The bucketed tier's scatter for `", stringify!($t), "` values; see [`super::bucketed`].")]
