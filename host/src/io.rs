@@ -394,6 +394,11 @@ impl DataFile {
         self.element
     }
 
+    /// Where the values start in the file, bytes (0 for a raw file).
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
     /// Number of values.
     pub fn len(&self) -> u64 {
         self.len
@@ -431,6 +436,23 @@ impl DataFile {
             *v = i32::from_le(*v);
         }
         Ok(())
+    }
+
+    /// Reads the bytes of `out.len() / size` values starting at value `first`, as stored: the
+    /// little-endian values the kernels read on a little-endian host (every CUDA host).
+    pub fn read_bytes_at(&self, file: &File, first: u64, out: &mut [u8]) -> Result<()> {
+        let size = self.element.size();
+        let count = out.len() as u64 / size;
+        if !(out.len() as u64).is_multiple_of(size) || first + count > self.len {
+            return Err(HostError::InvalidInput(format!(
+                "{} bytes from value {first}: not whole {} values inside the {} of {}",
+                out.len(),
+                self.element.name(),
+                self.len,
+                self.path.display()
+            )));
+        }
+        read_exact_at(&self.path, file, self.data_offset + size * first, out)
     }
 
     /// Reads every value.

@@ -17,6 +17,7 @@ pub mod device;
 
 pub mod histogram;
 pub mod matmul;
+pub mod saxpy;
 
 /// The PTX symbol of every kernel this crate emits, in the order the host lists them.
 pub const KERNEL_NAMES: &[&str] = &[
@@ -52,6 +53,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::TYPED_KERNELS[3].global,
     histogram::TYPED_KERNELS[3].scatter,
     histogram::bucketed::KERNEL_BUCKET_BINS,
+    saxpy::KERNEL,
 ];
 
 #[cfg(target_arch = "nvptx64")]

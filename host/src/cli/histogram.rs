@@ -1,17 +1,20 @@
 //! `host histogram`: plan, run and time the histogram, and compare it with the CPU exactly.
 
+use crate::error::format_bytes;
 use crate::gpu::Gpu;
 use crate::histogram::{self, Binning, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest, ValuesBuf};
-use crate::io::ElementType;
+use crate::io::{DataFile, ElementType, OutputFile};
 use crate::reference::{ValueDistribution, histogram_input_of};
+use crate::stream::{self, ReadMode, StreamOptions};
 use crate::timing::{Timing, rotation_sets, time_launches};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
 
 /// `--tier`: the planner's choice, or a forced tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierChoice {
-    /// Shared, cluster or global, by the bin count and the device.
+    /// Shared, cluster, bucketed or global, by the bin count and the device.
     Auto,
     /// One block's shared memory.
     Shared,
@@ -36,31 +39,56 @@ impl TierChoice {
     }
 }
 
-/// Arguments of `host histogram`.
+/// Arguments of `host histogram`: random values (`--n`), or a file's (`--input`).
 #[derive(Args, Debug)]
 pub struct HistogramArgs {
-    /// Number of input values (0 is allowed: every count is 0).
-    #[arg(long)]
-    pub n: usize,
-    /// Number of bins.
-    #[arg(long)]
-    pub bins: usize,
-    /// How the input values are drawn.
-    #[arg(long, value_enum, default_value_t = ValueDistribution::Uniform)]
-    pub dist: ValueDistribution,
-    /// Input element type: integers count value v in bin v (clamped into the edge bins); f32
-    /// counts in even bins over --range.
-    #[arg(long = "type", value_enum, default_value_t = ElementType::I32)]
-    pub element: ElementType,
+    /// Number of random input values (0 is allowed: every count is 0).
+    #[arg(long, required_unless_present = "input", conflicts_with = "input")]
+    pub n: Option<usize>,
+    /// Count the values of this file instead: a .npy file (its dtype picks the value type) or,
+    /// with --type, a raw little-endian file. Streamed in chunks, so it may exceed the GPU's memory.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// The values' type: of the random values (default i32), or of a raw (headerless,
+    /// little-endian) --input file. Integers count value v in bin v (clamped into the edge bins);
+    /// f32 counts in even bins over --range.
+    #[arg(long = "type", value_enum)]
+    pub value_type: Option<ElementType>,
     /// f32 only: LO,HI; values in [LO, HI] count (HI in the last bin), others and NaN are left out.
     #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
     pub range: Option<(f32, f32)>,
     /// Private copies of the histogram per block (shared tier; a power of two up to 32).
     #[arg(long)]
     pub copies: Option<u32>,
-    /// Merge equal bins within a warp before adding (default: the planner's choice).
+    /// Merge warp-uniform bins before adding (default: the planner's choice).
     #[arg(long)]
     pub aggregate: Option<bool>,
+    /// Bytes per streamed chunk of --input, e.g. 256MiB (default: 256 MiB, less if free device
+    /// memory is short).
+    #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
+    pub chunk: Option<u64>,
+    /// CUDA streams the chunks of --input alternate over (2 to 16).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=16))]
+    pub streams: u32,
+    /// How --input reaches the GPU: mapped (its pages page-locked in place, no CPU copy) or
+    /// pinned (read into pinned buffers).
+    #[arg(long, value_enum, default_value_t = ReadMode::Mapped)]
+    pub read: ReadMode,
+    /// Threads that page-lock (mapped) or read (pinned) chunks of --input ahead of the copies.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub readers: u32,
+    /// Check the counts of --input against the CPU's (a second read of the file).
+    #[arg(long)]
+    pub check: bool,
+    /// Write the counts of --input to this .npy file (uint64, one per bin).
+    #[arg(long, value_name = "COUNTS.npy")]
+    pub out: Option<PathBuf>,
+    /// Number of bins.
+    #[arg(long)]
+    pub bins: usize,
+    /// How the input values are drawn.
+    #[arg(long, value_enum, default_value_t = ValueDistribution::Uniform)]
+    pub dist: ValueDistribution,
     /// Where the counters live: chosen by the planner, or forced.
     #[arg(long, value_enum, default_value_t = TierChoice::Auto)]
     pub tier: TierChoice,
@@ -91,6 +119,20 @@ pub fn parse_range(text: &str) -> Result<(f32, f32), String> {
     Ok((parse(lo)?, parse(hi)?))
 }
 
+impl HistogramArgs {
+    /// What the planner may not choose alone.
+    pub fn request(&self, element: ElementType) -> PlanRequest {
+        PlanRequest {
+            tier: self.tier.forced(),
+            cluster_size: self.cluster,
+            threads_per_block: self.threads,
+            copies: self.copies,
+            aggregate: self.aggregate,
+            element: Some(element.input_type()),
+        }
+    }
+}
+
 /// The measured outcome of one histogram configuration.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HistogramOutcome {
@@ -111,14 +153,18 @@ pub struct HistogramOutcome {
 /// Runs the command.
 pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     // Arguments are checked before the GPU is opened, so a bad one is reported as such anywhere.
-    let binning = histogram::binning_for(args.element.input_type(), args.bins, args.range)?;
-    let request = PlanRequest {
-        tier: args.tier.forced(),
-        cluster_size: args.cluster,
-        threads_per_block: args.threads,
-        copies: args.copies,
-        aggregate: args.aggregate,
-    };
+    histogram::check_bins(args.bins)?;
+    if let Some(path) = &args.input {
+        return run_file(device, args, path);
+    }
+    let file_only = [("--chunk", args.chunk.is_some()), ("--check", args.check), ("--out", args.out.is_some())];
+    if let Some((flag, _)) = file_only.iter().find(|(_, given)| *given) {
+        bail!("{flag} applies to --input files only");
+    }
+    let n = args.n.unwrap_or(0);
+    let element = args.value_type.unwrap_or(ElementType::I32);
+    let binning = histogram::binning_for(element.input_type(), args.bins, args.range)?;
+    let request = args.request(element);
     // Requests the planner refuses on any device (bad copies, threads) are reported before the
     // GPU is opened.
     histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
@@ -139,13 +185,120 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let seed = args.seed.unwrap_or_else(rand::random);
-    let draw = Draw { seed, dist: args.dist, element: args.element, range: args.range };
-    let values = histogram_input_of(seed, args.n, args.bins, args.dist, args.element.input_type(), args.range);
+    let draw = Draw { seed, dist: args.dist, element, range: args.range };
+    let values = histogram_input_of(seed, n, args.bins, args.dist, element.input_type(), args.range);
     let timing = (args.warmup as usize, args.repeat as usize);
     let outcome = measure(&gpu, &plan, &values, binning, timing, draw)?;
     println!("{}", render(args, &outcome));
     if !outcome.exact {
         bail!("the GPU histogram differs from the CPU's");
+    }
+    Ok(())
+}
+
+/// Pinned host-to-device copies timed for the ceiling of a streamed input: 8 of 256 MiB.
+const H2D_PROBE: (u64, usize) = (256 << 20, 8);
+
+/// `host histogram --input FILE`: checks the file, then streams it through the GPU and reports
+/// the rate against the pinned host-to-device bandwidth measured in the same run.
+fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<()> {
+    let file = DataFile::open(path, args.value_type)?;
+    let binning = histogram::binning_for(file.element().input_type(), args.bins, args.range)?;
+    let request = args.request(file.element());
+    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
+    let out = args.out.as_deref().map(OutputFile::create).transpose()?;
+    let gpu = Gpu::open(device)?;
+    let plan = histogram::plan_with(&gpu, args.bins, request)?;
+    let info = gpu.info();
+    println!(
+        "device: {} ({} SMs); PTX {} ({} build)",
+        info.name,
+        info.sm_count,
+        gpu.ptx_info().arch,
+        gpu.ptx_info().profile
+    );
+    println!(
+        "input: {}: {} {} values ({})",
+        path.display(),
+        file.len(),
+        file.element().name(),
+        format_bytes(file.bytes())
+    );
+    println!("plan: {plan}");
+    if args.plan {
+        return Ok(());
+    }
+    let streams = args.streams as usize;
+    let chunk_bytes = match args.chunk {
+        Some(bytes) => bytes,
+        // A chunk per stream must fit beside the counters, with room to spare.
+        None => {
+            let fits = stream::DEFAULT_CHUNK_BYTES.min(info.free_memory / (2 * streams as u64 + 2));
+            (fits / stream::PAGE_BYTES * stream::PAGE_BYTES).max(stream::PAGE_BYTES)
+        }
+    };
+    let h2d = stream::pinned_h2d_gb_per_s(&gpu, H2D_PROBE.0, H2D_PROBE.1)?;
+    let readers = args.readers as usize;
+    // A buffer per reader being filled, one per stream being copied, one ready ahead.
+    let options = StreamOptions {
+        chunk_bytes,
+        streams,
+        readers,
+        pinned_buffers: streams + readers + 1,
+        read: args.read,
+        progress: file.bytes() >= 1 << 30,
+    };
+    let report = stream::histogram_file(&gpu, &plan, &file, binning, options)?;
+    let ragged = report.values % report.chunk_values.max(1);
+    println!(
+        "streamed {} in {} chunk(s) of {}{} over {streams} streams, {readers} readers, {} {}: {:.3} s, {:.1} GB/s",
+        format_bytes(report.bytes),
+        report.chunks,
+        format_bytes(file.element().size() * report.chunk_values),
+        if ragged > 0 && report.chunks > 1 {
+            format!(" (last {})", format_bytes(file.element().size() * ragged))
+        } else {
+            String::new()
+        },
+        options.pinned_buffers,
+        match args.read {
+            ReadMode::Mapped => "chunks page-locked in place at once",
+            ReadMode::Pinned => "pinned buffers",
+        },
+        report.seconds,
+        report.gb_per_s()
+    );
+    println!(
+        "pinned host-to-device copy, same run ({} x {}, CUDA events): {h2d:.1} GB/s; streamed at {:.2} of it",
+        H2D_PROBE.1,
+        format_bytes(H2D_PROBE.0),
+        report.gb_per_s() / h2d
+    );
+    let total: u64 = report.counts.iter().sum();
+    let (top, top_count) = report.counts.iter().enumerate().max_by_key(|&(_, c)| c).map_or((0, 0), |(i, &c)| (i, c));
+    println!("counts: {total} values in {} bins; the fullest is bin {top} with {top_count}", args.bins);
+    if args.check {
+        let start = std::time::Instant::now();
+        let want = stream::histogram_file_cpu(&file, &binning)?;
+        let exact = report.counts == want;
+        println!(
+            "CPU histogram of the file ({:.1} s): matches the GPU exactly: {}",
+            start.elapsed().as_secs_f64(),
+            if exact { "yes" } else { "NO" }
+        );
+        if !exact {
+            let i = report.counts.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(0);
+            bail!(
+                "the streamed histogram differs from the CPU's: bin {i} holds {} instead of {}",
+                report.counts[i],
+                want[i]
+            );
+        }
+    }
+    if let Some(out) = out {
+        let path = out.path().display().to_string();
+        out.write_npy(&[args.bins as u64], &report.counts)?;
+        println!("wrote the counts to {path}");
     }
     Ok(())
 }
@@ -208,8 +361,8 @@ pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
         "histogram of {} {} values ({:?}{}) into {} bins: median {:.3} ms (min {:.3}, max {:.3}, {} runs), {:.1} GB/s input read\n\
          {} values left out (outside the range or NaN)\n\
          CPU histogram: {:.1} ms ({:.1}x the GPU time); matches the CPU exactly: {}",
-        args.n,
-        args.element.name(),
+        args.n.unwrap_or(0),
+        args.value_type.unwrap_or(ElementType::I32).name(),
         args.dist,
         args.range.map(|(lo, hi)| format!(", range [{lo}, {hi}]")).unwrap_or_default(),
         args.bins,
@@ -252,11 +405,70 @@ mod tests {
         let Command::Histogram(args) = cli.command else { panic!("not histogram") };
         assert_eq!(
             (args.n, args.bins, args.dist, args.tier, args.cluster, args.plan),
-            (1 << 26, 65_536, ValueDistribution::Zipf, TierChoice::Cluster, Some(4), true)
+            (Some(1 << 26), 65_536, ValueDistribution::Zipf, TierChoice::Cluster, Some(4), true)
         );
         assert_eq!(TierChoice::Auto.forced(), None);
         assert!(Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "4", "--tier", "l2"]).is_err());
         assert!(Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "4", "--dist", "pareto"]).is_err());
+    }
+
+    fn histogram_args(argv: &[&str]) -> HistogramArgs {
+        let cli = Cli::try_parse_from(["host", "histogram"].iter().chain(argv)).unwrap();
+        let Command::Histogram(args) = cli.command else { unreachable!() };
+        args
+    }
+
+    #[test]
+    fn histogram_takes_a_file_with_its_type_chunk_and_output() {
+        let args = histogram_args(&[
+            "--input",
+            "big.bin",
+            "--type",
+            "i32",
+            "--bins",
+            "256",
+            "--chunk",
+            "256MiB",
+            "--streams",
+            "3",
+            "--check",
+            "--out",
+            "c.npy",
+        ]);
+        assert_eq!(args.input, Some(PathBuf::from("big.bin")));
+        assert_eq!(
+            (args.value_type, args.chunk, args.streams, args.check),
+            (Some(ElementType::I32), Some(256 << 20), 3, true)
+        );
+        let parse = |argv: &[&str]| Cli::try_parse_from(["host", "histogram"].iter().chain(argv)).map(|_| ());
+        assert!(parse(&["--n", "10", "--input", "a.npy", "--bins", "4"]).is_err(), "--n and --input");
+        assert!(parse(&["--input", "a.npy", "--bins", "4", "--type", "f64"]).is_err(), "a type the kernels lack");
+        assert!(parse(&["--input", "a.npy", "--bins", "4", "--chunk", "lots"]).is_err());
+        assert!(parse(&["--input", "a.npy", "--bins", "4", "--streams", "1"]).is_err(), "one stream cannot overlap");
+    }
+
+    #[test]
+    fn file_options_without_a_file_are_refused_before_a_gpu_is_needed() {
+        let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--out", "c.npy"])).unwrap_err().to_string();
+        assert_eq!(err, "--out applies to --input files only");
+        let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--chunk", "1MiB"])).unwrap_err().to_string();
+        assert!(err.starts_with("--chunk"), "{err}");
+    }
+
+    #[test]
+    fn bad_input_files_are_reported_before_a_gpu_is_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, out) = (dir.path().join("v.npy"), dir.path().join("counts.npy"));
+        crate::io::write_npy(&input, &[2], &[1.0f64, 2.0]).unwrap();
+        let path = input.to_str().unwrap();
+        let err = run(0, &histogram_args(&["--input", path, "--bins", "4", "--out", out.to_str().unwrap()]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("v.npy") && err.contains("float64") && err.contains("i32 ('<i4')"), "{err}");
+        assert!(!out.exists());
+        std::fs::write(&input, [0u8; 7]).unwrap();
+        let err = run(0, &histogram_args(&["--input", path, "--bins", "4", "--type", "i32"])).unwrap_err().to_string();
+        assert!(err.contains("truncated"), "{err}");
     }
 
     #[test]
@@ -270,8 +482,8 @@ mod tests {
             })
         };
         let args = parse(&["--type", "f32", "--range", "-1.5,2"]).unwrap();
-        assert_eq!((args.element, args.range), (ElementType::F32, Some((-1.5, 2.0))));
-        assert_eq!(parse(&["--type", "u8"]).unwrap().element, ElementType::U8);
+        assert_eq!((args.value_type, args.range), (Some(ElementType::F32), Some((-1.5, 2.0))));
+        assert_eq!(parse(&["--type", "u8"]).unwrap().value_type, Some(ElementType::U8));
         assert!(parse(&["--type", "f64"]).is_err());
         assert!(parse(&["--range", "1"]).is_err());
         assert!(parse(&["--range", "a,b"]).is_err());

@@ -30,11 +30,13 @@ pub const KERNEL_BUCKET_BINS: &str = "histogram_bucket_bins";
 pub const MAX_BUCKETS: u32 = 256;
 
 /// Threads per block of the scatter.
-pub const SCATTER_THREADS: u32 = 256;
+pub const SCATTER_THREADS: u32 = 512;
 
 /// Values each scatter thread reads per tile: one 16-byte vector of `u8`, four of `f32`. With
-/// 16 values in registers a scatter thread needs 115 registers: 256-thread blocks let two share
-/// an SM, so one loads its tile while the other ranks and writes.
+/// 16 values in registers a scatter thread needs 115 registers, one 512-thread block per SM.
+/// Measured on an H100 at 2^20 bins, 512-thread blocks took 0.832 ms for the three passes,
+/// 256-thread blocks two per SM 1.020 ms (twice the tiles, twice the reservations in global
+/// memory); at 262,144 bins 0.725 against 0.673 ms.
 pub const VALUES_PER_THREAD: u32 = 16;
 
 /// Values per scatter tile.
@@ -436,6 +438,6 @@ mod tests {
 
     #[test]
     fn a_scatter_tile_is_the_block_times_16_values() {
-        assert_eq!(TILE, 4096);
+        assert_eq!(TILE, 8192);
     }
 }

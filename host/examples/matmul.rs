@@ -1,0 +1,53 @@
+//! Multiplies two matrices on the GPU through the `host` library, as a program of your own would.
+//!
+//! ```sh
+//! cargo run --release --example matmul                       # random 1000x800 times 800x1200
+//! cargo run --release --example matmul -- a.npy b.npy c.npy  # your float32 .npy files
+//! ```
+
+use host::io::{self, Matrix};
+use host::reference::{MatmulReference, random_matrix};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match run(&std::env::args().skip(1).collect::<Vec<_>>()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> host::Result<()> {
+    // Files first: a bad file is reported before the GPU is opened.
+    let (a, b) = match args {
+        [a, b, ..] => (io::read_matrix(Path::new(a))?, io::read_matrix(Path::new(b))?),
+        _ => {
+            let mut rng = rand::rng();
+            (
+                Matrix::new(1000, 800, random_matrix(&mut rng, 800_000))?,
+                Matrix::new(800, 1200, random_matrix(&mut rng, 960_000))?,
+            )
+        }
+    };
+    let gpu = host::Gpu::open(0)?;
+    let c = host::matmul(&gpu, &a, &b)?;
+    let reference = MatmulReference::new(&a.data, &b.data, a.rows, a.cols, b.cols);
+    println!(
+        "C = A ({}x{}) * B ({}x{}) on {}: largest error {:.1e} (bound {:.1e})",
+        a.rows,
+        a.cols,
+        b.rows,
+        b.cols,
+        gpu.info().name,
+        reference.max_error(&c.data),
+        reference.tolerance()
+    );
+    if let Some(out) = args.get(2) {
+        io::write_matrix(Path::new(out), &c)?;
+        println!("wrote {out}");
+    }
+    Ok(())
+}
