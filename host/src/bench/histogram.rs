@@ -8,8 +8,8 @@ use super::HistogramContext;
 use super::report::{HistogramRow, RowStatus};
 use crate::gpu::Gpu;
 use crate::histogram::{
-    self, DeviceHistogram, HistogramPlan, HistogramTier, InputType, ValuesBuf, binning_for, first_count_difference,
-    histogram_cpu_of,
+    self, DeviceHistogram, HistogramPlan, HistogramTier, InputType, PlanRequest, ValuesBuf, binning_for,
+    first_count_difference, histogram_cpu_of,
 };
 use crate::reference::{ValueDistribution, histogram_input_of};
 use crate::timing::{rotation_sets, time_launches};
@@ -121,18 +121,17 @@ pub fn measure_inputs(
             range: None,
         });
     }
-    let plan = match histogram::plan(gpu, bins, None) {
-        Ok(plan) => plan,
-        Err(e) => {
-            let reason = format!("no plan: {e}");
-            return Ok(inputs
-                .iter()
-                .map(|i| HistogramRow::unmeasured(i.name, None, RowStatus::Skipped { reason: reason.clone() }))
-                .collect());
-        }
-    };
     let mut rows = Vec::new();
     for input in inputs {
+        let request = PlanRequest { element: Some(input.element), ..PlanRequest::default() };
+        let plan = match histogram::plan_with(gpu, bins, request) {
+            Ok(plan) => plan,
+            Err(e) => {
+                let reason = format!("no plan: {e}");
+                rows.push(HistogramRow::unmeasured(input.name, None, RowStatus::Skipped { reason }));
+                continue;
+            }
+        };
         progress.set_message(format!("histogram, {bins} bins: {}", input.name));
         rows.push(measure_input(gpu, ctx, seed, &plan, &input, uniform_ms)?);
     }
