@@ -365,7 +365,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         HistogramTier::Shared => {
             if bins > capacity {
                 return Err(HostError::InvalidInput(format!(
-                    "{bins} bins need {} of shared memory per block, but a block of this device gets at most {} ({capacity} bins): use the cluster or global tier",
+                    "{bins} bins need {} of shared memory per block, but a block of this device gets at most {} ({capacity} bins): use the cluster, bucketed or global tier",
                     format_bytes(4 * bins as u64),
                     format_bytes(limits.max_shared_per_block_optin as u64)
                 )));
@@ -970,7 +970,7 @@ mod tests {
         let err = plan_for(&H100, 58_113, PlanRequest { tier: Some(Shared), ..PlanRequest::default() })
             .unwrap_err()
             .to_string();
-        assert!(err.contains("58113 bins need") && err.contains("cluster or global tier"), "{err}");
+        assert!(err.contains("58113 bins need") && err.contains("cluster, bucketed or global tier"), "{err}");
         let err = plan_for(&H100, 16 * 58_112 + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() })
             .unwrap_err()
             .to_string();
