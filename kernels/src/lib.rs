@@ -1,6 +1,7 @@
 //! GPU kernels written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` backend.
 //!
-//! One kernel family per file (matmul families under [`matmul`]); the file name names the kernel
+//! One kernel family per file (matmul families under [`matmul`], the histogram tiers under
+//! [`histogram`], its bucketed tier in [`histogram::bucketed`]); the file name names the kernel
 //! and its PTX symbol. Each family
 //! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
 //! plans launches from the same numbers the kernel was compiled with.
