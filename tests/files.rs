@@ -2,9 +2,11 @@
 //! the float64 reference, and histograms of files streamed in several chunks (a ragged last one)
 //! equal to the CPU's exactly, for every tier.
 
-use host::histogram::{self, HistogramLimits, HistogramTier, PlanRequest};
+use host::histogram::{self, HistogramLimits, HistogramTier, InputType, PlanRequest, ValuesBuf};
 use host::io::{self, DataFile, ElementType, Matrix};
-use host::reference::{MatmulReference, ValueDistribution, histogram_cpu, histogram_input, random_matrix};
+use host::reference::{
+    MatmulReference, ValueDistribution, histogram_cpu, histogram_input, histogram_input_of, random_matrix,
+};
 use host::stream::{self, ReadMode, StreamOptions};
 use rand::Rng;
 use std::path::Path;
@@ -53,7 +55,7 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
     // Five full chunks and a ragged sixth whose length is not a multiple of the 4-value loads.
     let n = 5 * (chunk_bytes / 4) + 4_099;
     for (bins, tier) in
-        [(256, HistogramTier::Shared), (capacity + 1, HistogramTier::Cluster), (300_000, HistogramTier::Global)]
+        [(256, HistogramTier::Shared), (capacity + 1, HistogramTier::Cluster), (300_000, HistogramTier::Bucketed)]
     {
         let mut values = histogram_input(rng.random(), n, bins, ValueDistribution::Uniform);
         for v in values.iter_mut().step_by(97) {
@@ -76,7 +78,9 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
                 read,
                 progress: false,
             };
-            let report = stream::histogram_file(&gpu, &plan, &file, options).unwrap();
+            let report =
+                stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options)
+                    .unwrap();
             assert_eq!(report.chunks, 6);
             let want: Vec<u64> = histogram_cpu(&values, bins).into_iter().map(u64::from).collect();
             if let Some(i) = report.counts.iter().zip(&want).position(|(g, w)| g != w) {
@@ -85,7 +89,10 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
                     report.counts[i], want[i]
                 );
             }
-            assert_eq!(stream::histogram_file_cpu(&file, bins).unwrap(), want);
+            assert_eq!(
+                stream::histogram_file_cpu(&file, &host::histogram::Binning::integers(bins as u32)).unwrap(),
+                want
+            );
         }
     }
 }
@@ -135,8 +142,57 @@ fn streamed_npy_file_of_several_mapped_chunks_after_its_header_equals_the_cpu() 
     let plan = histogram::plan_with(&gpu, 4096, PlanRequest::default()).unwrap();
     let options = StreamOptions { chunk_bytes: 1 << 20, ..StreamOptions::default() };
     assert_eq!(options.read, ReadMode::Mapped);
-    let report = stream::histogram_file(&gpu, &plan, &file, options).unwrap();
+    let report =
+        stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options).unwrap();
     assert_eq!(report.chunks, 4);
     let want: Vec<u64> = histogram_cpu(&values, 4096).into_iter().map(u64::from).collect();
     assert_eq!(report.counts, want);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn streamed_u8_u16_and_f32_files_equal_the_cpu_in_the_shared_and_bucketed_tiers() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("typed files"));
+    let dir = tempfile::tempdir().unwrap();
+    let chunk_bytes = 1u64 << 20;
+    for (element, bins, range) in [
+        (InputType::U8, 256, None),
+        (InputType::U16, 65_536, None),
+        (InputType::U16, 1000, None),
+        (InputType::F32, 300, Some((-1.0f32, 2.0f32))),
+        (InputType::F32, 1 << 18, Some((0.0, 1.0))),
+    ] {
+        let n = 5 * (chunk_bytes / element.size() as u64) as usize + 4_099;
+        let values = histogram_input_of(rng.random(), n, bins, ValueDistribution::Zipf, element, range);
+        let path = dir.path().join("values.npy");
+        match &values {
+            ValuesBuf::U8(v) => io::write_npy(&path, &[n as u64], v).unwrap(),
+            ValuesBuf::U16(v) => io::write_npy(&path, &[n as u64], v).unwrap(),
+            ValuesBuf::I32(v) => io::write_npy(&path, &[n as u64], v).unwrap(),
+            ValuesBuf::F32(v) => io::write_npy(&path, &[n as u64], v).unwrap(),
+        }
+        let file = DataFile::open(&path, None).unwrap();
+        assert_eq!(file.element().input_type(), element, "the .npy dtype picks the type");
+        let binning = histogram::binning_for(element, bins, range).unwrap();
+        let want: Vec<u64> =
+            histogram::histogram_cpu_of(values.as_values(), &binning).into_iter().map(u64::from).collect();
+        assert_eq!(stream::histogram_file_cpu(&file, &binning).unwrap(), want);
+        let request = PlanRequest { element: Some(element), ..PlanRequest::default() };
+        let plan = histogram::plan_with(&gpu, bins, request).unwrap();
+        for read in [ReadMode::Pinned, ReadMode::Mapped] {
+            let options =
+                StreamOptions { chunk_bytes, streams: 2, readers: 2, pinned_buffers: 4, read, progress: false };
+            let report = stream::histogram_file(&gpu, &plan, &file, binning, options).unwrap();
+            assert_eq!(report.chunks, 6, "{plan}");
+            if let Some(i) = report.counts.iter().zip(&want).position(|(g, w)| g != w) {
+                panic!(
+                    "{plan}, {} values, {read:?}: bin {i} holds {} instead of {}",
+                    element.name(),
+                    report.counts[i],
+                    want[i]
+                );
+            }
+        }
+        assert_eq!(host::histogram_file_over(&gpu, &path, None, bins, range).unwrap(), want);
+    }
 }

@@ -1,8 +1,12 @@
 //! Every histogram tier against an exact CPU histogram: at each tier's capacity boundary, with
-//! out-of-range values, empty and ragged inputs, skewed inputs, and a 2^28-value input.
+//! out-of-range values, empty and ragged inputs, skewed inputs, and a 2^28-value input; for every
+//! input type (`u8`, `u16`, `i32`, `f32` over a range, with its edge values, NaN and infinities).
 
-use host::histogram::{self, DeviceHistogram, HistogramLimits, HistogramTier, PlanRequest};
-use host::reference::{ValueDistribution, histogram_cpu, histogram_input};
+use host::histogram::{
+    self, Binning, DeviceHistogram, HistogramLimits, HistogramTier, InputType, PlanRequest, Values, binning_for,
+    histogram_cpu_of,
+};
+use host::reference::{ValueDistribution, histogram_cpu, histogram_input, histogram_input_of};
 use host::{Gpu, HostError};
 use rand::Rng;
 use support::{fresh_rng, gpu};
@@ -64,12 +68,12 @@ fn every_tier_matches_cpu_at_full_cluster_capacity_and_one_more() {
     let values = values_with_outliers(&mut rng, (1 << 22) + 7, full + 1);
     assert_matches_cpu(&gpu, &values, full, Some(HistogramTier::Cluster), None);
     assert!(histogram::plan(&gpu, full + 1, Some(HistogramTier::Cluster)).is_err());
-    assert_eq!(assert_matches_cpu(&gpu, &values, full + 1, None, None), HistogramTier::Global);
+    assert_eq!(assert_matches_cpu(&gpu, &values, full + 1, None, None), HistogramTier::Bucketed);
     assert_matches_cpu(&gpu, &values, full, Some(HistogramTier::Global), None);
     // Where the planner stops choosing clusters on its own.
     let auto = limits.auto_cluster_capacity() as usize;
     assert_eq!(assert_matches_cpu(&gpu, &values, auto, None, None), HistogramTier::Cluster);
-    assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Global);
+    assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Bucketed);
 }
 
 #[test]
@@ -143,7 +147,8 @@ fn a_2_pow_28_value_input_matches_cpu_in_every_tier() {
     let (gpu, mut rng) = (gpu(), fresh_rng("2^28"));
     let values = histogram_input(rng.random(), 1 << 28, 131_072, ValueDistribution::Uniform);
     assert_eq!(assert_matches_cpu(&gpu, &values, 4096, None, None), HistogramTier::Shared);
-    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Cluster);
+    assert_eq!(assert_matches_cpu(&gpu, &values, 131_071, None, None), HistogramTier::Cluster);
+    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Bucketed);
     assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Global), None);
 }
 
@@ -157,4 +162,157 @@ fn zero_bins_and_forced_tiers_that_cannot_hold_the_bins_are_clear_errors() {
     let err = histogram::plan(&gpu, too_many, Some(HistogramTier::Shared)).unwrap_err();
     assert!(err.to_string().contains("shared memory per block"), "{err}");
     assert!(DeviceHistogram::upload(&gpu, &[1, 2, 3], 0).is_err());
+}
+
+/// Asserts that the planned histogram of typed `values` equals the CPU's, naming the first bin
+/// that differs; returns the tier that ran.
+fn assert_typed_matches_cpu(gpu: &Gpu, values: Values<'_>, binning: Binning, request: PlanRequest) -> HistogramTier {
+    let plan = histogram::plan_with(gpu, binning.nbins as usize, request).unwrap();
+    let mut h = DeviceHistogram::upload_values(gpu, values, binning).unwrap();
+    let got = histogram::run(gpu, &plan, &mut h).unwrap();
+    let want = histogram_cpu_of(values, &binning);
+    if let Some(difference) = histogram::first_count_difference(&got, &want) {
+        panic!("{plan} on {} {} values: {difference}", values.len(), values.element().name());
+    }
+    plan.tier
+}
+
+/// Every tier that has a plan for `bins`, warp aggregation off and on.
+fn every_request(gpu: &Gpu, bins: usize) -> Vec<PlanRequest> {
+    let mut requests = Vec::new();
+    for tier in HistogramTier::ALL {
+        if histogram::plan(gpu, bins, Some(tier)).is_ok() {
+            for aggregate in [false, true] {
+                requests.push(PlanRequest { tier: Some(tier), aggregate: Some(aggregate), ..PlanRequest::default() });
+            }
+        }
+    }
+    requests
+}
+
+/// f32 values at and around every bin boundary of `binning`, its ends, NaN and infinities.
+fn f32_edge_values(binning: &Binning) -> Vec<f32> {
+    let mut v = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, f32::MIN_POSITIVE, f32::MAX, f32::MIN];
+    let width = (binning.hi as f64 - binning.lo as f64) / binning.nbins as f64;
+    for b in 0..=binning.nbins.min(4096) {
+        let edge = (binning.lo as f64 + b as f64 * width) as f32;
+        for x in [edge, f32::from_bits(edge.to_bits().wrapping_sub(1)), f32::from_bits(edge.to_bits() + 1)] {
+            v.push(x);
+        }
+    }
+    for end in [binning.lo, binning.hi] {
+        v.push(f32::from_bits(end.to_bits().wrapping_sub(1)));
+        v.push(f32::from_bits(end.to_bits() + 1));
+        v.push(-end);
+    }
+    v
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_type_matches_cpu_in_every_tier_for_every_distribution() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("typed"));
+    for (element, range) in [
+        (InputType::U8, None),
+        (InputType::U16, None),
+        (InputType::I32, None),
+        (InputType::F32, Some((-2.5f32, 7.25f32))),
+    ] {
+        for bins in [1, 7, 256, 4096, 65_536, 1 << 18] {
+            if element == InputType::U8 && bins > 256 {
+                continue;
+            }
+            let binning = binning_for(element, bins, range).unwrap();
+            for dist in [
+                ValueDistribution::Uniform,
+                ValueDistribution::Normal,
+                ValueDistribution::Constant,
+                ValueDistribution::Zipf,
+            ] {
+                let values = histogram_input_of(rng.random(), (1 << 20) + 3, bins, dist, element, range);
+                for request in every_request(&gpu, bins) {
+                    assert_typed_matches_cpu(&gpu, values.as_values(), binning, request);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn f32_bin_edges_hi_nan_and_infinities_match_cpu_in_every_tier() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("f32 edges"));
+    for (bins, lo, hi) in [(1, 0.0, 1.0), (10, -1.0, 1.0), (256, 0.0, 0.3), (4096, -1e6, 3.5e6), (1 << 18, 1e-3, 2e-3)]
+    {
+        let binning = binning_for(InputType::F32, bins, Some((lo, hi))).unwrap();
+        let mut values = f32_edge_values(&binning);
+        // Random values over twice the range: about half are left out.
+        values.extend((0..100_003).map(|_| lo - (hi - lo) / 2.0 + rng.random::<f32>() * 2.0 * (hi - lo)));
+        for request in every_request(&gpu, bins) {
+            assert_typed_matches_cpu(&gpu, Values::F32(&values), binning, request);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn typed_inputs_of_ragged_and_zero_length_count_every_value() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("typed ragged"));
+    for n in [0, 1, 2, 3, 15, 17, 511, 8191, 8193, 100_001] {
+        for (element, range) in [(InputType::U8, None), (InputType::U16, None), (InputType::F32, Some((0.0, 1.0)))] {
+            let bins = 200;
+            let binning = binning_for(element, bins, range).unwrap();
+            let values = histogram_input_of(rng.random(), n, bins, ValueDistribution::Uniform, element, range);
+            for request in every_request(&gpu, bins) {
+                assert_typed_matches_cpu(&gpu, values.as_values(), binning, request);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn bucketed_tier_matches_cpu_at_its_bucket_widths_and_capacity() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("bucketed"));
+    let limits = HistogramLimits::of(&gpu).unwrap();
+    let capacity = limits.bucketed_capacity() as usize;
+    for bins in [(1 << 14) + 1, 1 << 18, (1 << 20) + 1, 1 << 22, capacity] {
+        let values = values_with_outliers(&mut rng, (1 << 22) + 9, bins);
+        let tier = assert_matches_cpu(&gpu, &values, bins, None, None);
+        assert_eq!(tier, if bins as u64 >= histogram::BUCKETED_FROM_BINS { HistogramTier::Bucketed } else { tier });
+        assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Bucketed), None);
+    }
+    assert_eq!(
+        assert_matches_cpu(&gpu, &values_with_outliers(&mut rng, 1000, capacity + 1), capacity + 1, None, None),
+        HistogramTier::Global
+    );
+    for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Normal] {
+        let values = histogram_input(rng.random(), (1 << 22) + 1, 1 << 20, dist);
+        assert_eq!(assert_matches_cpu(&gpu, &values, 1 << 20, None, None), HistogramTier::Bucketed);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_2_pow_28_value_u8_input_matches_cpu() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("u8 2^28"));
+    let values = histogram_input_of(rng.random(), 1 << 28, 256, ValueDistribution::Uniform, InputType::U8, None);
+    let binning = binning_for(InputType::U8, 256, None).unwrap();
+    assert_eq!(
+        assert_typed_matches_cpu(&gpu, values.as_values(), binning, PlanRequest::default()),
+        HistogramTier::Shared
+    );
+    let f32s = histogram_input_of(
+        rng.random(),
+        1 << 28,
+        1 << 20,
+        ValueDistribution::Uniform,
+        InputType::F32,
+        Some((0.0, 1.0)),
+    );
+    let binning = binning_for(InputType::F32, 1 << 20, Some((0.0, 1.0))).unwrap();
+    assert_eq!(
+        assert_typed_matches_cpu(&gpu, f32s.as_values(), binning, PlanRequest::default()),
+        HistogramTier::Bucketed
+    );
 }

@@ -3,7 +3,7 @@
 
 use crate::error::{HostError, Result};
 use crate::gpu::Gpu;
-use crate::histogram::{self, DeviceHistogram, PlanRequest};
+use crate::histogram::{self, DeviceHistogram, PlanRequest, Values};
 use crate::io::{DataFile, ElementType, Matrix};
 use crate::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
 use crate::stream::{self, StreamOptions};
@@ -68,11 +68,47 @@ pub fn histogram(gpu: &Gpu, values: &[i32], bins: usize) -> Result<Vec<u32>> {
     histogram::run(gpu, &plan, &mut h)
 }
 
+/// The histogram of typed `values` ([`Values::U8`], `U16`, `I32`, `F32`) in `bins` bins on the
+/// GPU, exactly as the CPU counts it: integers count value `v` in bin `v` (clamped into the edge
+/// bins); `f32` values count in even bins over `range` (`numpy.histogram`'s bins: `HI` in the
+/// last bin, values outside the range and NaN left out), which they need and integers refuse.
+///
+/// ```no_run
+/// # fn main() -> host::Result<()> {
+/// use host::histogram::Values;
+/// let gpu = host::Gpu::open(0)?;
+/// assert_eq!(host::histogram_of(&gpu, Values::U8(&[0, 1, 1, 255]), 4, None)?, [1, 2, 0, 1]);
+/// let floats = [0.0, 0.5, 1.0, 2.0, f32::NAN];
+/// assert_eq!(host::histogram_of(&gpu, Values::F32(&floats), 2, Some((0.0, 1.0)))?, [1, 2]);
+/// # Ok(()) }
+/// ```
+pub fn histogram_of(gpu: &Gpu, values: Values<'_>, bins: usize, range: Option<(f32, f32)>) -> Result<Vec<u32>> {
+    let binning = histogram::binning_for(values.element(), bins, range)?;
+    let request = PlanRequest { element: Some(values.element()), ..PlanRequest::default() };
+    let plan = histogram::plan_with(gpu, bins, request)?;
+    let mut h = DeviceHistogram::upload_values(gpu, values, binning)?;
+    histogram::run(gpu, &plan, &mut h)
+}
+
 /// The histogram of every value in a file, streamed through the GPU in chunks (so the file may
 /// be far larger than the GPU's memory): a `.npy` file of a supported dtype, or a raw
 /// little-endian file of `raw` values. Counts are `u64`, so no input size can overflow them.
+/// An `f32` file needs [`histogram_file_over`] and its range.
 pub fn histogram_file(gpu: &Gpu, path: &Path, raw: Option<ElementType>, bins: usize) -> Result<Vec<u64>> {
+    histogram_file_over(gpu, path, raw, bins, None)
+}
+
+/// [`histogram_file`] with a `range` for `f32` files (even bins over it, as [`histogram_of`]).
+pub fn histogram_file_over(
+    gpu: &Gpu,
+    path: &Path,
+    raw: Option<ElementType>,
+    bins: usize,
+    range: Option<(f32, f32)>,
+) -> Result<Vec<u64>> {
     let file = DataFile::open(path, raw)?;
-    let plan = histogram::plan_with(gpu, bins, PlanRequest::default())?;
-    Ok(stream::histogram_file(gpu, &plan, &file, StreamOptions::default())?.counts)
+    let element = file.element().input_type();
+    let binning = histogram::binning_for(element, bins, range)?;
+    let plan = histogram::plan_with(gpu, bins, PlanRequest { element: Some(element), ..PlanRequest::default() })?;
+    Ok(stream::histogram_file(gpu, &plan, &file, binning, StreamOptions::default())?.counts)
 }

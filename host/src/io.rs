@@ -21,32 +21,48 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// selection and the error messages that list the supported types follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum ElementType {
+    /// Unsigned bytes (`.npy` dtype `|u1`).
+    U8,
+    /// Unsigned 16-bit integers (`.npy` dtype `<u2`).
+    U16,
     /// 32-bit signed integers (`.npy` dtype `<i4`).
     I32,
+    /// 32-bit floats (`.npy` dtype `<f4`), counted over a `--range`.
+    F32,
 }
 
 impl ElementType {
     /// Every supported type.
-    pub const ALL: [Self; 1] = [Self::I32];
+    pub const ALL: [Self; 4] = [Self::U8, Self::U16, Self::I32, Self::F32];
 
     /// The name `--type` takes.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::I32 => "i32",
-        }
+        self.input_type().name()
     }
 
     /// The `.npy` dtype string of this type, little-endian.
     pub fn npy_descr(self) -> &'static str {
         match self {
+            Self::U8 => "|u1",
+            Self::U16 => "<u2",
             Self::I32 => "<i4",
+            Self::F32 => "<f4",
         }
     }
 
     /// Bytes per value.
     pub fn size(self) -> u64 {
+        self.input_type().size() as u64
+    }
+
+    /// The histogram kernels' tag of this type.
+    pub fn input_type(self) -> kernels::histogram::InputType {
+        use kernels::histogram::InputType;
         match self {
-            Self::I32 => 4,
+            Self::U8 => InputType::U8,
+            Self::U16 => InputType::U16,
+            Self::I32 => InputType::I32,
+            Self::F32 => InputType::F32,
         }
     }
 
@@ -422,6 +438,23 @@ impl DataFile {
         Ok(())
     }
 
+    /// Reads the bytes of `out.len() / size` values starting at value `first`, as stored: the
+    /// little-endian values the kernels read on a little-endian host (every CUDA host).
+    pub fn read_bytes_at(&self, file: &File, first: u64, out: &mut [u8]) -> Result<()> {
+        let size = self.element.size();
+        let count = out.len() as u64 / size;
+        if !(out.len() as u64).is_multiple_of(size) || first + count > self.len {
+            return Err(HostError::InvalidInput(format!(
+                "{} bytes from value {first}: not whole {} values inside the {} of {}",
+                out.len(),
+                self.element.name(),
+                self.len,
+                self.path.display()
+            )));
+        }
+        read_exact_at(&self.path, file, self.data_offset + size * first, out)
+    }
+
     /// Reads every value.
     pub fn read_all_i32(&self) -> Result<Vec<i32>> {
         let len = usize::try_from(self.len)
@@ -595,11 +628,12 @@ mod tests {
     fn histogram_input_of_an_unsupported_dtype_names_it_and_the_supported_ones() {
         let d = dir();
         let path = d.path().join("f.npy");
-        write_npy(&path, &[2], &[1f32, 2.0]).unwrap();
+        write_npy(&path, &[2], &[1f64, 2.0]).unwrap();
         let err = error_of(DataFile::open(&path, None));
-        assert!(err.contains("f.npy") && err.contains("float32 ('<f4')") && err.contains("i32 ('<i4')"), "{err}");
-        write_npy(&path, &[2], &[1u8, 2]).unwrap();
-        assert!(error_of(DataFile::open(&path, None)).contains("uint8 ('|u1')"));
+        assert!(err.contains("f.npy") && err.contains("float64 ('<f8')") && err.contains("i32 ('<i4')"), "{err}");
+        assert!(err.contains("u8 ('|u1')") && err.contains("f32 ('<f4')"), "{err}");
+        write_npy(&path, &[2], &[1i64, 2]).unwrap();
+        assert!(error_of(DataFile::open(&path, None)).contains("int64 ('<i8')"));
     }
 
     #[test]

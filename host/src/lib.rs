@@ -41,7 +41,7 @@ pub mod saxpy;
 pub mod stream;
 pub mod timing;
 
-pub use api::{histogram, histogram_file, matmul, matmul_shape, matmul_with};
+pub use api::{histogram, histogram_file, histogram_file_over, histogram_of, matmul, matmul_shape, matmul_with};
 pub use error::{HostError, Result};
 pub use gpu::Gpu;
 pub use io::Matrix;

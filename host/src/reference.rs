@@ -188,6 +188,35 @@ pub fn histogram_input(seed: u64, n: usize, bins: usize, dist: ValueDistribution
     values
 }
 
+/// `n` histogram input values of type `element` for `bins` bins, drawn like
+/// [`histogram_input`]'s `i32` values and converted: integers clamped into the type (a `u8` input
+/// for more than 256 bins fills the first 256), and for `f32` the integer bin `b` becomes a value
+/// inside bin `b` of the range `(lo, hi)` (the middle of the bin, so it counts in `b` exactly).
+pub fn histogram_input_of(
+    seed: u64,
+    n: usize,
+    bins: usize,
+    dist: ValueDistribution,
+    element: crate::histogram::InputType,
+    range: Option<(f32, f32)>,
+) -> crate::histogram::ValuesBuf {
+    use crate::histogram::{InputType, ValuesBuf};
+    let ints = histogram_input(seed, n, bins, dist);
+    match element {
+        InputType::I32 => ValuesBuf::I32(ints),
+        InputType::U8 => ValuesBuf::U8(ints.par_iter().map(|&v| v.clamp(0, u8::MAX as i32) as u8).collect()),
+        InputType::U16 => ValuesBuf::U16(ints.par_iter().map(|&v| v.clamp(0, u16::MAX as i32) as u16).collect()),
+        InputType::F32 => {
+            let (lo, hi) = range.unwrap_or((0.0, bins as f32));
+            let width = (hi as f64 - lo as f64) / bins as f64;
+            let last = bins.clamp(1, i32::MAX as usize) as i32 - 1;
+            ValuesBuf::F32(
+                ints.par_iter().map(|&v| (lo as f64 + (v.clamp(0, last) as f64 + 0.5) * width) as f32).collect(),
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

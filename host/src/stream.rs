@@ -11,8 +11,8 @@
 
 use crate::error::{HostError, Result, format_bytes};
 use crate::gpu::Gpu;
-use crate::histogram::{self, HistogramPlan};
-use crate::io::{DataFile, ElementType};
+use crate::histogram::{self, Binning, BucketScratch, DeviceInput, HistogramPlan, InputType, ValuesBuf};
+use crate::io::DataFile;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice, sys};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -171,7 +171,7 @@ impl StreamReport {
 /// A pinned host buffer and the event recorded after its last copy to the device, which the
 /// reader waits on before filling it again.
 struct Staging {
-    host: PinnedHostSlice<i32>,
+    host: PinnedHostSlice<u8>,
     copied: CudaEvent,
 }
 
@@ -193,15 +193,11 @@ pub fn histogram_file(
     gpu: &Gpu,
     plan: &HistogramPlan,
     file: &DataFile,
+    binning: Binning,
     options: StreamOptions,
 ) -> Result<StreamReport> {
-    if file.element() != ElementType::I32 {
-        return Err(HostError::InvalidInput(format!(
-            "{}: the histogram kernels count i32 values, not {}",
-            file.path().display(),
-            file.element().name()
-        )));
-    }
+    let element = file.element().input_type();
+    let size = element.size() as u64;
     let StreamOptions { chunk_bytes, streams: stream_count, readers, pinned_buffers, read, progress } = options;
     if stream_count < 2 || readers == 0 || pinned_buffers < stream_count.max(readers) {
         return Err(HostError::InvalidInput(format!(
@@ -225,24 +221,27 @@ pub fn histogram_file(
     // into its page.
     let lead = match read {
         ReadMode::Pinned => 0,
-        ReadMode::Mapped => file.data_offset() % PAGE_BYTES / 4,
+        ReadMode::Mapped => file.data_offset() % PAGE_BYTES / size,
     };
-    let chunk_values = chunk_bytes / 4;
+    let chunk_values = chunk_bytes / size;
     let chunks = plan_chunks(n, chunk_values, lead, FLUSH_LIMIT)?;
-    let chunk_values = chunk_values.min(n.max(4));
+    let chunk_values = chunk_values.min(n.max(16 / size));
     let mut totals = vec![0u64; bins];
     if chunks.is_empty() {
         return Ok(StreamReport { counts: totals, values: 0, bytes: 0, chunks: 0, chunk_values, seconds: 0.0 });
     }
     let capacity = chunks.iter().map(|c| c.len).max().unwrap_or(1) as usize;
     gpu.ensure_fits(
-        &format!("{stream_count} chunk buffers of {} and {bins} counters", format_bytes(4 * capacity as u64)),
-        4 * (stream_count as u64 * capacity as u64 + bins as u64),
+        &format!("{stream_count} chunk buffers of {} and {bins} counters", format_bytes(size * capacity as u64)),
+        size * stream_count as u64 * capacity as u64 + 4 * bins as u64,
     )?;
     let ctx = gpu.context();
     let mut counter = Counter {
         streams: (0..stream_count).map(|_| ctx.new_stream()).collect::<Result<_, _>>()?,
-        device: (0..stream_count).map(|_| gpu.zeros(capacity)).collect::<Result<_>>()?,
+        device: (0..stream_count).map(|_| gpu.zeros(size as usize * capacity)).collect::<Result<_>>()?,
+        scratch: (0..stream_count).map(|_| None).collect(),
+        element,
+        binning,
         counts: gpu.zeros(bins)?,
         totals: &mut totals,
         bar: progress.then(|| progress_bar(file.bytes())),
@@ -259,7 +258,7 @@ pub fn histogram_file(
         bar.finish_and_clear();
     }
     result?;
-    Ok(StreamReport { counts: totals, values: n, bytes: 4 * n, chunks: chunks.len(), chunk_values, seconds })
+    Ok(StreamReport { counts: totals, values: n, bytes: size * n, chunks: chunks.len(), chunk_values, seconds })
 }
 
 /// Page size the mapped mode aligns chunks to (the largest base page of common systems, so that
@@ -270,7 +269,12 @@ pub const PAGE_BYTES: u64 = 64 << 10;
 /// host's `u64` totals they are flushed into.
 struct Counter<'a> {
     streams: Vec<Arc<CudaStream>>,
-    device: Vec<CudaSlice<i32>>,
+    /// A chunk's bytes per stream.
+    device: Vec<CudaSlice<u8>>,
+    /// The bucketed tier's buffers per stream.
+    scratch: Vec<Option<BucketScratch>>,
+    element: InputType,
+    binning: Binning,
     counts: CudaSlice<u32>,
     totals: &'a mut Vec<u64>,
     bar: Option<indicatif::ProgressBar>,
@@ -280,13 +284,15 @@ impl Counter<'_> {
     /// Copies the chunk's values from `host` (page-locked, so the copy is asynchronous) on its
     /// slot's stream, records `copied` after the copy, counts the chunk there, and flushes the
     /// counters into the totals when the plan says so.
-    fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk, host: &[i32], copied: &CudaEvent) -> Result<()> {
+    fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk, host: &[u8], copied: &CudaEvent) -> Result<()> {
         let slot = chunk.index % self.streams.len();
         let stream = &self.streams[slot];
-        let len = chunk.len as usize;
+        let len = chunk.len as usize * self.element.size() as usize;
         stream.memcpy_htod(&host[..len], &mut self.device[slot].slice_mut(..len))?;
         copied.record(stream)?;
-        histogram::launch_into(gpu, plan, stream, &self.device[slot], chunk.len, &mut self.counts)?;
+        let input =
+            DeviceInput { bytes: &self.device[slot], element: self.element, binning: self.binning, n: chunk.len };
+        histogram::launch_into(gpu, plan, stream, &input, &mut self.counts, &mut self.scratch[slot])?;
         if chunk.flush_after {
             self.synchronize()?;
             let partial = self.streams[0].clone_dtoh(&self.counts)?;
@@ -297,7 +303,7 @@ impl Counter<'_> {
             }
         }
         if let Some(bar) = &self.bar {
-            bar.inc(4 * chunk.len);
+            bar.inc(self.element.size() as u64 * chunk.len);
         }
         Ok(())
     }
@@ -327,7 +333,7 @@ fn stream_pinned(
     for _ in 0..pinned_buffers {
         // SAFETY: plain page-locked memory (no flags: not write-combined, as the readers write it
         // through the kernel's copy); a reader fills each buffer before any copy reads it.
-        let host = unsafe { ctx.alloc_pinned_with_flags::<i32>(capacity, 0) }?;
+        let host = unsafe { ctx.alloc_pinned_with_flags::<u8>(file.element().size() as usize * capacity, 0) }?;
         free_tx.send(Staging { host, copied: ctx.new_event(None)? }).expect("the receiver lives in this scope");
     }
     let (full_tx, full_rx) = mpsc::sync_channel::<Result<(Chunk, Staging)>>(pinned_buffers);
@@ -385,9 +391,9 @@ struct Locked {
 
 /// The page range `[start, end)` of the mapping that chunk `c` locks: from its first value's
 /// page to the next chunk's first page (its last value's page end, for the last chunk).
-fn locked_range(c: Chunk, data_offset: u64, last: bool) -> (u64, u64) {
-    let start = data_offset + 4 * c.first;
-    let end = data_offset + 4 * (c.first + c.len);
+fn locked_range(c: Chunk, data_offset: u64, size: u64, last: bool) -> (u64, u64) {
+    let start = data_offset + size * c.first;
+    let end = data_offset + size * (c.first + c.len);
     (start / PAGE_BYTES * PAGE_BYTES, if last { end.div_ceil(PAGE_BYTES) * PAGE_BYTES } else { end })
 }
 
@@ -414,7 +420,7 @@ fn stream_mapped(
     let data_offset = file.data_offset();
     let last = chunks.len() - 1;
     let region = |c: Chunk| {
-        let (start, end) = locked_range(c, data_offset, c.index == last);
+        let (start, end) = locked_range(c, data_offset, file.element().size(), c.index == last);
         // The mapping ends at the system page after the file's end, which may be short of a
         // PAGE_BYTES boundary.
         (base + start as usize, (end.min(map_len.div_ceil(4096) * 4096) - start) as usize)
@@ -486,11 +492,11 @@ fn stream_mapped(
             }
             early.remove(&chunk.index);
             let (pages, _) = region(chunk);
-            let first = base + (data_offset + 4 * chunk.first) as usize;
-            // SAFETY: the chunk's values lie in the mapping, 4-byte aligned (the data offset of an
-            // i32 file is a multiple of 4, and the mapping is page-aligned); the mapping outlives
-            // this use, and only reads happen through it.
-            let host = unsafe { std::slice::from_raw_parts(first as *const i32, chunk.len as usize) };
+            let size = file.element().size() as usize;
+            let first = base + data_offset as usize + size * chunk.first as usize;
+            // SAFETY: the chunk's bytes lie in the mapping; the mapping outlives this use, and
+            // only reads happen through it.
+            let host = unsafe { std::slice::from_raw_parts(first as *const u8, size * chunk.len as usize) };
             let copied = ctx.new_event(None)?;
             in_flight.push_back(Locked { pages, copied });
             counter.count(gpu, plan, chunk, host, &in_flight.back().expect("pushed above").copied)?;
@@ -519,10 +525,11 @@ fn stream_mapped(
 /// Fills `buf` with the chunk's values, on all cores; waits first for the buffer's last copy.
 fn fill(file: &DataFile, handle: &std::fs::File, buf: &mut Staging, chunk: Chunk) -> Result<()> {
     buf.copied.synchronize()?;
-    let out = &mut buf.host.as_mut_slice()?[..chunk.len as usize];
-    out.par_chunks_mut(READ_PIECE_VALUES)
+    let size = file.element().size() as usize;
+    let out = &mut buf.host.as_mut_slice()?[..size * chunk.len as usize];
+    out.par_chunks_mut(size * READ_PIECE_VALUES)
         .enumerate()
-        .try_for_each(|(i, piece)| file.read_i32_at(handle, chunk.first + (i * READ_PIECE_VALUES) as u64, piece))
+        .try_for_each(|(i, piece)| file.read_bytes_at(handle, chunk.first + (i * READ_PIECE_VALUES) as u64, piece))
 }
 
 fn progress_bar(bytes: u64) -> indicatif::ProgressBar {
@@ -557,23 +564,35 @@ pub fn pinned_h2d_gb_per_s(gpu: &Gpu, bytes: u64, repeat: usize) -> Result<f64> 
 }
 
 /// The exact histogram of every value in `file` on the CPU (all cores, the file read in pieces),
-/// clamped like the kernels: the reference a streamed histogram must equal.
-pub fn histogram_file_cpu(file: &DataFile, bins: usize) -> Result<Vec<u64>> {
-    histogram::check_bins(bins)?;
+/// binned like the kernels ([`histogram::histogram_cpu_of`]): the reference a streamed histogram
+/// must equal.
+pub fn histogram_file_cpu(file: &DataFile, binning: &Binning) -> Result<Vec<u64>> {
+    histogram::check_bins(binning.nbins as usize)?;
+    let bins = binning.nbins as usize;
     let handle = file.reopen()?;
     let piece = READ_PIECE_VALUES as u64;
     let pieces = file.len().div_ceil(piece);
+    let element = file.element().input_type();
     (0..pieces)
         .into_par_iter()
         .map(|i| -> Result<Vec<u64>> {
             let first = i * piece;
-            let mut values = vec![0i32; piece.min(file.len() - first) as usize];
-            file.read_i32_at(&handle, first, &mut values)?;
-            let mut counts = vec![0u64; bins];
-            for v in values {
-                counts[v.clamp(0, bins as i32 - 1) as usize] += 1;
-            }
-            Ok(counts)
+            let len = piece.min(file.len() - first) as usize;
+            let values = match element {
+                InputType::U8 => ValuesBuf::U8(vec![0; len]),
+                InputType::U16 => ValuesBuf::U16(vec![0; len]),
+                InputType::I32 => ValuesBuf::I32(vec![0; len]),
+                InputType::F32 => ValuesBuf::F32(vec![0.0; len]),
+            };
+            let mut values = values;
+            let bytes: &mut [u8] = match &mut values {
+                ValuesBuf::U8(v) => v,
+                ValuesBuf::U16(v) => bytemuck::cast_slice_mut(v),
+                ValuesBuf::I32(v) => bytemuck::cast_slice_mut(v),
+                ValuesBuf::F32(v) => bytemuck::cast_slice_mut(v),
+            };
+            file.read_bytes_at(&handle, first, bytes)?;
+            Ok(histogram::histogram_cpu_of(values.as_values(), binning).into_iter().map(u64::from).collect())
         })
         .try_reduce(
             || vec![0u64; bins],
@@ -587,6 +606,7 @@ pub fn histogram_file_cpu(file: &DataFile, bins: usize) -> Result<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::ElementType;
 
     #[test]
     fn cpu_file_histogram_counts_every_value_of_a_file_of_several_pieces() {
@@ -597,7 +617,7 @@ mod tests {
         std::fs::write(&path, values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
         let file = DataFile::open_raw(&path, ElementType::I32).unwrap();
         let want: Vec<u64> = crate::reference::histogram_cpu(&values, 5).into_iter().map(u64::from).collect();
-        assert_eq!(histogram_file_cpu(&file, 5).unwrap(), want);
+        assert_eq!(histogram_file_cpu(&file, &Binning::integers(5)).unwrap(), want);
     }
 
     fn lens(chunks: &[Chunk]) -> Vec<u64> {
@@ -664,7 +684,7 @@ mod tests {
         // A .npy header of 128 bytes: the first chunk is shorter by 32 values.
         let chunks = plan_chunks(3 * p / 4, p / 4, 128 / 4, FLUSH_LIMIT).unwrap();
         let last = chunks.len() - 1;
-        let ranges: Vec<(u64, u64)> = chunks.iter().map(|&c| locked_range(c, 128, c.index == last)).collect();
+        let ranges: Vec<(u64, u64)> = chunks.iter().map(|&c| locked_range(c, 128, 4, c.index == last)).collect();
         assert_eq!(ranges, [(0, p), (p, 2 * p), (2 * p, 3 * p), (3 * p, 4 * p)]);
     }
 

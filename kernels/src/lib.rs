@@ -1,6 +1,7 @@
 //! GPU kernels written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` backend.
 //!
-//! One kernel family per file (matmul families under [`matmul`]); the file name names the kernel
+//! One kernel family per file (matmul families under [`matmul`], the histogram tiers under
+//! [`histogram`], its bucketed tier in [`histogram::bucketed`]); the file name names the kernel
 //! and its PTX symbol. Each family
 //! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
 //! plans launches from the same numbers the kernel was compiled with.
@@ -37,9 +38,23 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::skinny::FEW_COLS_KERNELS[3].1,
     matmul::skinny::FEW_COLS_KERNELS[4].1,
     matmul::split_k::KERNEL,
-    histogram::KERNEL_SHARED,
-    histogram::KERNEL_CLUSTER,
-    histogram::KERNEL_GLOBAL,
+    histogram::TYPED_KERNELS[0].shared,
+    histogram::TYPED_KERNELS[0].cluster,
+    histogram::TYPED_KERNELS[0].global,
+    histogram::TYPED_KERNELS[0].scatter,
+    histogram::TYPED_KERNELS[1].shared,
+    histogram::TYPED_KERNELS[1].cluster,
+    histogram::TYPED_KERNELS[1].global,
+    histogram::TYPED_KERNELS[1].scatter,
+    histogram::TYPED_KERNELS[2].shared,
+    histogram::TYPED_KERNELS[2].cluster,
+    histogram::TYPED_KERNELS[2].global,
+    histogram::TYPED_KERNELS[2].scatter,
+    histogram::TYPED_KERNELS[3].shared,
+    histogram::TYPED_KERNELS[3].cluster,
+    histogram::TYPED_KERNELS[3].global,
+    histogram::TYPED_KERNELS[3].scatter,
+    histogram::bucketed::KERNEL_BUCKET_BINS,
     saxpy::KERNEL,
 ];
 

@@ -187,15 +187,15 @@ mod tests {
     fn check_ptx_lists_entries_of_a_complete_module() {
         let entries = check_ptx(&complete_module(), "sm_90").unwrap();
         assert_eq!(entries.len(), kernels::KERNEL_NAMES.len());
-        assert!(entries.contains(&"histogram_cluster".to_string()));
+        assert!(entries.contains(&"histogram_cluster_i32".to_string()));
     }
 
     #[test]
     fn check_ptx_rejects_wrong_target_missing_entry_and_extern_calls() {
         let good = complete_module();
         assert!(check_ptx(&good, "sm_80").unwrap_err().to_string().contains("does not target sm_80"));
-        let missing = good.replace("entry histogram_global(", "entry other(");
-        assert!(check_ptx(&missing, "sm_90").unwrap_err().to_string().contains("no .entry histogram_global"));
+        let missing = good.replace("entry histogram_global_i32(", "entry other(");
+        assert!(check_ptx(&missing, "sm_90").unwrap_err().to_string().contains("no .entry histogram_global_i32"));
         let external = format!("{good}.extern .func panic_bounds_check()\n");
         assert!(check_ptx(&external, "sm_90").unwrap_err().to_string().contains("does not define"));
     }

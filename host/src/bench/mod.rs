@@ -202,12 +202,15 @@ fn measure_histogram(
         };
         entry.rows =
             histogram::measure_tiers(gpu, &ctx, progress).with_context(|| format!("histogram with {bins} bins"))?;
+        let inputs = histogram::measure_inputs(gpu, &ctx, config.seed ^ bins as u64, &entry.rows, progress)
+            .with_context(|| format!("histogram inputs with {bins} bins"))?;
+        entry.rows.extend(inputs);
         results.push(entry);
         progress.inc(1);
     }
     Ok(HistogramSection {
         values: n,
-        distribution: "uniform in [0, bins)".into(),
+        distribution: "uniform in [0, bins); zipf and constant rows: skewed i32 under the planner's plan; f32: over [0, bins); u8: 2^28 values".into(),
         copy: copy.clone(),
         cpu_method: format!("exact CPU histogram, 1 thread, median of {CPU_HISTOGRAM_RUNS} runs, wall clock"),
         bins: results,

@@ -328,7 +328,8 @@ impl HistogramBinsResult {
 /// One GPU tier at one bin count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistogramRow {
-    /// `shared`, `cluster` or `global`.
+    /// `shared`, `cluster`, `bucketed` or `global`; or an input under the planner's plan: `zipf`,
+    /// `constant` (skewed `i32`), `f32` (over a range), `u8 2^28`.
     pub tier: String,
     /// The launch plan in words (cluster size, blocks, threads, shared bytes, bins per block).
     pub plan: Option<String>,
@@ -336,7 +337,7 @@ pub struct HistogramRow {
     pub status: RowStatus,
     /// CUDA-event timing, ms.
     pub timing: Option<Timing>,
-    /// Input read, `4 * values / median`, GB/s.
+    /// Input read, `bytes of input / median`, GB/s.
     pub gb_per_s: Option<f64>,
     /// `gb_per_s` over the copy ceiling's.
     pub fraction_of_copy: Option<f64>,
@@ -365,6 +366,29 @@ impl HistogramRow {
             gb_per_s: Some(gb_per_s),
             fraction_of_copy: Some(gb_per_s / copy.gb_per_s),
             speedup_over_cpu: Some(cpu.median_ms / timing.median_ms),
+            exact_match: Some(true),
+        }
+    }
+
+    /// An input row (a type or a distribution under the planner's plan) that matched the CPU's
+    /// counts and was then timed: `bytes` of input read, `cpu_ms` the CPU histogram of that input.
+    pub fn measured_input(
+        name: impl Into<String>,
+        plan: impl Into<String>,
+        timing: Timing,
+        bytes: u64,
+        copy: &CopyBandwidth,
+        cpu_ms: f64,
+    ) -> Self {
+        let gb_per_s = bytes as f64 / (timing.median_ms * 1e6);
+        Self {
+            tier: name.into(),
+            plan: Some(plan.into()),
+            status: RowStatus::Measured,
+            timing: Some(timing),
+            gb_per_s: Some(gb_per_s),
+            fraction_of_copy: Some(gb_per_s / copy.gb_per_s),
+            speedup_over_cpu: Some(cpu_ms / timing.median_ms),
             exact_match: Some(true),
         }
     }

@@ -2,9 +2,9 @@
 
 use crate::error::format_bytes;
 use crate::gpu::Gpu;
-use crate::histogram::{self, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest};
+use crate::histogram::{self, Binning, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest, ValuesBuf};
 use crate::io::{DataFile, ElementType, OutputFile};
-use crate::reference::{ValueDistribution, histogram_cpu, histogram_input};
+use crate::reference::{ValueDistribution, histogram_input_of};
 use crate::stream::{self, ReadMode, StreamOptions};
 use crate::timing::{Timing, rotation_sets, time_launches};
 use anyhow::bail;
@@ -14,12 +14,14 @@ use std::path::{Path, PathBuf};
 /// `--tier`: the planner's choice, or a forced tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierChoice {
-    /// Shared, cluster or global, by the bin count and the device.
+    /// Shared, cluster, bucketed or global, by the bin count and the device.
     Auto,
     /// One block's shared memory.
     Shared,
     /// A cluster's distributed shared memory.
     Cluster,
+    /// Buckets of bins counted in shared memory, three passes.
+    Bucketed,
     /// Global memory.
     Global,
 }
@@ -31,6 +33,7 @@ impl TierChoice {
             Self::Auto => None,
             Self::Shared => Some(HistogramTier::Shared),
             Self::Cluster => Some(HistogramTier::Cluster),
+            Self::Bucketed => Some(HistogramTier::Bucketed),
             Self::Global => Some(HistogramTier::Global),
         }
     }
@@ -46,9 +49,20 @@ pub struct HistogramArgs {
     /// with --type, a raw little-endian file. Streamed in chunks, so it may exceed the GPU's memory.
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
-    /// The values' type in a raw (headerless, little-endian) --input file.
+    /// The values' type: of the random values (default i32), or of a raw (headerless,
+    /// little-endian) --input file. Integers count value v in bin v (clamped into the edge bins);
+    /// f32 counts in even bins over --range.
     #[arg(long = "type", value_enum)]
     pub value_type: Option<ElementType>,
+    /// f32 only: LO,HI; values in [LO, HI] count (HI in the last bin), others and NaN are left out.
+    #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
+    pub range: Option<(f32, f32)>,
+    /// Private copies of the histogram per block (shared tier; a power of two up to 32).
+    #[arg(long)]
+    pub copies: Option<u32>,
+    /// Merge warp-uniform bins before adding (default: the planner's choice).
+    #[arg(long)]
+    pub aggregate: Option<bool>,
     /// Bytes per streamed chunk of --input, e.g. 256MiB (default: 256 MiB, less if free device
     /// memory is short).
     #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
@@ -98,6 +112,27 @@ pub struct HistogramArgs {
     pub seed: Option<u64>,
 }
 
+/// Parses `LO,HI` into two floats.
+pub fn parse_range(text: &str) -> Result<(f32, f32), String> {
+    let (lo, hi) = text.split_once(',').ok_or_else(|| format!("'{text}': expected LO,HI such as 0,1"))?;
+    let parse = |s: &str| s.trim().parse::<f32>().map_err(|e| format!("'{}' in '{text}': {e}", s.trim()));
+    Ok((parse(lo)?, parse(hi)?))
+}
+
+impl HistogramArgs {
+    /// What the planner may not choose alone.
+    pub fn request(&self, element: ElementType) -> PlanRequest {
+        PlanRequest {
+            tier: self.tier.forced(),
+            cluster_size: self.cluster,
+            threads_per_block: self.threads,
+            copies: self.copies,
+            aggregate: self.aggregate,
+            element: Some(element.input_type()),
+        }
+    }
+}
+
 /// The measured outcome of one histogram configuration.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HistogramOutcome {
@@ -105,8 +140,10 @@ pub struct HistogramOutcome {
     pub plan: HistogramPlan,
     /// CUDA-event timings of zeroing the counters plus the kernel.
     pub timing: Timing,
-    /// Input read rate at the median, GB/s (4 bytes per value).
+    /// Input read rate at the median, GB/s (the input's bytes).
     pub input_gb_per_s: f64,
+    /// Values not counted (f32 outside the range, NaN).
+    pub left_out: u64,
     /// CPU histogram wall time, ms.
     pub cpu_ms: f64,
     /// Whether every count equals the CPU's.
@@ -120,19 +157,20 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.input {
         return run_file(device, args, path);
     }
-    let file_only = [
-        ("--type", args.value_type.is_some()),
-        ("--chunk", args.chunk.is_some()),
-        ("--check", args.check),
-        ("--out", args.out.is_some()),
-    ];
+    let file_only = [("--chunk", args.chunk.is_some()), ("--check", args.check), ("--out", args.out.is_some())];
     if let Some((flag, _)) = file_only.iter().find(|(_, given)| *given) {
         bail!("{flag} applies to --input files only");
     }
     let n = args.n.unwrap_or(0);
+    let element = args.value_type.unwrap_or(ElementType::I32);
+    let binning = histogram::binning_for(element.input_type(), args.bins, args.range)?;
+    let request = args.request(element);
+    // Requests the planner refuses on any device (bad copies, threads) are reported before the
+    // GPU is opened.
+    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
     let gpu = Gpu::open(device)?;
-    let request = PlanRequest { tier: args.tier.forced(), cluster_size: args.cluster, threads_per_block: args.threads };
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
+    let limits = histogram::HistogramLimits::of(&gpu)?;
     let info = gpu.info();
     println!(
         "device: {} ({} SMs); PTX {} ({} build)",
@@ -142,13 +180,15 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
         gpu.ptx_info().profile
     );
     println!("plan: {plan}");
+    println!("why: {}", plan.reason(&limits, args.tier.forced().is_some() || args.cluster.is_some()));
     if args.plan {
         return Ok(());
     }
     let seed = args.seed.unwrap_or_else(rand::random);
-    let values = histogram_input(seed, n, args.bins, args.dist);
+    let draw = Draw { seed, dist: args.dist, element, range: args.range };
+    let values = histogram_input_of(seed, n, args.bins, args.dist, element.input_type(), args.range);
     let timing = (args.warmup as usize, args.repeat as usize);
-    let outcome = measure(&gpu, &plan, &values, args.bins, timing, (seed, args.dist))?;
+    let outcome = measure(&gpu, &plan, &values, binning, timing, draw)?;
     println!("{}", render(args, &outcome));
     if !outcome.exact {
         bail!("the GPU histogram differs from the CPU's");
@@ -163,9 +203,11 @@ const H2D_PROBE: (u64, usize) = (256 << 20, 8);
 /// the rate against the pinned host-to-device bandwidth measured in the same run.
 fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<()> {
     let file = DataFile::open(path, args.value_type)?;
+    let binning = histogram::binning_for(file.element().input_type(), args.bins, args.range)?;
+    let request = args.request(file.element());
+    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
-    let request = PlanRequest { tier: args.tier.forced(), cluster_size: args.cluster, threads_per_block: args.threads };
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
     let info = gpu.info();
     println!(
@@ -206,14 +248,18 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         read: args.read,
         progress: file.bytes() >= 1 << 30,
     };
-    let report = stream::histogram_file(&gpu, &plan, &file, options)?;
+    let report = stream::histogram_file(&gpu, &plan, &file, binning, options)?;
     let ragged = report.values % report.chunk_values.max(1);
     println!(
         "streamed {} in {} chunk(s) of {}{} over {streams} streams, {readers} readers, {} {}: {:.3} s, {:.1} GB/s",
         format_bytes(report.bytes),
         report.chunks,
-        format_bytes(4 * report.chunk_values),
-        if ragged > 0 && report.chunks > 1 { format!(" (last {})", format_bytes(4 * ragged)) } else { String::new() },
+        format_bytes(file.element().size() * report.chunk_values),
+        if ragged > 0 && report.chunks > 1 {
+            format!(" (last {})", format_bytes(file.element().size() * ragged))
+        } else {
+            String::new()
+        },
         options.pinned_buffers,
         match args.read {
             ReadMode::Mapped => "chunks page-locked in place at once",
@@ -233,7 +279,7 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     println!("counts: {total} values in {} bins; the fullest is bin {top} with {top_count}", args.bins);
     if args.check {
         let start = std::time::Instant::now();
-        let want = stream::histogram_file_cpu(&file, args.bins)?;
+        let want = stream::histogram_file_cpu(&file, &binning)?;
         let exact = report.counts == want;
         println!(
             "CPU histogram of the file ({:.1} s): matches the GPU exactly: {}",
@@ -257,52 +303,75 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     Ok(())
 }
 
+/// How an input was drawn, so that rotated copies are drawn alike.
+#[derive(Debug, Clone, Copy)]
+pub struct Draw {
+    /// Seed of the first copy.
+    pub seed: u64,
+    /// Distribution over the bins.
+    pub dist: ValueDistribution,
+    /// Element type.
+    pub element: ElementType,
+    /// `f32` range.
+    pub range: Option<(f32, f32)>,
+}
+
 /// Checks the planned histogram of `values` against the CPU exactly (naming the first differing
 /// bin), then times it (`(warmup, repeat)` runs); inputs that fit in L2 are rotated over fresh
-/// copies drawn like `values` from `(seed, dist)`.
+/// copies drawn like `values` by `draw`.
 pub fn measure(
     gpu: &Gpu,
     plan: &HistogramPlan,
-    values: &[i32],
-    bins: usize,
+    values: &ValuesBuf,
+    binning: Binning,
     (warmup, repeat): (usize, usize),
-    (seed, dist): (u64, ValueDistribution),
+    draw: Draw,
 ) -> anyhow::Result<HistogramOutcome> {
+    let Draw { seed, dist, element, range } = draw;
+    let values = values.as_values();
+    let bins = binning.nbins as usize;
     let start = std::time::Instant::now();
-    let expected = histogram_cpu(values, bins);
+    let expected = histogram::histogram_cpu_of(values, &binning);
     let cpu_ms = start.elapsed().as_secs_f64() * 1e3;
-    let mut sets = vec![DeviceHistogram::upload(gpu, values, bins)?];
+    let counted: u64 = expected.iter().map(|&c| c as u64).sum();
+    let mut sets = vec![DeviceHistogram::upload_values(gpu, values, binning)?];
     let got = histogram::run(gpu, plan, &mut sets[0])?;
     let difference = histogram::first_count_difference(&got, &expected);
     if let Some(d) = &difference {
         eprintln!("the GPU histogram differs from the CPU's: {d}");
     }
     let exact = difference.is_none();
-    let rotation = rotation_sets(4 * values.len() as u64, gpu.info().l2_bytes);
+    let rotation = rotation_sets(values.bytes().len() as u64, gpu.info().l2_bytes);
     for s in 1..rotation {
-        let more = histogram_input(seed.wrapping_add(s as u64), values.len(), bins, dist);
-        sets.push(DeviceHistogram::upload(gpu, &more, bins)?);
+        let more =
+            histogram_input_of(seed.wrapping_add(s as u64), values.len(), bins, dist, element.input_type(), range);
+        sets.push(DeviceHistogram::upload_values(gpu, more.as_values(), binning)?);
     }
     let count = sets.len();
     let timing = time_launches(gpu, warmup, repeat, |i| histogram::launch(gpu, plan, &mut sets[i % count]))?;
-    let input_gb_per_s = crate::bench::report::input_gb_per_s(values.len(), timing.median_ms);
-    Ok(HistogramOutcome { plan: *plan, timing, input_gb_per_s, cpu_ms, exact })
+    let input_gb_per_s = values.bytes().len() as f64 / (timing.median_ms * 1e6);
+    let left_out = values.len() as u64 - counted;
+    Ok(HistogramOutcome { plan: *plan, timing, input_gb_per_s, left_out, cpu_ms, exact })
 }
 
 /// The result lines of `host histogram`.
 pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
     let t = o.timing;
     format!(
-        "histogram of {} values ({:?}) into {} bins: median {:.3} ms (min {:.3}, max {:.3}, {} runs), {:.1} GB/s input read\n\
+        "histogram of {} {} values ({:?}{}) into {} bins: median {:.3} ms (min {:.3}, max {:.3}, {} runs), {:.1} GB/s input read\n\
+         {} values left out (outside the range or NaN)\n\
          CPU histogram: {:.1} ms ({:.1}x the GPU time); matches the CPU exactly: {}",
         args.n.unwrap_or(0),
+        args.value_type.unwrap_or(ElementType::I32).name(),
         args.dist,
+        args.range.map(|(lo, hi)| format!(", range [{lo}, {hi}]")).unwrap_or_default(),
         args.bins,
         t.median_ms,
         t.min_ms,
         t.max_ms,
         t.runs,
         o.input_gb_per_s,
+        o.left_out,
         o.cpu_ms,
         o.cpu_ms / t.median_ms,
         if o.exact { "yes" } else { "NO" }
@@ -373,15 +442,15 @@ mod tests {
         );
         let parse = |argv: &[&str]| Cli::try_parse_from(["host", "histogram"].iter().chain(argv)).map(|_| ());
         assert!(parse(&["--n", "10", "--input", "a.npy", "--bins", "4"]).is_err(), "--n and --input");
-        assert!(parse(&["--input", "a.npy", "--bins", "4", "--type", "f32"]).is_err(), "a type the kernels lack");
+        assert!(parse(&["--input", "a.npy", "--bins", "4", "--type", "f64"]).is_err(), "a type the kernels lack");
         assert!(parse(&["--input", "a.npy", "--bins", "4", "--chunk", "lots"]).is_err());
         assert!(parse(&["--input", "a.npy", "--bins", "4", "--streams", "1"]).is_err(), "one stream cannot overlap");
     }
 
     #[test]
     fn file_options_without_a_file_are_refused_before_a_gpu_is_needed() {
-        let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--type", "i32"])).unwrap_err().to_string();
-        assert_eq!(err, "--type applies to --input files only");
+        let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--out", "c.npy"])).unwrap_err().to_string();
+        assert_eq!(err, "--out applies to --input files only");
         let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--chunk", "1MiB"])).unwrap_err().to_string();
         assert!(err.starts_with("--chunk"), "{err}");
     }
@@ -403,6 +472,30 @@ mod tests {
     }
 
     #[test]
+    fn type_and_range_parse_and_bad_ones_are_refused_before_a_gpu_is_needed() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["host", "histogram", "--n", "10", "--bins", "4"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|cli| match cli.command {
+                Command::Histogram(args) => args,
+                _ => unreachable!(),
+            })
+        };
+        let args = parse(&["--type", "f32", "--range", "-1.5,2"]).unwrap();
+        assert_eq!((args.value_type, args.range), (Some(ElementType::F32), Some((-1.5, 2.0))));
+        assert_eq!(parse(&["--type", "u8"]).unwrap().value_type, Some(ElementType::U8));
+        assert!(parse(&["--type", "f64"]).is_err());
+        assert!(parse(&["--range", "1"]).is_err());
+        assert!(parse(&["--range", "a,b"]).is_err());
+        let refused = |extra: &[&str]| run(0, &parse(extra).unwrap()).unwrap_err().to_string();
+        assert!(refused(&["--type", "f32"]).contains("need a range"));
+        assert!(refused(&["--type", "f32", "--range", "2,1"]).contains("LO must be below HI"));
+        assert!(refused(&["--type", "u16", "--range", "0,1"]).contains("f32 values only"));
+        assert!(refused(&["--copies", "3"]).contains("power of two"));
+        assert!(refused(&["--tier", "global", "--copies", "2"]).contains("shared tier only"));
+    }
+
+    #[test]
     fn zero_bins_are_refused_before_a_gpu_is_needed() {
         let cli = Cli::try_parse_from(["host", "histogram", "--n", "10", "--bins", "0"]).unwrap();
         let Command::Histogram(args) = cli.command else { unreachable!() };
@@ -419,10 +512,12 @@ mod tests {
             plan,
             timing: Timing::from_samples(vec![0.5]).unwrap(),
             input_gb_per_s: 8e-3,
+            left_out: 3,
             cpu_ms: 5.0,
             exact: true,
         };
         let text = render(&args, &o);
         assert!(text.contains("median 0.500 ms") && text.contains("10.0x") && text.contains("exactly: yes"), "{text}");
+        assert!(text.contains("3 values left out") && text.contains("1000 i32 values"), "{text}");
     }
 }

@@ -47,3 +47,35 @@ pub unsafe fn global_add_u32(ptr: *mut u32, value: u32) {
              options(nostack, preserves_flags))
     };
 }
+
+/// `atom.shared.add.u32`: adds `value` to the `u32` at a shared-window address of this block and
+/// returns the value it held before: a slot reservation, unique among all concurrent callers.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned address inside a shared array of this block.
+#[inline(always)]
+pub unsafe fn shared_fetch_add_u32(addr: u32, value: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("atom.shared.add.u32 {o}, [{a}], {v};", o = out(reg32) old, a = in(reg32) addr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+    old
+}
+
+/// `atom.global.add.u32`: adds `value` to the `u32` at `ptr` and returns the value it held
+/// before, atomically with respect to every thread of the GPU.
+///
+/// # Safety
+/// `ptr` is a valid, 4-byte-aligned pointer into a global allocation.
+#[inline(always)]
+pub unsafe fn global_fetch_add_u32(ptr: *mut u32, value: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the pointer.
+    unsafe {
+        asm!("atom.global.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) ptr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+    old
+}

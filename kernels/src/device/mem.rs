@@ -90,3 +90,73 @@ pub unsafe fn store_global_f32(ptr: *mut f32, v: f32) {
     // SAFETY: the caller guarantees validity and exclusive access.
     unsafe { asm!("st.global.f32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v, options(nostack, preserves_flags)) };
 }
+
+/// `ld.global.nc.v4.u32`: reads 16 bytes as four `u32` words through the read-only data cache;
+/// narrower elements (`u8`, `u16`) are unpacked from the words by the caller.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned, `ptr..ptr + 16` bytes lie in one global allocation, and nothing
+/// writes that memory while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_v4_u32(ptr: *const u8) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees alignment, bounds and read-only use.
+    unsafe {
+        asm!("ld.global.nc.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    [a, b, c, d]
+}
+
+/// `ld.global.nc.u8`: reads one byte through the read-only data cache, zero-extended.
+///
+/// # Safety
+/// `ptr` is valid, and nothing writes it while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_u8(ptr: *const u8) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees validity and read-only use.
+    unsafe {
+        asm!("ld.global.nc.u8 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    v
+}
+
+/// `ld.global.nc.u16`: reads one 2-byte word through the read-only data cache, zero-extended.
+///
+/// # Safety
+/// `ptr` is valid and 2-byte aligned, and nothing writes it while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_u16(ptr: *const u8) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees validity, alignment and read-only use.
+    unsafe {
+        asm!("ld.global.nc.u16 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    v
+}
+
+/// `ld.global.nc.u32`: reads one 4-byte word through the read-only data cache.
+///
+/// # Safety
+/// `ptr` is valid and 4-byte aligned, and nothing writes it while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_u32(ptr: *const u8) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees validity, alignment and read-only use.
+    unsafe {
+        asm!("ld.global.nc.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    v
+}
+
+/// `st.global.u16`: writes the low 16 bits of `v`.
+///
+/// # Safety
+/// `ptr` is valid and 2-byte aligned in a global allocation, and no other thread accesses it
+/// during the kernel.
+#[inline(always)]
+pub unsafe fn store_global_u16(ptr: *mut u16, v: u32) {
+    // SAFETY: the caller guarantees validity and exclusive access.
+    unsafe { asm!("st.global.u16 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v, options(nostack, preserves_flags)) };
+}

@@ -1,0 +1,1039 @@
+//! Launch planning for `kernels::histogram`: which tier (block shared memory, cluster distributed
+//! shared memory, bucketed, global memory), which cluster size, how many private copies, how
+//! many blocks, how much shared memory; and the typed inputs (`u8`, `u16`, `i32`, `f32` over a
+//! range) the kernels count.
+//!
+//! [`plan_for`] is pure (device limits in, plan out) so its choices are unit-tested for the H100
+//! and for smaller devices; [`plan`] takes the limits from the device and confirms cluster plans
+//! with the driver's occupancy query.
+
+use crate::error::{HostError, Result, format_bytes};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute as FnAttr};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use kernels::histogram::bucketed::{self, KERNEL_BUCKET_BINS, SCATTER_THREADS};
+use kernels::histogram::shared_bytes;
+pub use kernels::histogram::{Binning, Element, InputType};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+mod values;
+pub use values::{Values, ValuesBuf, binning_for, histogram_cpu_of};
+
+/// Where the counters live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistogramTier {
+    /// Private histograms per block in its shared memory.
+    Shared,
+    /// One histogram per thread-block cluster, spread over its blocks' shared memory.
+    Cluster,
+    /// Values partitioned into buckets of bins by the high bits of their bin, each bucket then
+    /// counted in shared memory: three passes.
+    Bucketed,
+    /// The counters in global memory, one atomic per value.
+    Global,
+}
+
+impl HistogramTier {
+    /// Every tier, fastest first.
+    pub const ALL: [Self; 4] = [Self::Shared, Self::Cluster, Self::Bucketed, Self::Global];
+
+    /// The name the CLI and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::Cluster => "cluster",
+            Self::Bucketed => "bucketed",
+            Self::Global => "global",
+        }
+    }
+
+    /// The kernel that counts (the bins pass for the bucketed tier).
+    fn kernel(self, input: InputType) -> &'static str {
+        let k = input.kernels();
+        match self {
+            Self::Shared => k.shared,
+            Self::Cluster => k.cluster,
+            Self::Bucketed => KERNEL_BUCKET_BINS,
+            Self::Global => k.global,
+        }
+    }
+}
+
+/// The device limits the planner needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistogramLimits {
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Shared memory one block may opt in to, bytes.
+    pub max_shared_per_block_optin: u32,
+    /// Shared memory per multiprocessor, bytes.
+    pub max_shared_per_sm: u32,
+    /// Shared memory the system reserves per resident block, bytes.
+    pub reserved_shared_per_block: u32,
+    /// Resident threads per multiprocessor.
+    pub max_threads_per_sm: u32,
+    /// Largest cluster: 8 (portable) or 16 where the device allows non-portable sizes; 1 where
+    /// the device has no clusters (before sm_90).
+    pub max_cluster_size: u32,
+}
+
+impl HistogramLimits {
+    /// An H100 SXM (80 GB HBM3), as its driver reports it.
+    pub const H100: Self = Self {
+        sm_count: 132,
+        max_shared_per_block_optin: 232_448,
+        max_shared_per_sm: 233_472,
+        reserved_shared_per_block: 1024,
+        max_threads_per_sm: 2048,
+        max_cluster_size: 16,
+    };
+
+    /// Bins one block's shared memory holds.
+    pub fn block_capacity(&self) -> u64 {
+        (self.max_shared_per_block_optin / 4) as u64
+    }
+
+    /// Bins the largest cluster's distributed shared memory holds: the most a forced cluster
+    /// tier takes.
+    pub fn cluster_capacity(&self) -> u64 {
+        self.max_cluster_size as u64 * self.block_capacity()
+    }
+
+    /// Bins the planner puts in the cluster tier on its own: clusters of up to
+    /// [`MAX_AUTO_CLUSTER_SIZE`] blocks, and fewer than [`BUCKETED_FROM_BINS`].
+    pub fn auto_cluster_capacity(&self) -> u64 {
+        (self.max_cluster_size.min(MAX_AUTO_CLUSTER_SIZE) as u64 * self.block_capacity()).min(BUCKETED_FROM_BINS - 1)
+    }
+
+    /// The widest bucket (bits of the bin) whose counters fit one block's shared memory.
+    pub fn max_bucket_shift(&self) -> u32 {
+        (self.block_capacity().max(1).ilog2()).min(16)
+    }
+
+    /// Bins the bucketed tier holds: [`bucketed::MAX_BUCKETS`] buckets of the widest width.
+    pub fn bucketed_capacity(&self) -> u64 {
+        bucketed::MAX_BUCKETS as u64 * (1u64 << self.max_bucket_shift())
+    }
+
+    /// Reads the limits of the opened device; the largest cluster comes from the driver's
+    /// occupancy query with non-portable sizes allowed.
+    pub fn of(gpu: &Gpu) -> Result<Self> {
+        let ctx = gpu.context();
+        let attr = |a: Attr| ctx.attribute(a).map(|v| v as u32);
+        let info = gpu.info();
+        let max_cluster_size = if info.compute_capability.0 >= 9 {
+            let cluster = gpu.function(InputType::I32.kernels().cluster)?;
+            cluster.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
+            let cfg = LaunchConfig { grid_dim: (16, 1, 1), block_dim: (THREADS_PER_BLOCK, 1, 1), shared_mem_bytes: 0 };
+            cluster.occupancy_max_potential_cluster_size(cfg, gpu.stream())?.max(1)
+        } else {
+            1
+        };
+        Ok(Self {
+            sm_count: info.sm_count,
+            max_shared_per_block_optin: info.max_shared_per_block_optin,
+            max_shared_per_sm: info.max_shared_per_sm,
+            reserved_shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?,
+            max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_cluster_size,
+        })
+    }
+}
+
+/// Threads per block unless the request names another count.
+pub const THREADS_PER_BLOCK: u32 = 512;
+
+/// What the caller fixes of a plan; `None` leaves the choice to the planner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanRequest {
+    /// The tier.
+    pub tier: Option<HistogramTier>,
+    /// Blocks per cluster (cluster tier only).
+    pub cluster_size: Option<u32>,
+    /// Threads per block: a multiple of 32 up to 1024.
+    pub threads_per_block: Option<u32>,
+    /// Private copies per block (shared tier only): a power of two from 1 to 32.
+    pub copies: Option<u32>,
+    /// Whether warps merge warp-uniform bins before adding.
+    pub aggregate: Option<bool>,
+    /// The input type, where the planner's choice depends on it (`u8` values take 1024-thread
+    /// blocks in the shared tier); `None` plans for `i32`.
+    pub element: Option<InputType>,
+}
+
+/// Portable cluster size limit; larger clusters need the non-portable function attribute.
+pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
+
+/// The largest cluster the planner chooses on its own. In a cluster of `c` blocks, `(c - 1) / c`
+/// of the adds cross the cluster's network; measured on an H100 (2^26 uniform values), clusters
+/// of up to 4 beat global atomics (131,072 bins: cluster of 4 0.744 ms, global 0.863 ms) and a
+/// cluster of 5 loses to them (262,144 bins: 0.876 ms against 0.801 ms).
+pub const MAX_AUTO_CLUSTER_SIZE: u32 = 4;
+
+/// The fewest bins for which the planner prefers the bucketed tier to a cluster. Measured on an
+/// H100 (2^26 values): at 131,072 bins a cluster of 3 took 0.694 ms on uniform values, 1.411 on
+/// zipf and 1.948 on a constant (0.277 aggregated), the bucketed tier 0.687 / 0.690 / 0.569; at
+/// 65,536 bins a cluster of 2 took 0.421 ms, the bucketed tier 0.620.
+pub const BUCKETED_FROM_BINS: u64 = 1 << 17;
+
+/// The narrowest bucket the planner uses, in bits of the bin: 2^14 counters take 64 KiB, so
+/// three blocks of the bins pass share an SM.
+pub const MIN_BUCKET_SHIFT: u32 = 14;
+
+/// Scatter blocks per SM: its 115 registers per thread leave room for one block of
+/// [`SCATTER_THREADS`].
+pub const SCATTER_BLOCKS_PER_SM: u32 = 1;
+
+/// Threads per block of the shared tier for `u8` values, 16 to a 16-byte load: on an H100,
+/// 2^28 values in 256 bins took 0.099 ms with 1024 threads against 0.112 ms with 512.
+pub const U8_SHARED_THREADS: u32 = 1024;
+
+/// Private copies the shared tier keeps at most: one per lane of a warp.
+pub const MAX_COPIES: u32 = 32;
+
+/// Blocks per SM the shared tier keeps resident when it chooses its copies: the copies take
+/// what shared memory that many blocks leave.
+pub const SHARED_BLOCKS_PER_SM: u32 = 4;
+
+/// A planned histogram launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HistogramPlan {
+    /// Where the counters live.
+    pub tier: HistogramTier,
+    /// Blocks per cluster (1 outside the cluster tier).
+    pub cluster_size: u32,
+    /// Blocks in the grid (a multiple of `cluster_size`; the bins pass of the bucketed tier).
+    pub blocks: u32,
+    /// Threads per block.
+    pub threads_per_block: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub shared_bytes: u32,
+    /// Bins each block holds in shared memory (0 for the global tier; the bucket width for the
+    /// bucketed tier).
+    pub bins_per_block: u32,
+    /// Bins of the histogram.
+    pub bins: u32,
+    /// Private interleaved copies of the histogram per block (shared tier; the bucket counts of
+    /// the bucketed tier), 1 elsewhere.
+    pub copies: u32,
+    /// Whether warps merge equal bins before adding.
+    pub aggregate: bool,
+    /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
+    pub bucket_shift: u32,
+    /// Blocks of the bucketed tier's scatter pass (0 elsewhere).
+    pub scatter_blocks: u32,
+}
+
+impl std::fmt::Display for HistogramPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} tier", self.tier.name())?;
+        match self.tier {
+            HistogramTier::Cluster => write!(f, ", cluster of {} blocks", self.cluster_size)?,
+            HistogramTier::Bucketed => write!(
+                f,
+                ", {} buckets of {} bins; scatter {} blocks x {} threads; bins pass",
+                bucketed::bucket_count(self.bins, self.bucket_shift),
+                1u32 << self.bucket_shift,
+                self.scatter_blocks,
+                SCATTER_THREADS
+            )?,
+            _ => {}
+        }
+        write!(f, ", {} blocks x {} threads", self.blocks, self.threads_per_block)?;
+        if self.tier != HistogramTier::Global {
+            write!(
+                f,
+                ", {} shared per block ({} bins each",
+                format_bytes(self.shared_bytes as u64),
+                self.bins_per_block
+            )?;
+            if self.tier == HistogramTier::Shared && self.copies > 1 {
+                write!(f, ", {} copies", self.copies)?;
+            }
+            write!(f, ")")?;
+        }
+        if self.aggregate {
+            write!(f, ", warp-aggregated adds")?;
+        }
+        Ok(())
+    }
+}
+
+impl HistogramPlan {
+    /// Why the planner chose this tier, in words (for `--plan`).
+    pub fn reason(&self, limits: &HistogramLimits, forced: bool) -> String {
+        if forced {
+            return format!("{} tier as requested", self.tier.name());
+        }
+        let bins = self.bins;
+        match self.tier {
+            HistogramTier::Shared => format!(
+                "{bins} bins fit in one block's shared memory ({} bins); {} interleaved copies fill what {} blocks per SM leave",
+                limits.block_capacity(),
+                self.copies,
+                SHARED_BLOCKS_PER_SM
+            ),
+            HistogramTier::Cluster => format!(
+                "{bins} bins exceed one block ({} bins) and are below {BUCKETED_FROM_BINS}, where the bucketed tier starts to win: the smallest cluster that holds them",
+                limits.block_capacity()
+            ),
+            HistogramTier::Bucketed => format!(
+                "{bins} bins: from {BUCKETED_FROM_BINS} bins up to {} the bucketed tier matches or beats clusters and global atomics on uniform values and stays within 1.25x on skewed ones, where global atomics slow down up to 18x",
+                limits.bucketed_capacity()
+            ),
+            HistogramTier::Global => format!(
+                "{bins} bins exceed the bucketed tier's {} ({} buckets of {} bins)",
+                limits.bucketed_capacity(),
+                bucketed::MAX_BUCKETS,
+                1u64 << limits.max_bucket_shift()
+            ),
+        }
+    }
+}
+
+/// The shared tier's private copies for `bins` bins: the most (a power of two up to
+/// [`MAX_COPIES`]) that still let [`SHARED_BLOCKS_PER_SM`] blocks share an SM, at least 1.
+pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
+    let per_block = limits.max_shared_per_sm / SHARED_BLOCKS_PER_SM - limits.reserved_shared_per_block;
+    let mut copies = MAX_COPIES;
+    while copies > 1 && (bins as u64) * copies as u64 * 4 > per_block as u64 {
+        copies /= 2;
+    }
+    copies
+}
+
+/// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
+/// holds every bin, else the cluster tier with the smallest cluster that holds them (the most
+/// adds stay in the block's own shared memory) up to [`MAX_AUTO_CLUSTER_SIZE`] blocks and below
+/// [`BUCKETED_FROM_BINS`], else the bucketed tier while its buckets hold the bins, else the
+/// global tier. The request can fix the tier, the cluster size (cluster tier only), the threads
+/// per block, the copies (shared tier only) and warp aggregation. The grid is persistent: as many
+/// blocks as the device keeps resident at once, estimated from threads and shared memory.
+pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
+    let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element } = request;
+    let threads = threads_per_block.unwrap_or(THREADS_PER_BLOCK);
+    if threads == 0 || threads > 1024 || threads % 32 != 0 {
+        return Err(HostError::InvalidInput(format!(
+            "{threads} threads per block: use a multiple of 32 from 32 to 1024"
+        )));
+    }
+    check_bins(bins)?;
+    let capacity = limits.block_capacity() as usize;
+    if cluster_size.is_some() && forced.is_some_and(|t| t != HistogramTier::Cluster) {
+        return Err(HostError::InvalidInput("--cluster applies to the cluster tier only".into()));
+    }
+    if copies.is_some() && forced.is_some_and(|t| t != HistogramTier::Shared) {
+        return Err(HostError::InvalidInput("--copies applies to the shared tier only".into()));
+    }
+    if let Some(c) = copies
+        && (c == 0 || c > MAX_COPIES || !c.is_power_of_two())
+    {
+        return Err(HostError::InvalidInput(format!("{c} copies: use a power of two from 1 to {MAX_COPIES}")));
+    }
+    let tier = match (forced, cluster_size) {
+        (Some(tier), _) => tier,
+        (None, Some(_)) => HistogramTier::Cluster,
+        (None, None) if bins <= capacity => HistogramTier::Shared,
+        (None, None) if bins as u64 <= limits.auto_cluster_capacity() => HistogramTier::Cluster,
+        (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Bucketed,
+        (None, None) => HistogramTier::Global,
+    };
+    let bins32 = bins as u32;
+    let persistent = |shared: u32, threads: u32, cluster: u32| -> u32 {
+        let by_threads = limits.max_threads_per_sm / threads;
+        let by_shared =
+            if shared == 0 { u32::MAX } else { limits.max_shared_per_sm / (shared + limits.reserved_shared_per_block) };
+        let per_sm = by_threads.min(by_shared).max(1);
+        (limits.sm_count * per_sm / cluster).max(1) * cluster
+    };
+    let base = HistogramPlan {
+        tier,
+        cluster_size: 1,
+        blocks: 0,
+        threads_per_block: threads,
+        shared_bytes: 0,
+        bins_per_block: 0,
+        bins: bins32,
+        copies: 1,
+        aggregate: aggregate.unwrap_or(false),
+        bucket_shift: 0,
+        scatter_blocks: 0,
+    };
+    match tier {
+        HistogramTier::Shared => {
+            if bins > capacity {
+                return Err(HostError::InvalidInput(format!(
+                    "{bins} bins need {} of shared memory per block, but a block of this device gets at most {} ({capacity} bins): use the cluster, bucketed or global tier",
+                    format_bytes(4 * bins as u64),
+                    format_bytes(limits.max_shared_per_block_optin as u64)
+                )));
+            }
+            let threads = match (threads_per_block, element) {
+                (None, Some(InputType::U8)) => U8_SHARED_THREADS,
+                _ => threads,
+            };
+            let copies = copies.unwrap_or_else(|| copies_for(limits, bins32));
+            if bins * copies as usize > capacity {
+                return Err(HostError::InvalidInput(format!(
+                    "{copies} copies of {bins} bins need {} of shared memory per block, but a block of this device gets at most {}",
+                    format_bytes(4 * (bins * copies as usize) as u64),
+                    format_bytes(limits.max_shared_per_block_optin as u64)
+                )));
+            }
+            let shared = shared_bytes(bins32 * copies);
+            Ok(HistogramPlan {
+                blocks: persistent(shared, threads, 1),
+                threads_per_block: threads,
+                shared_bytes: shared,
+                bins_per_block: bins32,
+                copies,
+                ..base
+            })
+        }
+        HistogramTier::Cluster => {
+            if bins > capacity && limits.max_cluster_size <= 1 {
+                return Err(HostError::InvalidInput(
+                    "this device has no thread-block clusters (sm_90 or later)".into(),
+                ));
+            }
+            let smallest = bins.div_ceil(capacity) as u32;
+            let size = match cluster_size {
+                Some(c) if c == 0 || c > limits.max_cluster_size => {
+                    return Err(HostError::InvalidInput(format!(
+                        "cluster size {c}: this device allows 1 to {}",
+                        limits.max_cluster_size
+                    )));
+                }
+                Some(c) if c < smallest => {
+                    return Err(HostError::InvalidInput(format!(
+                        "{bins} bins do not fit in a cluster of {c} blocks ({} bins each): it needs at least {smallest}",
+                        capacity
+                    )));
+                }
+                Some(c) => c,
+                None if smallest > limits.max_cluster_size => {
+                    return Err(HostError::InvalidInput(format!(
+                        "{bins} bins exceed the largest cluster's shared memory ({} bins in {} blocks): use the bucketed or global tier",
+                        limits.cluster_capacity(),
+                        limits.max_cluster_size
+                    )));
+                }
+                None => smallest.max(1),
+            };
+            let per_block = bins32.div_ceil(size);
+            let shared = shared_bytes(per_block);
+            Ok(HistogramPlan {
+                // Free on uniform values (65,536 bins: 0.422 against 0.421 ms) and 4x faster on a
+                // constant input (0.246 against 0.980 ms): remote adds to one address serialize.
+                aggregate: aggregate.unwrap_or(true),
+                cluster_size: size,
+                blocks: persistent(shared, threads, size),
+                shared_bytes: shared,
+                bins_per_block: per_block,
+                ..base
+            })
+        }
+        HistogramTier::Bucketed => {
+            let Some(shift) = bucketed::bucket_shift(bins32, MIN_BUCKET_SHIFT.min(limits.max_bucket_shift()))
+                .filter(|&s| s <= limits.max_bucket_shift())
+            else {
+                return Err(HostError::InvalidInput(format!(
+                    "{bins} bins exceed the bucketed tier's {} ({} buckets of {} bins in one block's shared memory): use the global tier",
+                    limits.bucketed_capacity(),
+                    bucketed::MAX_BUCKETS,
+                    1u64 << limits.max_bucket_shift()
+                )));
+            };
+            let shared = shared_bytes(1 << shift);
+            Ok(HistogramPlan {
+                blocks: persistent(shared, threads, 1),
+                shared_bytes: shared,
+                bins_per_block: 1 << shift,
+                copies: MAX_COPIES,
+                // Off: same-address adds within a warp cost little in a block's own shared memory
+                // (2^20 bins: 0.832 ms uniform, 0.668 constant), and the test costs 3% on uniform.
+                bucket_shift: shift,
+                scatter_blocks: limits.sm_count * SCATTER_BLOCKS_PER_SM,
+                ..base
+            })
+        }
+        HistogramTier::Global => Ok(HistogramPlan { blocks: persistent(0, threads, 1), ..base }),
+    }
+}
+
+/// Fails unless `bins` is a bin count the kernels address: 1 to `i32::MAX`.
+pub fn check_bins(bins: usize) -> Result<()> {
+    if bins == 0 {
+        return Err(HostError::InvalidInput("bins is 0: a histogram needs at least one bin".into()));
+    }
+    if bins > i32::MAX as usize {
+        return Err(HostError::InvalidInput(format!(
+            "{bins} bins: values are at most 32 bits, so at most {} bins can be hit",
+            i32::MAX
+        )));
+    }
+    Ok(())
+}
+
+/// Plans for the opened device: [`plan_for`] with its limits, then, for the cluster tier, the
+/// grid from the driver's occupancy query (clusters must fit in one GPC, which the estimate
+/// cannot see); fails if the driver cannot schedule a single such cluster.
+pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<HistogramPlan> {
+    plan_with(gpu, bins, PlanRequest { tier: forced, ..PlanRequest::default() })
+}
+
+/// [`plan`] with more of the plan fixed by the caller.
+pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
+    let limits = HistogramLimits::of(gpu)?;
+    let mut plan = plan_for(&limits, bins, request)?;
+    if plan.tier == HistogramTier::Cluster {
+        let func = prepared_function(gpu, &plan, InputType::I32)?;
+        let mut attr = cluster_attribute(plan.cluster_size);
+        let config = cluster_launch_config(&plan, gpu.stream(), &mut attr);
+        let mut clusters = 0;
+        // SAFETY: valid function and configuration; writes one int.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, func.cu_function(), &config).result()? };
+        if clusters <= 0 {
+            return Err(HostError::InvalidInput(format!(
+                "the driver cannot schedule a cluster of {} blocks with {} of shared memory each on this device",
+                plan.cluster_size,
+                format_bytes(plan.shared_bytes as u64)
+            )));
+        }
+        plan.blocks = clusters as u32 * plan.cluster_size;
+    }
+    Ok(plan)
+}
+
+/// Where a GPU histogram's counts first differ from the CPU's, in words (for a failed check);
+/// `None` when they are equal.
+pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} bins came back, {} expected", got.len(), want.len()));
+    }
+    let i = got.iter().zip(want).position(|(g, w)| g != w)?;
+    let total: u64 = got.iter().map(|&c| c as u64).sum();
+    let expected: u64 = want.iter().map(|&c| c as u64).sum();
+    Some(format!("bin {i} holds {} instead of {}; {total} values counted of {expected}", got[i], want[i]))
+}
+
+/// The bucketed tier's buffers: each value's low bits, bucket after bucket, and per bucket its
+/// count and the scatter's cursor. One per stream that launches the bucketed tier; allocated by
+/// [`launch_into`] on first use, for as many values as it is asked to count.
+pub struct BucketScratch {
+    keys: CudaSlice<u16>,
+    bucket_counts: CudaSlice<u32>,
+    cursors: CudaSlice<u32>,
+}
+
+/// Input values and counters on the device.
+pub struct DeviceHistogram {
+    input: CudaSlice<u8>,
+    element: InputType,
+    n: usize,
+    binning: Binning,
+    counts: CudaSlice<u32>,
+    scratch: Option<BucketScratch>,
+}
+
+impl DeviceHistogram {
+    /// Uploads `i32` values and allocates `bins` counters, after checking sizes and free memory.
+    pub fn upload(gpu: &Gpu, values: &[i32], bins: usize) -> Result<Self> {
+        check_bins(bins)?;
+        Self::upload_values(gpu, Values::I32(values), Binning::integers(bins as u32))
+    }
+
+    /// Uploads values of any input type, counted by `binning` ([`binning_for`] checks it).
+    pub fn upload_values(gpu: &Gpu, values: Values<'_>, binning: Binning) -> Result<Self> {
+        let bins = binning.nbins as usize;
+        check_bins(bins)?;
+        if values.len() > u32::MAX as usize {
+            return Err(HostError::InvalidInput(format!(
+                "{} values: counts are u32, so at most {} values",
+                values.len(),
+                u32::MAX
+            )));
+        }
+        let bytes = values.bytes().len().max(16) as u64 + 4 * bins as u64;
+        gpu.ensure_fits(&format!("a histogram of {} values into {bins} bins", values.len()), bytes)?;
+        // An empty input still gets a small buffer: no kernel reads it (n = 0 launches none).
+        let input = if values.is_empty() { gpu.zeros(16)? } else { gpu.upload(values.bytes())? };
+        Ok(Self { input, element: values.element(), n: values.len(), binning, counts: gpu.zeros(bins)?, scratch: None })
+    }
+
+    /// Number of input values.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there are no input values.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Number of bins.
+    pub fn bins(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The input type.
+    pub fn element(&self) -> InputType {
+        self.element
+    }
+}
+
+/// Zeroes the counters and enqueues the planned kernel (three for the bucketed tier) on the
+/// GPU's stream.
+pub fn launch(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Result<()> {
+    gpu.stream().memset_zeros(&mut h.counts)?;
+    let input = DeviceInput { bytes: &h.input, element: h.element, binning: h.binning, n: h.n as u64 };
+    launch_into(gpu, plan, gpu.stream(), &input, &mut h.counts, &mut h.scratch)
+}
+
+/// Values on the device as the kernels read them.
+#[derive(Clone, Copy)]
+pub struct DeviceInput<'a> {
+    /// The values' bytes, from the start of the buffer (16-byte aligned).
+    pub bytes: &'a CudaSlice<u8>,
+    /// Their type.
+    pub element: InputType,
+    /// How they map to bins.
+    pub binning: Binning,
+    /// How many of them to count, from the first.
+    pub n: u64,
+}
+
+/// Enqueues the planned kernel on `stream`, adding the counts of the `input` values into `counts`
+/// without zeroing them first: several launches, on any streams, add into one set of counters
+/// (the kernels add atomically). The bucketed tier keeps its buffers in `scratch`, one per
+/// stream. Nothing is launched for `n = 0`.
+pub fn launch_into(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &DeviceInput<'_>,
+    counts: &mut CudaSlice<u32>,
+    scratch: &mut Option<BucketScratch>,
+) -> Result<()> {
+    if plan.bins as usize != counts.len() || input.binning.nbins != plan.bins {
+        return Err(HostError::InvalidInput(format!(
+            "the plan is for {} bins, the buffers hold {} and the binning has {}",
+            plan.bins,
+            counts.len(),
+            input.binning.nbins
+        )));
+    }
+    let n = input.n;
+    if n * input.element.size() as u64 > input.bytes.len() as u64 {
+        return Err(HostError::InvalidInput(format!(
+            "{n} {} values asked of an input buffer of {} bytes",
+            input.element.name(),
+            input.bytes.len()
+        )));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let func = prepared_function(gpu, plan, input.element)?;
+    let Binning { nbins, lo, hi, scale } = input.binning;
+    let aggregate = plan.aggregate as u32;
+    let config = |blocks: u32, threads: u32, shared: u32| LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: shared,
+    };
+    let (blocks, threads, shared) = (plan.blocks, plan.threads_per_block, plan.shared_bytes);
+    let bytes = input.bytes;
+    match plan.tier {
+        HistogramTier::Shared => {
+            let mut launch = stream.launch_builder(&func);
+            let shift = 0u32;
+            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+            launch.arg(&shift).arg(&plan.copies).arg(&aggregate);
+            // SAFETY: kernel contract (kernels::histogram): input holds n values of the kernel's
+            // type (checked above), counts holds nbins counters, copies is a power of two up to
+            // 32 and the launch provides nbins * copies * 4 bytes of shared memory.
+            unsafe { launch.launch(config(blocks, threads, shared)) }?;
+        }
+        HistogramTier::Global => {
+            let mut launch = stream.launch_builder(&func);
+            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+            launch.arg(&aggregate);
+            // SAFETY: kernel contract: input holds n values, counts holds nbins counters.
+            unsafe { launch.launch(config(blocks, threads, 0)) }?;
+        }
+        HistogramTier::Bucketed => {
+            if scratch.as_ref().is_none_or(|s| (s.keys.len() as u64) < n) {
+                *scratch = None;
+                let buckets = bucketed::MAX_BUCKETS as usize;
+                gpu.ensure_fits(
+                    &format!("the bucketed tier's keys for {n} values"),
+                    2 * n.max(8) + 8 * buckets as u64,
+                )?;
+                *scratch = Some(BucketScratch {
+                    keys: gpu.zeros(n.max(8) as usize)?,
+                    bucket_counts: gpu.zeros(buckets)?,
+                    cursors: gpu.zeros(buckets)?,
+                });
+            }
+            let s = scratch.as_mut().expect("allocated above");
+            launch_bucketed(gpu, plan, stream, input, counts, s, &func)?;
+        }
+        HistogramTier::Cluster => {
+            let (input_ptr, _input_sync) = bytes.device_ptr(stream);
+            let (counts, _counts_sync) = counts.device_ptr_mut(stream);
+            let (mut input_ptr, mut n, mut counts, mut nbins, mut lo, mut hi, mut scale, mut per_block, mut aggregate) =
+                (input_ptr, n, counts, nbins, lo, hi, scale, plan.bins_per_block, aggregate);
+            let mut params: [*mut c_void; 9] = [
+                (&mut input_ptr as *mut u64).cast(),
+                (&mut n as *mut u64).cast(),
+                (&mut counts as *mut u64).cast(),
+                (&mut nbins as *mut u32).cast(),
+                (&mut lo as *mut f32).cast(),
+                (&mut hi as *mut f32).cast(),
+                (&mut scale as *mut f32).cast(),
+                (&mut per_block as *mut u32).cast(),
+                (&mut aggregate as *mut u32).cast(),
+            ];
+            let mut attr = cluster_attribute(plan.cluster_size);
+            let config = cluster_launch_config(plan, stream, &mut attr);
+            // SAFETY: kernel contract: the parameters match histogram_cluster_*'s signature, the
+            // grid is a multiple of the cluster size, cluster_size * bins_per_block >= bins, and
+            // the dynamic shared memory is bins_per_block * 4 bytes.
+            unsafe {
+                sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut())
+                    .result()?
+            };
+        }
+    }
+    Ok(())
+}
+
+/// Blocks per SM of the bucketed tier's count pass: 512 threads and 32 KiB each.
+const BUCKET_COUNT_BLOCKS_PER_SM: u32 = 4;
+
+/// The bucketed tier's three passes on `stream`; `bins_pass` is the prepared bins-pass kernel.
+fn launch_bucketed(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &DeviceInput<'_>,
+    counts: &mut CudaSlice<u32>,
+    s: &mut BucketScratch,
+    bins_pass: &CudaFunction,
+) -> Result<()> {
+    stream.memset_zeros(&mut s.bucket_counts)?;
+    stream.memset_zeros(&mut s.cursors)?;
+    let (element, n) = (input.element, input.n);
+    let Binning { nbins, lo, hi, scale } = input.binning;
+    let (shift, copies, no_aggregate) = (plan.bucket_shift, plan.copies, 0u32);
+    let buckets = bucketed::bucket_count(nbins, shift);
+    let count_pass = gpu.function(element.kernels().shared)?;
+    let count_shared = shared_bytes(buckets * copies);
+    count_pass.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, count_shared as i32)?;
+    let mut launch = stream.launch_builder(&count_pass);
+    launch.arg(input.bytes).arg(&n).arg(&mut s.bucket_counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+    launch.arg(&shift).arg(&copies).arg(&no_aggregate);
+    let count_blocks = gpu.info().sm_count * BUCKET_COUNT_BLOCKS_PER_SM;
+    let cfg = LaunchConfig {
+        grid_dim: (count_blocks, 1, 1),
+        block_dim: (THREADS_PER_BLOCK, 1, 1),
+        shared_mem_bytes: count_shared,
+    };
+    // SAFETY: kernel contract (kernels::histogram) with `shift`: bucket_counts holds
+    // ((nbins - 1) >> shift) + 1 <= MAX_BUCKETS counters, and the launch provides that many
+    // times `copies` (a power of two up to 32) times 4 bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    let scatter = gpu.function(element.kernels().scatter)?;
+    let mut launch = stream.launch_builder(&scatter);
+    launch.arg(input.bytes).arg(&n).arg(&nbins).arg(&lo).arg(&hi).arg(&scale).arg(&shift);
+    launch.arg(&s.bucket_counts).arg(&mut s.cursors).arg(&mut s.keys);
+    let cfg =
+        LaunchConfig { grid_dim: (plan.scatter_blocks, 1, 1), block_dim: (SCATTER_THREADS, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: kernel contract (kernels::histogram::bucketed): the bucket counts are complete
+    // (same stream), cursors are zeroed, keys holds n u16, the block has SCATTER_THREADS threads.
+    unsafe { launch.launch(cfg) }?;
+    let aggregate = plan.aggregate as u32;
+    let mut launch = stream.launch_builder(bins_pass);
+    launch.arg(&s.keys).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&aggregate);
+    let cfg = LaunchConfig {
+        grid_dim: (plan.blocks, 1, 1),
+        block_dim: (plan.threads_per_block, 1, 1),
+        shared_mem_bytes: plan.shared_bytes,
+    };
+    // SAFETY: kernel contract: keys and bucket counts are complete, counts holds nbins zeroed
+    // counters, the launch provides 2^shift * 4 bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+/// Runs the planned kernel once and returns the counts.
+pub fn run(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Result<Vec<u32>> {
+    launch(gpu, plan, h)?;
+    gpu.synchronize()?;
+    gpu.download(&h.counts)
+}
+
+/// The tier's kernel for `input` with the attributes its plan needs: dynamic shared memory above
+/// 48 KiB, and non-portable cluster sizes above 8.
+fn prepared_function(gpu: &Gpu, plan: &HistogramPlan, input: InputType) -> Result<CudaFunction> {
+    let func = gpu.function(plan.tier.kernel(input))?;
+    func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, plan.shared_bytes as i32)?;
+    if plan.cluster_size > PORTABLE_CLUSTER_SIZE {
+        func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
+    }
+    Ok(func)
+}
+
+/// The plan as a `cuLaunchKernelEx` configuration carrying `cluster` (which must outlive it).
+fn cluster_launch_config(
+    plan: &HistogramPlan,
+    stream: &CudaStream,
+    cluster: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: plan.blocks,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: plan.threads_per_block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: plan.shared_bytes,
+        hStream: stream.cu_stream(),
+        attrs: cluster,
+        numAttrs: 1,
+    }
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` of `size x 1 x 1` blocks.
+fn cluster_attribute(size: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: an all-zero launch attribute is a valid value of this plain C union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = size;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    attr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use HistogramTier::*;
+
+    const H100: HistogramLimits = HistogramLimits::H100;
+    /// A smaller device: 48 KiB of shared memory per block, portable clusters of up to 8.
+    const SMALL: HistogramLimits = HistogramLimits {
+        sm_count: 20,
+        max_shared_per_block_optin: 49_152,
+        max_shared_per_sm: 65_536,
+        reserved_shared_per_block: 1024,
+        max_threads_per_sm: 1536,
+        max_cluster_size: 8,
+    };
+
+    #[test]
+    fn one_block_capacity_is_the_last_bin_count_of_the_shared_tier() {
+        let capacity = H100.block_capacity() as usize;
+        assert_eq!(capacity, 58_112);
+        let at = plan_for(&H100, capacity, PlanRequest::default()).unwrap();
+        assert_eq!((at.tier, at.shared_bytes, at.bins_per_block), (Shared, 232_448, 58_112));
+        let above = plan_for(&H100, capacity + 1, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.cluster_size, above.bins_per_block), (Cluster, 2, 29_057));
+    }
+
+    #[test]
+    fn the_planner_puts_bins_in_a_cluster_below_the_bucketed_crossover_and_buckets_from_it() {
+        let auto = H100.auto_cluster_capacity() as usize;
+        assert_eq!(auto as u64, BUCKETED_FROM_BINS - 1);
+        let at = plan_for(&H100, auto, PlanRequest::default()).unwrap();
+        assert_eq!((at.tier, at.cluster_size), (Cluster, 3));
+        let from = plan_for(&H100, auto + 1, PlanRequest::default()).unwrap();
+        assert_eq!((from.tier, from.bucket_shift, from.aggregate), (Bucketed, 14, false));
+        assert!(at.aggregate, "clusters merge warp-uniform adds");
+        assert!(!plan_for(&H100, 256, PlanRequest::default()).unwrap().aggregate);
+    }
+
+    #[test]
+    fn the_bucketed_tier_holds_256_buckets_of_the_widest_power_of_two_a_block_holds() {
+        assert_eq!(H100.max_bucket_shift(), 15);
+        assert_eq!(H100.bucketed_capacity(), 256 << 15);
+        let p = plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap();
+        assert_eq!((p.tier, p.bucket_shift, p.shared_bytes, p.bins_per_block), (Bucketed, 14, 65_536, 16_384));
+        assert_eq!(p.blocks, 3 * 132);
+        let widest = plan_for(&H100, 256 << 15, PlanRequest::default()).unwrap();
+        assert_eq!((widest.tier, widest.bucket_shift), (Bucketed, 15));
+        assert_eq!(plan_for(&H100, (256 << 15) + 1, PlanRequest::default()).unwrap().tier, Global);
+        let forced = PlanRequest { tier: Some(Bucketed), ..PlanRequest::default() };
+        let err = plan_for(&H100, (256 << 15) + 1, forced).unwrap_err().to_string();
+        assert!(err.contains("exceed the bucketed tier") && err.contains("global tier"), "{err}");
+        assert_eq!(plan_for(&H100, 300, forced).unwrap().bucket_shift, 14);
+    }
+
+    #[test]
+    fn shared_tier_copies_fill_what_four_blocks_per_sm_leave() {
+        assert_eq!(copies_for(&H100, 256), 32);
+        assert_eq!(copies_for(&H100, 1024), 8);
+        assert_eq!(copies_for(&H100, 4096), 2);
+        assert_eq!(copies_for(&H100, 8192), 1);
+        assert_eq!(copies_for(&H100, 58_112), 1);
+        let p = plan_for(&H100, 256, PlanRequest::default()).unwrap();
+        assert_eq!((p.copies, p.shared_bytes, p.blocks), (32, 32_768, 4 * 132));
+        let one = plan_for(&H100, 256, PlanRequest { copies: Some(1), ..PlanRequest::default() }).unwrap();
+        assert_eq!((one.copies, one.shared_bytes), (1, 1024));
+        let too_many = PlanRequest { copies: Some(32), ..PlanRequest::default() };
+        assert!(plan_for(&H100, 8192, too_many).unwrap_err().to_string().contains("32 copies of 8192 bins"));
+        for bad in [0, 3, 64] {
+            let r = PlanRequest { copies: Some(bad), ..PlanRequest::default() };
+            assert!(plan_for(&H100, 256, r).unwrap_err().to_string().contains("power of two"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn u8_values_take_1024_thread_blocks_in_the_shared_tier_unless_asked_otherwise() {
+        let u8s = PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() };
+        let p = plan_for(&H100, 256, u8s).unwrap();
+        assert_eq!((p.threads_per_block, p.blocks, p.copies), (1024, 2 * 132, 32));
+        let asked = plan_for(&H100, 256, PlanRequest { threads_per_block: Some(256), ..u8s }).unwrap();
+        assert_eq!(asked.threads_per_block, 256);
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().threads_per_block, 512);
+    }
+
+    #[test]
+    fn plan_reason_names_the_capacity_or_crossover_that_decided() {
+        let why = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap().reason(&H100, false);
+        assert!(why(256).contains("fit in one block") && why(256).contains("32 interleaved copies"), "{}", why(256));
+        assert!(why(100_000).contains("below 131072"), "{}", why(100_000));
+        assert!(why(1 << 20).contains("bucketed tier matches or beats"), "{}", why(1 << 20));
+        assert!(why(1 << 24).contains("exceed the bucketed tier"), "{}", why(1 << 24));
+        let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
+        assert_eq!(forced.reason(&H100, true), "global tier as requested");
+    }
+
+    #[test]
+    fn full_cluster_capacity_is_the_last_bin_count_of_a_forced_cluster_tier() {
+        let full = H100.cluster_capacity() as usize;
+        assert_eq!(full, 16 * 58_112);
+        let cluster = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        let at = plan_for(&H100, full, cluster).unwrap();
+        assert_eq!((at.tier, at.cluster_size, at.bins_per_block), (Cluster, 16, 58_112));
+        assert!(plan_for(&H100, full + 1, cluster).is_err());
+        assert_eq!(plan_for(&H100, full, PlanRequest::default()).unwrap().tier, Bucketed);
+    }
+
+    #[test]
+    fn planner_picks_the_smallest_cluster_that_holds_the_bins() {
+        assert_eq!(plan_for(&H100, 65_536, PlanRequest::default()).unwrap().cluster_size, 2);
+        assert_eq!(plan_for(&H100, 131_071, PlanRequest::default()).unwrap().cluster_size, 3);
+        assert_eq!(plan_for(&H100, 196_608, PlanRequest::default()).unwrap().tier, Bucketed);
+        let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 196_608, forced).unwrap().cluster_size, 4);
+        assert_eq!(plan_for(&H100, 262_144, PlanRequest::default()).unwrap().tier, Bucketed);
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier, Shared);
+        assert_eq!(plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap().tier, Bucketed);
+    }
+
+    #[test]
+    fn smaller_device_moves_every_boundary_down() {
+        assert_eq!(SMALL.block_capacity(), 12_288);
+        assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
+        let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.cluster_size), (Cluster, 2));
+        assert_eq!(plan_for(&SMALL, 4 * 12_288, PlanRequest::default()).unwrap().cluster_size, 4);
+        // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
+        let bucketed = plan_for(&SMALL, 4 * 12_288 + 1, PlanRequest::default()).unwrap();
+        assert_eq!((bucketed.tier, bucketed.bucket_shift), (Bucketed, 13));
+        assert_eq!(plan_for(&SMALL, (1 << 21) + 1, PlanRequest::default()).unwrap().tier, Global);
+        assert_eq!(copies_for(&SMALL, 256), 8);
+        let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        assert_eq!(plan_for(&SMALL, 8 * 12_288, forced).unwrap().cluster_size, 8);
+        assert!(plan_for(&SMALL, 8 * 12_288 + 1, forced).is_err());
+    }
+
+    #[test]
+    fn grid_is_persistent_and_a_multiple_of_the_cluster() {
+        // 256 bins: threads limit residency to 2048 / 512 = 4 blocks per SM.
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().blocks, 4 * 132);
+        // 58112 bins: one block's 227 KiB leave room for one block per SM.
+        assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().copies, 1);
+        assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().blocks, 132);
+        let c = plan_for(&H100, 131_072, PlanRequest::default()).unwrap();
+        assert_eq!(c.blocks % c.cluster_size, 0);
+        let global = PlanRequest { tier: Some(Global), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 1 << 20, global).unwrap().blocks, 4 * 132);
+    }
+
+    #[test]
+    fn forced_tiers_that_cannot_hold_the_bins_are_clear_errors() {
+        let err = plan_for(&H100, 58_113, PlanRequest { tier: Some(Shared), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("58113 bins need") && err.contains("cluster, bucketed or global tier"), "{err}");
+        let err = plan_for(&H100, 16 * 58_112 + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("largest cluster") && err.contains("bucketed or global tier"), "{err}");
+        let err = plan_for(&H100, 131_072, PlanRequest { cluster_size: Some(2), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at least 3"), "{err}");
+        let err = plan_for(&H100, 1000, PlanRequest { cluster_size: Some(17), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("allows 1 to 16"), "{err}");
+        assert!(
+            plan_for(&H100, 1000, PlanRequest { tier: Some(Global), cluster_size: Some(2), ..PlanRequest::default() })
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn forced_tiers_that_hold_the_bins_are_honoured() {
+        let g = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
+        assert_eq!((g.tier, g.shared_bytes), (Global, 0));
+        let c = plan_for(&H100, 256, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() }).unwrap();
+        assert_eq!((c.tier, c.cluster_size, c.bins_per_block), (Cluster, 1, 256));
+        let guide = plan_for(&H100, 65_536, PlanRequest { cluster_size: Some(4), ..PlanRequest::default() }).unwrap();
+        assert_eq!((guide.cluster_size, guide.bins_per_block, guide.shared_bytes), (4, 16_384, 65_536));
+    }
+
+    #[test]
+    fn threads_per_block_are_validated_and_set_the_residency() {
+        let t = |n| PlanRequest { threads_per_block: Some(n), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 256, t(1024)).unwrap().blocks, 2 * 132);
+        assert_eq!(plan_for(&H100, 256, t(1024)).unwrap().threads_per_block, 1024);
+        for bad in [0, 48, 1056] {
+            assert!(plan_for(&H100, 256, t(bad)).unwrap_err().to_string().contains("multiple of 32"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn count_differences_name_the_first_wrong_bin_and_the_totals() {
+        assert_eq!(first_count_difference(&[1, 2, 3], &[1, 2, 3]), None);
+        let d = first_count_difference(&[1, 0, 3], &[1, 2, 3]).unwrap();
+        assert!(d.starts_with("bin 1 holds 0 instead of 2; 4 values counted of 6"), "{d}");
+        assert!(first_count_difference(&[1], &[1, 0]).unwrap().contains("1 bins came back, 2 expected"));
+    }
+
+    #[test]
+    fn zero_and_unreachable_bin_counts_are_rejected() {
+        assert!(plan_for(&H100, 0, PlanRequest::default()).unwrap_err().to_string().contains("at least one bin"));
+        assert!(
+            plan_for(&H100, i32::MAX as usize + 1, PlanRequest::default()).unwrap_err().to_string().contains("32 bits")
+        );
+    }
+
+    #[test]
+    fn plan_description_names_tier_cluster_blocks_and_shared_memory() {
+        let text = plan_for(&H100, 65_536, PlanRequest { cluster_size: Some(4), ..PlanRequest::default() })
+            .unwrap()
+            .to_string();
+        assert!(text.starts_with("cluster tier, cluster of 4 blocks"), "{text}");
+        assert!(
+            text.contains("x 512 threads") && text.contains("64.00 KiB shared per block (16384 bins each)"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! Histogram inputs of every type the kernels count, borrowed ([`Values`]) or owned
+//! ([`ValuesBuf`]), the checked [`Binning`] of a type, and the exact CPU histogram of any input.
+
+use super::{Binning, Element, InputType};
+use crate::error::{HostError, Result};
+
+/// A borrowed slice of histogram input values: what the library API takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Values<'a> {
+    /// Unsigned bytes.
+    U8(&'a [u8]),
+    /// Unsigned 16-bit integers.
+    U16(&'a [u16]),
+    /// Signed 32-bit integers.
+    I32(&'a [i32]),
+    /// 32-bit floats.
+    F32(&'a [f32]),
+}
+
+impl<'a> Values<'a> {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::U8(v) => v.len(),
+            Self::U16(v) => v.len(),
+            Self::I32(v) => v.len(),
+            Self::F32(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type.
+    pub fn element(&self) -> InputType {
+        match self {
+            Self::U8(_) => InputType::U8,
+            Self::U16(_) => InputType::U16,
+            Self::I32(_) => InputType::I32,
+            Self::F32(_) => InputType::F32,
+        }
+    }
+
+    /// The values' bytes in memory order (little-endian on every host this crate runs on), as
+    /// the kernels read them.
+    pub fn bytes(&self) -> &'a [u8] {
+        match *self {
+            Self::U8(v) => v,
+            Self::U16(v) => bytemuck::cast_slice(v),
+            Self::I32(v) => bytemuck::cast_slice(v),
+            Self::F32(v) => bytemuck::cast_slice(v),
+        }
+    }
+}
+
+/// Owned histogram input values of one type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValuesBuf {
+    /// Unsigned bytes.
+    U8(Vec<u8>),
+    /// Unsigned 16-bit integers.
+    U16(Vec<u16>),
+    /// Signed 32-bit integers.
+    I32(Vec<i32>),
+    /// 32-bit floats.
+    F32(Vec<f32>),
+}
+
+impl ValuesBuf {
+    /// The values as a borrowed slice.
+    pub fn as_values(&self) -> Values<'_> {
+        match self {
+            Self::U8(v) => Values::U8(v),
+            Self::U16(v) => Values::U16(v),
+            Self::I32(v) => Values::I32(v),
+            Self::F32(v) => Values::F32(v),
+        }
+    }
+}
+
+/// The binning of `bins` bins for values of type `element`: integers count in bin `v` and take no
+/// range; `f32` needs a range `(lo, hi)` of finite values with `lo < hi` whose width
+/// `hi - lo` and `bins / (hi - lo)` are finite in `f32`. Every refusal says which.
+pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -> Result<Binning> {
+    super::check_bins(bins)?;
+    let nbins = bins as u32;
+    match (element, range) {
+        (InputType::F32, None) => Err(HostError::InvalidInput(
+            "f32 values need a range: --range LO,HI (even bins over [LO, HI], as numpy.histogram)".into(),
+        )),
+        (InputType::F32, Some((lo, hi))) => {
+            if !lo.is_finite() || !hi.is_finite() {
+                return Err(HostError::InvalidInput(format!("range {lo},{hi}: both ends must be finite")));
+            }
+            if lo >= hi {
+                return Err(HostError::InvalidInput(format!("range {lo},{hi}: LO must be below HI")));
+            }
+            let binning = Binning::range(nbins, lo, hi);
+            if !(hi - lo).is_finite() || !binning.scale.is_finite() || binning.scale <= 0.0 {
+                return Err(HostError::InvalidInput(format!(
+                    "range {lo},{hi}: {bins} bins over it have no finite f32 width (HI - LO = {}, bins / (HI - LO) = {})",
+                    hi - lo,
+                    binning.scale
+                )));
+            }
+            Ok(binning)
+        }
+        (other, Some(_)) => Err(HostError::InvalidInput(format!(
+            "--range applies to f32 values only; {} value v counts in bin v",
+            other.name()
+        ))),
+        (_, None) => Ok(Binning::integers(nbins)),
+    }
+}
+
+/// Exact CPU histogram of any input: every value's bin by the kernels' own formula
+/// ([`Element::bin`]); values that are not counted (floats outside the range, NaN) are left out.
+pub fn histogram_cpu_of(values: Values<'_>, binning: &Binning) -> Vec<u32> {
+    fn count<T: Element>(values: &[T], binning: &Binning) -> Vec<u32> {
+        let mut counts = vec![0u32; binning.nbins as usize];
+        for v in values {
+            if let Some(bin) = v.bin(binning) {
+                counts[bin as usize] += 1;
+            }
+        }
+        counts
+    }
+    match values {
+        Values::U8(v) => count(v, binning),
+        Values::U16(v) => count(v, binning),
+        Values::I32(v) => count(v, binning),
+        Values::F32(v) => count(v, binning),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f32_histogram_counts_hi_in_the_last_bin_and_leaves_out_nan_infinities_and_outsiders() {
+        let b = binning_for(InputType::F32, 4, Some((0.0, 1.0))).unwrap();
+        let v = [0.0, 0.25, 0.5, 0.999, 1.0, -0.0, f32::NAN, f32::INFINITY, -f32::INFINITY, 1.0001, -1e-30];
+        assert_eq!(histogram_cpu_of(Values::F32(&v), &b), vec![2, 1, 1, 2]);
+    }
+
+    #[test]
+    fn integer_histograms_clamp_into_the_edge_bins() {
+        let b = binning_for(InputType::U8, 3, None).unwrap();
+        assert_eq!(histogram_cpu_of(Values::U8(&[0, 1, 2, 3, 255]), &b), vec![1, 1, 3]);
+        let b = binning_for(InputType::U16, 2, None).unwrap();
+        assert_eq!(histogram_cpu_of(Values::U16(&[0, 65_535]), &b), vec![1, 1]);
+        let b = binning_for(InputType::I32, 3, None).unwrap();
+        assert_eq!(histogram_cpu_of(Values::I32(&[-5, 0, 1, 2, 3, 99]), &b), vec![2, 1, 3]);
+    }
+
+    #[test]
+    fn bad_ranges_are_refused_naming_the_problem() {
+        let err = |ty, range| binning_for(ty, 10, range).unwrap_err().to_string();
+        assert!(err(InputType::F32, None).contains("need a range"));
+        assert!(err(InputType::F32, Some((1.0, 1.0))).contains("LO must be below HI"));
+        assert!(err(InputType::F32, Some((2.0, 1.0))).contains("LO must be below HI"));
+        assert!(err(InputType::F32, Some((f32::NAN, 1.0))).contains("finite"));
+        assert!(err(InputType::F32, Some((0.0, f32::INFINITY))).contains("finite"));
+        assert!(err(InputType::F32, Some((-3e38, 3e38))).contains("no finite f32 width"));
+        assert!(err(InputType::U8, Some((0.0, 1.0))).contains("f32 values only"));
+        assert!(binning_for(InputType::F32, 0, Some((0.0, 1.0))).is_err());
+    }
+
+    #[test]
+    fn values_expose_their_bytes_in_memory_order() {
+        assert_eq!(Values::U16(&[0x0102]).bytes(), &[2, 1]);
+        assert_eq!(Values::I32(&[-1]).bytes(), &[255; 4]);
+        assert_eq!(Values::F32(&[1.0]).bytes(), 1.0f32.to_le_bytes());
+        assert_eq!(ValuesBuf::U8(vec![1, 2]).as_values().len(), 2);
+        assert_eq!(ValuesBuf::F32(vec![]).as_values().element(), InputType::F32);
+    }
+}
