@@ -9,10 +9,13 @@
 //! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where a partial last wave leaves one block on an SM or short `k` leaves the prologue and epilogue exposed |
 //!
 //! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill is
-//! `tiles / (slots * ceil(tiles / slots))`. Measured on the H100 (x cuBLAS, `sgemm_warp_tiled`
-//! against `sgemm`): 2048^3 (fill 0.97) 0.97 against 1.08, 4096^3 (0.97) 1.06 against 1.10,
-//! 8192^3 (0.97) 1.06 against 1.11; but 3000^3 (fill 0.73) 1.24 against 1.09,
-//! 512x4096x11008 (0.65) 1.49 against 1.19, and with `k` = 129 (4097x129x8193) 1.35 against 1.03.
+//! `tiles / (slots * ceil(tiles / slots))`. Measured on the H100, time as x cuBLAS,
+//! `sgemm_warp_tiled` against `sgemm`: in one `host bench` run, 2048^3 (fill 0.97) 1.07 against
+//! 1.16, 4096^3 (0.97) 1.07 against 1.14, 8192^3 (0.97) 1.06 against 1.12; in the tuning runs
+//! (one process per shape, the same median method), 4000^3, 3968^3, 6000^3 and 4096x1000x4096
+//! (fills 0.91-0.97) 0.99-1.06 against 1.04-1.14, but 3000^3 (fill 0.73) 1.19-1.24 against 1.08,
+//! 512x4096x11008 (0.65) 1.45-1.53 against 1.19-1.28 (and no better with its k split 2-4 ways
+//! to fill the waves), and with `k` = 129 (4097x129x8193) 1.15-1.35 against 0.91-1.06.
 //!
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
