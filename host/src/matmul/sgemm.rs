@@ -19,8 +19,19 @@ pub fn tiles(shape: MatmulShape) -> usize {
 /// index per split of `k`; the tiles live in static shared memory
 /// (`kernels::matmul::sgemm::SHARED_BYTES`), so no dynamic shared memory.
 pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
-    let (gx, gy, _) = grid_over_c(shape, BLOCK_N, BLOCK_M)?;
-    Ok(LaunchConfig { grid_dim: (gx, gy, split.splits), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 })
+    tile_plan(shape, split, (BLOCK_M, BLOCK_N), THREADS)
+}
+
+/// One block of `threads` threads per `block_m x block_n` tile of `C`, columns on x, one z index
+/// per split of `k`, static shared memory only: the launch of both register-tiled kernels.
+pub(super) fn tile_plan(
+    shape: MatmulShape,
+    split: SplitK,
+    (block_m, block_n): (u32, u32),
+    threads: u32,
+) -> Result<LaunchConfig> {
+    let (gx, gy, _) = grid_over_c(shape, block_n, block_m)?;
+    Ok(LaunchConfig { grid_dim: (gx, gy, split.splits), block_dim: (threads, 1, 1), shared_mem_bytes: 0 })
 }
 
 #[cfg(test)]

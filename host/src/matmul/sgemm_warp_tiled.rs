@@ -1,6 +1,6 @@
 //! Launch planning for `kernels::matmul::sgemm_warp_tiled`.
 
-use super::shape::{MatmulShape, grid_over_c};
+use super::shape::MatmulShape;
 use super::split_k::SplitK;
 use crate::error::Result;
 use cudarc::driver::LaunchConfig;
@@ -14,8 +14,7 @@ pub const BLOCKS_PER_SM: u32 = 2;
 /// index per split of `k`; static shared memory only
 /// (`kernels::matmul::sgemm_warp_tiled::SHARED_BYTES`).
 pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
-    let (gx, gy, _) = grid_over_c(shape, BLOCK_N, BLOCK_M)?;
-    Ok(LaunchConfig { grid_dim: (gx, gy, split.splits), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 })
+    super::sgemm::tile_plan(shape, split, (BLOCK_M, BLOCK_N), THREADS)
 }
 
 #[cfg(test)]

@@ -27,4 +27,6 @@ pub mod sgemm;
 pub mod sgemm_warp_tiled;
 pub mod skinny;
 pub mod split_k;
+#[cfg(test)]
+mod test_support;
 pub mod tiled;

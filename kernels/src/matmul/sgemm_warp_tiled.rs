@@ -320,18 +320,9 @@ mod device_code {
 mod tests {
     extern crate std;
     use super::*;
+    use crate::matmul::test_support::{assert_emulation_matches_plain_product, assert_partition, bank};
     use std::vec;
     use std::vec::Vec;
-
-    /// Marks `cells` in a `rows x cols` grid and asserts each is marked exactly once.
-    fn assert_partition(rows: u32, cols: u32, cells: impl Iterator<Item = (u32, u32)>) {
-        let mut seen = vec![0u32; (rows * cols) as usize];
-        for (r, c) in cells {
-            assert!(r < rows && c < cols, "({r}, {c}) outside {rows} x {cols}");
-            seen[(r * cols + c) as usize] += 1;
-        }
-        assert!(seen.iter().all(|&s| s == 1), "not every cell covered exactly once");
-    }
 
     #[test]
     fn launch_contract_is_128_threads_and_16640_bytes_of_static_shared_memory() {
@@ -397,11 +388,6 @@ mod tests {
             let s = pair * 2 * THREAD_N;
             assert_eq!(fma_order(s).1, fma_order(s - 1).1);
         }
-    }
-
-    /// Shared memory has 32 banks of 4 bytes.
-    fn bank(index: u32) -> u32 {
-        index % 32
     }
 
     #[test]
@@ -497,18 +483,6 @@ mod tests {
 
     #[test]
     fn emulated_data_flow_matches_a_plain_product_on_ragged_shapes() {
-        // Small integers: every product and sum is exact in f32, so results compare equal.
-        let value = |i: u32, salt: u32| ((i.wrapping_mul(2_654_435_761) ^ salt) % 7) as f32 - 3.0;
-        for (m, k, n) in [(1, 1, 1), (127, 9, 129), (128, 8, 128), (129, 12, 131), (5, 20, 260), (130, 7, 3)] {
-            let a: Vec<f32> = (0..m * k).map(|i| value(i, 1)).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| value(i, 2)).collect();
-            let c = emulate(&a, &b, m, k, n);
-            for r in 0..m {
-                for cc in 0..n {
-                    let want: f32 = (0..k).map(|kk| a[(r * k + kk) as usize] * b[(kk * n + cc) as usize]).sum();
-                    assert_eq!(c[(r * n + cc) as usize], want, "{m}x{k}x{n}: C[{r}][{cc}]");
-                }
-            }
-        }
+        assert_emulation_matches_plain_product(emulate);
     }
 }
