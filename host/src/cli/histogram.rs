@@ -171,14 +171,7 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     let gpu = Gpu::open(device)?;
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
     let limits = histogram::HistogramLimits::of(&gpu)?;
-    let info = gpu.info();
-    println!(
-        "device: {} ({} SMs); PTX {} ({} build)",
-        info.name,
-        info.sm_count,
-        gpu.ptx_info().arch,
-        gpu.ptx_info().profile
-    );
+    print_device(&gpu);
     println!("plan: {plan}");
     println!("why: {}", plan.reason(&limits, args.tier.forced().is_some() || args.cluster.is_some()));
     if args.plan {
@@ -209,14 +202,7 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
-    let info = gpu.info();
-    println!(
-        "device: {} ({} SMs); PTX {} ({} build)",
-        info.name,
-        info.sm_count,
-        gpu.ptx_info().arch,
-        gpu.ptx_info().profile
-    );
+    print_device(&gpu);
     println!(
         "input: {}: {} {} values ({})",
         path.display(),
@@ -233,7 +219,7 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         Some(bytes) => bytes,
         // A chunk per stream must fit beside the counters, with room to spare.
         None => {
-            let fits = stream::DEFAULT_CHUNK_BYTES.min(info.free_memory / (2 * streams as u64 + 2));
+            let fits = stream::DEFAULT_CHUNK_BYTES.min(gpu.info().free_memory / (2 * streams as u64 + 2));
             (fits / stream::PAGE_BYTES * stream::PAGE_BYTES).max(stream::PAGE_BYTES)
         }
     };
@@ -376,6 +362,13 @@ pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
         o.cpu_ms / t.median_ms,
         if o.exact { "yes" } else { "NO" }
     )
+}
+
+/// The one line that says which GPU and which PTX ran.
+fn print_device(gpu: &Gpu) {
+    let info = gpu.info();
+    let ptx = gpu.ptx_info();
+    println!("device: {} ({} SMs); PTX {} ({} build)", info.name, info.sm_count, ptx.arch, ptx.profile);
 }
 
 #[cfg(test)]
