@@ -18,7 +18,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 mod values;
-pub use values::{Values, ValuesBuf, binning_for, histogram_cpu_of};
+pub use values::{MAX_F32_BINS, Values, ValuesBuf, binning_for, histogram_cpu_of};
 
 /// Where the counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
