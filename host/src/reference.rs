@@ -140,12 +140,14 @@ pub fn sample_rows(m: usize, count: usize) -> Vec<usize> {
 }
 
 /// Exact histogram of `values` into `bins` bins; values below 0 count in bin 0 and values at or
-/// above `bins` in the last bin (the Guide's clamping).
+/// above `bins` in the last bin (the Guide's clamping), by the kernels' own
+/// [`kernels::histogram::bin_of`].
 pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
     assert!(bins >= 1, "a histogram needs at least one bin");
+    let nbins = u32::try_from(bins).expect("at most u32::MAX bins");
     let mut counts = vec![0u32; bins];
     for &v in values {
-        counts[v.clamp(0, bins as i32 - 1) as usize] += 1;
+        counts[kernels::histogram::bin_of(v, nbins) as usize] += 1;
     }
     counts
 }
@@ -295,6 +297,17 @@ mod tests {
         assert_eq!((rows.len(), rows[0], rows[63]), (64, 0, 8191));
         assert!(rows.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(sample_rows(10, 1), vec![9]);
+    }
+
+    #[test]
+    fn histogram_cpu_agrees_with_the_typed_cpu_histogram_of_i32_values() {
+        use crate::histogram::{Binning, Values, histogram_cpu_of};
+        let mut values = histogram_input(5, 100_000, 1000, ValueDistribution::Normal);
+        values.extend([i32::MIN, -1, 0, 999, 1000, i32::MAX]);
+        for bins in [1, 7, 1000, 1500] {
+            let typed = histogram_cpu_of(Values::I32(&values), &Binning::integers(bins as u32));
+            assert_eq!(histogram_cpu(&values, bins), typed, "{bins}");
+        }
     }
 
     #[test]

@@ -123,6 +123,12 @@ pub fn measure_inputs(
     }
     let mut rows = Vec::new();
     for input in inputs {
+        // f32 rows stop at MAX_F32_BINS: past it the row is skipped, not the whole bench.
+        if let Err(e) = binning_for(input.element, bins, input.range) {
+            let reason = format!("no binning: {e}");
+            rows.push(HistogramRow::unmeasured(input.name, None, RowStatus::Skipped { reason }));
+            continue;
+        }
         let request = PlanRequest { element: Some(input.element), ..PlanRequest::default() };
         let plan = match histogram::plan_with(gpu, bins, request) {
             Ok(plan) => plan,

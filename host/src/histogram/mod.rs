@@ -18,7 +18,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 mod values;
-pub use values::{Values, ValuesBuf, binning_for, histogram_cpu_of};
+pub use values::{MAX_F32_BINS, Values, ValuesBuf, binning_for, histogram_cpu_of};
 
 /// Where the counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -296,7 +296,7 @@ impl HistogramPlan {
 /// The shared tier's private copies for `bins` bins: the most (a power of two up to
 /// [`MAX_COPIES`]) that still let [`SHARED_BLOCKS_PER_SM`] blocks share an SM, at least 1.
 pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
-    let per_block = limits.max_shared_per_sm / SHARED_BLOCKS_PER_SM - limits.reserved_shared_per_block;
+    let per_block = (limits.max_shared_per_sm / SHARED_BLOCKS_PER_SM).saturating_sub(limits.reserved_shared_per_block);
     let mut copies = MAX_COPIES;
     while copies > 1 && (bins as u64) * copies as u64 * 4 > per_block as u64 {
         copies /= 2;
@@ -324,9 +324,6 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     if cluster_size.is_some() && forced.is_some_and(|t| t != HistogramTier::Cluster) {
         return Err(HostError::InvalidInput("--cluster applies to the cluster tier only".into()));
     }
-    if copies.is_some() && forced.is_some_and(|t| t != HistogramTier::Shared) {
-        return Err(HostError::InvalidInput("--copies applies to the shared tier only".into()));
-    }
     if let Some(c) = copies
         && (c == 0 || c > MAX_COPIES || !c.is_power_of_two())
     {
@@ -340,6 +337,12 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Bucketed,
         (None, None) => HistogramTier::Global,
     };
+    if copies.is_some() && tier != HistogramTier::Shared {
+        return Err(HostError::InvalidInput(format!(
+            "--copies applies to the shared tier only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
     let bins32 = bins as u32;
     let persistent = |shared: u32, threads: u32, cluster: u32| -> u32 {
         let by_threads = limits.max_threads_per_sm / threads;
@@ -601,14 +604,15 @@ pub struct DeviceInput<'a> {
     pub element: InputType,
     /// How they map to bins.
     pub binning: Binning,
-    /// How many of them to count, from the first.
+    /// How many of them to count, from the first: at most `u32::MAX`.
     pub n: u64,
 }
 
 /// Enqueues the planned kernel on `stream`, adding the counts of the `input` values into `counts`
 /// without zeroing them first: several launches, on any streams, add into one set of counters
 /// (the kernels add atomically). The bucketed tier keeps its buffers in `scratch`, one per
-/// stream. Nothing is launched for `n = 0`.
+/// stream. Nothing is launched for `n = 0`; more than `u32::MAX` values are refused (the counts
+/// and the bucketed tier's offsets are `u32`).
 pub fn launch_into(
     gpu: &Gpu,
     plan: &HistogramPlan,
@@ -617,22 +621,8 @@ pub fn launch_into(
     counts: &mut CudaSlice<u32>,
     scratch: &mut Option<BucketScratch>,
 ) -> Result<()> {
-    if plan.bins as usize != counts.len() || input.binning.nbins != plan.bins {
-        return Err(HostError::InvalidInput(format!(
-            "the plan is for {} bins, the buffers hold {} and the binning has {}",
-            plan.bins,
-            counts.len(),
-            input.binning.nbins
-        )));
-    }
+    check_launch(plan, counts.len(), input.binning, input.element, input.n, input.bytes.len())?;
     let n = input.n;
-    if n * input.element.size() as u64 > input.bytes.len() as u64 {
-        return Err(HostError::InvalidInput(format!(
-            "{n} {} values asked of an input buffer of {} bytes",
-            input.element.name(),
-            input.bytes.len()
-        )));
-    }
     if n == 0 {
         return Ok(());
     }
@@ -707,6 +697,38 @@ pub fn launch_into(
                     .result()?
             };
         }
+    }
+    Ok(())
+}
+
+/// Fails unless a launch of `plan` can count `n` values of `element` from an input buffer of
+/// `input_bytes` bytes into `counts` counters by `binning`: the bin counts agree, the buffer holds
+/// the values, and `n` fits the kernels' `u32` counts and the bucketed tier's `u32` offsets.
+fn check_launch(
+    plan: &HistogramPlan,
+    counts: usize,
+    binning: Binning,
+    element: InputType,
+    n: u64,
+    input_bytes: usize,
+) -> Result<()> {
+    if plan.bins as usize != counts || binning.nbins != plan.bins {
+        return Err(HostError::InvalidInput(format!(
+            "the plan is for {} bins, the buffers hold {counts} and the binning has {}",
+            plan.bins, binning.nbins
+        )));
+    }
+    if n > u32::MAX as u64 {
+        return Err(HostError::InvalidInput(format!(
+            "{n} values in one launch: counts are u32, so at most {} values",
+            u32::MAX
+        )));
+    }
+    if n * element.size() as u64 > input_bytes as u64 {
+        return Err(HostError::InvalidInput(format!(
+            "{n} {} values asked of an input buffer of {input_bytes} bytes",
+            element.name()
+        )));
     }
     Ok(())
 }
@@ -892,6 +914,27 @@ mod tests {
     }
 
     #[test]
+    fn copies_are_refused_wherever_the_plan_is_not_the_shared_tier() {
+        let two = PlanRequest { copies: Some(2), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 4096, two).unwrap().copies, 2);
+        // The planner's own choice above one block's capacity: the copies would be dropped.
+        for (bins, tier) in [(100_000, "cluster"), (1 << 20, "bucketed"), ((256 << 15) + 1, "global")] {
+            let err = plan_for(&H100, bins, two).unwrap_err().to_string();
+            assert!(err.contains("shared tier only") && err.contains(&format!("the {tier} tier")), "{err}");
+        }
+        let with_cluster = PlanRequest { cluster_size: Some(2), ..two };
+        assert!(plan_for(&H100, 4096, with_cluster).unwrap_err().to_string().contains("shared tier only"));
+        let forced = PlanRequest { tier: Some(Global), ..two };
+        assert!(plan_for(&H100, 256, forced).unwrap_err().to_string().contains("shared tier only"));
+    }
+
+    #[test]
+    fn copies_for_a_device_whose_reserve_exceeds_a_quarter_of_its_shared_memory_is_one() {
+        let tiny = HistogramLimits { max_shared_per_sm: 2048, reserved_shared_per_block: 1024, ..SMALL };
+        assert_eq!(copies_for(&tiny, 1), 1);
+    }
+
+    #[test]
     fn u8_values_take_1024_thread_blocks_in_the_shared_tier_unless_asked_otherwise() {
         let u8s = PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() };
         let p = plan_for(&H100, 256, u8s).unwrap();
@@ -1007,6 +1050,22 @@ mod tests {
         for bad in [0, 48, 1056] {
             assert!(plan_for(&H100, 256, t(bad)).unwrap_err().to_string().contains("multiple of 32"), "{bad}");
         }
+    }
+
+    #[test]
+    fn launches_need_matching_bins_an_input_that_holds_the_values_and_at_most_u32_max_of_them() {
+        let plan = plan_for(&H100, 256, PlanRequest::default()).unwrap();
+        let b = Binning::integers(256);
+        assert!(check_launch(&plan, 256, b, InputType::I32, 4, 16).is_ok());
+        assert!(check_launch(&plan, 256, b, InputType::U8, 0, 16).is_ok());
+        let err = |r: Result<()>| r.unwrap_err().to_string();
+        assert!(err(check_launch(&plan, 255, b, InputType::I32, 4, 16)).contains("the buffers hold 255"));
+        assert!(err(check_launch(&plan, 256, Binning::integers(7), InputType::I32, 4, 16)).contains("binning has 7"));
+        assert!(err(check_launch(&plan, 256, b, InputType::I32, 5, 16)).contains("5 i32 values asked"));
+        let max = u32::MAX as u64;
+        assert!(check_launch(&plan, 256, b, InputType::U8, max, max as usize).is_ok());
+        let over = err(check_launch(&plan, 256, b, InputType::U8, max + 1, usize::MAX));
+        assert!(over.contains("counts are u32"), "{over}");
     }
 
     #[test]

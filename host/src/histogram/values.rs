@@ -80,9 +80,14 @@ impl ValuesBuf {
     }
 }
 
+/// The most bins an `f32` histogram takes: `(v - lo) * scale` is an `f32`, which above 2^24 holds
+/// only even integers, so some bins past 2^24 would never be hit.
+pub const MAX_F32_BINS: usize = 1 << 24;
+
 /// The binning of `bins` bins for values of type `element`: integers count in bin `v` and take no
-/// range; `f32` needs a range `(lo, hi)` of finite values with `lo < hi` whose width
-/// `hi - lo` and `bins / (hi - lo)` are finite in `f32`. Every refusal says which.
+/// range; `f32` needs at most [`MAX_F32_BINS`] bins and a range `(lo, hi)` of finite values with
+/// `lo < hi` whose width `hi - lo` and `bins / (hi - lo)` are finite in `f32`. Every refusal says
+/// which.
 pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -> Result<Binning> {
     super::check_bins(bins)?;
     let nbins = bins as u32;
@@ -91,6 +96,11 @@ pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -
             "f32 values need a range: --range LO,HI (even bins over [LO, HI], as numpy.histogram)".into(),
         )),
         (InputType::F32, Some((lo, hi))) => {
+            if bins > MAX_F32_BINS {
+                return Err(HostError::InvalidInput(format!(
+                    "{bins} f32 bins: the bin is computed in f32, whose 24-bit significand tells at most {MAX_F32_BINS} bins apart (above 2^24 some bins could never be hit)"
+                )));
+            }
             if !lo.is_finite() || !hi.is_finite() {
                 return Err(HostError::InvalidInput(format!("range {lo},{hi}: both ends must be finite")));
             }
@@ -167,6 +177,27 @@ mod tests {
         assert!(err(InputType::F32, Some((-3e38, 3e38))).contains("no finite f32 width"));
         assert!(err(InputType::U8, Some((0.0, 1.0))).contains("f32 values only"));
         assert!(binning_for(InputType::F32, 0, Some((0.0, 1.0))).is_err());
+    }
+
+    #[test]
+    fn f32_bins_stop_at_2_pow_24_where_the_f32_bin_formula_skips_bins() {
+        assert!(binning_for(InputType::F32, MAX_F32_BINS, Some((0.0, 1.0))).is_ok());
+        let err = binning_for(InputType::F32, MAX_F32_BINS + 2, Some((0.0, 1.0))).unwrap_err().to_string();
+        assert!(err.contains("at most 16777216 bins"), "{err}");
+        assert!(binning_for(InputType::I32, MAX_F32_BINS + 2, None).is_ok());
+        // Why: with 2^24 + 4 bins over [0, 1], no f32 in the range lands in bin 2^24 + 1 (the
+        // last, 2^24 + 3, takes HI) ...
+        let b = Binning::range(MAX_F32_BINS as u32 + 4, 0.0, 1.0);
+        let mut hit = std::collections::BTreeSet::new();
+        for bits in 0..1 << 16 {
+            hit.insert(f32::from_bits(1.0f32.to_bits() - bits).bin(&b).unwrap());
+        }
+        assert!(hit.contains(&(1 << 24)) && !hit.contains(&((1 << 24) + 1)), "{:?}", hit.last());
+        // ... while at 2^24 bins every bin near the top is hit.
+        let b = Binning::range(MAX_F32_BINS as u32, 0.0, 1.0);
+        let top: std::collections::BTreeSet<u32> =
+            (0..1 << 16).map(|bits| f32::from_bits(1.0f32.to_bits() - bits).bin(&b).unwrap()).collect();
+        assert!(((1 << 24) - 1000..1 << 24).all(|bin| top.contains(&bin)));
     }
 
     #[test]

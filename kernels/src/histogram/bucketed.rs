@@ -17,9 +17,10 @@
 //!    `2^shift` counters into `bins`.
 //!
 //! # Safety
-//! `input` holds `n` values (16-byte aligned); `bins` holds `nbins` counters, `bucket_counts`
-//! and `cursors` `((nbins - 1) >> shift) + 1 <= MAX_BUCKETS` counters, all zeroed before pass 1;
-//! `keys` holds `n` `u16`; `1 <= shift <= 16`. The scatter runs with [`SCATTER_THREADS`] threads
+//! `input` holds `n` values (16-byte aligned), `n <= u32::MAX` (bucket offsets, cursors and key
+//! positions are `u32`); `bins` holds `nbins` counters, `bucket_counts` and `cursors`
+//! `((nbins - 1) >> shift) + 1 <= MAX_BUCKETS` counters, all zeroed before pass 1; `keys` holds
+//! `n` `u16`; `1 <= shift <= 16`. The scatter runs with [`SCATTER_THREADS`] threads
 //! per block; the bins pass with a block size that is a multiple of 32 and `2^shift * 4` bytes of
 //! dynamic shared memory. Nothing else accesses these buffers during the passes.
 

@@ -168,10 +168,13 @@ pub fn bin_of_unsigned(value: u32, nbins: u32) -> u32 {
     if value >= nbins { nbins - 1 } else { value }
 }
 
-/// The bin an `f32` value counts in, as `numpy.histogram` bins it: `None` outside `[lo, hi]` and
-/// for NaN; else `floor((v - lo) * scale)` in `f32` (one subtraction, one multiplication, no
-/// fused multiply-add: the GPU and the CPU round identically), clamped into the last bin so that
-/// `hi` itself (and a product rounded up to `nbins`) counts there.
+/// The bin an `f32` value counts in, with `numpy.histogram`'s rules for the range: `None` outside
+/// `[lo, hi]` and for NaN, `hi` in the last bin. Inside it the bin is `floor((v - lo) * scale)`
+/// in `f32` (one subtraction, one multiplication, no fused multiply-add: the GPU and the CPU
+/// round identically), clamped into the last bin so that `hi` itself (and a product rounded up
+/// to `nbins`) counts there. A value within a rounding error of an interior bin edge can land
+/// one bin off numpy's, which corrects its index against its `linspace` edges: with 10 bins over
+/// `[-1, 1]`, numpy counts `-0.8f32` in bin 1 and this formula in bin 0.
 #[inline(always)]
 // Written as a negated conjunction so that NaN, which compares false, is left out.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -665,6 +668,16 @@ mod tests {
             last = bin;
         }
         assert_eq!(last, 2);
+    }
+
+    #[test]
+    fn f32_values_next_to_an_interior_edge_take_the_formulas_bin_not_numpys() {
+        // numpy.histogram (2.x, float32 input) puts both in the bin above: it compares with its
+        // linspace edges, -0.8f32 and 0.0. The documented difference, pinned.
+        let b = Binning::range(10, -1.0, 1.0);
+        assert_eq!((-0.8f32).bin(&b), Some(0));
+        // (v - lo) rounds to 1.0: the smallest negative subnormal counts in the bin of [0, 0.2).
+        assert_eq!(f32::from_bits(0x8000_0001).bin(&b), Some(5));
     }
 
     #[test]
