@@ -367,10 +367,25 @@ impl DataFile {
     }
 
     /// A raw file of little-endian `element` values, no header; fails unless its length is a
-    /// whole number of values.
+    /// whole number of values, and refuses a `.npy` file (its magic and a valid header), whose
+    /// header would be counted as values.
     pub fn open_raw(path: &Path, element: ElementType) -> Result<Self> {
-        let bytes =
-            open(path)?.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
+        let mut file = open(path)?;
+        let bytes = file.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
+        let mut magic = [0u8; NPY_MAGIC.len()];
+        if file.read_exact(&mut magic).is_ok()
+            && magic == NPY_MAGIC
+            && let Ok(layout) = read_npy_layout(path)
+        {
+            return Err(file_error(
+                path,
+                format!(
+                    "a .npy file (dtype {}), read as raw {} values its header would be counted: open it as .npy (without --type)",
+                    numpy_name(&layout.descr),
+                    element.name()
+                ),
+            ));
+        }
         if bytes % element.size() != 0 {
             return Err(file_error(
                 path,
@@ -677,5 +692,18 @@ mod tests {
         let f = DataFile::open(&path, None).unwrap();
         assert!(f.is_empty());
         assert_eq!(f.read_all_i32().unwrap(), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn a_npy_file_opened_as_raw_is_refused_rather_than_its_header_counted() {
+        let d = dir();
+        let path = d.path().join("v.npy");
+        write_npy(&path, &[4], &[1i32, 2, 3, 4]).unwrap();
+        let err = error_of(DataFile::open(&path, Some(ElementType::I32)));
+        assert!(err.contains("v.npy") && err.contains("int32 ('<i4')") && err.contains("without --type"), "{err}");
+        // Raw bytes that merely start like a .npy file, without a valid header, stay raw.
+        let path = d.path().join("v.bin");
+        std::fs::write(&path, b"\x93NUMPY\x01\x00\xff\xff").unwrap();
+        assert_eq!(DataFile::open(&path, Some(ElementType::U8)).unwrap().len(), 10);
     }
 }
