@@ -302,10 +302,11 @@ impl OutputFile {
     /// Writes `values` in `shape` (C order) and renames the file onto its path.
     pub fn write_npy<T: npyz::AutoSerialize + Copy>(mut self, shape: &[u64], values: &[T]) -> Result<()> {
         let path = self.path.clone();
-        let count: u64 = shape.iter().product();
-        if count != values.len() as u64 {
+        let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        if count != Some(values.len() as u64) {
             return Err(HostError::InvalidInput(format!(
-                "shape {shape:?} holds {count} values, but {} were given",
+                "shape {shape:?} holds {} values, but {} were given",
+                count.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string()),
                 values.len()
             )));
         }
@@ -438,10 +439,11 @@ impl DataFile {
     /// [`DataFile::reopen`]).
     pub fn read_i32_at(&self, file: &File, first: u64, out: &mut [i32]) -> Result<()> {
         self.expect(ElementType::I32)?;
-        if first + out.len() as u64 > self.len {
+        let end = first.checked_add(out.len() as u64).filter(|&end| end <= self.len);
+        if end.is_none() {
             return Err(HostError::InvalidInput(format!(
                 "values {first}..{} lie beyond the {} of {}",
-                first + out.len() as u64,
+                first as u128 + out.len() as u128,
                 self.len,
                 self.path.display()
             )));
@@ -458,7 +460,7 @@ impl DataFile {
     pub fn read_bytes_at(&self, file: &File, first: u64, out: &mut [u8]) -> Result<()> {
         let size = self.element.size();
         let count = out.len() as u64 / size;
-        if !(out.len() as u64).is_multiple_of(size) || first + count > self.len {
+        if !(out.len() as u64).is_multiple_of(size) || first.checked_add(count).is_none_or(|end| end > self.len) {
             return Err(HostError::InvalidInput(format!(
                 "{} bytes from value {first}: not whole {} values inside the {} of {}",
                 out.len(),
@@ -705,5 +707,29 @@ mod tests {
         let path = d.path().join("v.bin");
         std::fs::write(&path, b"\x93NUMPY\x01\x00\xff\xff").unwrap();
         assert_eq!(DataFile::open(&path, Some(ElementType::U8)).unwrap().len(), 10);
+    }
+
+    #[test]
+    fn reads_beyond_the_end_are_errors_even_where_the_end_would_overflow() {
+        let d = dir();
+        let path = d.path().join("v.bin");
+        std::fs::write(&path, [0u8; 8]).unwrap();
+        let f = DataFile::open(&path, Some(ElementType::I32)).unwrap();
+        let handle = f.reopen().unwrap();
+        let err = error_of(f.read_i32_at(&handle, u64::MAX, &mut [0i32; 2]));
+        assert!(err.contains("lie beyond the 2"), "{err}");
+        let err = error_of(f.read_bytes_at(&handle, u64::MAX, &mut [0u8; 8]));
+        assert!(err.contains("not whole i32 values inside the 2"), "{err}");
+    }
+
+    #[test]
+    fn a_shape_whose_size_overflows_is_an_error_not_a_panic() {
+        let d = dir();
+        let path = d.path().join("o.npy");
+        let err = error_of(write_npy::<f32>(&path, &[1 << 32, 1 << 32, 0, 1 << 40], &[]));
+        assert!(err.contains("more than 2^64"), "{err}");
+        let err = error_of(write_npy::<f32>(&path, &[1 << 63, 2], &[]));
+        assert!(err.contains("more than 2^64"), "{err}");
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
     }
 }
