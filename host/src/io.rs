@@ -286,9 +286,12 @@ impl OutputFile {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
+        // 0o666 less the umask, as `File::create` makes it: tempfile's default, 0o600, would make
+        // every output readable by its owner only.
         let temp = tempfile::Builder::new()
             .prefix(".host-partial-")
             .suffix(".npy")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|e| file_error(path, format!("cannot create a file in {}: {e}", dir.display())))?;
         Ok(Self { path: path.to_path_buf(), temp })
@@ -731,5 +734,16 @@ mod tests {
         let err = error_of(write_npy::<f32>(&path, &[1 << 63, 2], &[]));
         assert!(err.contains("more than 2^64"), "{err}");
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn outputs_get_the_permissions_of_a_newly_created_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir();
+        let (out, plain) = (d.path().join("out.npy"), d.path().join("plain"));
+        write_npy(&out, &[1], &[1f32]).unwrap();
+        std::fs::File::create(&plain).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&out), mode(&plain));
     }
 }
