@@ -101,10 +101,34 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
 }
 
+/// Checks a chunk size for a read mode: a positive multiple of [`PAGE_BYTES`] when mapped (chunks
+/// lock whole pages in place), of 16 bytes when pinned (whole 16-byte loads).
+///
+/// ```
+/// use host::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
+/// assert!(check_chunk_bytes(256 << 20, ReadMode::Mapped).is_ok());
+/// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Pinned).is_ok());
+/// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Mapped).is_err());
+/// ```
+pub fn check_chunk_bytes(chunk_bytes: u64, read: ReadMode) -> Result<()> {
+    let granule = match read {
+        ReadMode::Pinned => 16,
+        ReadMode::Mapped => PAGE_BYTES,
+    };
+    if chunk_bytes < granule || !chunk_bytes.is_multiple_of(granule) {
+        return Err(HostError::InvalidInput(format!(
+            "a chunk of {chunk_bytes} bytes: use a positive multiple of {granule} bytes ({})",
+            if read == ReadMode::Mapped { "whole pages, locked in place" } else { "whole 16-byte loads" }
+        )));
+    }
+    Ok(())
+}
+
 /// How to stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
-    /// Bytes per chunk (a multiple of 16; smaller files take one chunk of their own size).
+    /// Bytes per chunk: a multiple of [`PAGE_BYTES`] when mapped, of 16 when pinned (see
+    /// [`check_chunk_bytes`]); smaller files take one chunk of their own size.
     pub chunk_bytes: u64,
     /// CUDA streams the chunks alternate over (at least 2), each with its device buffer.
     pub streams: usize,
@@ -204,16 +228,7 @@ pub fn histogram_file(
             "{stream_count} streams, {readers} readers and {pinned_buffers} pinned buffers: streaming needs at least 2 streams, a reader, and a buffer per stream and per reader"
         )));
     }
-    let granule = match read {
-        ReadMode::Pinned => 16,
-        ReadMode::Mapped => PAGE_BYTES,
-    };
-    if chunk_bytes < granule || chunk_bytes % granule != 0 {
-        return Err(HostError::InvalidInput(format!(
-            "a chunk of {chunk_bytes} bytes: use a positive multiple of {granule} bytes ({})",
-            if read == ReadMode::Mapped { "whole pages, locked in place" } else { "whole 16-byte loads" }
-        )));
-    }
+    check_chunk_bytes(chunk_bytes, read)?;
     let bins = plan.bins as usize;
     let n = file.len();
     // Mapped chunks start on page boundaries of the file (their pages are locked one chunk at a

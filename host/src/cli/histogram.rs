@@ -63,8 +63,8 @@ pub struct HistogramArgs {
     /// Merge warp-uniform bins before adding (default: the planner's choice).
     #[arg(long)]
     pub aggregate: Option<bool>,
-    /// Bytes per streamed chunk of --input, e.g. 256MiB (default: 256 MiB, less if free device
-    /// memory is short).
+    /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped) or of
+    /// 16 bytes (--read pinned) (default: 256 MiB, less if free device memory is short).
     #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
     pub chunk: Option<u64>,
     /// CUDA streams the chunks of --input alternate over (2 to 16).
@@ -199,6 +199,9 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let binning = histogram::binning_for(file.element().input_type(), args.bins, args.range)?;
     let request = args.request(file.element());
     histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
+    if let Some(bytes) = args.chunk {
+        stream::check_chunk_bytes(bytes, args.read)?;
+    }
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
@@ -512,5 +515,22 @@ mod tests {
         let text = render(&args, &o);
         assert!(text.contains("median 0.500 ms") && text.contains("10.0x") && text.contains("exactly: yes"), "{text}");
         assert!(text.contains("3 values left out") && text.contains("1000 i32 values"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_chunk_size_is_refused_before_a_gpu_is_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("v.bin");
+        std::fs::write(&input, [0u8; 64]).unwrap();
+        let path = input.to_str().unwrap();
+        let refused = |extra: &[&str]| {
+            let mut argv = vec!["--input", path, "--type", "i32", "--bins", "4"];
+            argv.extend_from_slice(extra);
+            run(0, &histogram_args(&argv)).unwrap_err().to_string()
+        };
+        let err = refused(&["--chunk", "1000"]);
+        assert!(err.contains("a chunk of 1000 bytes") && err.contains("multiple of 65536"), "{err}");
+        let err = refused(&["--chunk", "1000", "--read", "pinned"]);
+        assert!(err.contains("multiple of 16 bytes"), "{err}");
     }
 }
