@@ -179,8 +179,11 @@ pub struct StreamReport {
     pub bytes: u64,
     /// Chunks.
     pub chunks: usize,
-    /// Values per chunk (the last chunk may hold fewer).
+    /// Values per chunk (the first chunk of a mapped `.npy` file holds fewer, by its header's
+    /// offset into its page; the last chunk may hold fewer).
     pub chunk_values: u64,
+    /// Values in the last chunk (0 without chunks).
+    pub last_chunk_values: u64,
     /// Wall time from the first read to the last count on the device, seconds.
     pub seconds: f64,
 }
@@ -243,7 +246,15 @@ pub fn histogram_file(
     let chunk_values = chunk_values.min(n.max(16 / size));
     let mut totals = vec![0u64; bins];
     if chunks.is_empty() {
-        return Ok(StreamReport { counts: totals, values: 0, bytes: 0, chunks: 0, chunk_values, seconds: 0.0 });
+        return Ok(StreamReport {
+            counts: totals,
+            values: 0,
+            bytes: 0,
+            chunks: 0,
+            chunk_values,
+            last_chunk_values: 0,
+            seconds: 0.0,
+        });
     }
     let capacity = chunks.iter().map(|c| c.len).max().unwrap_or(1) as usize;
     gpu.ensure_fits(
@@ -273,7 +284,15 @@ pub fn histogram_file(
         bar.finish_and_clear();
     }
     result?;
-    Ok(StreamReport { counts: totals, values: n, bytes: size * n, chunks: chunks.len(), chunk_values, seconds })
+    Ok(StreamReport {
+        counts: totals,
+        values: n,
+        bytes: size * n,
+        chunks: chunks.len(),
+        chunk_values,
+        last_chunk_values: chunks.last().map_or(0, |c| c.len),
+        seconds,
+    })
 }
 
 /// Page size the mapped mode aligns chunks to (the largest base page of common systems, so that
