@@ -1,9 +1,10 @@
 //! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`], pure and
-//! tested on the CPU), a reader thread fills pinned host buffers from the file (each buffer by
-//! all cores at once, so page-cache reads keep up with the copies), and the main thread copies
-//! each chunk on one of two or more streams and counts it there with the planned kernel, into one
-//! set of counters. Copies of one chunk overlap the counting of the previous one and the reading
-//! of the next ones.
+//! tested on the CPU), `readers` threads prepare the chunks ahead ([`ReadMode::Mapped`], the
+//! default: each chunk's pages of the mapped file are page-locked in place; [`ReadMode::Pinned`]:
+//! each chunk is read into a pinned host buffer by all cores at once, so page-cache reads keep up
+//! with the copies), and the main thread copies each chunk on one of two or more streams and
+//! counts it there with the planned kernel, into one set of counters. Copies of one chunk overlap
+//! the counting of the previous one and the preparation of the next ones.
 //!
 //! Counters are `u32`: before the values counted into them could exceed `u32::MAX` (a bin could
 //! overflow), they are added into `u64` totals on the host and zeroed; [`plan_chunks`] marks
