@@ -281,7 +281,11 @@ pub struct OutputFile {
 impl OutputFile {
     /// Creates the temporary file in `path`'s directory (the same file system, so the final
     /// rename is atomic).
+    /// Fails at once, rather than at the final rename, when `path` is a directory.
     pub fn create(path: &Path) -> Result<Self> {
+        if path.is_dir() {
+            return Err(file_error(path, "is a directory: name the output file (such as out.npy) in it"));
+        }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -616,6 +620,17 @@ mod tests {
         assert!(left.is_empty(), "{left:?}");
         let err = error_of(OutputFile::create(&d.path().join("no/such/dir/out.npy")));
         assert!(err.contains("out.npy") && err.contains("cannot create"), "{err}");
+    }
+
+    #[test]
+    fn an_output_onto_a_directory_fails_before_any_work() {
+        let d = dir();
+        let err = error_of(OutputFile::create(d.path()));
+        assert!(err.contains("is a directory"), "{err}");
+        std::fs::create_dir(d.path().join("out.npy")).unwrap();
+        let err = error_of(OutputFile::create(&d.path().join("out.npy")));
+        assert!(err.contains("out.npy: is a directory"), "{err}");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
 
     #[test]
