@@ -23,15 +23,23 @@ fn main() -> ExitCode {
 fn run(args: &[String]) -> host::Result<()> {
     // Files first: a bad file is reported before the GPU is opened.
     let (a, b) = match args {
-        [a, b, ..] => (io::read_matrix(Path::new(a))?, io::read_matrix(Path::new(b))?),
-        _ => {
+        [a, b] | [a, b, _] => (io::read_matrix(Path::new(a))?, io::read_matrix(Path::new(b))?),
+        [] => {
             let mut rng = rand::rng();
             (
                 Matrix::new(1000, 800, random_matrix(&mut rng, 800_000))?,
                 Matrix::new(800, 1200, random_matrix(&mut rng, 960_000))?,
             )
         }
+        _ => {
+            return Err(host::HostError::InvalidInput(format!(
+                "{} arguments: give none (random matrices), A.npy B.npy, or A.npy B.npy C.npy",
+                args.len()
+            )));
+        }
     };
+    // The output's temporary file is created before the work, so an unwritable one fails first.
+    let out = args.get(2).map(|c| io::OutputFile::create(Path::new(c))).transpose()?;
     let gpu = host::Gpu::open(0)?;
     let c = host::matmul(&gpu, &a, &b)?;
     let reference = MatmulReference::new(&a.data, &b.data, a.rows, a.cols, b.cols);
@@ -45,9 +53,10 @@ fn run(args: &[String]) -> host::Result<()> {
         reference.max_error(&c.data),
         reference.tolerance()
     );
-    if let Some(out) = args.get(2) {
-        io::write_matrix(Path::new(out), &c)?;
-        println!("wrote {out}");
+    if let Some(out) = out {
+        let path = out.path().display().to_string();
+        out.write_npy(&[c.rows as u64, c.cols as u64], &c.data)?;
+        println!("wrote {path}");
     }
     Ok(())
 }

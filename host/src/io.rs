@@ -281,14 +281,21 @@ pub struct OutputFile {
 impl OutputFile {
     /// Creates the temporary file in `path`'s directory (the same file system, so the final
     /// rename is atomic).
+    /// Fails at once, rather than at the final rename, when `path` is a directory.
     pub fn create(path: &Path) -> Result<Self> {
+        if path.is_dir() {
+            return Err(file_error(path, "is a directory: name the output file (such as out.npy) in it"));
+        }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
+        // 0o666 less the umask, as `File::create` makes it: tempfile's default, 0o600, would make
+        // every output readable by its owner only.
         let temp = tempfile::Builder::new()
             .prefix(".host-partial-")
             .suffix(".npy")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|e| file_error(path, format!("cannot create a file in {}: {e}", dir.display())))?;
         Ok(Self { path: path.to_path_buf(), temp })
@@ -302,10 +309,11 @@ impl OutputFile {
     /// Writes `values` in `shape` (C order) and renames the file onto its path.
     pub fn write_npy<T: npyz::AutoSerialize + Copy>(mut self, shape: &[u64], values: &[T]) -> Result<()> {
         let path = self.path.clone();
-        let count: u64 = shape.iter().product();
-        if count != values.len() as u64 {
+        let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        if count != Some(values.len() as u64) {
             return Err(HostError::InvalidInput(format!(
-                "shape {shape:?} holds {count} values, but {} were given",
+                "shape {shape:?} holds {} values, but {} were given",
+                count.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string()),
                 values.len()
             )));
         }
@@ -367,10 +375,25 @@ impl DataFile {
     }
 
     /// A raw file of little-endian `element` values, no header; fails unless its length is a
-    /// whole number of values.
+    /// whole number of values, and refuses a `.npy` file (its magic and a valid header), whose
+    /// header would be counted as values.
     pub fn open_raw(path: &Path, element: ElementType) -> Result<Self> {
-        let bytes =
-            open(path)?.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
+        let mut file = open(path)?;
+        let bytes = file.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
+        let mut magic = [0u8; NPY_MAGIC.len()];
+        if file.read_exact(&mut magic).is_ok()
+            && magic == NPY_MAGIC
+            && let Ok(layout) = read_npy_layout(path)
+        {
+            return Err(file_error(
+                path,
+                format!(
+                    "a .npy file (dtype {}), read as raw {} values its header would be counted: open it as .npy (without --type)",
+                    numpy_name(&layout.descr),
+                    element.name()
+                ),
+            ));
+        }
         if bytes % element.size() != 0 {
             return Err(file_error(
                 path,
@@ -423,10 +446,11 @@ impl DataFile {
     /// [`DataFile::reopen`]).
     pub fn read_i32_at(&self, file: &File, first: u64, out: &mut [i32]) -> Result<()> {
         self.expect(ElementType::I32)?;
-        if first + out.len() as u64 > self.len {
+        let end = first.checked_add(out.len() as u64).filter(|&end| end <= self.len);
+        if end.is_none() {
             return Err(HostError::InvalidInput(format!(
                 "values {first}..{} lie beyond the {} of {}",
-                first + out.len() as u64,
+                first as u128 + out.len() as u128,
                 self.len,
                 self.path.display()
             )));
@@ -443,7 +467,7 @@ impl DataFile {
     pub fn read_bytes_at(&self, file: &File, first: u64, out: &mut [u8]) -> Result<()> {
         let size = self.element.size();
         let count = out.len() as u64 / size;
-        if !(out.len() as u64).is_multiple_of(size) || first + count > self.len {
+        if !(out.len() as u64).is_multiple_of(size) || first.checked_add(count).is_none_or(|end| end > self.len) {
             return Err(HostError::InvalidInput(format!(
                 "{} bytes from value {first}: not whole {} values inside the {} of {}",
                 out.len(),
@@ -599,6 +623,17 @@ mod tests {
     }
 
     #[test]
+    fn an_output_onto_a_directory_fails_before_any_work() {
+        let d = dir();
+        let err = error_of(OutputFile::create(d.path()));
+        assert!(err.contains("is a directory"), "{err}");
+        std::fs::create_dir(d.path().join("out.npy")).unwrap();
+        let err = error_of(OutputFile::create(&d.path().join("out.npy")));
+        assert!(err.contains("out.npy: is a directory"), "{err}");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
     fn an_output_replaces_an_existing_file_only_when_complete() {
         let d = dir();
         let path = d.path().join("c.npy");
@@ -677,5 +712,53 @@ mod tests {
         let f = DataFile::open(&path, None).unwrap();
         assert!(f.is_empty());
         assert_eq!(f.read_all_i32().unwrap(), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn a_npy_file_opened_as_raw_is_refused_rather_than_its_header_counted() {
+        let d = dir();
+        let path = d.path().join("v.npy");
+        write_npy(&path, &[4], &[1i32, 2, 3, 4]).unwrap();
+        let err = error_of(DataFile::open(&path, Some(ElementType::I32)));
+        assert!(err.contains("v.npy") && err.contains("int32 ('<i4')") && err.contains("without --type"), "{err}");
+        // Raw bytes that merely start like a .npy file, without a valid header, stay raw.
+        let path = d.path().join("v.bin");
+        std::fs::write(&path, b"\x93NUMPY\x01\x00\xff\xff").unwrap();
+        assert_eq!(DataFile::open(&path, Some(ElementType::U8)).unwrap().len(), 10);
+    }
+
+    #[test]
+    fn reads_beyond_the_end_are_errors_even_where_the_end_would_overflow() {
+        let d = dir();
+        let path = d.path().join("v.bin");
+        std::fs::write(&path, [0u8; 8]).unwrap();
+        let f = DataFile::open(&path, Some(ElementType::I32)).unwrap();
+        let handle = f.reopen().unwrap();
+        let err = error_of(f.read_i32_at(&handle, u64::MAX, &mut [0i32; 2]));
+        assert!(err.contains("lie beyond the 2"), "{err}");
+        let err = error_of(f.read_bytes_at(&handle, u64::MAX, &mut [0u8; 8]));
+        assert!(err.contains("not whole i32 values inside the 2"), "{err}");
+    }
+
+    #[test]
+    fn a_shape_whose_size_overflows_is_an_error_not_a_panic() {
+        let d = dir();
+        let path = d.path().join("o.npy");
+        let err = error_of(write_npy::<f32>(&path, &[1 << 32, 1 << 32, 0, 1 << 40], &[]));
+        assert!(err.contains("more than 2^64"), "{err}");
+        let err = error_of(write_npy::<f32>(&path, &[1 << 63, 2], &[]));
+        assert!(err.contains("more than 2^64"), "{err}");
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn outputs_get_the_permissions_of_a_newly_created_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir();
+        let (out, plain) = (d.path().join("out.npy"), d.path().join("plain"));
+        write_npy(&out, &[1], &[1f32]).unwrap();
+        std::fs::File::create(&plain).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&out), mode(&plain));
     }
 }

@@ -1,9 +1,10 @@
 //! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`], pure and
-//! tested on the CPU), a reader thread fills pinned host buffers from the file (each buffer by
-//! all cores at once, so page-cache reads keep up with the copies), and the main thread copies
-//! each chunk on one of two or more streams and counts it there with the planned kernel, into one
-//! set of counters. Copies of one chunk overlap the counting of the previous one and the reading
-//! of the next ones.
+//! tested on the CPU), `readers` threads prepare the chunks ahead ([`ReadMode::Mapped`], the
+//! default: each chunk's pages of the mapped file are page-locked in place; [`ReadMode::Pinned`]:
+//! each chunk is read into a pinned host buffer by all cores at once, so page-cache reads keep up
+//! with the copies), and the main thread copies each chunk on one of two or more streams and
+//! counts it there with the planned kernel, into one set of counters. Copies of one chunk overlap
+//! the counting of the previous one and the preparation of the next ones.
 //!
 //! Counters are `u32`: before the values counted into them could exceed `u32::MAX` (a bin could
 //! overflow), they are added into `u64` totals on the host and zeroed; [`plan_chunks`] marks
@@ -101,10 +102,34 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
 }
 
+/// Checks a chunk size for a read mode: a positive multiple of [`PAGE_BYTES`] when mapped (chunks
+/// lock whole pages in place), of 16 bytes when pinned (whole 16-byte loads).
+///
+/// ```
+/// use host::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
+/// assert!(check_chunk_bytes(256 << 20, ReadMode::Mapped).is_ok());
+/// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Pinned).is_ok());
+/// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Mapped).is_err());
+/// ```
+pub fn check_chunk_bytes(chunk_bytes: u64, read: ReadMode) -> Result<()> {
+    let granule = match read {
+        ReadMode::Pinned => 16,
+        ReadMode::Mapped => PAGE_BYTES,
+    };
+    if chunk_bytes < granule || !chunk_bytes.is_multiple_of(granule) {
+        return Err(HostError::InvalidInput(format!(
+            "a chunk of {chunk_bytes} bytes: use a positive multiple of {granule} bytes ({})",
+            if read == ReadMode::Mapped { "whole pages, locked in place" } else { "whole 16-byte loads" }
+        )));
+    }
+    Ok(())
+}
+
 /// How to stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
-    /// Bytes per chunk (a multiple of 16; smaller files take one chunk of their own size).
+    /// Bytes per chunk: a multiple of [`PAGE_BYTES`] when mapped, of 16 when pinned (see
+    /// [`check_chunk_bytes`]); smaller files take one chunk of their own size.
     pub chunk_bytes: u64,
     /// CUDA streams the chunks alternate over (at least 2), each with its device buffer.
     pub streams: usize,
@@ -155,8 +180,11 @@ pub struct StreamReport {
     pub bytes: u64,
     /// Chunks.
     pub chunks: usize,
-    /// Values per chunk (the last chunk may hold fewer).
+    /// Values per chunk (the first chunk of a mapped `.npy` file holds fewer, by its header's
+    /// offset into its page; the last chunk may hold fewer).
     pub chunk_values: u64,
+    /// Values in the last chunk (0 without chunks).
+    pub last_chunk_values: u64,
     /// Wall time from the first read to the last count on the device, seconds.
     pub seconds: f64,
 }
@@ -204,16 +232,7 @@ pub fn histogram_file(
             "{stream_count} streams, {readers} readers and {pinned_buffers} pinned buffers: streaming needs at least 2 streams, a reader, and a buffer per stream and per reader"
         )));
     }
-    let granule = match read {
-        ReadMode::Pinned => 16,
-        ReadMode::Mapped => PAGE_BYTES,
-    };
-    if chunk_bytes < granule || chunk_bytes % granule != 0 {
-        return Err(HostError::InvalidInput(format!(
-            "a chunk of {chunk_bytes} bytes: use a positive multiple of {granule} bytes ({})",
-            if read == ReadMode::Mapped { "whole pages, locked in place" } else { "whole 16-byte loads" }
-        )));
-    }
+    check_chunk_bytes(chunk_bytes, read)?;
     let bins = plan.bins as usize;
     let n = file.len();
     // Mapped chunks start on page boundaries of the file (their pages are locked one chunk at a
@@ -228,7 +247,15 @@ pub fn histogram_file(
     let chunk_values = chunk_values.min(n.max(16 / size));
     let mut totals = vec![0u64; bins];
     if chunks.is_empty() {
-        return Ok(StreamReport { counts: totals, values: 0, bytes: 0, chunks: 0, chunk_values, seconds: 0.0 });
+        return Ok(StreamReport {
+            counts: totals,
+            values: 0,
+            bytes: 0,
+            chunks: 0,
+            chunk_values,
+            last_chunk_values: 0,
+            seconds: 0.0,
+        });
     }
     let capacity = chunks.iter().map(|c| c.len).max().unwrap_or(1) as usize;
     gpu.ensure_fits(
@@ -258,7 +285,15 @@ pub fn histogram_file(
         bar.finish_and_clear();
     }
     result?;
-    Ok(StreamReport { counts: totals, values: n, bytes: size * n, chunks: chunks.len(), chunk_values, seconds })
+    Ok(StreamReport {
+        counts: totals,
+        values: n,
+        bytes: size * n,
+        chunks: chunks.len(),
+        chunk_values,
+        last_chunk_values: chunks.last().map_or(0, |c| c.len),
+        seconds,
+    })
 }
 
 /// Page size the mapped mode aligns chunks to (the largest base page of common systems, so that

@@ -63,8 +63,8 @@ pub struct HistogramArgs {
     /// Merge warp-uniform bins before adding (default: the planner's choice).
     #[arg(long)]
     pub aggregate: Option<bool>,
-    /// Bytes per streamed chunk of --input, e.g. 256MiB (default: 256 MiB, less if free device
-    /// memory is short).
+    /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped) or of
+    /// 16 bytes (--read pinned) (default: 256 MiB, less if free device memory is short).
     #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
     pub chunk: Option<u64>,
     /// CUDA streams the chunks of --input alternate over (2 to 16).
@@ -199,6 +199,9 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let binning = histogram::binning_for(file.element().input_type(), args.bins, args.range)?;
     let request = args.request(file.element());
     histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
+    if let Some(bytes) = args.chunk {
+        stream::check_chunk_bytes(bytes, args.read)?;
+    }
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
@@ -235,17 +238,10 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         progress: file.bytes() >= 1 << 30,
     };
     let report = stream::histogram_file(&gpu, &plan, &file, binning, options)?;
-    let ragged = report.values % report.chunk_values.max(1);
     println!(
-        "streamed {} in {} chunk(s) of {}{} over {streams} streams, {readers} readers, {} {}: {:.3} s, {:.1} GB/s",
+        "streamed {} in {} over {streams} streams, {readers} readers, {} {}: {:.3} s, {:.1} GB/s",
         format_bytes(report.bytes),
-        report.chunks,
-        format_bytes(file.element().size() * report.chunk_values),
-        if ragged > 0 && report.chunks > 1 {
-            format!(" (last {})", format_bytes(file.element().size() * ragged))
-        } else {
-            String::new()
-        },
+        chunks_text(&report, file.element().size()),
         options.pinned_buffers,
         match args.read {
             ReadMode::Mapped => "chunks page-locked in place at once",
@@ -287,6 +283,17 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         println!("wrote the counts to {path}");
     }
     Ok(())
+}
+
+/// `65 chunk(s) of 256.00 MiB (last 48.22 KiB)`: the chunks of a streamed file of `size`-byte
+/// values, the last one named where it differs.
+fn chunks_text(report: &stream::StreamReport, size: u64) -> String {
+    let last = if report.chunks > 1 && report.last_chunk_values != report.chunk_values {
+        format!(" (last {})", format_bytes(size * report.last_chunk_values))
+    } else {
+        String::new()
+    };
+    format!("{} chunk(s) of {}{last}", report.chunks, format_bytes(size * report.chunk_values))
 }
 
 /// How an input was drawn, so that rotated copies are drawn alike.
@@ -512,5 +519,43 @@ mod tests {
         let text = render(&args, &o);
         assert!(text.contains("median 0.500 ms") && text.contains("10.0x") && text.contains("exactly: yes"), "{text}");
         assert!(text.contains("3 values left out") && text.contains("1000 i32 values"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_chunk_size_is_refused_before_a_gpu_is_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("v.bin");
+        std::fs::write(&input, [0u8; 64]).unwrap();
+        let path = input.to_str().unwrap();
+        let refused = |extra: &[&str]| {
+            let mut argv = vec!["--input", path, "--type", "i32", "--bins", "4"];
+            argv.extend_from_slice(extra);
+            run(0, &histogram_args(&argv)).unwrap_err().to_string()
+        };
+        let err = refused(&["--chunk", "1000"]);
+        assert!(err.contains("a chunk of 1000 bytes") && err.contains("multiple of 65536"), "{err}");
+        let err = refused(&["--chunk", "1000", "--read", "pinned"]);
+        assert!(err.contains("multiple of 16 bytes"), "{err}");
+    }
+
+    #[test]
+    fn the_chunk_line_names_the_true_last_chunk_when_the_first_is_shortened() {
+        let report = |n: u64, chunk: u64, lead: u64| {
+            let chunks = stream::plan_chunks(n, chunk, lead, stream::FLUSH_LIMIT).unwrap();
+            stream::StreamReport {
+                counts: vec![],
+                values: n,
+                bytes: 4 * n,
+                chunks: chunks.len(),
+                chunk_values: chunk,
+                last_chunk_values: chunks.last().map_or(0, |c| c.len),
+                seconds: 1.0,
+            }
+        };
+        // Chunks of 5, 8 and 7 values: the last is 28 bytes, not 20 % 8 values' 16.
+        assert_eq!(chunks_text(&report(20, 8, 3), 4), "3 chunk(s) of 32 B (last 28 B)");
+        // Chunks of 5, 8 and 3 values: the last is short although 16 values are whole chunks.
+        assert_eq!(chunks_text(&report(16, 8, 3), 4), "3 chunk(s) of 32 B (last 12 B)");
+        assert_eq!(chunks_text(&report(16, 8, 0), 4), "2 chunk(s) of 32 B");
     }
 }
