@@ -525,6 +525,9 @@ fn stream_mapped(
                     locked_rx.recv().map_err(|_| HostError::InvalidInput("the file readers stopped".into()))??;
                 early.insert(got.index, got);
             }
+            // The event first: should creating it fail, the chunk is still in `early`, and its
+            // pages are unlocked below with the rest.
+            let copied = ctx.new_event(None)?;
             early.remove(&chunk.index);
             let (pages, _) = region(chunk);
             let size = file.element().size() as usize;
@@ -532,7 +535,6 @@ fn stream_mapped(
             // SAFETY: the chunk's bytes lie in the mapping; the mapping outlives this use, and
             // only reads happen through it.
             let host = unsafe { std::slice::from_raw_parts(first as *const u8, size * chunk.len as usize) };
-            let copied = ctx.new_event(None)?;
             in_flight.push_back(Locked { pages, copied });
             counter.count(gpu, plan, chunk, host, &in_flight.back().expect("pushed above").copied)?;
             // Keep a copy per stream in flight; unlock the oldest and let a reader lock more.
@@ -545,16 +547,18 @@ fn stream_mapped(
         }
         Ok(())
     });
-    // Whatever happened, every page locked is unlocked, after the copies from it are done.
+    // Whatever happened, every page locked is unlocked, after the copies from it are done; one
+    // failed unlock neither skips the others nor hides the error that came first.
     let synced = counter.synchronize();
+    let mut unlocked = Ok(());
     for done in in_flight {
         let _ = done.copied.synchronize();
-        unlock(done.pages)?;
+        unlocked = unlocked.and(unlock(done.pages));
     }
     for chunk in early.into_values().chain(locked_rx.try_iter().filter_map(|c| c.ok())) {
-        unlock(region(chunk).0)?;
+        unlocked = unlocked.and(unlock(region(chunk).0));
     }
-    result.and(synced)
+    result.and(synced).and(unlocked)
 }
 
 /// Fills `buf` with the chunk's values, on all cores; waits first for the buffer's last copy.
