@@ -110,5 +110,9 @@ pub fn histogram_file_over(
     let element = file.element().input_type();
     let binning = histogram::binning_for(element, bins, range)?;
     let plan = histogram::plan_with(gpu, bins, PlanRequest { element: Some(element), ..PlanRequest::default() })?;
-    Ok(stream::histogram_file(gpu, &plan, &file, binning, StreamOptions::default())?.counts)
+    // Chunks sized to the device's free memory, as `host histogram --input` sizes them.
+    let defaults = StreamOptions::default();
+    let options =
+        StreamOptions { chunk_bytes: stream::chunk_bytes_for(gpu.info().free_memory, defaults.streams), ..defaults };
+    Ok(stream::histogram_file(gpu, &plan, &file, binning, options)?.counts)
 }

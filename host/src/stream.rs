@@ -156,6 +156,14 @@ pub enum ReadMode {
     Pinned,
 }
 
+/// The chunk for `streams` streams on a device with `free_memory` bytes free: at most
+/// [`DEFAULT_CHUNK_BYTES`], small enough that a chunk per stream fits beside the counters with
+/// room to spare, and a whole number of [`PAGE_BYTES`] (at least one).
+pub fn chunk_bytes_for(free_memory: u64, streams: usize) -> u64 {
+    let fits = DEFAULT_CHUNK_BYTES.min(free_memory / (2 * streams as u64 + 2));
+    (fits / PAGE_BYTES * PAGE_BYTES).max(PAGE_BYTES)
+}
+
 impl Default for StreamOptions {
     fn default() -> Self {
         Self {
@@ -743,5 +751,16 @@ mod tests {
         assert!(parse_bytes("MiB").unwrap_err().contains("not a size"));
         assert!(parse_bytes("12 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_bytes("99999999999999GiB").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn chunks_shrink_to_fit_free_memory_in_whole_pages() {
+        assert_eq!(chunk_bytes_for(u64::MAX / 8, 2), DEFAULT_CHUNK_BYTES);
+        // 6 shares of 60 MiB: 10 MiB, a whole number of pages.
+        let free = 60 << 20;
+        assert_eq!(chunk_bytes_for(free, 2), 10 << 20);
+        assert_eq!(chunk_bytes_for(free, 2) % PAGE_BYTES, 0);
+        assert_eq!(chunk_bytes_for(0, 2), PAGE_BYTES);
+        assert!(chunk_bytes_for(free, 4) < chunk_bytes_for(free, 2));
     }
 }

@@ -220,11 +220,7 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let streams = args.streams as usize;
     let chunk_bytes = match args.chunk {
         Some(bytes) => bytes,
-        // A chunk per stream must fit beside the counters, with room to spare.
-        None => {
-            let fits = stream::DEFAULT_CHUNK_BYTES.min(gpu.info().free_memory / (2 * streams as u64 + 2));
-            (fits / stream::PAGE_BYTES * stream::PAGE_BYTES).max(stream::PAGE_BYTES)
-        }
+        None => stream::chunk_bytes_for(gpu.info().free_memory, streams),
     };
     let h2d = stream::pinned_h2d_gb_per_s(&gpu, H2D_PROBE.0, H2D_PROBE.1)?;
     let readers = args.readers as usize;

@@ -93,7 +93,7 @@ pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -
     let nbins = bins as u32;
     match (element, range) {
         (InputType::F32, None) => Err(HostError::InvalidInput(
-            "f32 values need a range: --range LO,HI (even bins over [LO, HI], as numpy.histogram)".into(),
+            "f32 values need a range LO, HI (`--range LO,HI` on the command line, `range` in the library): even bins over [LO, HI], as numpy.histogram".into(),
         )),
         (InputType::F32, Some((lo, hi))) => {
             if bins > MAX_F32_BINS {
