@@ -320,7 +320,9 @@ mod device_code {
 mod tests {
     extern crate std;
     use super::*;
-    use crate::matmul::test_support::{assert_emulation_matches_plain_product, assert_partition, bank};
+    use crate::matmul::test_support::{
+        assert_emulation_matches_plain_product, assert_partition, bank, store_thread_tiles,
+    };
     use std::vec;
     use std::vec::Vec;
 
@@ -465,17 +467,7 @@ mod tests {
                         }
                     }
                 }
-                for (t, acc) in acc.iter().enumerate() {
-                    for (i, row) in acc.iter().enumerate() {
-                        for (j, &v) in row.iter().enumerate() {
-                            let (r, cc) =
-                                (block_row + c_row(t as u32, i as u32), block_col + c_col(t as u32, j as u32));
-                            if r < m && cc < n {
-                                c[(r * n + cc) as usize] = v;
-                            }
-                        }
-                    }
-                }
+                store_thread_tiles(&mut c, &acc, (block_row, block_col), (m, n), c_row, c_col);
             }
         }
         c

@@ -19,6 +19,29 @@ pub fn bank(index: u32) -> u32 {
     index % 32
 }
 
+/// Stores each thread's accumulators of one block tile into row-major `c` (`m x n`), element
+/// `(i, j)` of thread `t` at `(block_row + c_row(t, i), block_col + c_col(t, j))`, skipping those
+/// outside `C`, as the kernels' guarded stores do.
+pub fn store_thread_tiles<const TM: usize, const TN: usize>(
+    c: &mut [f32],
+    acc: &[[[f32; TN]; TM]],
+    (block_row, block_col): (u32, u32),
+    (m, n): (u32, u32),
+    c_row: fn(u32, u32) -> u32,
+    c_col: fn(u32, u32) -> u32,
+) {
+    for (t, acc) in acc.iter().enumerate() {
+        for (i, row) in acc.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                let (r, cc) = (block_row + c_row(t as u32, i as u32), block_col + c_col(t as u32, j as u32));
+                if r < m && cc < n {
+                    c[(r * n + cc) as usize] = v;
+                }
+            }
+        }
+    }
+}
+
 /// Asserts that `emulate(a, b, m, k, n)`, a kernel's data flow on the CPU, equals the plain
 /// product on ragged shapes around the 128-wide tiles. The inputs are small integers, so every
 /// product and sum is exact in f32 and the results compare equal.
