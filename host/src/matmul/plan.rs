@@ -5,17 +5,21 @@
 //! | --- | --- | --- |
 //! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
-//! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound with full waves: 8x16 accumulators per thread, 4 warps per block |
-//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where a partial last wave leaves one block on an SM or short `k` leaves the prologue and epilogue exposed |
+//! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
+//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split |
 //!
-//! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill is
-//! `tiles / (slots * ceil(tiles / slots))`. Measured on the H100, time as x cuBLAS,
-//! `sgemm_warp_tiled` against `sgemm`: in one `host bench` run, 2048^3 (fill 0.97) 1.07 against
-//! 1.16, 4096^3 (0.97) 1.07 against 1.14, 8192^3 (0.97) 1.06 against 1.12; in the tuning runs
-//! (one process per shape, the same median method), 4000^3, 3968^3, 6000^3 and 4096x1000x4096
-//! (fills 0.91-0.97) 0.99-1.06 against 1.04-1.14, but 3000^3 (fill 0.73) 1.19-1.24 against 1.08,
-//! 512x4096x11008 (0.65) 1.45-1.53 against 1.19-1.28 (and no better with its k split 2-4 ways
-//! to fill the waves), and with `k` = 129 (4097x129x8193) 1.15-1.35 against 0.91-1.06.
+//! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill of `t`
+//! blocks is `t / (slots * ceil(t / slots))`. `sgemm_warp_tiled` needs full waves more than
+//! `sgemm`: an SM that runs one of its blocks in a partial last wave has one warp per scheduler.
+//! Measured on the H100 (one process per shape, time as x cuBLAS, the split-K reduction
+//! included): 512x4096x11008 (344 tiles, fill 0.65 unsplit) `sgemm_warp_tiled` 1.56 unsplit,
+//! 1.15 / 1.03 / 1.17 with 2 / 3 / 4 splits (fills 0.87 / 0.98 / 0.87), `sgemm` 1.28, or 1.11
+//! with 3 splits; 3000^3 (576 tiles) 1.23 unsplit, 1.06 / 1.01 / 1.00 / 0.99 with 2-5 splits,
+//! `sgemm` 1.12; 6000^3 (2209 tiles, fill 0.93) 1.01 unsplit, 0.99 with 2 splits; 4000^3 (fill
+//! 0.97) 1.05 unsplit, 1.07 with 2 splits; 1000x800x1200 (80 tiles) 0.83 with 3 splits against
+//! `sgemm`'s 0.87. And in one `host bench` run: 2048^3 (fill 0.97) 1.07 against `sgemm`'s 1.16,
+//! 4096^3 1.07 against 1.14, 8192^3 1.06 against 1.12; with `k` = 129 (4097x129x8193)
+//! `sgemm_warp_tiled` ran 1.15-1.35 against 0.91-1.06.
 //!
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
@@ -25,12 +29,14 @@
 //!   the blocks fit one wave (before `_16` was double-buffered, 12x16384x16384 ran in 0.572 ms
 //!   with 17 splits, 544 blocks on 528 slots, and in 0.389 ms with 16), and may be as short as
 //!   [`FEW_ROWS_PANEL_MIN_CHUNK`].
-//! - `sgemm` (and `sgemm_warp_tiled` when asked for; `auto` gives it full waves only): no split
-//!   when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block slots. Otherwise
-//!   idle slots waste time: `s` splits take `ceil(tiles * s / slots) / s` of the unsplit time; the planner takes the fewest `s`
-//!   (each split at least [`SGEMM_MIN_CHUNK`] long) within [`SGEMM_SPLIT_SLACK`] of the least,
-//!   and only when it saves at least a fifth ([`SGEMM_SPLIT_GAIN`]): each split costs a pass
-//!   over `splits x m x n` partial sums.
+//! - `sgemm_warp_tiled`: `s` splits take an estimated `ceil(tiles * s / slots) / s` of the
+//!   unsplit time; the planner takes the fewest `s` (at most [`WARP_TILED_MAX_SPLITS`], each
+//!   split at least [`WARP_TILED_MIN_CHUNK`] long) within [`WARP_TILED_SPLIT_SLACK`] of the
+//!   least estimate, and splits only when that saves at least [`WARP_TILED_SPLIT_GAIN`].
+//! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
+//!   slots. Otherwise the same estimate, each split at least [`SGEMM_MIN_CHUNK`] long, within
+//!   [`SGEMM_SPLIT_SLACK`] of the least, and only when it saves at least a fifth
+//!   ([`SGEMM_SPLIT_GAIN`]): each split costs a pass over `splits x m x n` partial sums.
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
@@ -55,9 +61,22 @@ pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
 /// Shortest `k` for which `auto` runs `sgemm_warp_tiled`: shorter products spend too much of
 /// their time in the prologue and epilogue, where its 4 warps per block hide less latency.
 pub const WARP_TILED_MIN_K: usize = 512;
-/// Least fill of the tiles' waves for which `auto` runs `sgemm_warp_tiled`: an SM that gets
-/// one block in the last wave runs one warp per scheduler.
+/// Least fill of the waves of `sgemm_warp_tiled`'s blocks (`k` split included) for which `auto`
+/// runs it: an SM that gets one block in the last wave runs one warp per scheduler.
 pub const WARP_TILED_MIN_FILL: f64 = 0.85;
+/// Shortest split of `sgemm_warp_tiled`: 32 slices, so that the prologue and epilogue stay
+/// small beside the multiply.
+pub const WARP_TILED_MIN_CHUNK: u32 = 256;
+/// Most splits of `sgemm_warp_tiled`: enough to even out the waves of any grid of at least 33
+/// tiles on 132 SMs; products with fewer tiles run `sgemm`, whose splits go deeper.
+pub const WARP_TILED_MAX_SPLITS: u32 = 8;
+/// `sgemm_warp_tiled` takes the fewest splits whose estimated time is within this factor of
+/// the least (3000^3: 4 splits, estimated 2.25 waves, measured 1.00 x cuBLAS; 5 splits, 2.2
+/// waves, 0.99).
+pub const WARP_TILED_SPLIT_SLACK: f64 = 1.05;
+/// `sgemm_warp_tiled` splits `k` only when the estimated time falls to this fraction or less
+/// (6000^3: 2 splits, 0.944, measured 0.99 against 1.01 x cuBLAS unsplit).
+pub const WARP_TILED_SPLIT_GAIN: f64 = 0.95;
 /// Shortest split of `few_rows_{8,16}`: 16 steps of 4 rows of `B` per thread. Shorter than
 /// [`FEW_ROWS_MIN_CHUNK`] so that small products still fill the SMs: 16x4096x4096 ran in
 /// 0.077 ms with 16 splits of 256 (128 blocks) and in 0.044 ms with 64 splits of 64 (before
@@ -158,7 +177,7 @@ pub fn plan_with(
             (sgemm::plan(shape, s)?, Some(s), why)
         }
         MatmulVariant::SgemmWarpTiled => {
-            let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), |s| (s, "split forced".into()));
+            let (s, why) = split.map_or_else(|| warp_tiled_split(shape, sm), |s| (s, "split forced".into()));
             (sgemm_warp_tiled::plan(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewRows => {
@@ -200,20 +219,23 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
+    } else if shape.k < WARP_TILED_MIN_K {
+        (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {
-        let tiles = sgemm::tiles(shape) as u64;
-        let slots = (sgemm::BLOCKS_PER_SM * sm) as u64;
-        let fill = wave_fill(tiles, slots);
-        let waves = format!("{} on {slots} block slots fill {:.0}% of their waves", count(tiles, "tile"), 100.0 * fill);
-        if shape.k >= WARP_TILED_MIN_K && fill >= WARP_TILED_MIN_FILL {
+        let tiles = sgemm_warp_tiled::tiles(shape) as u64;
+        let slots = (sgemm_warp_tiled::BLOCKS_PER_SM * sm) as u64;
+        let splits = warp_tiled_split(shape, sm).0.splits;
+        let fill = wave_fill(tiles * splits as u64, slots);
+        let blocks = if splits > 1 {
+            format!("{} in {splits} splits of k", count(tiles * splits as u64, "block"))
+        } else {
+            count(tiles, "tile")
+        };
+        let waves = format!("{blocks} on {slots} block slots fill {:.0}% of their waves", 100.0 * fill);
+        if fill >= WARP_TILED_MIN_FILL {
             (MatmulVariant::SgemmWarpTiled, format!("compute-bound, k = {} and {waves}: warp-tiled", shape.k))
         } else {
-            let why = if shape.k < WARP_TILED_MIN_K {
-                format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k)
-            } else {
-                format!("compute-bound, {waves}: 8 warps per block")
-            };
-            (MatmulVariant::Sgemm, why)
+            (MatmulVariant::Sgemm, format!("compute-bound, {waves}: 8 warps per block"))
         }
     }
 }
@@ -267,6 +289,31 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let best = *candidates.iter().find(|c| c.1 <= SGEMM_SPLIT_SLACK * least).expect("at least one split count");
     if best.0 > 1 && best.1 <= SGEMM_SPLIT_GAIN * cost(1) {
         let s = SplitK::about(shape.k, best.0, SGEMM_MIN_CHUNK);
+        let why = format!(
+            "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time",
+            count(tiles, "tile"),
+            s.splits,
+            100.0 * cost(s.splits) / cost(1)
+        );
+        (s, why)
+    } else {
+        (SplitK::none(shape.k), format!("{} on {slots} block slots: no split", count(tiles, "tile")))
+    }
+}
+
+/// The `sgemm_warp_tiled` split with the fewest estimated waves-times-depth (module
+/// documentation): it evens out the last wave even when the tiles fill the first ones.
+fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
+    let tiles = sgemm_warp_tiled::tiles(shape) as u64;
+    let slots = (sgemm_warp_tiled::BLOCKS_PER_SM * sm) as u64;
+    let cost = |s: u32| (tiles * s as u64).div_ceil(slots) as f64 / s as f64;
+    let most = (shape.k as u32 / WARP_TILED_MIN_CHUNK).clamp(1, WARP_TILED_MAX_SPLITS);
+    let candidates: Vec<(u32, f64)> =
+        (1..=most).map(|s| SplitK::about(shape.k, s, WARP_TILED_MIN_CHUNK).splits).map(|s| (s, cost(s))).collect();
+    let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let best = *candidates.iter().find(|c| c.1 <= WARP_TILED_SPLIT_SLACK * least).expect("at least one split count");
+    if best.0 > 1 && best.1 <= WARP_TILED_SPLIT_GAIN * cost(1) {
+        let s = SplitK::about(shape.k, best.0, WARP_TILED_MIN_CHUNK);
         let why = format!(
             "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time",
             count(tiles, "tile"),
@@ -333,18 +380,34 @@ mod tests {
     }
 
     #[test]
-    fn auto_keeps_eight_warp_blocks_for_partial_waves_and_short_k() {
-        // 3000^3: 576 tiles, 2.2 waves (73%); 512x4096x11008: 344 tiles, 1.3 waves (65%).
-        for (m, k, n) in [(3000, 3000, 3000), (512, 4096, 11_008)] {
+    fn auto_splits_k_of_the_warp_tiled_kernel_to_fill_its_waves() {
+        // 512x4096x11008: 344 tiles, 1.3 waves unsplit (65%); 3 splits, 1032 blocks, 98%.
+        let p = auto(512, 4096, 11_008);
+        assert_eq!((p.variant, p.split.unwrap()), (MatmulVariant::SgemmWarpTiled, SplitK { splits: 3, k_chunk: 1368 }));
+        assert!(p.reduce.is_some() && p.reason.contains("1032 blocks in 3 splits of k"), "{p}");
+        // 3000^3: 576 tiles; 4 splits (2.25 waves) are within 5% of 5 (2.2).
+        assert_eq!(auto(3000, 3000, 3000).split.unwrap().splits, 4);
+        // 6000^3: 2209 tiles, 8.4 waves; 2 splits even out the last one (8.5 waves of half depth).
+        assert_eq!(auto(6000, 6000, 6000).split.unwrap().splits, 2);
+        // Under one wave, down to 256-long splits: 1024^3 in 4, 1000x800x1200 in 3.
+        for ((m, k, n), splits) in [((1024, 1024, 1024), 4), ((1000, 800, 1200), 3)] {
             let p = auto(m, k, n);
-            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::Sgemm, 1), "{p}");
+            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, splits), "{p}");
         }
+    }
+
+    #[test]
+    fn auto_keeps_eight_warp_blocks_for_short_k_and_for_too_few_tiles() {
         // Full waves but a short k.
         let p = auto(4097, 129, 8193);
         assert_eq!(p.variant, MatmulVariant::Sgemm);
         assert!(p.reason.contains("k = 129 < 512"), "{p}");
-        // Under one wave: sgemm with a split of k.
-        assert_eq!(auto(1024, 1024, 1024).variant, MatmulVariant::Sgemm);
+        // 16 tiles: even 2 splits of 256 fill 12% of a wave; sgemm splits deeper.
+        let p = auto(512, 512, 512);
+        assert_eq!(p.variant, MatmulVariant::Sgemm);
+        assert!(p.reason.contains("32 blocks in 2 splits of k on 264 block slots fill 12%"), "{p}");
+        assert_eq!(p.split.unwrap().splits, 16, "{p}");
+        assert_eq!(auto(128, 65_536, 128).variant, MatmulVariant::Sgemm);
     }
 
     #[test]
@@ -356,31 +419,31 @@ mod tests {
     }
 
     #[test]
-    fn a_smaller_device_moves_the_warp_tiled_boundary() {
+    fn a_smaller_device_needs_no_split_where_the_tiles_fill_its_waves() {
         // 3000^3 on 100 SMs: 576 tiles on 200 slots, 96% of 3 waves.
         let p = plan(MatmulVariant::Auto, MatmulShape::new(3000, 3000, 3000).unwrap(), MatmulDevice { sm_count: 100 })
             .unwrap();
-        assert_eq!(p.variant, MatmulVariant::SgemmWarpTiled, "{p}");
+        assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, 1), "{p}");
     }
 
     #[test]
-    fn auto_splits_k_when_the_tiles_leave_sms_idle() {
-        // 1024^3: 64 tiles on 264 slots; 4 splits fill one wave.
-        let p = auto(1024, 1024, 1024);
-        assert_eq!(p.split.unwrap(), SplitK { splits: 4, k_chunk: 256 }, "{p}");
-        assert!(p.reduce.is_some() && p.to_string().contains("split-K 4 x 256"));
+    fn auto_splits_k_of_sgemm_when_the_tiles_leave_sms_idle() {
         // One tile and a long k: many splits.
         let p = auto(64, 8192, 64);
         assert_eq!(p.variant, MatmulVariant::Sgemm);
         assert!(p.split.unwrap().splits >= 128, "{p}");
         let p = auto(128, 65_536, 128);
         assert!(p.split.unwrap().splits >= 128, "{p}");
-        // A full wave and a partial one (344 tiles): no split, measured.
-        assert_eq!(auto(512, 4096, 11_008).split.unwrap().splits, 1);
-        // The fewest splits near the least estimate: 3 rather than 13 for 80 tiles.
-        assert_eq!(auto(1000, 800, 1200).split.unwrap().splits, 3);
+        // 16 tiles, k = 512: 16 splits of the shortest chunk.
+        assert_eq!(auto(512, 512, 512).split.unwrap(), SplitK { splits: 16, k_chunk: 32 });
         // Short k cannot be split below the shortest chunk.
         assert_eq!(auto(4097, 20, 8193).split.unwrap().splits, 1);
+        // A full wave and a partial one (344 tiles): sgemm itself does not split, measured.
+        let shape = MatmulShape::new(512, 4096, 11_008).unwrap();
+        assert_eq!(plan(MatmulVariant::Sgemm, shape, MatmulDevice::H100).unwrap().split.unwrap().splits, 1);
+        // The fewest splits near the least estimate: 3 rather than 13 for 80 tiles.
+        let shape = MatmulShape::new(1000, 800, 1200).unwrap();
+        assert_eq!(plan(MatmulVariant::Sgemm, shape, MatmulDevice::H100).unwrap().split.unwrap().splits, 3);
     }
 
     #[test]

@@ -10,6 +10,11 @@ use kernels::matmul::sgemm_warp_tiled::{BLOCK_M, BLOCK_N, THREADS};
 /// for two (ptxas report of the release PTX; 65,536 registers per SM).
 pub const BLOCKS_PER_SM: u32 = 2;
 
+/// Tiles of `C` the grid's x and y cover.
+pub fn tiles(shape: MatmulShape) -> usize {
+    shape.m.div_ceil(BLOCK_M as usize) * shape.n.div_ceil(BLOCK_N as usize)
+}
+
 /// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z
 /// index per split of `k`; static shared memory only
 /// (`kernels::matmul::sgemm_warp_tiled::SHARED_BYTES`).
