@@ -308,6 +308,10 @@ pub fn histogram_file(
 /// chunk boundaries are page boundaries on 4 KiB-page systems too); mapped chunks are multiples.
 pub const PAGE_BYTES: u64 = 64 << 10;
 
+/// The smallest page size of the systems the host runs on (x86-64 and Arm64): a mapping is
+/// readable to a multiple of it past a file's end.
+const MIN_PAGE_BYTES: u64 = 4 << 10;
+
 /// The device side of a stream: a stream and buffer per slot, one set of counters, and the
 /// host's `u64` totals they are flushed into.
 struct Counter<'a> {
@@ -465,8 +469,9 @@ fn stream_mapped(
     let region = |c: Chunk| {
         let (start, end) = locked_range(c, data_offset, file.element().size(), c.index == last);
         // The mapping ends at the system page after the file's end, which may be short of a
-        // PAGE_BYTES boundary.
-        (base + start as usize, (end.min(map_len.div_ceil(4096) * 4096) - start) as usize)
+        // PAGE_BYTES boundary. Rounding to 4 KiB, the smallest page of any system we run on,
+        // never passes that end, whatever the system's page size.
+        (base + start as usize, (end.min(map_len.div_ceil(MIN_PAGE_BYTES) * MIN_PAGE_BYTES) - start) as usize)
     };
     let ctx = gpu.context();
     let (token_tx, token_rx) = mpsc::channel::<()>();

@@ -67,16 +67,17 @@ pub struct HistogramArgs {
     /// 16 bytes (--read pinned) (default: 256 MiB, less if free device memory is short).
     #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
     pub chunk: Option<u64>,
-    /// CUDA streams the chunks of --input alternate over (2 to 16).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=16))]
-    pub streams: u32,
+    /// CUDA streams the chunks of --input alternate over (2 to 16; default 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=16))]
+    pub streams: Option<u32>,
     /// How --input reaches the GPU: mapped (its pages page-locked in place, no CPU copy) or
-    /// pinned (read into pinned buffers).
-    #[arg(long, value_enum, default_value_t = ReadMode::Mapped)]
-    pub read: ReadMode,
-    /// Threads that page-lock (mapped) or read (pinned) chunks of --input ahead of the copies.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub readers: u32,
+    /// pinned (read into pinned buffers) (default: mapped).
+    #[arg(long, value_enum)]
+    pub read: Option<ReadMode>,
+    /// Threads that page-lock (mapped) or read (pinned) chunks of --input ahead of the copies
+    /// (1 to 64; default 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub readers: Option<u32>,
     /// Check the counts of --input against the CPU's (a second read of the file).
     #[arg(long)]
     pub check: bool,
@@ -157,7 +158,14 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.input {
         return run_file(device, args, path);
     }
-    let file_only = [("--chunk", args.chunk.is_some()), ("--check", args.check), ("--out", args.out.is_some())];
+    let file_only = [
+        ("--chunk", args.chunk.is_some()),
+        ("--check", args.check),
+        ("--out", args.out.is_some()),
+        ("--streams", args.streams.is_some()),
+        ("--read", args.read.is_some()),
+        ("--readers", args.readers.is_some()),
+    ];
     if let Some((flag, _)) = file_only.iter().find(|(_, given)| *given) {
         bail!("{flag} applies to --input files only");
     }
@@ -199,8 +207,10 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let binning = histogram::binning_for(file.element().input_type(), args.bins, args.range)?;
     let request = args.request(file.element());
     histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
+    let defaults = StreamOptions::default();
+    let read = args.read.unwrap_or(defaults.read);
     if let Some(bytes) = args.chunk {
-        stream::check_chunk_bytes(bytes, args.read)?;
+        stream::check_chunk_bytes(bytes, read)?;
     }
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
@@ -217,20 +227,20 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     if args.plan {
         return Ok(());
     }
-    let streams = args.streams as usize;
+    let streams = args.streams.map_or(defaults.streams, |s| s as usize);
     let chunk_bytes = match args.chunk {
         Some(bytes) => bytes,
         None => stream::chunk_bytes_for(gpu.info().free_memory, streams),
     };
     let h2d = stream::pinned_h2d_gb_per_s(&gpu, H2D_PROBE.0, H2D_PROBE.1)?;
-    let readers = args.readers as usize;
+    let readers = args.readers.map_or(defaults.readers, |r| r as usize);
     // A buffer per reader being filled, one per stream being copied, one ready ahead.
     let options = StreamOptions {
         chunk_bytes,
         streams,
         readers,
         pinned_buffers: streams + readers + 1,
-        read: args.read,
+        read,
         progress: file.bytes() >= 1 << 30,
     };
     let report = stream::histogram_file(&gpu, &plan, &file, binning, options)?;
@@ -239,7 +249,7 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         format_bytes(report.bytes),
         chunks_text(&report, file.element().size()),
         options.pinned_buffers,
-        match args.read {
+        match read {
             ReadMode::Mapped => "chunks page-locked in place at once",
             ReadMode::Pinned => "pinned buffers",
         },
@@ -434,7 +444,7 @@ mod tests {
         assert_eq!(args.input, Some(PathBuf::from("big.bin")));
         assert_eq!(
             (args.value_type, args.chunk, args.streams, args.check),
-            (Some(ElementType::I32), Some(256 << 20), 3, true)
+            (Some(ElementType::I32), Some(256 << 20), Some(3), true)
         );
         let parse = |argv: &[&str]| Cli::try_parse_from(["host", "histogram"].iter().chain(argv)).map(|_| ());
         assert!(parse(&["--n", "10", "--input", "a.npy", "--bins", "4"]).is_err(), "--n and --input");
@@ -449,6 +459,10 @@ mod tests {
         assert_eq!(err, "--out applies to --input files only");
         let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--chunk", "1MiB"])).unwrap_err().to_string();
         assert!(err.starts_with("--chunk"), "{err}");
+        for flag in [["--streams", "3"], ["--read", "pinned"], ["--readers", "8"]] {
+            let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", flag[0], flag[1]])).unwrap_err().to_string();
+            assert_eq!(err, format!("{} applies to --input files only", flag[0]));
+        }
     }
 
     #[test]
