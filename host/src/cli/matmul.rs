@@ -6,7 +6,7 @@ use crate::error::{HostError, format_bytes};
 use crate::gpu::Gpu;
 use crate::io::{self, Matrix, OutputFile};
 use crate::matmul::DeviceMatrices;
-use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
+use crate::matmul::{self, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, SplitK, split_k};
 use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
 use crate::timing::rotation_sets;
 use crate::timing::{Timing, time_launches};
@@ -45,6 +45,11 @@ pub struct MatmulArgs {
     /// takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
+    /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
+    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols; auto's choice among
+    /// them): for measuring the planner's choices.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub split_k: Option<u32>,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
     /// without running.
     #[arg(long)]
@@ -61,6 +66,26 @@ pub struct MatmulArgs {
     /// Seed for the random inputs (default: fresh each run).
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+/// The planner's plan of `variant` for `shape`, with `k` split into about `split_k` ranges when
+/// given (an error for a kernel that takes no split).
+fn plan_variant(
+    device: MatmulDevice,
+    variant: MatmulVariant,
+    shape: MatmulShape,
+    split_k: Option<u32>,
+) -> crate::Result<MatmulPlan> {
+    let Some(wanted) = split_k else { return matmul::plan(variant, shape, device) };
+    let split = SplitK::about(shape.k, wanted, split_k::CHUNK_GRANULE);
+    let plan = matmul::plan_with(variant, shape, device, Some(split))?;
+    if plan.split.is_none() {
+        return Err(HostError::InvalidInput(format!(
+            "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows and few_cols do)",
+            plan.variant.name()
+        )));
+    }
+    Ok(plan)
 }
 
 /// The variants `--variant` selected.
@@ -153,7 +178,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     let info = gpu.info();
     if args.plan {
         for &variant in &args.variant.0 {
-            match matmul::plan(variant, shape, matmul::device_of(&gpu)) {
+            match plan_variant(matmul::device_of(&gpu), variant, shape, args.split_k) {
                 Ok(plan) => println!("{:<9} {shape}: {plan}", variant.name()),
                 Err(e) => println!("{:<9} {shape}: no plan: {e}", variant.name()),
             }
@@ -226,9 +251,9 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         // Planned once: the check and every timed launch run this plan, so the planner's own
         // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
         // row's note; any other planning error ends the command.
-        let plan = match matmul::plan(variant, shape, matmul::device_of(&gpu)) {
+        let plan = match plan_variant(matmul::device_of(&gpu), variant, shape, args.split_k) {
             Ok(plan) => plan,
-            Err(e) if !variant.supports(shape) => {
+            Err(e) if !variant.supports(shape) || (args.split_k.is_some() && !variant.splits_k()) => {
                 rows.push(Row { name: variant.name().into(), timing: None, error: None, note: e.to_string() });
                 continue;
             }
@@ -379,6 +404,19 @@ mod tests {
         let Command::Matmul(args) = cli.command else { unreachable!() };
         let err = run(0, &args).unwrap_err().to_string();
         assert!(err.contains("k is 0"), "{err}");
+    }
+
+    #[test]
+    fn split_k_overrides_the_planners_split_and_is_refused_for_kernels_without_one() {
+        let shape = MatmulShape::new(64, 8192, 64).unwrap();
+        let plan = |v, s| plan_variant(MatmulDevice::H100, v, shape, s);
+        assert_eq!(plan(MatmulVariant::Auto, Some(64)).unwrap().split.unwrap(), SplitK { splits: 64, k_chunk: 128 });
+        assert_eq!(plan(MatmulVariant::SgemmWarpTiled, Some(1)).unwrap().split.unwrap().splits, 1);
+        assert!(plan(MatmulVariant::Auto, None).unwrap().split.unwrap().splits >= 128);
+        let err = plan(MatmulVariant::Tiled32, Some(4)).unwrap_err().to_string();
+        assert!(err.contains("--split-k: tiled32 takes no split of k"), "{err}");
+        assert_eq!(matmul_args(&["--m", "1", "--k", "1", "--n", "1", "--split-k", "3"]).split_k, Some(3));
+        assert!(Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1", "--n", "1", "--split-k", "0"]).is_err());
     }
 
     fn matmul_args(argv: &[&str]) -> MatmulArgs {

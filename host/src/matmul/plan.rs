@@ -235,7 +235,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         if fill >= WARP_TILED_MIN_FILL {
             (MatmulVariant::SgemmWarpTiled, format!("compute-bound, k = {} and {waves}: warp-tiled", shape.k))
         } else {
-            (MatmulVariant::Sgemm, format!("compute-bound, {waves}: 8 warps per block"))
+            (MatmulVariant::Sgemm, format!("compute-bound, too few tiles to warp-tile ({waves}): 8 warps per block"))
         }
     }
 }
