@@ -196,26 +196,3 @@ fn matmul_upload_rejects_inputs_whose_lengths_do_not_match_the_shape() {
     let err = DeviceMatrices::upload(&gpu, shape, &[1.0; 16], &[1.0; 15]).err().unwrap();
     assert!(err.to_string().contains("do not match"), "{err}");
 }
-
-#[test]
-#[ignore = "needs an NVIDIA GPU"]
-fn short_launches_are_timed_as_one_captured_graph_and_the_stream_stays_usable() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("graph timing"));
-    let (m, k, n) = (256, 256, 256);
-    let shape = MatmulShape::new(m, k, n).unwrap();
-    let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    let plan = matmul::plan(MatmulVariant::Auto, shape, matmul::device_of(&gpu)).unwrap();
-    assert!(plan.reduce.is_some(), "two kernels per product: {plan}");
-    let timing = host::timing::time_launches(&gpu, 3, 5, |_| matmul::launch_plan(&gpu, &plan, &mut mats)).unwrap();
-    assert!(timing.graph && timing.launches_per_sample > 1, "{timing:?}");
-    assert!(timing.median_ms > 0.0 && timing.median_ms < 1.0, "{timing:?}");
-    // cuBLAS is timed too, captured or not.
-    let sgemm = host::cublas::Sgemm::new(&gpu).unwrap();
-    let cublas = host::timing::time_launches(&gpu, 3, 5, |_| sgemm.launch(&mut mats)).unwrap();
-    assert!(cublas.median_ms > 0.0, "{cublas:?}");
-    // After capture the stream runs ordinary launches, and they compute the product.
-    let reference = MatmulReference::new(&a, &b, m, k, n);
-    let c = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-    assert!(reference.max_error(&c) <= reference.tolerance());
-}

@@ -1,11 +1,9 @@
-//! Timing with CUDA events: warm-up, then event pairs around back-to-back batches of launches
-//! (replayed as one CUDA graph when the launches can be captured), median of the per-launch
-//! times.
+//! Timing with CUDA events: warm-up, then event pairs around back-to-back batches of launches,
+//! median of the per-launch times.
 
 use crate::error::Result;
 use crate::gpu::Gpu;
-use cudarc::driver::CudaGraph;
-use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::sys::CUevent_flags;
 
 /// Summary of repeated timings, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -23,11 +21,6 @@ pub struct Timing {
     /// launches stay out of the time.
     #[serde(default = "one")]
     pub launches_per_sample: usize,
-    /// Whether each sample's launches replayed as one CUDA graph, captured once: then the host
-    /// enqueues one graph per sample instead of every launch, and its launch overhead cannot pace
-    /// short kernels.
-    #[serde(default)]
-    pub graph: bool,
 }
 
 fn one() -> usize {
@@ -43,14 +36,7 @@ impl Timing {
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
         let median = if n % 2 == 1 { samples[n / 2] } else { 0.5 * (samples[n / 2 - 1] + samples[n / 2]) };
-        Some(Self {
-            median_ms: median,
-            min_ms: samples[0],
-            max_ms: samples[n - 1],
-            runs: n,
-            launches_per_sample: 1,
-            graph: false,
-        })
+        Some(Self { median_ms: median, min_ms: samples[0], max_ms: samples[n - 1], runs: n, launches_per_sample: 1 })
     }
 }
 
@@ -79,11 +65,8 @@ pub fn launches_per_sample(launch_ms: f64) -> usize {
 
 /// Runs `launch(i)` untimed at least `warmup` times and for at least [`MIN_WARMUP`], then takes
 /// `repeat` samples between CUDA events on the GPU's stream, each the mean of
-/// [`launches_per_sample`] back-to-back launches, and summarises them. When a sample holds more
-/// than one launch, the batch is captured once into a CUDA graph and each sample replays it
-/// (where capture fails, say for a library call that cannot be captured, the launches are
-/// enqueued one by one as before). `i` counts every call, so a caller can rotate through several
-/// input sets. Fails on the first launch or kernel error.
+/// [`launches_per_sample`] back-to-back launches, and summarises them. `i` counts every call, so
+/// a caller can rotate through several input sets. Fails on the first launch or kernel error.
 pub fn time_launches(
     gpu: &Gpu,
     warmup: usize,
@@ -113,18 +96,12 @@ pub fn time_launches(
     end.record(gpu.stream())?;
     gpu.synchronize()?;
     let batch = launches_per_sample(f64::from(begin.elapsed_ms(&end)?) / PROBE as f64);
-    let graph = if batch > 1 { capture(gpu, batch, &mut launch, calls) } else { None };
     let events = (0..2 * repeat).map(|_| event()).collect::<Result<Vec<_>, _>>()?;
     for pair in events.chunks(2) {
         pair[0].record(gpu.stream())?;
-        match &graph {
-            Some(graph) => graph.launch()?,
-            None => {
-                for _ in 0..batch {
-                    launch(calls)?;
-                    calls += 1;
-                }
-            }
+        for _ in 0..batch {
+            launch(calls)?;
+            calls += 1;
         }
         pair[1].record(gpu.stream())?;
     }
@@ -135,22 +112,7 @@ pub fn time_launches(
         .collect::<Result<Vec<_>, _>>()?;
     let mut timing = Timing::from_samples(samples).expect("repeat >= 1");
     timing.launches_per_sample = batch;
-    timing.graph = graph.is_some();
     Ok(timing)
-}
-
-/// `batch` launches from call `first` on, captured from the GPU's stream into an instantiated
-/// and uploaded CUDA graph; `None` when any of it fails, with the stream's capture ended.
-fn capture(gpu: &Gpu, batch: usize, launch: &mut impl FnMut(usize) -> Result<()>, first: usize) -> Option<CudaGraph> {
-    let stream = gpu.stream();
-    // Thread-local: only this thread's calls join the capture, and none elsewhere is refused.
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).ok()?;
-    let launched = (first..first + batch).try_for_each(&mut *launch);
-    // Capture ends whatever happened, so the stream takes ordinary work again.
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    let graph = graph.ok().flatten().filter(|_| launched.is_ok())?;
-    graph.upload().ok()?;
-    Some(graph)
 }
 
 /// How many copies of a working set of `bytes` to rotate through so that consecutive runs do not

@@ -577,7 +577,7 @@ mod tests {
     use super::*;
 
     fn t(ms: f64) -> Timing {
-        Timing { median_ms: ms, min_ms: ms * 0.9, max_ms: ms * 1.2, runs: 20, launches_per_sample: 1, graph: false }
+        Timing { median_ms: ms, min_ms: ms * 0.9, max_ms: ms * 1.2, runs: 20, launches_per_sample: 1 }
     }
 
     #[test]

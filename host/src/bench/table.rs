@@ -44,8 +44,7 @@ fn header(report: &BenchReport) -> String {
         "host bench, {date}\n\
          device {ordinal}: {name} (sm_{major}{minor}, {sms} SMs, {mem}, L2 {l2}, {mhz} MHz), driver CUDA {driver}\n\
          PTX: {arch} ({profile} build); CPU: {cpu}, {threads} threads; seed {seed}\n\
-         GPU rows: CUDA events, median of {repeat} runs after {warmup} warm-ups, with min and max; inputs rotated when they fit in L2;\n\
-         a run shorter than 0.5 ms is the mean of a batch of launches, replayed as one CUDA graph where they can be captured.\n\
+         GPU rows: CUDA events, median of {repeat} runs after {warmup} warm-ups, with min and max; inputs rotated when they fit in L2.\n\
          CPU rows: wall clock. Every result is checked against a float64 (matmul) or exact (histogram) CPU reference before it is timed.\n",
         date = report.date,
         ordinal = d.ordinal,
