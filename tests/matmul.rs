@@ -3,7 +3,7 @@
 //! before every launch; split-K plans bitwise reproducible.
 
 use approx::relative_eq;
-use host::matmul::{self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, SplitK, StreamK};
+use host::matmul::{self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, SplitK};
 use host::reference::{MatmulReference, random_matrix};
 use host::{Gpu, HostError};
 use rand::Rng;
@@ -17,9 +17,6 @@ fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
     let mut plans = Vec::new();
     for variant in MatmulVariant::ALL.into_iter().filter(|v| v.supports(shape)) {
         plans.push(matmul::plan(variant, shape, device).unwrap());
-        if variant == MatmulVariant::SgemmWarpTiled {
-            plans.push(matmul::plan_stream_k(shape, stream_k_for_tests(shape)).unwrap());
-        }
         if variant.splits_k() {
             for wanted in [2, 3] {
                 let split = SplitK::about(shape.k, wanted, 1);
@@ -30,17 +27,6 @@ fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
         }
     }
     plans
-}
-
-/// A stream-K split of `shape`'s tiles that shares tiles between blocks where there are 4 or
-/// more: a quarter whole, the rest over two thirds as many blocks (1.5 tiles' slices each).
-fn stream_k_for_tests(shape: MatmulShape) -> StreamK {
-    let tiles = (shape.m.div_ceil(128) * shape.n.div_ceil(128)) as u32;
-    if tiles < 4 {
-        return StreamK { dp_tiles: 0, sk_blocks: 1 };
-    }
-    let dp_tiles = tiles / 4;
-    StreamK { dp_tiles, sk_blocks: (tiles - dp_tiles) * 2 / 3 }
 }
 
 /// Runs every plan on fresh random `A`, `B` of `shape` and asserts each element of `C` is
@@ -170,34 +156,6 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
         let plan = matmul::plan(MatmulVariant::Auto, shape, device).unwrap();
         assert!(plan.reduce.is_some(), "{shape} was meant to exercise a split: {plan}");
         let first = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-        for _ in 0..3 {
-            let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-            let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{plan} on {shape}: two runs differ");
-        }
-    }
-}
-
-#[test]
-#[ignore = "needs an NVIDIA GPU"]
-fn stream_k_plans_give_bitwise_equal_results_on_every_run() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("stream-k determinism"));
-    let device = matmul::device_of(&gpu);
-    for (m, k, n, forced) in [(4096, 4096, 4096, false), (1000, 3000, 1000, true), (700, 1000, 900, true)] {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        let plan = if forced {
-            matmul::plan_stream_k(shape, stream_k_for_tests(shape)).unwrap()
-        } else {
-            matmul::plan(MatmulVariant::Auto, shape, device).unwrap()
-        };
-        assert!(plan.stream_k.is_some(), "{shape} was meant to exercise stream-K: {plan}");
-        let first = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-        if forced {
-            let reference = MatmulReference::new(&a, &b, m, k, n);
-            assert!(reference.max_error(&first) <= reference.tolerance(), "{plan} on {shape}");
-        }
         for _ in 0..3 {
             let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
             let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());

@@ -27,7 +27,6 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::tiled::KERNEL_TILE32,
     matmul::sgemm::KERNEL,
     matmul::sgemm_warp_tiled::KERNEL,
-    matmul::sgemm_warp_tiled::KERNEL_STREAM_K,
     matmul::skinny::FEW_ROWS_KERNELS[0].1,
     matmul::skinny::FEW_ROWS_KERNELS[1].1,
     matmul::skinny::FEW_ROWS_KERNELS[2].1,

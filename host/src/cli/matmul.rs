@@ -278,7 +278,6 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         let note = match variant {
             MatmulVariant::Auto => {
                 let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
-                let split = split.or_else(|| plan.stream_k.map(|_| ", stream-K".to_string()));
                 format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
             }
             _ => String::new(),

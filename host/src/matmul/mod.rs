@@ -13,9 +13,8 @@ pub mod split_k;
 pub mod tiled;
 mod variant;
 
-pub use plan::{MatmulDevice, MatmulPlan, plan, plan_stream_k, plan_with};
+pub use plan::{MatmulDevice, MatmulPlan, plan, plan_with};
 pub use run::{DeviceMatrices, InputSets, device_of, launch, launch_plan, run, run_plan};
-pub use sgemm_warp_tiled::StreamK;
 pub use shape::{MAX_GRID_Y, MatmulShape, grid_over_c};
 pub use split_k::SplitK;
 pub use variant::MatmulVariant;

@@ -40,7 +40,6 @@
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
-use super::sgemm_warp_tiled::StreamK;
 use super::shape::MatmulShape;
 use super::split_k::{SplitK, reduce_plan};
 use super::variant::MatmulVariant;
@@ -116,9 +115,6 @@ pub struct MatmulPlan {
     pub split: Option<SplitK>,
     /// The reduction of the split's partial products, when there is more than one.
     pub reduce: Option<LaunchConfig>,
-    /// `sgemm_warp_tiled` in its stream-K form (`kernel` is then its stream-K symbol): the last
-    /// waves' tiles shared out evenly over one block per slot.
-    pub stream_k: Option<StreamK>,
     /// Why the planner chose this, in a sentence.
     pub reason: String,
 }
@@ -126,10 +122,7 @@ pub struct MatmulPlan {
 impl MatmulPlan {
     /// Floats of split-K workspace the plan needs (0 without a split).
     pub fn workspace_floats(&self, shape: MatmulShape) -> usize {
-        let partials = self
-            .stream_k
-            .map_or(0, |sk| sk.sk_blocks as usize * kernels::matmul::sgemm_warp_tiled::PARTIAL_FLOATS as usize);
-        self.split.map_or(0, |s| s.workspace_floats(shape.m * shape.n)).max(partials)
+        self.split.map_or(0, |s| s.workspace_floats(shape.m * shape.n))
     }
 }
 
@@ -137,13 +130,6 @@ impl std::fmt::Display for MatmulPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (g, b) = (self.launch.grid_dim, self.launch.block_dim);
         write!(f, "{}: grid {}x{}x{} of {} threads", self.variant.name(), g.0, g.1, g.2, b.0 * b.1 * b.2)?;
-        if let Some(sk) = self.stream_k {
-            write!(
-                f,
-                ", stream-K: {} tiles whole, then {} blocks sharing the rest's slices of k",
-                sk.dp_tiles, sk.sk_blocks
-            )?;
-        }
         match (self.split, self.reduce) {
             (Some(s), Some(r)) => write!(
                 f,
@@ -182,7 +168,6 @@ pub fn plan_with(
         MatmulVariant::FewCols => few_cols_kernel(shape.n as u32).unwrap_or(FEW_COLS_KERNELS[4].1),
         v => v.kernel().expect("a kernel family"),
     };
-    let mut stream_k = None;
     let (launch, split, split_why) = match variant {
         MatmulVariant::Naive => (naive::plan(shape)?, None, String::new()),
         MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
@@ -193,25 +178,7 @@ pub fn plan_with(
         }
         MatmulVariant::SgemmWarpTiled => {
             let (s, why) = split.map_or_else(|| warp_tiled_split(shape, sm), |s| (s, "split forced".into()));
-            // Unsplit tiles whose last wave runs partial share it out instead (never when the
-            // split is forced, so that tests reach every split).
-            let slots = (sgemm_warp_tiled::BLOCKS_PER_SM * sm) as u64;
-            let sk = (split.is_none() && s.splits == 1)
-                .then(|| sgemm_warp_tiled::stream_k_for(sgemm_warp_tiled::tiles(shape) as u64, slots))
-                .flatten();
-            if let Some(sk) = sk {
-                let why = format!(
-                    "{why}; stream-K: the {} tiles of the last waves shared out over {} blocks, {:.2} waves instead of {}",
-                    sgemm_warp_tiled::tiles(shape) as u64 - sk.dp_tiles as u64,
-                    sk.sk_blocks,
-                    sgemm_warp_tiled::tiles(shape) as f64 / slots as f64,
-                    (sgemm_warp_tiled::tiles(shape) as u64).div_ceil(slots)
-                );
-                stream_k = Some(sk);
-                (sgemm_warp_tiled::plan_stream_k(shape, sk)?, None, why)
-            } else {
-                (sgemm_warp_tiled::plan(shape, s)?, Some(s), why)
-            }
+            (sgemm_warp_tiled::plan(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
@@ -241,22 +208,7 @@ pub fn plan_with(
     }
     let reduce = split.filter(|s| s.splits > 1).map(|s| reduce_plan(shape.m * shape.n, s.splits));
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
-    let kernel = if stream_k.is_some() { kernels::matmul::sgemm_warp_tiled::KERNEL_STREAM_K } else { kernel };
-    Ok(MatmulPlan { variant, kernel, launch, split, reduce, stream_k, reason })
-}
-
-/// `sgemm_warp_tiled` for `shape` in the stream-K form `sk`, whatever the planner would choose:
-/// tests use it to run the stream-K kernel on small shapes.
-pub fn plan_stream_k(shape: MatmulShape, sk: StreamK) -> Result<MatmulPlan> {
-    Ok(MatmulPlan {
-        variant: MatmulVariant::SgemmWarpTiled,
-        kernel: kernels::matmul::sgemm_warp_tiled::KERNEL_STREAM_K,
-        launch: sgemm_warp_tiled::plan_stream_k(shape, sk)?,
-        split: None,
-        reduce: None,
-        stream_k: Some(sk),
-        reason: "stream-K forced".into(),
-    })
+    Ok(MatmulPlan { variant, kernel, launch, split, reduce, reason })
 }
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
@@ -422,36 +374,9 @@ mod tests {
     fn auto_warp_tiles_large_squares_that_fill_their_waves() {
         for size in [2048, 4096, 8192] {
             let p = auto(size, size, size);
-            assert_eq!(p.variant, MatmulVariant::SgemmWarpTiled, "{size}: {p}");
+            assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, 1), "{size}: {p}");
             assert!(p.reduce.is_none() && p.reason.contains("97% of their waves"), "{p}");
         }
-        // One wave of 256 tiles: the plain kernel, unsplit.
-        let p = auto(2048, 2048, 2048);
-        assert_eq!(
-            (p.kernel, p.split.unwrap().splits, p.stream_k),
-            (kernels::matmul::sgemm_warp_tiled::KERNEL, 1, None)
-        );
-    }
-
-    #[test]
-    fn auto_shares_out_a_partial_last_wave_with_stream_k() {
-        // 4096^3: 1024 tiles, 3.88 waves: two whole, the last 496 tiles over 264 blocks.
-        let p = auto(4096, 4096, 4096);
-        assert_eq!(p.kernel, kernels::matmul::sgemm_warp_tiled::KERNEL_STREAM_K);
-        assert_eq!(
-            (p.stream_k, p.split, p.reduce.is_none()),
-            (Some(StreamK { dp_tiles: 528, sk_blocks: 264 }), None, true)
-        );
-        assert_eq!(p.launch.grid_dim, (792, 1, 1));
-        assert!(p.reason.contains("3.88 waves instead of 4"), "{p}");
-        assert_eq!(p.workspace_floats(MatmulShape::new(4096, 4096, 4096).unwrap()), 264 * 128 * 128);
-        // A forced split keeps the split kernel.
-        let shape = MatmulShape::new(4096, 4096, 4096).unwrap();
-        let forced =
-            plan_with(MatmulVariant::SgemmWarpTiled, shape, MatmulDevice::H100, Some(SplitK::none(4096))).unwrap();
-        assert_eq!((forced.kernel, forced.stream_k), (kernels::matmul::sgemm_warp_tiled::KERNEL, None));
-        // Split shapes are not shared out: 512x4096x11008 keeps its 3 splits.
-        assert_eq!(auto(512, 4096, 11_008).stream_k, None);
     }
 
     #[test]
@@ -495,15 +420,10 @@ mod tests {
 
     #[test]
     fn a_smaller_device_needs_no_split_where_the_tiles_fill_its_waves() {
-        // 3000^3 on 100 SMs: 576 tiles on 200 slots, 96% of 3 waves: no split, the last wave
-        // shared out.
+        // 3000^3 on 100 SMs: 576 tiles on 200 slots, 96% of 3 waves.
         let p = plan(MatmulVariant::Auto, MatmulShape::new(3000, 3000, 3000).unwrap(), MatmulDevice { sm_count: 100 })
             .unwrap();
-        assert_eq!(
-            (p.variant, p.split, p.stream_k),
-            (MatmulVariant::SgemmWarpTiled, None, Some(StreamK { dp_tiles: 200, sk_blocks: 200 })),
-            "{p}"
-        );
+        assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, 1), "{p}");
     }
 
     #[test]

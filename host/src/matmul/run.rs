@@ -21,9 +21,6 @@ pub struct DeviceMatrices {
     pub c: CudaSlice<f32>,
     /// Split-K partial products, allocated by the first launch whose plan needs them.
     pub workspace: Option<CudaSlice<f32>>,
-    /// The stream-K kernel's flags, one per sharing block, all 0 between launches (allocated by
-    /// the first stream-K launch).
-    pub flags: Option<CudaSlice<u32>>,
 }
 
 impl DeviceMatrices {
@@ -31,14 +28,7 @@ impl DeviceMatrices {
     pub fn upload(gpu: &Gpu, shape: MatmulShape, a: &[f32], b: &[f32]) -> Result<Self> {
         shape.check_lens(a.len(), b.len(), shape.m * shape.n)?;
         gpu.ensure_fits(&format!("a {shape} matmul ({})", format_bytes(shape.bytes())), shape.bytes())?;
-        Ok(Self {
-            shape,
-            a: gpu.upload(a)?,
-            b: gpu.upload(b)?,
-            c: gpu.zeros(shape.m * shape.n)?,
-            workspace: None,
-            flags: None,
-        })
+        Ok(Self { shape, a: gpu.upload(a)?, b: gpu.upload(b)?, c: gpu.zeros(shape.m * shape.n)?, workspace: None })
     }
 
     /// Fills `C` with NaN so that any element a kernel fails to write fails the check.
@@ -100,22 +90,6 @@ pub fn launch_plan(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) -> R
         let bytes = 4 * workspace_floats as u64;
         gpu.ensure_fits(&format!("the split-K workspace of a {shape} matmul ({})", format_bytes(bytes)), bytes)?;
         mats.workspace = Some(gpu.zeros(workspace_floats)?);
-    }
-    if let Some(sk) = plan.stream_k {
-        if sk.sk_blocks as usize > mats.flags.as_ref().map_or(0, |f| f.len()) {
-            mats.flags = Some(gpu.zeros(sk.sk_blocks as usize)?);
-        }
-        let (partials, flags) =
-            (mats.workspace.as_mut().expect("allocated above"), mats.flags.as_mut().expect("allocated above"));
-        let mut launch = gpu.stream().launch_builder(&func);
-        launch.arg(&mats.a).arg(&mats.b).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
-        launch.arg(partials).arg(flags).arg(&sk.dp_tiles).arg(&sk.sk_blocks);
-        // SAFETY: the stream-K contract (kernels::matmul::sgemm_warp_tiled): A, B, C hold m*k,
-        // k*n, m*n f32; the workspace holds sk_blocks partial tiles and the flags sk_blocks u32,
-        // zeroed at allocation and left zero by every launch; the grid is dp_tiles + sk_blocks
-        // blocks of 128 threads, with at least sk_blocks tiles shared (plan_stream_k).
-        unsafe { launch.launch(plan.launch) }?;
-        return Ok(());
     }
     // With a split the kernel writes its partial products to the workspace, and the reduction
     // below writes C; without one it writes C.

@@ -1,8 +1,7 @@
-//! Atomic additions whose result is not needed (`red`), per state space (`cuda_std::atomic`),
-//! and the acquire/release flag accesses blocks signal each other through.
+//! Atomic additions whose result is not needed (`red`), per state space (`cuda_std::atomic`).
 //!
-//! The additions are relaxed: counts are only read after a barrier (block, cluster or kernel
-//! boundary) that orders them.
+//! All are relaxed: counts are only read after a barrier (block, cluster or kernel boundary)
+//! that orders them.
 
 use core::arch::asm;
 
@@ -79,35 +78,4 @@ pub unsafe fn global_fetch_add_u32(ptr: *mut u32, value: u32) -> u32 {
              options(nostack, preserves_flags))
     };
     old
-}
-
-/// `st.release.gpu.global.u32`: writes `value` to the `u32` at `ptr` so that a thread of any
-/// block that reads it with [`load_acquire_gpu_u32`] also sees every write this thread made
-/// before (and, after a [`crate::device::thread::sync_threads`], every write of its block).
-///
-/// # Safety
-/// `ptr` is a valid, 4-byte-aligned pointer into a global allocation.
-#[inline(always)]
-pub unsafe fn store_release_gpu_u32(ptr: *mut u32, value: u32) {
-    // SAFETY: the caller guarantees the pointer.
-    unsafe {
-        asm!("st.release.gpu.global.u32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) value,
-             options(nostack, preserves_flags))
-    };
-}
-
-/// `ld.acquire.gpu.global.u32`: reads the `u32` at `ptr`; once it reads a value written by
-/// [`store_release_gpu_u32`], this thread sees every write that preceded that store.
-///
-/// # Safety
-/// `ptr` is a valid, 4-byte-aligned pointer into a global allocation.
-#[inline(always)]
-pub unsafe fn load_acquire_gpu_u32(ptr: *const u32) -> u32 {
-    let v: u32;
-    // SAFETY: the caller guarantees the pointer.
-    unsafe {
-        asm!("ld.acquire.gpu.global.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr,
-             options(nostack, preserves_flags))
-    };
-    v
 }

@@ -91,22 +91,6 @@ pub unsafe fn store_global_f32(ptr: *mut f32, v: f32) {
     unsafe { asm!("st.global.f32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v, options(nostack, preserves_flags)) };
 }
 
-/// `ld.global.cg.v4.f32`: reads four `f32` in one 16-byte access, cached in L2 only, so that it
-/// sees what other blocks wrote during the kernel (after the acquire that orders it).
-///
-/// # Safety
-/// `ptr` is 16-byte aligned and `ptr..ptr + 4` lies in one global allocation.
-#[inline(always)]
-pub unsafe fn load_global_cg_v4_f32(ptr: *const f32) -> [f32; 4] {
-    let (a, b, c, d): (f32, f32, f32, f32);
-    // SAFETY: the caller guarantees alignment and bounds.
-    unsafe {
-        asm!("ld.global.cg.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
-             c = out(reg32) c, d = out(reg32) d, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
-    };
-    [a, b, c, d]
-}
-
 /// `ld.global.nc.v4.u32`: reads 16 bytes as four `u32` words through the read-only data cache;
 /// narrower elements (`u8`, `u16`) are unpacked from the words by the caller.
 ///

@@ -88,11 +88,3 @@ pub fn sync_threads() {
     // SAFETY: `barrier0` has no preconditions beyond uniform arrival, documented above.
     unsafe { nvptx::_syncthreads() }
 }
-
-/// `fence.acq_rel.gpu`: orders this thread's memory accesses before the fence against those after
-/// it, for every thread of the GPU (`__threadfence`, `cuda_std::thread::device_fence`).
-#[inline(always)]
-pub fn device_fence() {
-    // SAFETY: a fence touches no memory of its own.
-    unsafe { core::arch::asm!("fence.acq_rel.gpu;", options(nostack, preserves_flags)) };
-}

@@ -128,24 +128,6 @@ pub const fn b_tile_index(kk: u32, col: u32) -> u32 {
     A_STAGE_FLOATS + kk * BLOCK_N + col
 }
 
-/// PTX symbol of the stream-K form of the kernel ([`stream_k_range`]).
-pub const KERNEL_STREAM_K: &str = "sgemm_warp_tiled_stream_k";
-/// Floats of a stream-K block's partial tile in the workspace (row-major, the block tile's size).
-pub const PARTIAL_FLOATS: u32 = BLOCK_M * BLOCK_N;
-
-/// Stream-K block `j` of `sk_blocks` takes the `BLOCK_K`-deep slices `[first, end)` of the
-/// stream-K tiles, numbered tile by tile (`tile * slices_per_tile + slice`): `total` slices split
-/// as evenly as integers allow, in order.
-pub const fn stream_k_range(j: u32, sk_blocks: u32, total: u64) -> (u64, u64) {
-    (j as u64 * total / sk_blocks as u64, (j as u64 + 1) * total / sk_blocks as u64)
-}
-
-/// The stream-K block whose [`stream_k_range`] holds slice `x` (`x < total`).
-pub const fn stream_k_owner(x: u64, sk_blocks: u32, total: u64) -> u32 {
-    // The largest j with j * total / sk_blocks <= x, that is j * total < (x + 1) * sk_blocks.
-    (((x + 1) * sk_blocks as u64 - 1) / total) as u32
-}
-
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
     use super::{
@@ -153,7 +135,7 @@ mod device_code {
         a_load_slot, a_tile_index, b_load_slot, b_tile_index, c_col, c_row, fma_order, grouped_tile, vector_path,
     };
     use crate::device::shared::SharedArray;
-    use crate::device::{atomic, math::fma, mem, thread};
+    use crate::device::{math::fma, thread};
     use crate::matmul::guarded;
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
@@ -162,8 +144,6 @@ mod device_code {
     type Tile = SharedArray<f32, FLOATS>;
     /// One slice's loads of this thread: two 4-float pieces of `A`, two of `B`.
     type Loads = [[f32; 4]; 4];
-    /// This thread's accumulators.
-    type Acc = [[f32; THREAD_N as usize]; THREAD_M as usize];
 
     gpu_kernel! {
         /// `C = A * B` with 128 x 128 block tiles, 64 x 64 warp tiles and 8 x 16 thread tiles;
@@ -190,183 +170,6 @@ mod device_code {
         }
     }
 
-    gpu_kernel! {
-        /// `C = A * B` as [`sgemm_warp_tiled`], with the tiles the last wave would leave
-        /// partial shared out evenly: blocks `0 .. dp_tiles` each compute one tile (the
-        /// `grouped_tile` order, numbered row-major over the grid of tiles), and the
-        /// `sk_blocks` blocks after them split the `BLOCK_K`-deep slices of the remaining tiles
-        /// ([`stream_k_range`](super::stream_k_range)). A block whose range ends inside a tile
-        /// writes that partial tile to `partials[j]` and raises `flags[j]`; the block that ends
-        /// the tile waits for those flags, adds the partials in block order to its own, writes
-        /// `C` and lowers the flags again (every flag is 0 when the kernel ends).
-        ///
-        /// # Safety
-        /// `a`, `b`, `c` hold `m*k`, `k*n`, `m*n` `f32` on the device, `c` overlaps neither
-        /// input, `partials` holds `sk_blocks * PARTIAL_FLOATS` `f32` (16-byte aligned) and
-        /// `flags` `sk_blocks` `u32`, all 0; the grid is `dp_tiles + sk_blocks` blocks of
-        /// `THREADS` along x, `dp_tiles <= tiles`, and the stream-K tiles `tiles - dp_tiles` are
-        /// at least `sk_blocks`, so that no block's range lies inside one tile.
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe fn sgemm_warp_tiled_stream_k(
-            a: *const f32,
-            b: *const f32,
-            c: *mut f32,
-            m: u32,
-            k: u32,
-            n: u32,
-            partials: *mut f32,
-            flags: *mut u32,
-            dp_tiles: u32,
-            sk_blocks: u32,
-        ) {
-            let tile = shared_array!(SGEMM_STREAM_K_STAGES: [f32; FLOATS]);
-            let aligned = (a as usize | b as usize | c as usize).is_multiple_of(16);
-            // Uniform across the launch: every thread takes the same path.
-            if vector_path(k, n) && aligned {
-                // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
-                unsafe { stream_k::<true>(tile, a, b, c, m, k, n, partials, flags, dp_tiles, sk_blocks) }
-            } else {
-                // SAFETY: forwarded kernel contract.
-                unsafe { stream_k::<false>(tile, a, b, c, m, k, n, partials, flags, dp_tiles, sk_blocks) }
-            }
-        }
-    }
-
-    /// The origin in `C` of tile `t`, numbered row-major over the `gx x gy` grid of tiles and
-    /// visited in [`grouped_tile`] order.
-    #[inline(always)]
-    fn tile_origin(t: u32, gx: u32, gy: u32) -> (u32, u32) {
-        let (tile_row, tile_col) = grouped_tile(t % gx, t / gx, gx, gy);
-        (tile_row * BLOCK_M, tile_col * BLOCK_N)
-    }
-
-    /// The body of [`sgemm_warp_tiled_stream_k`].
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn stream_k<const VEC: bool>(
-        tile: Tile,
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: u32,
-        k: u32,
-        n: u32,
-        partials: *mut f32,
-        flags: *mut u32,
-        dp_tiles: u32,
-        sk_blocks: u32,
-    ) {
-        let (gx, gy) = (n.div_ceil(BLOCK_N), m.div_ceil(BLOCK_M));
-        let id = thread::block_idx_x();
-        if id < dp_tiles {
-            let (block_row, block_col) = tile_origin(id, gx, gy);
-            // SAFETY: forwarded kernel contract; tile id < tiles starts inside C.
-            let acc = unsafe { tile_product::<VEC>(tile, a, b, m, k, n, block_row, block_col, 0, k) };
-            // SAFETY: as above; each tile has one writer.
-            unsafe { store_c::<VEC>(c, &acc, m, n, block_row, block_col) };
-            return;
-        }
-        let j = id - dp_tiles;
-        let slices = k.div_ceil(BLOCK_K) as u64;
-        let total = (gx as u64 * gy as u64 - dp_tiles as u64) * slices;
-        let (first, end) = super::stream_k_range(j, sk_blocks, total);
-        let tid = thread::thread_idx_x();
-        let (t_first, mut t) = (first / slices, (end - 1) / slices);
-        // The range's tiles from last to first: its last segment, which starts a tile that a
-        // later block ends, is signalled before anything else, so the block waiting for it
-        // rarely waits; its first segment, which may end a tile earlier blocks started, comes
-        // last, when those blocks have signalled.
-        loop {
-            let (tile_first, tile_end) = (t * slices, (t + 1) * slices);
-            let seg_first = if first > tile_first { first } else { tile_first };
-            let seg_end = if end < tile_end { end } else { tile_end };
-            let k_begin = (seg_first - tile_first) as u32 * BLOCK_K;
-            let k_len = ((seg_end - seg_first) as u32 * BLOCK_K).min(k - k_begin);
-            let (block_row, block_col) = tile_origin(dp_tiles + t as u32, gx, gy);
-            // SAFETY: forwarded kernel contract; the segment lies inside k.
-            let mut acc = unsafe { tile_product::<VEC>(tile, a, b, m, k, n, block_row, block_col, k_begin, k_len) };
-            if seg_end < tile_end {
-                let partial = partials.wrapping_add(j as usize * super::PARTIAL_FLOATS as usize);
-                // SAFETY: partials[j] is this block's own; 16-byte aligned pieces inside it.
-                unsafe { store_partial(partial, &acc, tid) };
-                // Every thread's partial is visible GPU-wide before thread 0 raises the flag.
-                thread::device_fence();
-                thread::sync_threads();
-                if tid == 0 {
-                    // SAFETY: flags holds sk_blocks u32; j < sk_blocks.
-                    unsafe { atomic::store_release_gpu_u32(flags.wrapping_add(j as usize), 1) };
-                }
-            } else {
-                if seg_first > tile_first {
-                    let owners = super::stream_k_owner(tile_first, sk_blocks, total)..j;
-                    if tid == 0 {
-                        for o in owners.clone() {
-                            // SAFETY: o < j < sk_blocks. Blocks before this one were launched
-                            // before it and signal without waiting, so the wait ends.
-                            while unsafe { atomic::load_acquire_gpu_u32(flags.wrapping_add(o as usize)) } == 0 {}
-                        }
-                    }
-                    // Thread 0's acquire, then the barrier: the partials are visible to all.
-                    thread::sync_threads();
-                    for o in owners.clone() {
-                        let partial = partials.wrapping_add(o as usize * super::PARTIAL_FLOATS as usize);
-                        // SAFETY: block o's partial, complete since its flag was raised.
-                        unsafe { add_partial(partial, &mut acc, tid) };
-                    }
-                    // Every thread has read the partials before their flags are lowered.
-                    thread::sync_threads();
-                    if tid == 0 {
-                        for o in owners {
-                            // SAFETY: as above; this block is the flag's only reader.
-                            unsafe { atomic::store_release_gpu_u32(flags.wrapping_add(o as usize), 0) };
-                        }
-                    }
-                }
-                // SAFETY: the tile starts inside C; this block is its only writer.
-                unsafe { store_c::<VEC>(c, &acc, m, n, block_row, block_col) };
-            }
-            if t == t_first {
-                break;
-            }
-            t -= 1;
-        }
-    }
-
-    /// Writes this thread's accumulators to its elements of a partial tile (row-major,
-    /// `BLOCK_N` floats per row).
-    ///
-    /// # Safety
-    /// `partial` holds `PARTIAL_FLOATS` floats, 16-byte aligned, no other block's.
-    #[inline(always)]
-    unsafe fn store_partial(partial: *mut f32, acc: &Acc, tid: u32) {
-        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-            let row = c_row(tid, i as u32) as usize * BLOCK_N as usize;
-            unroll!(g in [0, 1, 2, 3] {
-                let v = [acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]];
-                // SAFETY: row < 128, col a multiple of 4 below 128: inside, aligned, own.
-                unsafe { mem::store_global_v4_f32(partial.wrapping_add(row + c_col(tid, 4 * g as u32) as usize), v) };
-            });
-        });
-    }
-
-    /// Adds this thread's elements of a partial tile into its accumulators, `acc + partial`
-    /// per element (addition commutes exactly, so the order of the blocks is all that fixes the sum).
-    ///
-    /// # Safety
-    /// `partial` holds `PARTIAL_FLOATS` floats, 16-byte aligned, written before an acquire this
-    /// block's barrier made visible.
-    #[inline(always)]
-    unsafe fn add_partial(partial: *const f32, acc: &mut Acc, tid: u32) {
-        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-            let row = c_row(tid, i as u32) as usize * BLOCK_N as usize;
-            unroll!(g in [0, 1, 2, 3] {
-                // SAFETY: inside the partial tile, aligned; nobody writes it during the read.
-                let v = unsafe { mem::load_global_cg_v4_f32(partial.wrapping_add(row + c_col(tid, 4 * g as u32) as usize)) };
-                unroll!(e in [0, 1, 2, 3] { acc[i][4 * g + e] += v[e]; });
-            });
-        });
-    }
-
     /// The block's product over columns `k_begin .. k_begin + k_len` of `A`, written to slice
     /// `blockIdx.z` of `c`; `VEC` as in `sgemm`.
     #[inline(always)]
@@ -382,39 +185,11 @@ mod device_code {
         k_begin: u32,
         k_len: u32,
     ) {
+        let tid = thread::thread_idx_x();
         let (tile_row, tile_col) =
             grouped_tile(thread::block_idx_x(), thread::block_idx_y(), thread::grid_dim_x(), thread::grid_dim_y());
         let (block_row, block_col) = (tile_row * BLOCK_M, tile_col * BLOCK_N);
-        // SAFETY: forwarded kernel contract; the grid covers C, so the tile starts inside it.
-        let acc = unsafe { tile_product::<VEC>(tile, a, b, m, k, n, block_row, block_col, k_begin, k_len) };
-        let c = c.wrapping_add(thread::block_idx_z() as usize * m as usize * n as usize);
-        // SAFETY: slice blockIdx.z of c holds m*n floats; the tile starts inside C.
-        unsafe { store_c::<VEC>(c, &acc, m, n, block_row, block_col) };
-    }
-
-    /// The accumulators of the tile of `C` at (`block_row`, `block_col`) over columns
-    /// `k_begin .. k_begin + k_len` of `A`. Every thread of the block calls it; it ends past a
-    /// barrier after its last read of `tile`, so the caller may start another.
-    ///
-    /// # Safety
-    /// The kernel contract for `a` and `b`; `block_row < m`, `block_col < n`, and
-    /// `k_begin + k_len <= k`.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tile_product<const VEC: bool>(
-        tile: Tile,
-        a: *const f32,
-        b: *const f32,
-        m: u32,
-        k: u32,
-        n: u32,
-        block_row: u32,
-        block_col: u32,
-        k_begin: u32,
-        k_len: u32,
-    ) -> Acc {
-        let tid = thread::thread_idx_x();
-        // The caller's tile starts inside C, so neither subtraction underflows.
+        // The grid covers C with ceil divisions, so neither subtraction underflows.
         let (rows_left, cols_left) = (m - block_row, n - block_col);
 
         // Load q = 1 of A is 64 rows below load 0, of B 4 rows below: one pointer each.
@@ -487,19 +262,7 @@ mod device_code {
             // reading the old one before the next pass overwrites it.
             thread::sync_threads();
         }
-        acc
-    }
-
-    /// Writes this thread's accumulators into the tile of `c` (an `m x n` row-major matrix) at
-    /// (`block_row`, `block_col`), the parts inside `c` only.
-    ///
-    /// # Safety
-    /// `c` holds `m*n` floats no other thread writes at this thread's elements; the tile starts
-    /// inside `c`; 16-byte aligned on the vector path.
-    #[inline(always)]
-    unsafe fn store_c<const VEC: bool>(c: *mut f32, acc: &Acc, m: u32, n: u32, block_row: u32, block_col: u32) {
-        let tid = thread::thread_idx_x();
-        let (rows_left, cols_left) = (m - block_row, n - block_col);
+        let c = c.wrapping_add(thread::block_idx_z() as usize * m as usize * n as usize);
         unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
             let row = c_row(tid, i as u32);
             if row < rows_left {
@@ -562,31 +325,6 @@ mod tests {
     };
     use std::vec;
     use std::vec::Vec;
-
-    #[test]
-    fn stream_k_ranges_partition_the_slices_and_owners_find_them() {
-        for (sk_blocks, total) in [(264u32, 496u64 * 512), (264, 400 * 1024), (3, 4 * 17), (5, 5), (7, 100)] {
-            let mut next = 0;
-            for j in 0..sk_blocks {
-                let (first, end) = stream_k_range(j, sk_blocks, total);
-                assert_eq!(first, next, "contiguous");
-                assert!(end > first, "no empty range when the slices are at least the blocks");
-                for x in [first, (first + end) / 2, end - 1] {
-                    assert_eq!(stream_k_owner(x, sk_blocks, total), j, "{x} of {total} in {sk_blocks}");
-                }
-                next = end;
-            }
-            assert_eq!(next, total);
-        }
-        // With at least one tile's slices per block, a tile spans at most two blocks.
-        let (sk_blocks, slices) = (264u32, 512u64);
-        let total = 496 * slices;
-        for t in 0..496 {
-            let owners =
-                stream_k_owner(t * slices, sk_blocks, total)..=stream_k_owner((t + 1) * slices - 1, sk_blocks, total);
-            assert!(owners.count() <= 2, "tile {t}");
-        }
-    }
 
     #[test]
     fn launch_contract_is_128_threads_and_16640_bytes_of_static_shared_memory() {
