@@ -73,21 +73,6 @@ pub(crate) mod device_code {
     use crate::histogram::{Binning, Element, NO_BIN};
     use crate::{dynamic_shared_array, gpu_kernel, shared_array};
 
-    /// Runs `body` for `k` = 0 to 15 as straight-line code: per-thread arrays indexed by a
-    /// constant stay in registers, where a loop (which LLVM did not unroll around the warp
-    /// instructions) put them in local memory.
-    macro_rules! unroll16 {
-        (|$k:ident| $body:block) => {
-            unroll16!(@ $k $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-        };
-        (@ $k:ident $body:block $($i:literal)*) => {
-            $({
-                let $k: usize = $i;
-                $body
-            })*
-        };
-    }
-
     /// Entries of a [`MAX_BUCKETS`]-long table each lane of a scanning warp handles.
     const PER_LANE: u32 = MAX_BUCKETS / warp::WARP_SIZE;
 
@@ -97,7 +82,11 @@ pub(crate) mod device_code {
     /// # Safety
     /// The whole warp calls it together.
     #[inline(always)]
-    unsafe fn warp_exclusive_scan(len: u32, read: impl Fn(u32) -> u32, mut write: impl FnMut(u32, u32, u32)) -> u32 {
+    pub(crate) unsafe fn warp_exclusive_scan(
+        len: u32,
+        read: impl Fn(u32) -> u32,
+        mut write: impl FnMut(u32, u32, u32),
+    ) -> u32 {
         let lane = warp::lane_id();
         let mut own = 0;
         for k in 0..PER_LANE {
