@@ -312,7 +312,7 @@ fn sorted_tier_matches_cpu_for_every_bucket_width_block_size_and_ragged_tile() {
         for n in [4096 * 300, 4096 * 300 + 1, 1000, 1] {
             let values = values_with_outliers(&mut rng, n, bins);
             let binning = Binning::integers(bins as u32);
-            for threads in [None, Some(32), Some(1024)] {
+            for threads in [None, Some(32), Some(256)] {
                 assert_typed_matches_cpu(
                     &gpu,
                     Values::I32(&values),

@@ -220,6 +220,23 @@ impl DynamicSharedArray<u32> {
         }
     }
 
+    /// Reads 16-bit element `i`, zero-extended (`ld.shared.u16`).
+    ///
+    /// # Safety
+    /// `i < 2 * len`, and no other thread writes that half-word between the last barrier and
+    /// this read.
+    #[inline(always)]
+    pub unsafe fn load_u16(&self, i: usize) -> u32 {
+        debug_assert!(i < 2 * self.len);
+        let value: u32;
+        // SAFETY: in bounds by the caller's contract; 2-byte aligned.
+        unsafe {
+            asm!("ld.shared.u16 {v}, [{a}];", v = out(reg32) value, a = in(reg32) self.base + (2 * i) as u32,
+                 options(readonly, nostack, preserves_flags));
+        }
+        value
+    }
+
     /// Reads words `i..i + 4` in one 16-byte access (`ld.shared.v4.u32`).
     ///
     /// # Safety

@@ -54,9 +54,10 @@ pub const fn tile_values(threads: u32, size: u32) -> u32 {
     threads * values_per_thread(size)
 }
 
-/// Dynamic shared memory of a tile-sort block of `threads` threads: the staged `u16` keys.
+/// Dynamic shared memory of a tile-sort block of `threads` threads: the staged `u16` keys, then
+/// each value's `u16` rank within its bucket.
 pub const fn stage_bytes(threads: u32, size: u32) -> u32 {
-    tile_values(threads, size) * 2
+    tile_values(threads, size) * 4
 }
 
 /// Tiles of `tile` values that hold `n` values.
@@ -107,44 +108,44 @@ pub(crate) mod device_code {
     /// without a value) reserves nothing; its rank is meaningless.
     ///
     /// # Safety
-    /// The whole warp calls it together; `counters` addresses `buckets` `u32` counters of this
-    /// block's shared memory.
+    /// The whole warp calls it together; `counters` addresses `buckets` `u32` counters and
+    /// `spare` 32 `u32` words (never read) of this block's shared memory.
     #[inline(always)]
-    unsafe fn rank_in_bucket(bucket: u32, buckets: u32, counters: u32) -> u32 {
+    unsafe fn rank_in_bucket(bucket: u32, buckets: u32, counters: u32, spare: u32) -> u32 {
         let lane = warp::lane_id();
-        // SAFETY (shuffles and ballots): forwarded: the whole warp is here.
+        // SAFETY (shuffles and ballots): forwarded: the whole warp is here. Nothing between them
+        // branches: LLVM does not know that they are convergent, and duplicated the shuffles
+        // after a conditional atomic into both arms (divergent shuffles, 4x slower pass).
         let first = unsafe { warp::shuffle_idx_u32(bucket, 0) };
         let in_a = bucket == first;
         let a = unsafe { warp::ballot(in_a) };
         // 32 when every lane is in the first group; `& 31` then names lane 0, whose bucket no lane
         // outside the first group holds.
-        let second_lane = (!a).trailing_zeros();
+        let others = !a;
+        // trailing_zeros without the branch LLVM puts around a zero input: popc of the bits below
+        // the lowest set one (all 32 when there is none).
+        let second_lane = ((others & others.wrapping_neg()).wrapping_sub(1)).count_ones();
         let second = unsafe { warp::shuffle_idx_u32(bucket, second_lane & 31) };
-        let in_b = !in_a && bucket == second;
+        let in_b = !in_a & (bucket == second);
         let b = unsafe { warp::ballot(in_b) };
         let (leads_a, leads_b) = (lane == 0, lane == second_lane);
-        let add = if leads_a {
-            a.count_ones()
-        } else if leads_b {
-            b.count_ones()
-        } else {
-            1
-        };
-        let mut old = 0;
-        if (leads_a || leads_b || (!in_a && !in_b)) && bucket < buckets {
-            // SAFETY: bucket < buckets: inside the counters.
-            old = unsafe { atomic::shared_fetch_add_u32(counters + 4 * bucket, add) };
-        }
+        let add = pick(leads_a, a.count_ones(), pick(leads_b, b.count_ones(), 1));
+        let reserves = (leads_a | leads_b | (!in_a & !in_b)) & (bucket < buckets);
+        // Lanes that reserve nothing add into a spare word of their own: the atomic runs in every
+        // lane, so no branch precedes the shuffles below.
+        // SAFETY: bucket < buckets where it reserves: inside the counters; else the lane's spare.
+        let old = unsafe { atomic::shared_fetch_add_u32(pick(reserves, counters + 4 * bucket, spare + 4 * lane), add) };
         let base_a = unsafe { warp::shuffle_idx_u32(old, 0) };
         let base_b = unsafe { warp::shuffle_idx_u32(old, second_lane & 31) };
         let below = warp::lanemask_lt();
-        if in_a {
-            base_a + (a & below).count_ones()
-        } else if in_b {
-            base_b + (b & below).count_ones()
-        } else {
-            old
-        }
+        pick(in_a, base_a + (a & below).count_ones(), pick(in_b, base_b + (b & below).count_ones(), old))
+    }
+
+    /// `if c { x } else { y }` as a select, not a branch.
+    #[inline(always)]
+    fn pick(c: bool, x: u32, y: u32) -> u32 {
+        let m = (c as u32).wrapping_neg();
+        (x & m) | (y & !m)
     }
 
     /// Pass 1; see the [module documentation](super).
@@ -168,13 +169,25 @@ pub(crate) mod device_code {
         let tiles = super::tiles(n, tile_len);
         let counts = shared_array!(SORT_COUNTS: [u32; MAX_BUCKETS as usize]);
         let offsets = shared_array!(SORT_OFFSETS: [u32; MAX_BUCKETS as usize + 1]);
-        // SAFETY: the launch provides stage_bytes(threads, SIZE) = tile_len * 2 bytes.
+        let block_totals = shared_array!(SORT_BLOCK_TOTALS: [u32; MAX_BUCKETS as usize]);
+        let spare = shared_array!(SORT_SPARE: [u32; warp::WARP_SIZE as usize]);
+        // SAFETY: the launch provides stage_bytes(threads, SIZE) = tile_len * 4 bytes: the stage,
         let stage = unsafe { dynamic_shared_array!(SORT_STAGE: u32, (tile_len / 2) as usize) };
+        // then the ranks.
+        let ranks = unsafe {
+            crate::device::shared::DynamicSharedArray::<u32>::from_shared_address(
+                stage.address_of(tile_len as usize / 2),
+                (tile_len / 2) as usize,
+            )
+        };
         let tid = thread::thread_idx_x();
         let mut i = tid;
         while i < MAX_BUCKETS {
             // SAFETY: i < MAX_BUCKETS; each thread zeroes its own counters.
-            unsafe { counts.store(i as usize, 0) };
+            unsafe {
+                counts.store(i as usize, 0);
+                block_totals.store(i as usize, 0);
+            }
             i += threads;
         }
         // The counters are zero before any tile ranks into them.
@@ -182,26 +195,44 @@ pub(crate) mod device_code {
         let mask = (1u32 << shift) - 1;
         // Vectors of a tile; thread `tid` reads vectors `v * threads + tid`: every load coalesced.
         let tile_vectors = (tile_len as u64) / T::PER_VECTOR;
-        let mut tile = thread::block_idx_x() as u64;
-        while tile < tiles {
+        let vectors = (vpt as u64 / T::PER_VECTOR) as u32;
+        let step = threads as u64;
+        // Whether this thread's vectors of `tile` are all whole (its last, its highest, is), and
+        // if so its first vector's index.
+        let whole = |tile: u64| {
             let first = tile * tile_vectors + tid as u64;
-            let step = threads as u64;
+            ((first + (vectors as u64 - 1) * step + 1) * T::PER_VECTOR <= n, first)
+        };
+        // The next tile's words are loaded while this one is ranked, staged and written out.
+        let load = |first: u64| {
+            // SAFETY (both): the caller checked that this thread's vectors lie inside the input;
+            // each is 16-byte aligned. Constant indices keep the words in registers.
+            let a = unsafe { mem::load_global_nc_v4_u32(input.add(16 * first as usize)) };
+            let b = if vectors > 1 {
+                unsafe { mem::load_global_nc_v4_u32(input.add(16 * (first + step) as usize)) }
+            } else {
+                [0; 4]
+            };
+            [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+        };
+        let mut tile = thread::block_idx_x() as u64;
+        let mut next = [0u32; 8];
+        let (mut next_whole, first) = whole(tile);
+        if tile < tiles && next_whole {
+            next = load(first);
+        }
+        while tile < tiles {
+            let (is_whole, first) = (next_whole, whole(tile).1);
             let mut bins = [NO_BIN; MAX_VALUES_PER_THREAD as usize];
-            let vectors = (vpt as u64 / T::PER_VECTOR) as u32;
-            // This thread's last vector is its highest: all are whole when it is.
-            if (first + (vectors as u64 - 1) * step + 1) * T::PER_VECTOR <= n {
+            if is_whole {
                 let mut k = 0;
                 let mut put = |bin: u32, _check: bool| {
                     bins[k] = bin;
                     k += 1;
                 };
-                let mut v = 0;
-                while v < vectors {
-                    // SAFETY: the vector lies inside the input (tested above), 16-byte aligned.
-                    let words =
-                        unsafe { mem::load_global_nc_v4_u32(input.add(16 * (first + v as u64 * step) as usize)) };
-                    count_vector::<T>(words, &binning, &mut put);
-                    v += 1;
+                count_vector::<T>([next[0], next[1], next[2], next[3]], &binning, &mut put);
+                if vectors > 1 {
+                    count_vector::<T>([next[4], next[5], next[6], next[7]], &binning, &mut put);
                 }
             } else {
                 unroll16!(|k| {
@@ -215,15 +246,25 @@ pub(crate) mod device_code {
                     }
                 });
             }
-            let mut ranks = [0u32; MAX_VALUES_PER_THREAD as usize];
+            let following = tile + thread::grid_dim_x() as u64;
+            let (w, f) = whole(following);
+            next_whole = w;
+            if following < tiles && next_whole {
+                next = load(f);
+            }
             unroll16!(|k| {
                 if (k as u32) < vpt {
                     // Lanes without a value form a group of their own: bucket `buckets`, which no
                     // counter holds.
                     let bucket = if bins[k] == NO_BIN { buckets } else { bins[k] >> shift };
                     // SAFETY: every thread of the block runs the same steps: the warp is converged;
-                    // the counters hold MAX_BUCKETS >= buckets entries.
-                    ranks[k] = unsafe { rank_in_bucket(bucket, buckets, counts.shared_address()) };
+                    // the counters hold MAX_BUCKETS >= buckets entries, the spare words 32.
+                    let rank =
+                        unsafe { rank_in_bucket(bucket, buckets, counts.shared_address(), spare.shared_address()) };
+                    // SAFETY: k * threads + tid < tile_len: this thread's own slot of the ranks,
+                    // read back by this thread alone. Ranks wait in shared memory, not registers:
+                    // 64 registers instead of 86 keep two 512-thread blocks per SM.
+                    unsafe { ranks.store_u16(k * threads as usize + tid as usize, rank) };
                 }
             });
             // Every rank of the tile is taken before the counts are scanned.
@@ -240,7 +281,7 @@ pub(crate) mod device_code {
                             offsets.store(j as usize, before);
                             *table.add((j as u64 * tiles + tile) as usize) = before;
                             if count != 0 {
-                                atomic::global_add_u32(totals.add(j as usize), count);
+                                block_totals.store(j as usize, block_totals.load(j as usize) + count);
                                 counts.store(j as usize, 0);
                             }
                         },
@@ -261,7 +302,12 @@ pub(crate) mod device_code {
                     // SAFETY: offset + rank < the tile's kept count <= tile_len = 2 * stage.len(); each
                     // slot is one value's alone (its rank is unique within the bucket).
                     unsafe {
-                        stage.store_u16((offsets.load((bins[k] >> shift) as usize) + ranks[k]) as usize, bins[k] & mask)
+                        stage.store_u16(
+                            (offsets.load((bins[k] >> shift) as usize)
+                                + ranks.load_u16(k * threads as usize + tid as usize))
+                                as usize,
+                            bins[k] & mask,
+                        )
                     };
                 }
             });
@@ -283,7 +329,20 @@ pub(crate) mod device_code {
             }
             // The next tile ranks, scans and stages only after its own first barrier, which every
             // thread reaches after writing this tile out.
-            tile += thread::grid_dim_x() as u64;
+            tile = following;
+        }
+        // Warp 0's last additions to the block's totals are done before other threads read them.
+        thread::sync_threads();
+        let mut j = tid;
+        while j < buckets {
+            // SAFETY: j < buckets <= MAX_BUCKETS, inside block_totals and totals.
+            unsafe {
+                let total = block_totals.load(j as usize);
+                if total != 0 {
+                    atomic::global_add_u32(totals.add(j as usize), total);
+                }
+            }
+            j += threads;
         }
     }
 
@@ -411,12 +470,13 @@ pub(crate) mod device_code {
         let row = bucket as u64 * tiles;
         // Locates flat vector `i` of the current chunk: the key vector's index in `keys` and the
         // segment's bounds [s, e) relative to its vector's first key.
-        let locate = |i: u32| -> (u64, u32, u32) {
-            let (mut lo, mut hi) = (0u32, threads);
+        let locate = |i: u32, segments: u32| -> (u64, u32, u32) {
+            let (mut lo, mut hi) = (0u32, segments);
             // seg_first[lo] <= i < seg_first[hi]: the largest segment starting at or before i.
             while hi - lo > 1 {
                 let mid = (lo + hi) / 2;
-                // SAFETY: mid < threads <= MAX_THREADS; written before the chunk's barrier.
+                // SAFETY: mid < segments <= threads <= MAX_THREADS; written before the chunk's
+                // barrier.
                 if unsafe { seg_first.load(mid as usize) } <= i {
                     lo = mid;
                 } else {
@@ -465,7 +525,8 @@ pub(crate) mod device_code {
             }
             // SAFETY: the whole block is here; sums is used by the scan alone.
             let (first, total) = unsafe { block_exclusive_scan(vectors, sums) };
-            // SAFETY: tid < MAX_THREADS; the entry at `threads` closes the last segment.
+            // SAFETY: tid < MAX_THREADS; the entry at `threads` closes the last segment (and every
+            // entry past the chunk's segments holds the total too).
             unsafe {
                 seg_first.store(tid as usize, first);
                 if tid == 0 {
@@ -475,26 +536,30 @@ pub(crate) mod device_code {
             // Every segment of the chunk is described before any thread locates a vector in it.
             thread::sync_threads();
             let mut i = tid;
-            // Two vectors in flight per thread.
-            while i + threads < total {
-                let (a, sa, ea) = locate(i);
-                let (b, sb, eb) = locate(i + threads);
-                // SAFETY: both vectors lie inside a tile's region of keys (v < ceil(e / 8) and
+            // Segments of this chunk: entries past them start at `total`, like seg_first[threads].
+            let segments = (end_tile - chunk).min(threads as u64) as u32;
+            let load = |at: u64| {
+                // SAFETY: the vector lies inside a tile's region of keys (v < ceil(e / 8) and
                 // e <= tile_len, a multiple of 8), 16-byte aligned.
-                let (wa, wb) = unsafe {
-                    (
-                        mem::load_global_nc_v4_u32(keys.cast::<u8>().add(2 * a as usize)),
-                        mem::load_global_nc_v4_u32(keys.cast::<u8>().add(2 * b as usize)),
-                    )
-                };
+                unsafe { mem::load_global_nc_v4_u32(keys.cast::<u8>().add(2 * at as usize)) }
+            };
+            // Four vectors in flight per thread.
+            while i + 3 * threads < total {
+                let (a, sa, ea) = locate(i, segments);
+                let (b, sb, eb) = locate(i + threads, segments);
+                let (c, sc, ec) = locate(i + 2 * threads, segments);
+                let (d, sd, ed) = locate(i + 3 * threads, segments);
+                let (wa, wb, wc, wd) = (load(a), load(b), load(c), load(d));
                 add_vector(wa, sa, ea);
                 add_vector(wb, sb, eb);
-                i += 2 * threads;
+                add_vector(wc, sc, ec);
+                add_vector(wd, sd, ed);
+                i += 4 * threads;
             }
-            if i < total {
-                let (a, sa, ea) = locate(i);
-                // SAFETY: as above.
-                add_vector(unsafe { mem::load_global_nc_v4_u32(keys.cast::<u8>().add(2 * a as usize)) }, sa, ea);
+            while i < total {
+                let (a, sa, ea) = locate(i, segments);
+                add_vector(load(a), sa, ea);
+                i += threads;
             }
             // The chunk's tables are read before the next chunk rewrites them.
             thread::sync_threads();
@@ -538,7 +603,7 @@ mod tests {
         assert_eq!(tile_values(512, 1), 8192);
         assert_eq!(tile_values(512, 4), 4096);
         assert_eq!(tile_values(512, 2), 4096);
-        assert_eq!(stage_bytes(512, 4), 8192);
+        assert_eq!(stage_bytes(512, 4), 16_384);
         assert_eq!(tiles(0, 8192), 0);
         assert_eq!(tiles(8192, 8192), 1);
         assert_eq!(tiles(8193, 8192), 2);
