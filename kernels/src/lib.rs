@@ -1,7 +1,8 @@
 //! GPU kernels written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` backend.
 //!
 //! One kernel family per file (matmul families under [`matmul`], the histogram tiers under
-//! [`histogram`], its bucketed tier in [`histogram::bucketed`]); the file name names the kernel
+//! [`histogram`], its sorted and bucketed tiers in [`histogram::sorted`] and
+//! [`histogram::bucketed`]); the file name names the kernel
 //! and its PTX symbol. Each family
 //! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
 //! plans launches from the same numbers the kernel was compiled with.

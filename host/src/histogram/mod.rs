@@ -604,8 +604,8 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
         HistogramTier::Sorted => {
             let buckets = bucketed::bucket_count(plan.bins, plan.bucket_shift);
             plan.blocks = resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)? + buckets;
-            let stage = sorted::stage_bytes(plan.threads_per_block, element.size());
-            plan.scatter_blocks = resident(kernels.tile_sort, plan.threads_per_block, stage)?;
+            let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
+            plan.scatter_blocks = resident(kernels.tile_sort, threads, sorted::stage_bytes(threads, element.size()))?;
         }
         HistogramTier::Cluster => {}
     }
@@ -802,7 +802,8 @@ pub fn launch_into(
             launch_bucketed(gpu, plan, stream, input, counts, s, &func)?;
         }
         HistogramTier::Sorted => {
-            let tile = sorted::tile_values(plan.threads_per_block, input.element.size());
+            let threads = tile_sort_threads(gpu, input.element, plan.threads_per_block)?;
+            let tile = sorted::tile_values(threads, input.element.size());
             let tiles = sorted::tiles(n, tile);
             let buckets = bucketed::bucket_count(nbins, plan.bucket_shift);
             let s = BucketScratch::ensure(gpu, scratch, sorted::keys_len(n, tile), sorted::table_len(buckets, tiles))?;
@@ -924,6 +925,19 @@ fn launch_bucketed(
     Ok(())
 }
 
+/// Threads per tile-sort block for `element` values: the plan's `threads`, or fewer (a multiple of
+/// 32) where the kernel's registers do not allow that many in one block (the checked build's
+/// `u8` kernel takes 145 registers: at most 448 threads).
+fn tile_sort_threads(gpu: &Gpu, element: InputType, threads: u32) -> Result<u32> {
+    let kernel = element.kernels().tile_sort;
+    let most = gpu.function(kernel)?.get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+    let most = (most.max(0) as u32) / 32 * 32;
+    if most == 0 {
+        return Err(HostError::InvalidInput(format!("{kernel} cannot run a block of 32 threads on this device")));
+    }
+    Ok(threads.min(most))
+}
+
 /// The sorted tier's two passes on `stream`; `bins_pass` is the prepared bins-pass kernel.
 fn launch_sorted(
     gpu: &Gpu,
@@ -937,7 +951,8 @@ fn launch_sorted(
     stream.memset_zeros(&mut s.bucket_counts)?;
     let (element, n) = (input.element, input.n);
     let Binning { nbins, lo, hi, scale } = input.binning;
-    let (shift, threads) = (plan.bucket_shift, plan.threads_per_block);
+    let shift = plan.bucket_shift;
+    let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
     let buckets = bucketed::bucket_count(nbins, shift);
     if plan.blocks <= buckets {
         return Err(HostError::InvalidInput(format!(
@@ -961,12 +976,16 @@ fn launch_sorted(
     // SAFETY: kernel contract (kernels::histogram::sorted): input holds n <= u32::MAX values
     // (check_launch), keys holds keys_len(n, tile) u16, table table_len(buckets, tiles) u32
     // (BucketScratch::ensure), the totals are zeroed, buckets <= MAX_BUCKETS (the plan), threads
-    // is a multiple of 32 up to MAX_THREADS and the launch provides stage_bytes of shared memory.
+    // is a multiple of 32 up to MAX_THREADS (the plan) that the kernel's registers allow, and the
+    // launch provides stage_bytes of shared memory.
     unsafe { launch.launch(cfg) }?;
     let mut launch = stream.launch_builder(bins_pass);
     launch.arg(&s.keys).arg(&s.table).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&n).arg(&tile);
-    let cfg =
-        LaunchConfig { grid_dim: (plan.blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: plan.shared_bytes };
+    let cfg = LaunchConfig {
+        grid_dim: (plan.blocks, 1, 1),
+        block_dim: (plan.threads_per_block, 1, 1),
+        shared_mem_bytes: plan.shared_bytes,
+    };
     // SAFETY: kernel contract: the tile sort completed on this stream with the same n, shift and
     // tile; counts holds nbins counters; the grid has more than `buckets` blocks and the launch
     // provides 2^shift * 4 bytes of shared memory.

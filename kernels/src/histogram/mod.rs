@@ -1,7 +1,7 @@
-//! Histograms of `u8`, `u16`, `i32` and `f32` inputs, in four tiers chosen by the bin count:
+//! Histograms of `u8`, `u16`, `i32` and `f32` inputs, in five tiers chosen by the bin count:
 //! `histogram_shared_*`, `histogram_cluster_*` and `histogram_global_*` here (after the CUDA C++
-//! Programming Guide's "Distributed Shared Memory" histogram), and the bucketed tier for large
-//! bin counts in [`bucketed`].
+//! Programming Guide's "Distributed Shared Memory" histogram), and for bin counts beyond one
+//! block the sorted tier in [`sorted`] (the planner's) and the bucketed tier in [`bucketed`].
 //!
 //! # Parameters
 //! `input`: `n` values of the kernel's element type (16-byte aligned, as every `cuMemAlloc` is);
