@@ -292,7 +292,7 @@ impl HistogramPlan {
                 SHARED_BLOCKS_PER_SM
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): measured faster than clusters, the bucketed tier and global atomics from there, and as fast on skewed values (a cluster slowed 1.63x on zipf)",
+                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.371 ms against a cluster's 0.421 at 65,536; 0.432 against 0.669 bucketed and 0.790 global at 2^20), within 1.17x of its uniform time on zipf values where a cluster took 1.63x",
                 limits.block_capacity(),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
