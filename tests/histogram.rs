@@ -52,7 +52,7 @@ fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
     let capacity = HistogramLimits::of(&gpu).unwrap().block_capacity() as usize;
     let values = values_with_outliers(&mut rng, (1 << 22) + 5, capacity + 1);
     assert_eq!(assert_matches_cpu(&gpu, &values, capacity, None, None), HistogramTier::Shared);
-    assert_eq!(assert_matches_cpu(&gpu, &values, capacity + 1, None, None), HistogramTier::Cluster);
+    assert_eq!(assert_matches_cpu(&gpu, &values, capacity + 1, None, None), HistogramTier::Sorted);
     for tier in HistogramTier::ALL {
         assert_matches_cpu(&gpu, &values, capacity, Some(tier), None);
     }
@@ -68,12 +68,8 @@ fn every_tier_matches_cpu_at_full_cluster_capacity_and_one_more() {
     let values = values_with_outliers(&mut rng, (1 << 22) + 7, full + 1);
     assert_matches_cpu(&gpu, &values, full, Some(HistogramTier::Cluster), None);
     assert!(histogram::plan(&gpu, full + 1, Some(HistogramTier::Cluster)).is_err());
-    assert_eq!(assert_matches_cpu(&gpu, &values, full + 1, None, None), HistogramTier::Bucketed);
+    assert_eq!(assert_matches_cpu(&gpu, &values, full + 1, None, None), HistogramTier::Sorted);
     assert_matches_cpu(&gpu, &values, full, Some(HistogramTier::Global), None);
-    // Where the planner stops choosing clusters on its own.
-    let auto = limits.auto_cluster_capacity() as usize;
-    assert_eq!(assert_matches_cpu(&gpu, &values, auto, None, None), HistogramTier::Cluster);
-    assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Bucketed);
 }
 
 #[test]
@@ -147,8 +143,9 @@ fn a_2_pow_28_value_input_matches_cpu_in_every_tier() {
     let (gpu, mut rng) = (gpu(), fresh_rng("2^28"));
     let values = histogram_input(rng.random(), 1 << 28, 131_072, ValueDistribution::Uniform);
     assert_eq!(assert_matches_cpu(&gpu, &values, 4096, None, None), HistogramTier::Shared);
-    assert_eq!(assert_matches_cpu(&gpu, &values, 131_071, None, None), HistogramTier::Cluster);
-    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Bucketed);
+    assert_matches_cpu(&gpu, &values, 131_071, Some(HistogramTier::Cluster), None);
+    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Sorted);
+    assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Bucketed), None);
     assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Global), None);
 }
 
@@ -279,7 +276,7 @@ fn bucketed_tier_matches_cpu_at_its_bucket_widths_and_capacity() {
     for bins in [(1 << 14) + 1, 1 << 18, (1 << 20) + 1, 1 << 22, capacity] {
         let values = values_with_outliers(&mut rng, (1 << 22) + 9, bins);
         let tier = assert_matches_cpu(&gpu, &values, bins, None, None);
-        assert_eq!(tier, if bins as u64 >= histogram::BUCKETED_FROM_BINS { HistogramTier::Bucketed } else { tier });
+        assert_eq!(tier, if bins > limits.block_capacity() as usize { HistogramTier::Sorted } else { tier });
         assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Bucketed), None);
     }
     assert_eq!(
@@ -288,7 +285,69 @@ fn bucketed_tier_matches_cpu_at_its_bucket_widths_and_capacity() {
     );
     for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Normal] {
         let values = histogram_input(rng.random(), (1 << 22) + 1, 1 << 20, dist);
-        assert_eq!(assert_matches_cpu(&gpu, &values, 1 << 20, None, None), HistogramTier::Bucketed);
+        assert_eq!(assert_matches_cpu(&gpu, &values, 1 << 20, None, None), HistogramTier::Sorted);
+        assert_matches_cpu(&gpu, &values, 1 << 20, Some(HistogramTier::Bucketed), None);
+    }
+}
+
+/// The sorted tier's plan for `bins` with `threads` per block and buckets of `2^bits` bins.
+fn sorted_request(threads: Option<u32>, bits: Option<u32>, element: InputType) -> PlanRequest {
+    PlanRequest {
+        tier: Some(HistogramTier::Sorted),
+        threads_per_block: threads,
+        bucket_shift: bits,
+        element: Some(element),
+        ..PlanRequest::default()
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sorted_tier_matches_cpu_for_every_bucket_width_block_size_and_ragged_tile() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("sorted"));
+    let limits = HistogramLimits::of(&gpu).unwrap();
+    // One bucket, a partial last bucket, 256 buckets, and the widest buckets.
+    for (bins, bits) in [(300, None), ((1 << 16) + 3, None), (1 << 20, None), (1 << 20, Some(14)), (1 << 23, None)] {
+        // Tiles of 512 * 8 i32 values: whole tiles, one value more, and a partial single tile.
+        for n in [4096 * 300, 4096 * 300 + 1, 1000, 1] {
+            let values = values_with_outliers(&mut rng, n, bins);
+            let binning = Binning::integers(bins as u32);
+            for threads in [None, Some(32), Some(256)] {
+                assert_typed_matches_cpu(
+                    &gpu,
+                    Values::I32(&values),
+                    binning,
+                    sorted_request(threads, bits, InputType::I32),
+                );
+            }
+        }
+    }
+    assert_eq!(limits.bucketed_capacity(), 1 << 23);
+    // u8 and u16 tiles hold 16 and 8 values per thread: ragged ends of both.
+    for n in [8192 * 3 + 5, 4096 * 3 + 7] {
+        let binning = Binning::integers(65_536);
+        let u16s = histogram_input_of(rng.random(), n, 65_536, ValueDistribution::Uniform, InputType::U16, None);
+        assert_typed_matches_cpu(&gpu, u16s.as_values(), binning, sorted_request(None, None, InputType::U16));
+        let binning = Binning::integers(256);
+        let u8s = histogram_input_of(rng.random(), n, 256, ValueDistribution::Uniform, InputType::U8, None);
+        assert_typed_matches_cpu(&gpu, u8s.as_values(), binning, sorted_request(None, Some(4), InputType::U8));
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sorted_tier_counts_constant_zipf_and_all_left_out_inputs_exactly() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("sorted skew"));
+    for bins in [65_536, 1 << 20] {
+        for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Normal] {
+            let values = histogram_input(rng.random(), (1 << 22) + 3, bins, dist);
+            let binning = Binning::integers(bins as u32);
+            assert_typed_matches_cpu(&gpu, Values::I32(&values), binning, sorted_request(None, None, InputType::I32));
+        }
+        // Every f32 outside the range: nothing kept, every bins-pass block leaves at once.
+        let binning = binning_for(InputType::F32, bins, Some((0.0, 1.0))).unwrap();
+        let outside: Vec<f32> = (0..100_003).map(|i| if i % 3 == 0 { f32::NAN } else { 2.0 + i as f32 }).collect();
+        assert_typed_matches_cpu(&gpu, Values::F32(&outside), binning, sorted_request(None, None, InputType::F32));
     }
 }
 
@@ -313,6 +372,6 @@ fn a_2_pow_28_value_u8_input_matches_cpu() {
     let binning = binning_for(InputType::F32, 1 << 20, Some((0.0, 1.0))).unwrap();
     assert_eq!(
         assert_typed_matches_cpu(&gpu, f32s.as_values(), binning, PlanRequest::default()),
-        HistogramTier::Bucketed
+        HistogramTier::Sorted
     );
 }

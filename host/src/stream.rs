@@ -318,7 +318,7 @@ struct Counter<'a> {
     streams: Vec<Arc<CudaStream>>,
     /// A chunk's bytes per stream.
     device: Vec<CudaSlice<u8>>,
-    /// The bucketed tier's buffers per stream.
+    /// The bucketed and sorted tiers' buffers per stream.
     scratch: Vec<Option<BucketScratch>>,
     element: InputType,
     binning: Binning,

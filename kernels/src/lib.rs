@@ -1,7 +1,8 @@
 //! GPU kernels written in Rust and compiled to PTX by rustc's `nvptx64-nvidia-cuda` backend.
 //!
 //! One kernel family per file (matmul families under [`matmul`], the histogram tiers under
-//! [`histogram`], its bucketed tier in [`histogram::bucketed`]); the file name names the kernel
+//! [`histogram`], its sorted and bucketed tiers in [`histogram::sorted`] and
+//! [`histogram::bucketed`]); the file name names the kernel
 //! and its PTX symbol. Each family
 //! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
 //! plans launches from the same numbers the kernel was compiled with.
@@ -42,19 +43,24 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::TYPED_KERNELS[0].cluster,
     histogram::TYPED_KERNELS[0].global,
     histogram::TYPED_KERNELS[0].scatter,
+    histogram::TYPED_KERNELS[0].tile_sort,
     histogram::TYPED_KERNELS[1].shared,
     histogram::TYPED_KERNELS[1].cluster,
     histogram::TYPED_KERNELS[1].global,
     histogram::TYPED_KERNELS[1].scatter,
+    histogram::TYPED_KERNELS[1].tile_sort,
     histogram::TYPED_KERNELS[2].shared,
     histogram::TYPED_KERNELS[2].cluster,
     histogram::TYPED_KERNELS[2].global,
     histogram::TYPED_KERNELS[2].scatter,
+    histogram::TYPED_KERNELS[2].tile_sort,
     histogram::TYPED_KERNELS[3].shared,
     histogram::TYPED_KERNELS[3].cluster,
     histogram::TYPED_KERNELS[3].global,
     histogram::TYPED_KERNELS[3].scatter,
+    histogram::TYPED_KERNELS[3].tile_sort,
     histogram::bucketed::KERNEL_BUCKET_BINS,
+    histogram::sorted::KERNEL_SORTED_BINS,
     saxpy::KERNEL,
 ];
 

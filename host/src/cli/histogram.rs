@@ -14,10 +14,12 @@ use std::path::{Path, PathBuf};
 /// `--tier`: the planner's choice, or a forced tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierChoice {
-    /// Shared, cluster, bucketed or global, by the bin count and the device.
+    /// Shared, sorted or global, by the bin count and the device.
     Auto,
     /// One block's shared memory.
     Shared,
+    /// Tiles sorted by bucket of bins, each bucket counted in shared memory, two passes.
+    Sorted,
     /// A cluster's distributed shared memory.
     Cluster,
     /// Buckets of bins counted in shared memory, three passes.
@@ -32,6 +34,7 @@ impl TierChoice {
         match self {
             Self::Auto => None,
             Self::Shared => Some(HistogramTier::Shared),
+            Self::Sorted => Some(HistogramTier::Sorted),
             Self::Cluster => Some(HistogramTier::Cluster),
             Self::Bucketed => Some(HistogramTier::Bucketed),
             Self::Global => Some(HistogramTier::Global),
@@ -99,6 +102,9 @@ pub struct HistogramArgs {
     /// Threads per block (default: the planner's).
     #[arg(long)]
     pub threads: Option<u32>,
+    /// Buckets of 2^BITS bins (bucketed and sorted tiers; default: the planner's).
+    #[arg(long, value_name = "BITS")]
+    pub bucket_bits: Option<u32>,
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
@@ -130,6 +136,7 @@ impl HistogramArgs {
             copies: self.copies,
             aggregate: self.aggregate,
             element: Some(element.input_type()),
+            bucket_shift: self.bucket_bits,
         }
     }
 }

@@ -1,11 +1,11 @@
-//! Launch planning for `kernels::histogram`: which tier (block shared memory, cluster distributed
-//! shared memory, bucketed, global memory), which cluster size, how many private copies, how
+//! Launch planning for `kernels::histogram`: which tier (block shared memory, tile-sorted buckets,
+//! cluster distributed shared memory, bucketed, global memory), which cluster size, how many private copies, how
 //! many blocks, how much shared memory; and the typed inputs (`u8`, `u16`, `i32`, `f32` over a
 //! range) the kernels count.
 //!
 //! [`plan_for`] is pure (device limits in, plan out) so its choices are unit-tested for the H100
-//! and for smaller devices; [`plan`] takes the limits from the device and confirms cluster plans
-//! with the driver's occupancy query.
+//! and for smaller devices; [`plan`] takes the limits from the device and sizes every grid with
+//! the driver's occupancy query for the kernel that will run (its registers included).
 
 use crate::error::{HostError, Result, format_bytes};
 use crate::gpu::Gpu;
@@ -13,6 +13,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUfunction_attribute
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use kernels::histogram::bucketed::{self, KERNEL_BUCKET_BINS, SCATTER_THREADS};
 use kernels::histogram::shared_bytes;
+use kernels::histogram::sorted::{self, KERNEL_SORTED_BINS};
 pub use kernels::histogram::{Binning, Element, InputType};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -26,6 +27,9 @@ pub use values::{MAX_F32_BINS, Values, ValuesBuf, binning_for, histogram_cpu_of}
 pub enum HistogramTier {
     /// Private histograms per block in its shared memory.
     Shared,
+    /// Values sorted by bucket of bins within tiles, then each bucket counted in shared memory:
+    /// two passes.
+    Sorted,
     /// One histogram per thread-block cluster, spread over its blocks' shared memory.
     Cluster,
     /// Values partitioned into buckets of bins by the high bits of their bin, each bucket then
@@ -36,26 +40,28 @@ pub enum HistogramTier {
 }
 
 impl HistogramTier {
-    /// Every tier, fastest first.
-    pub const ALL: [Self; 4] = [Self::Shared, Self::Cluster, Self::Bucketed, Self::Global];
+    /// Every tier, in the planner's order of preference.
+    pub const ALL: [Self; 5] = [Self::Shared, Self::Sorted, Self::Cluster, Self::Bucketed, Self::Global];
 
     /// The name the CLI and reports use.
     pub fn name(self) -> &'static str {
         match self {
             Self::Shared => "shared",
+            Self::Sorted => "sorted",
             Self::Cluster => "cluster",
             Self::Bucketed => "bucketed",
             Self::Global => "global",
         }
     }
 
-    /// The kernel that counts (the bins pass for the bucketed tier).
+    /// The kernel that counts (the bins pass for the bucketed and sorted tiers).
     fn kernel(self, input: InputType) -> &'static str {
         let k = input.kernels();
         match self {
             Self::Shared => k.shared,
             Self::Cluster => k.cluster,
             Self::Bucketed => KERNEL_BUCKET_BINS,
+            Self::Sorted => KERNEL_SORTED_BINS,
             Self::Global => k.global,
         }
     }
@@ -101,18 +107,13 @@ impl HistogramLimits {
         self.max_cluster_size as u64 * self.block_capacity()
     }
 
-    /// Bins the planner puts in the cluster tier on its own: clusters of up to
-    /// [`MAX_AUTO_CLUSTER_SIZE`] blocks, and fewer than [`BUCKETED_FROM_BINS`].
-    pub fn auto_cluster_capacity(&self) -> u64 {
-        (self.max_cluster_size.min(MAX_AUTO_CLUSTER_SIZE) as u64 * self.block_capacity()).min(BUCKETED_FROM_BINS - 1)
-    }
-
     /// The widest bucket (bits of the bin) whose counters fit one block's shared memory.
     pub fn max_bucket_shift(&self) -> u32 {
         (self.block_capacity().max(1).ilog2()).min(16)
     }
 
-    /// Bins the bucketed tier holds: [`bucketed::MAX_BUCKETS`] buckets of the widest width.
+    /// Bins the bucketed and sorted tiers hold: [`bucketed::MAX_BUCKETS`] buckets of the widest
+    /// width.
     pub fn bucketed_capacity(&self) -> u64 {
         bucketed::MAX_BUCKETS as u64 * (1u64 << self.max_bucket_shift())
     }
@@ -159,32 +160,35 @@ pub struct PlanRequest {
     /// Whether warps merge warp-uniform bins before adding.
     pub aggregate: Option<bool>,
     /// The input type, where the planner's choice depends on it (`u8` values take 1024-thread
-    /// blocks in the shared tier); `None` plans for `i32`.
+    /// blocks in the shared tier; the sorted tier's tiles; the kernel whose occupancy sizes the
+    /// grid); `None` plans for `i32`.
     pub element: Option<InputType>,
+    /// Bits of the bin below the bucket (bucketed and sorted tiers): buckets of `2^bits` bins.
+    pub bucket_shift: Option<u32>,
 }
 
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
 pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
 
-/// The largest cluster the planner chooses on its own. In a cluster of `c` blocks, `(c - 1) / c`
-/// of the adds cross the cluster's network; measured on an H100 (2^26 uniform values), clusters
-/// of up to 4 beat global atomics (131,072 bins: cluster of 4 0.744 ms, global 0.863 ms) and a
-/// cluster of 5 loses to them (262,144 bins: 0.876 ms against 0.801 ms).
-pub const MAX_AUTO_CLUSTER_SIZE: u32 = 4;
-
-/// The fewest bins for which the planner prefers the bucketed tier to a cluster. Measured on an
-/// H100 (2^26 values): at 131,072 bins a cluster of 3 took 0.694 ms on uniform values, 1.411 on
-/// zipf and 1.948 on a constant (0.277 aggregated), the bucketed tier 0.687 / 0.690 / 0.569; at
-/// 65,536 bins a cluster of 2 took 0.421 ms, the bucketed tier 0.620.
-pub const BUCKETED_FROM_BINS: u64 = 1 << 17;
-
-/// The narrowest bucket the planner uses, in bits of the bin: 2^14 counters take 64 KiB, so
-/// three blocks of the bins pass share an SM.
+/// The narrowest bucket the planner uses in the bucketed tier, in bits of the bin: 2^14
+/// counters take 64 KiB, so three blocks of the bins pass share an SM.
 pub const MIN_BUCKET_SHIFT: u32 = 14;
 
-/// Scatter blocks per SM: its 115 registers per thread leave room for one block of
-/// [`SCATTER_THREADS`].
-pub const SCATTER_BLOCKS_PER_SM: u32 = 1;
+/// The narrowest bucket the planner uses in the sorted tier, in bits of the bin: every block of
+/// its bins pass zeroes and flushes `2^shift` counters, which narrow buckets keep cheap, while
+/// wide ones give each tile longer runs of keys to read. Measured on an H100 (2^26 values, 2^20
+/// bins, the first tile sort): 0.710 ms with buckets of 2^12 bins, 0.679 with 2^13, 0.687 with
+/// 2^14; at 65,536 bins 0.710, 0.720, 0.728.
+pub const MIN_SORTED_SHIFT: u32 = 13;
+
+/// Static shared memory of the sorted tier's bins pass (its per-thread segment tables), bytes.
+pub const SORTED_BINS_STATIC_SHARED: u32 = 12_464;
+
+/// Static shared memory of the sorted tier's tile sort (bucket counters, offsets and the block's totals), bytes.
+pub const TILE_SORT_STATIC_SHARED: u32 = 3088;
+
+/// Static shared memory of the bucketed tier's scatter, bytes.
+pub const SCATTER_STATIC_SHARED: u32 = 36_880;
 
 /// Threads per block of the shared tier for `u8` values, 16 to a 16-byte load: on an H100,
 /// 2^28 values in 256 bins took 0.099 ms with 1024 threads against 0.112 ms with 512.
@@ -222,8 +226,11 @@ pub struct HistogramPlan {
     pub aggregate: bool,
     /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
     pub bucket_shift: u32,
-    /// Blocks of the bucketed tier's scatter pass (0 elsewhere).
+    /// Blocks of the first pass that reads the values: the bucketed tier's scatter, the sorted
+    /// tier's tile sort (0 elsewhere).
     pub scatter_blocks: u32,
+    /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
+    pub count_blocks: u32,
 }
 
 impl std::fmt::Display for HistogramPlan {
@@ -233,11 +240,20 @@ impl std::fmt::Display for HistogramPlan {
             HistogramTier::Cluster => write!(f, ", cluster of {} blocks", self.cluster_size)?,
             HistogramTier::Bucketed => write!(
                 f,
-                ", {} buckets of {} bins; scatter {} blocks x {} threads; bins pass",
+                ", {} buckets of {} bins; count {} blocks; scatter {} blocks x {} threads; bins pass",
+                bucketed::bucket_count(self.bins, self.bucket_shift),
+                1u32 << self.bucket_shift,
+                self.count_blocks,
+                self.scatter_blocks,
+                SCATTER_THREADS
+            )?,
+            HistogramTier::Sorted => write!(
+                f,
+                ", {} buckets of {} bins; tile sort {} blocks x {} threads; bins pass",
                 bucketed::bucket_count(self.bins, self.bucket_shift),
                 1u32 << self.bucket_shift,
                 self.scatter_blocks,
-                SCATTER_THREADS
+                self.threads_per_block
             )?,
             _ => {}
         }
@@ -275,16 +291,20 @@ impl HistogramPlan {
                 self.copies,
                 SHARED_BLOCKS_PER_SM
             ),
+            HistogramTier::Sorted => format!(
+                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.371 ms against a cluster's 0.421 at 65,536; 0.432 against 0.669 bucketed and 0.790 global at 2^20), within 1.17x of its uniform time on zipf values where a cluster took 1.63x",
+                limits.block_capacity(),
+                limits.bucketed_capacity(),
+                bucketed::MAX_BUCKETS,
+                1u64 << limits.max_bucket_shift()
+            ),
             HistogramTier::Cluster => format!(
-                "{bins} bins exceed one block ({} bins) and are below {BUCKETED_FROM_BINS}, where the bucketed tier starts to win: the smallest cluster that holds them",
+                "{bins} bins: the smallest cluster that holds them ({} bins per block)",
                 limits.block_capacity()
             ),
-            HistogramTier::Bucketed => format!(
-                "{bins} bins: from {BUCKETED_FROM_BINS} bins up to {} the bucketed tier matches or beats clusters and global atomics on uniform values and stays within 1.25x on skewed ones, where global atomics slow down up to 18x",
-                limits.bucketed_capacity()
-            ),
+            HistogramTier::Bucketed => format!("{bins} bins in buckets of {} bins", 1u64 << self.bucket_shift),
             HistogramTier::Global => format!(
-                "{bins} bins exceed the bucketed tier's {} ({} buckets of {} bins)",
+                "{bins} bins exceed the sorted tier's {} ({} buckets of {} bins)",
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
                 1u64 << limits.max_bucket_shift()
@@ -305,14 +325,15 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 }
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
-/// holds every bin, else the cluster tier with the smallest cluster that holds them (the most
-/// adds stay in the block's own shared memory) up to [`MAX_AUTO_CLUSTER_SIZE`] blocks and below
-/// [`BUCKETED_FROM_BINS`], else the bucketed tier while its buckets hold the bins, else the
-/// global tier. The request can fix the tier, the cluster size (cluster tier only), the threads
-/// per block, the copies (shared tier only) and warp aggregation. The grid is persistent: as many
-/// blocks as the device keeps resident at once, estimated from threads and shared memory.
+/// holds every bin, else the sorted tier while its buckets hold the bins, else the global tier
+/// (the cluster and bucketed tiers only when asked for). The request can fix the tier, the
+/// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
+/// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
+/// blocks as the device keeps resident at once, estimated here from threads and shared memory
+/// ([`plan_with`] replaces the estimate with the driver's occupancy for the kernel's registers).
 pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
-    let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element } = request;
+    let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element, bucket_shift } =
+        request;
     let threads = threads_per_block.unwrap_or(THREADS_PER_BLOCK);
     if threads == 0 || threads > 1024 || threads % 32 != 0 {
         return Err(HostError::InvalidInput(format!(
@@ -333,10 +354,15 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         (Some(tier), _) => tier,
         (None, Some(_)) => HistogramTier::Cluster,
         (None, None) if bins <= capacity => HistogramTier::Shared,
-        (None, None) if bins as u64 <= limits.auto_cluster_capacity() => HistogramTier::Cluster,
-        (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Bucketed,
+        (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Sorted,
         (None, None) => HistogramTier::Global,
     };
+    if bucket_shift.is_some() && !matches!(tier, HistogramTier::Bucketed | HistogramTier::Sorted) {
+        return Err(HostError::InvalidInput(format!(
+            "--bucket-bits applies to the bucketed and sorted tiers only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
     if copies.is_some() && tier != HistogramTier::Shared {
         return Err(HostError::InvalidInput(format!(
             "--copies applies to the shared tier only, and {bins} bins take the {} tier",
@@ -363,7 +389,9 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         aggregate: aggregate.unwrap_or(false),
         bucket_shift: 0,
         scatter_blocks: 0,
+        count_blocks: 0,
     };
+    let element = element.unwrap_or(InputType::I32);
     match tier {
         HistogramTier::Shared => {
             if bins > capacity {
@@ -374,7 +402,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
                 )));
             }
             let threads = match (threads_per_block, element) {
-                (None, Some(InputType::U8)) => U8_SHARED_THREADS,
+                (None, InputType::U8) => U8_SHARED_THREADS,
                 _ => threads,
             };
             let copies = copies.unwrap_or_else(|| copies_for(limits, bins32));
@@ -439,17 +467,9 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             })
         }
         HistogramTier::Bucketed => {
-            let Some(shift) = bucketed::bucket_shift(bins32, MIN_BUCKET_SHIFT.min(limits.max_bucket_shift()))
-                .filter(|&s| s <= limits.max_bucket_shift())
-            else {
-                return Err(HostError::InvalidInput(format!(
-                    "{bins} bins exceed the bucketed tier's {} ({} buckets of {} bins in one block's shared memory): use the global tier",
-                    limits.bucketed_capacity(),
-                    bucketed::MAX_BUCKETS,
-                    1u64 << limits.max_bucket_shift()
-                )));
-            };
+            let shift = bucket_shift_for(limits, bins32, bucket_shift, MIN_BUCKET_SHIFT, tier)?;
             let shared = shared_bytes(1 << shift);
+            let count_shared = shared_bytes(bucketed::bucket_count(bins32, shift) * MAX_COPIES);
             Ok(HistogramPlan {
                 blocks: persistent(shared, threads, 1),
                 shared_bytes: shared,
@@ -458,12 +478,73 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
                 // Off: same-address adds within a warp cost little in a block's own shared memory
                 // (2^20 bins: 0.832 ms uniform, 0.668 constant), and the test costs 3% on uniform.
                 bucket_shift: shift,
-                scatter_blocks: limits.sm_count * SCATTER_BLOCKS_PER_SM,
+                scatter_blocks: persistent(SCATTER_STATIC_SHARED, SCATTER_THREADS, 1),
+                count_blocks: persistent(count_shared, THREADS_PER_BLOCK, 1),
+                ..base
+            })
+        }
+        HistogramTier::Sorted => {
+            if threads > sorted::MAX_THREADS {
+                return Err(HostError::InvalidInput(format!(
+                    "{threads} threads per block: the sorted tier takes at most {}",
+                    sorted::MAX_THREADS
+                )));
+            }
+            let shift = bucket_shift_for(limits, bins32, bucket_shift, MIN_SORTED_SHIFT, tier)?;
+            let shared = shared_bytes(1 << shift);
+            let stage = sorted::stage_bytes(threads, element.size()) + TILE_SORT_STATIC_SHARED;
+            Ok(HistogramPlan {
+                // Every bucket may need a block beyond the parts shared out by its values.
+                blocks: persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1)
+                    + bucketed::bucket_count(bins32, shift),
+                shared_bytes: shared,
+                bins_per_block: 1 << shift,
+                bucket_shift: shift,
+                scatter_blocks: persistent(stage, threads, 1),
                 ..base
             })
         }
         HistogramTier::Global => Ok(HistogramPlan { blocks: persistent(0, threads, 1), ..base }),
     }
+}
+
+/// The bucket width, in bits of the bin, for `bins` bins in `tier` (bucketed or sorted): the
+/// requested one, checked, or the narrowest from `min_shift` with at most
+/// [`bucketed::MAX_BUCKETS`] buckets whose counters fit one block's shared memory.
+fn bucket_shift_for(
+    limits: &HistogramLimits,
+    bins: u32,
+    requested: Option<u32>,
+    min_shift: u32,
+    tier: HistogramTier,
+) -> Result<u32> {
+    let widest = limits.max_bucket_shift();
+    if let Some(shift) = requested {
+        if shift == 0 || shift > widest {
+            return Err(HostError::InvalidInput(format!(
+                "buckets of 2^{shift} bins: use 1 to {widest} bits (2^{widest} counters fill one block's shared memory)"
+            )));
+        }
+        let buckets = bucketed::bucket_count(bins, shift);
+        if buckets > bucketed::MAX_BUCKETS {
+            return Err(HostError::InvalidInput(format!(
+                "{bins} bins in buckets of 2^{shift} make {buckets} buckets; the {} tier takes at most {}: use at least {} bits",
+                tier.name(),
+                bucketed::MAX_BUCKETS,
+                bucketed::bucket_shift(bins, 1).map_or(widest, |s| s)
+            )));
+        }
+        return Ok(shift);
+    }
+    bucketed::bucket_shift(bins, min_shift.min(widest)).filter(|&s| s <= widest).ok_or_else(|| {
+        HostError::InvalidInput(format!(
+            "{bins} bins exceed the {} tier's {} ({} buckets of {} bins in one block's shared memory): use the global tier",
+            tier.name(),
+            limits.bucketed_capacity(),
+            bucketed::MAX_BUCKETS,
+            1u64 << widest
+        ))
+    })
 }
 
 /// Fails unless `bins` is a bin count the kernels address: 1 to `i32::MAX`.
@@ -480,9 +561,11 @@ pub fn check_bins(bins: usize) -> Result<()> {
     Ok(())
 }
 
-/// Plans for the opened device: [`plan_for`] with its limits, then, for the cluster tier, the
-/// grid from the driver's occupancy query (clusters must fit in one GPC, which the estimate
-/// cannot see); fails if the driver cannot schedule a single such cluster.
+/// Plans for the opened device: [`plan_for`] with its limits, then every grid from the driver's
+/// occupancy query for the kernel that runs it (for the request's input type): its registers
+/// limit residency as much as threads and shared memory do, and clusters must fit in one GPC,
+/// which the estimate cannot see. Fails if the driver cannot keep a single block (or cluster)
+/// of the plan resident.
 pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<HistogramPlan> {
     plan_with(gpu, bins, PlanRequest { tier: forced, ..PlanRequest::default() })
 }
@@ -491,8 +574,43 @@ pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<His
 pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let limits = HistogramLimits::of(gpu)?;
     let mut plan = plan_for(&limits, bins, request)?;
+    let element = request.element.unwrap_or(InputType::I32);
+    let sms = limits.sm_count;
+    // Blocks of `name` with `threads` threads and `shared` bytes of dynamic shared memory that
+    // the whole device keeps resident.
+    let resident = |name: &'static str, threads: u32, shared: u32| -> Result<u32> {
+        let func = gpu.function(name)?;
+        func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        let per_sm = func.occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None)?;
+        if per_sm == 0 {
+            return Err(HostError::InvalidInput(format!(
+                "the driver cannot keep one block of {name} ({threads} threads, {} of shared memory) resident on this device: try fewer threads per block",
+                format_bytes(shared as u64)
+            )));
+        }
+        Ok(per_sm * sms)
+    };
+    let kernels = element.kernels();
+    match plan.tier {
+        HistogramTier::Shared | HistogramTier::Global => {
+            plan.blocks = resident(plan.tier.kernel(element), plan.threads_per_block, plan.shared_bytes)?;
+        }
+        HistogramTier::Bucketed => {
+            plan.blocks = resident(KERNEL_BUCKET_BINS, plan.threads_per_block, plan.shared_bytes)?;
+            plan.scatter_blocks = resident(kernels.scatter, SCATTER_THREADS, 0)?;
+            let count_shared = shared_bytes(bucketed::bucket_count(plan.bins, plan.bucket_shift) * plan.copies);
+            plan.count_blocks = resident(kernels.shared, THREADS_PER_BLOCK, count_shared)?;
+        }
+        HistogramTier::Sorted => {
+            let buckets = bucketed::bucket_count(plan.bins, plan.bucket_shift);
+            plan.blocks = resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)? + buckets;
+            let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
+            plan.scatter_blocks = resident(kernels.tile_sort, threads, sorted::stage_bytes(threads, element.size()))?;
+        }
+        HistogramTier::Cluster => {}
+    }
     if plan.tier == HistogramTier::Cluster {
-        let func = prepared_function(gpu, &plan, InputType::I32)?;
+        let func = prepared_function(gpu, &plan, element)?;
         let mut attr = cluster_attribute(plan.cluster_size);
         let config = cluster_launch_config(&plan, gpu.stream(), &mut attr);
         let mut clusters = 0;
@@ -522,13 +640,38 @@ pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
     Some(format!("bin {i} holds {} instead of {}; {total} values counted of {expected}", got[i], want[i]))
 }
 
-/// The bucketed tier's buffers: each value's low bits, bucket after bucket, and per bucket its
-/// count and the scatter's cursor. One per stream that launches the bucketed tier; allocated by
-/// [`launch_into`] on first use, for as many values as it is asked to count.
+/// The bucketed and sorted tiers' buffers: each value's low bits (bucket after bucket, or tile
+/// after tile sorted by bucket), per bucket its count and the scatter's cursor, and the sorted
+/// tier's table of where each bucket starts in each tile. One per stream that launches these
+/// tiers; allocated by [`launch_into`] on first use and grown when a launch needs more.
 pub struct BucketScratch {
     keys: CudaSlice<u16>,
     bucket_counts: CudaSlice<u32>,
     cursors: CudaSlice<u32>,
+    table: CudaSlice<u32>,
+}
+
+impl BucketScratch {
+    /// Makes `scratch` hold at least `keys` keys and `table` table entries (reallocating both when
+    /// either is short), checking free memory first.
+    fn ensure<'a>(gpu: &Gpu, scratch: &'a mut Option<Self>, keys: u64, table: u64) -> Result<&'a mut Self> {
+        let (keys, table) = (keys.max(8), table.max(1));
+        if scratch.as_ref().is_none_or(|s| (s.keys.len() as u64) < keys || (s.table.len() as u64) < table) {
+            *scratch = None;
+            let buckets = bucketed::MAX_BUCKETS as u64;
+            gpu.ensure_fits(
+                &format!("the bucketed tiers' scratch for {keys} keys and {table} table entries"),
+                2 * keys + 4 * table + 8 * buckets,
+            )?;
+            *scratch = Some(Self {
+                keys: gpu.zeros(keys as usize)?,
+                bucket_counts: gpu.zeros(buckets as usize)?,
+                cursors: gpu.zeros(buckets as usize)?,
+                table: gpu.zeros(table as usize)?,
+            });
+        }
+        Ok(scratch.as_mut().expect("allocated above"))
+    }
 }
 
 /// Input values and counters on the device.
@@ -655,21 +798,16 @@ pub fn launch_into(
             unsafe { launch.launch(config(blocks, threads, 0)) }?;
         }
         HistogramTier::Bucketed => {
-            if scratch.as_ref().is_none_or(|s| (s.keys.len() as u64) < n) {
-                *scratch = None;
-                let buckets = bucketed::MAX_BUCKETS as usize;
-                gpu.ensure_fits(
-                    &format!("the bucketed tier's keys for {n} values"),
-                    2 * n.max(8) + 8 * buckets as u64,
-                )?;
-                *scratch = Some(BucketScratch {
-                    keys: gpu.zeros(n.max(8) as usize)?,
-                    bucket_counts: gpu.zeros(buckets)?,
-                    cursors: gpu.zeros(buckets)?,
-                });
-            }
-            let s = scratch.as_mut().expect("allocated above");
+            let s = BucketScratch::ensure(gpu, scratch, n, 1)?;
             launch_bucketed(gpu, plan, stream, input, counts, s, &func)?;
+        }
+        HistogramTier::Sorted => {
+            let threads = tile_sort_threads(gpu, input.element, plan.threads_per_block)?;
+            let tile = sorted::tile_values(threads, input.element.size());
+            let tiles = sorted::tiles(n, tile);
+            let buckets = bucketed::bucket_count(nbins, plan.bucket_shift);
+            let s = BucketScratch::ensure(gpu, scratch, sorted::keys_len(n, tile), sorted::table_len(buckets, tiles))?;
+            launch_sorted(gpu, plan, stream, input, counts, s, &func)?;
         }
         HistogramTier::Cluster => {
             let (input_ptr, _input_sync) = bytes.device_ptr(stream);
@@ -733,9 +871,6 @@ fn check_launch(
     Ok(())
 }
 
-/// Blocks per SM of the bucketed tier's count pass: 512 threads and 32 KiB each.
-const BUCKET_COUNT_BLOCKS_PER_SM: u32 = 4;
-
 /// The bucketed tier's three passes on `stream`; `bins_pass` is the prepared bins-pass kernel.
 fn launch_bucketed(
     gpu: &Gpu,
@@ -758,9 +893,8 @@ fn launch_bucketed(
     let mut launch = stream.launch_builder(&count_pass);
     launch.arg(input.bytes).arg(&n).arg(&mut s.bucket_counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
     launch.arg(&shift).arg(&copies).arg(&no_aggregate);
-    let count_blocks = gpu.info().sm_count * BUCKET_COUNT_BLOCKS_PER_SM;
     let cfg = LaunchConfig {
-        grid_dim: (count_blocks, 1, 1),
+        grid_dim: (plan.count_blocks, 1, 1),
         block_dim: (THREADS_PER_BLOCK, 1, 1),
         shared_mem_bytes: count_shared,
     };
@@ -787,6 +921,74 @@ fn launch_bucketed(
     };
     // SAFETY: kernel contract: keys and bucket counts are complete, counts holds nbins zeroed
     // counters, the launch provides 2^shift * 4 bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+/// Threads per tile-sort block for `element` values: the plan's `threads`, or fewer (a multiple of
+/// 32) where the kernel's registers do not allow that many in one block (the checked build's
+/// `u8` kernel takes 145 registers: at most 448 threads).
+fn tile_sort_threads(gpu: &Gpu, element: InputType, threads: u32) -> Result<u32> {
+    let kernel = element.kernels().tile_sort;
+    let most = gpu.function(kernel)?.get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
+    let most = (most.max(0) as u32) / 32 * 32;
+    if most == 0 {
+        return Err(HostError::InvalidInput(format!("{kernel} cannot run a block of 32 threads on this device")));
+    }
+    Ok(threads.min(most))
+}
+
+/// The sorted tier's two passes on `stream`; `bins_pass` is the prepared bins-pass kernel.
+fn launch_sorted(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &DeviceInput<'_>,
+    counts: &mut CudaSlice<u32>,
+    s: &mut BucketScratch,
+    bins_pass: &CudaFunction,
+) -> Result<()> {
+    stream.memset_zeros(&mut s.bucket_counts)?;
+    let (element, n) = (input.element, input.n);
+    let Binning { nbins, lo, hi, scale } = input.binning;
+    let shift = plan.bucket_shift;
+    let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
+    let buckets = bucketed::bucket_count(nbins, shift);
+    if plan.blocks <= buckets {
+        return Err(HostError::InvalidInput(format!(
+            "the sorted tier's bins pass needs more than {buckets} blocks; the plan has {}",
+            plan.blocks
+        )));
+    }
+    let tile = sorted::tile_values(threads, element.size());
+    let stage = sorted::stage_bytes(threads, element.size());
+    let tile_sort = gpu.function(element.kernels().tile_sort)?;
+    tile_sort.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, stage as i32)?;
+    let mut launch = stream.launch_builder(&tile_sort);
+    launch.arg(input.bytes).arg(&n).arg(&nbins).arg(&lo).arg(&hi).arg(&scale).arg(&shift);
+    launch.arg(&mut s.keys).arg(&mut s.table).arg(&mut s.bucket_counts);
+    let tiles = sorted::tiles(n, tile);
+    let cfg = LaunchConfig {
+        grid_dim: ((plan.scatter_blocks as u64).min(tiles) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: stage,
+    };
+    // SAFETY: kernel contract (kernels::histogram::sorted): input holds n <= u32::MAX values
+    // (check_launch), keys holds keys_len(n, tile) u16, table table_len(buckets, tiles) u32
+    // (BucketScratch::ensure), the totals are zeroed, buckets <= MAX_BUCKETS (the plan), threads
+    // is a multiple of 32 up to MAX_THREADS (the plan) that the kernel's registers allow, and the
+    // launch provides stage_bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    let mut launch = stream.launch_builder(bins_pass);
+    launch.arg(&s.keys).arg(&s.table).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&n).arg(&tile);
+    let cfg = LaunchConfig {
+        grid_dim: (plan.blocks, 1, 1),
+        block_dim: (plan.threads_per_block, 1, 1),
+        shared_mem_bytes: plan.shared_bytes,
+    };
+    // SAFETY: kernel contract: the tile sort completed on this stream with the same n, shift and
+    // tile; counts holds nbins counters; the grid has more than `buckets` blocks and the launch
+    // provides 2^shift * 4 bytes of shared memory.
     unsafe { launch.launch(cfg) }?;
     Ok(())
 }
@@ -863,32 +1065,69 @@ mod tests {
         let at = plan_for(&H100, capacity, PlanRequest::default()).unwrap();
         assert_eq!((at.tier, at.shared_bytes, at.bins_per_block), (Shared, 232_448, 58_112));
         let above = plan_for(&H100, capacity + 1, PlanRequest::default()).unwrap();
-        assert_eq!((above.tier, above.cluster_size, above.bins_per_block), (Cluster, 2, 29_057));
+        assert_eq!((above.tier, above.bucket_shift, above.bins_per_block), (Sorted, 13, 8192));
+        let cluster = plan_for(&H100, capacity + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() });
+        assert_eq!(cluster.unwrap().cluster_size, 2);
     }
 
     #[test]
-    fn the_planner_puts_bins_in_a_cluster_below_the_bucketed_crossover_and_buckets_from_it() {
-        let auto = H100.auto_cluster_capacity() as usize;
-        assert_eq!(auto as u64, BUCKETED_FROM_BINS - 1);
-        let at = plan_for(&H100, auto, PlanRequest::default()).unwrap();
-        assert_eq!((at.tier, at.cluster_size), (Cluster, 3));
-        let from = plan_for(&H100, auto + 1, PlanRequest::default()).unwrap();
-        assert_eq!((from.tier, from.bucket_shift, from.aggregate), (Bucketed, 14, false));
-        assert!(at.aggregate, "clusters merge warp-uniform adds");
-        assert!(!plan_for(&H100, 256, PlanRequest::default()).unwrap().aggregate);
+    fn the_planner_sorts_every_bin_count_above_one_block_that_its_buckets_hold() {
+        let sorted = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap();
+        for bins in [58_113, 65_536, 131_072, 1 << 20, 256 << 13] {
+            let p = sorted(bins);
+            assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 13, false), "{bins}");
+        }
+        // Past 256 buckets of 2^13 bins the buckets widen, up to what one block holds.
+        assert_eq!(sorted((256 << 13) + 1).bucket_shift, 14);
+        assert_eq!(sorted(256 << 15).bucket_shift, 15);
+        assert_eq!(sorted((256 << 15) + 1).tier, Global);
+        assert!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier == Shared);
+    }
+
+    #[test]
+    fn the_sorted_plan_has_a_bins_pass_block_per_bucket_beyond_its_resident_parts() {
+        let p = plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap();
+        // 32 KiB of counters and 12 KiB of tables per block: threads allow 4 blocks per SM.
+        assert_eq!((p.shared_bytes, p.blocks), (32_768, 4 * 132 + 128));
+        // Each tile-sort block stages 4096 i32 keys and their ranks (16 KiB): 4 blocks per SM.
+        assert_eq!((p.threads_per_block, p.scatter_blocks), (512, 4 * 132));
+        let u8s = plan_for(&H100, 1 << 20, PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() });
+        assert_eq!(u8s.unwrap().threads_per_block, 512, "u8 takes 1024 threads in the shared tier only");
+        let text = p.to_string();
+        assert!(
+            text.starts_with("sorted tier, 128 buckets of 8192 bins; tile sort 528 blocks x 512 threads"),
+            "{text}"
+        );
+        let too_wide = PlanRequest { threads_per_block: Some(1024), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 1 << 20, too_wide).unwrap().threads_per_block, 1024);
+    }
+
+    #[test]
+    fn requested_bucket_widths_are_checked_against_the_bucket_count_and_one_block() {
+        let bits = |b| PlanRequest { bucket_shift: Some(b), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 1 << 20, bits(14)).unwrap().bucket_shift, 14);
+        let few = plan_for(&H100, 1 << 20, bits(11)).unwrap_err().to_string();
+        assert!(few.contains("512 buckets") && few.contains("at least 12 bits"), "{few}");
+        assert!(plan_for(&H100, 1 << 20, bits(16)).unwrap_err().to_string().contains("use 1 to 15 bits"));
+        assert!(plan_for(&H100, 1 << 20, bits(0)).is_err());
+        let forced = PlanRequest { tier: Some(Bucketed), ..bits(13) };
+        assert_eq!(plan_for(&H100, 1 << 20, forced).unwrap().bucket_shift, 13);
+        let shared = plan_for(&H100, 256, bits(12)).unwrap_err().to_string();
+        assert!(shared.contains("bucketed and sorted tiers only") && shared.contains("shared tier"), "{shared}");
     }
 
     #[test]
     fn the_bucketed_tier_holds_256_buckets_of_the_widest_power_of_two_a_block_holds() {
         assert_eq!(H100.max_bucket_shift(), 15);
         assert_eq!(H100.bucketed_capacity(), 256 << 15);
-        let p = plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap();
-        assert_eq!((p.tier, p.bucket_shift, p.shared_bytes, p.bins_per_block), (Bucketed, 14, 65_536, 16_384));
-        assert_eq!(p.blocks, 3 * 132);
-        let widest = plan_for(&H100, 256 << 15, PlanRequest::default()).unwrap();
-        assert_eq!((widest.tier, widest.bucket_shift), (Bucketed, 15));
-        assert_eq!(plan_for(&H100, (256 << 15) + 1, PlanRequest::default()).unwrap().tier, Global);
         let forced = PlanRequest { tier: Some(Bucketed), ..PlanRequest::default() };
+        let p = plan_for(&H100, 1 << 20, forced).unwrap();
+        assert_eq!((p.tier, p.bucket_shift, p.shared_bytes, p.bins_per_block), (Bucketed, 14, 65_536, 16_384));
+        // Estimates from threads and shared memory; plan_with asks the driver, which also counts
+        // registers (the scatter's 115 leave room for one block per SM).
+        assert_eq!((p.blocks, p.scatter_blocks, p.count_blocks), (3 * 132, 4 * 132, 4 * 132));
+        let widest = plan_for(&H100, 256 << 15, forced).unwrap();
+        assert_eq!((widest.tier, widest.bucket_shift), (Bucketed, 15));
         let err = plan_for(&H100, (256 << 15) + 1, forced).unwrap_err().to_string();
         assert!(err.contains("exceed the bucketed tier") && err.contains("global tier"), "{err}");
         assert_eq!(plan_for(&H100, 300, forced).unwrap().bucket_shift, 14);
@@ -918,7 +1157,7 @@ mod tests {
         let two = PlanRequest { copies: Some(2), ..PlanRequest::default() };
         assert_eq!(plan_for(&H100, 4096, two).unwrap().copies, 2);
         // The planner's own choice above one block's capacity: the copies would be dropped.
-        for (bins, tier) in [(100_000, "cluster"), (1 << 20, "bucketed"), ((256 << 15) + 1, "global")] {
+        for (bins, tier) in [(100_000, "sorted"), (1 << 20, "sorted"), ((256 << 15) + 1, "global")] {
             let err = plan_for(&H100, bins, two).unwrap_err().to_string();
             assert!(err.contains("shared tier only") && err.contains(&format!("the {tier} tier")), "{err}");
         }
@@ -948,9 +1187,9 @@ mod tests {
     fn plan_reason_names_the_capacity_or_crossover_that_decided() {
         let why = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap().reason(&H100, false);
         assert!(why(256).contains("fit in one block") && why(256).contains("32 interleaved copies"), "{}", why(256));
-        assert!(why(100_000).contains("below 131072"), "{}", why(100_000));
-        assert!(why(1 << 20).contains("bucketed tier matches or beats"), "{}", why(1 << 20));
-        assert!(why(1 << 24).contains("exceed the bucketed tier"), "{}", why(1 << 24));
+        assert!(why(100_000).contains("exceed one block (58112 bins)"), "{}", why(100_000));
+        assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
+        assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
         let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
         assert_eq!(forced.reason(&H100, true), "global tier as requested");
     }
@@ -963,19 +1202,16 @@ mod tests {
         let at = plan_for(&H100, full, cluster).unwrap();
         assert_eq!((at.tier, at.cluster_size, at.bins_per_block), (Cluster, 16, 58_112));
         assert!(plan_for(&H100, full + 1, cluster).is_err());
-        assert_eq!(plan_for(&H100, full, PlanRequest::default()).unwrap().tier, Bucketed);
+        assert_eq!(plan_for(&H100, full, PlanRequest::default()).unwrap().tier, Sorted);
     }
 
     #[test]
     fn planner_picks_the_smallest_cluster_that_holds_the_bins() {
-        assert_eq!(plan_for(&H100, 65_536, PlanRequest::default()).unwrap().cluster_size, 2);
-        assert_eq!(plan_for(&H100, 131_071, PlanRequest::default()).unwrap().cluster_size, 3);
-        assert_eq!(plan_for(&H100, 196_608, PlanRequest::default()).unwrap().tier, Bucketed);
         let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 65_536, forced).unwrap().cluster_size, 2);
+        assert_eq!(plan_for(&H100, 131_071, forced).unwrap().cluster_size, 3);
         assert_eq!(plan_for(&H100, 196_608, forced).unwrap().cluster_size, 4);
-        assert_eq!(plan_for(&H100, 262_144, PlanRequest::default()).unwrap().tier, Bucketed);
-        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier, Shared);
-        assert_eq!(plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap().tier, Bucketed);
+        assert_eq!(plan_for(&H100, 256, forced).unwrap().cluster_size, 1);
     }
 
     #[test]
@@ -983,11 +1219,10 @@ mod tests {
         assert_eq!(SMALL.block_capacity(), 12_288);
         assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
         let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
-        assert_eq!((above.tier, above.cluster_size), (Cluster, 2));
-        assert_eq!(plan_for(&SMALL, 4 * 12_288, PlanRequest::default()).unwrap().cluster_size, 4);
+        assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));
         // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
-        let bucketed = plan_for(&SMALL, 4 * 12_288 + 1, PlanRequest::default()).unwrap();
-        assert_eq!((bucketed.tier, bucketed.bucket_shift), (Bucketed, 13));
+        let wide = plan_for(&SMALL, 1 << 21, PlanRequest::default()).unwrap();
+        assert_eq!((wide.tier, wide.bucket_shift), (Sorted, 13));
         assert_eq!(plan_for(&SMALL, (1 << 21) + 1, PlanRequest::default()).unwrap().tier, Global);
         assert_eq!(copies_for(&SMALL, 256), 8);
         let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
@@ -1002,7 +1237,7 @@ mod tests {
         // 58112 bins: one block's 227 KiB leave room for one block per SM.
         assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().copies, 1);
         assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().blocks, 132);
-        let c = plan_for(&H100, 131_072, PlanRequest::default()).unwrap();
+        let c = plan_for(&H100, 131_072, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() }).unwrap();
         assert_eq!(c.blocks % c.cluster_size, 0);
         let global = PlanRequest { tier: Some(Global), ..PlanRequest::default() };
         assert_eq!(plan_for(&H100, 1 << 20, global).unwrap().blocks, 4 * 132);

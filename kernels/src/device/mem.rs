@@ -80,6 +80,20 @@ pub unsafe fn store_global_v4_f32(ptr: *mut f32, v: [f32; 4]) {
     };
 }
 
+/// `st.global.v4.u32`: writes four `u32` words (16 bytes) in one access.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned, `ptr..ptr + 16` bytes lie in one global allocation, and no other
+/// thread accesses them during the kernel.
+#[inline(always)]
+pub unsafe fn store_global_v4_u32(ptr: *mut u8, v: [u32; 4]) {
+    // SAFETY: the caller guarantees alignment, bounds and exclusive access.
+    unsafe {
+        asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg64) ptr, a = in(reg32) v[0],
+             b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3], options(nostack, preserves_flags))
+    };
+}
+
 /// `st.global.f32`: writes one `f32`.
 ///
 /// # Safety

@@ -203,6 +203,59 @@ impl<T: SharedScalar> DynamicSharedArray<T> {
     }
 }
 
+impl DynamicSharedArray<u32> {
+    /// Writes the low 16 bits of `value` into 16-bit element `i`, the low or high half of word
+    /// `i / 2` (`st.shared.u16`): for arrays of `u16` keys held in `u32` words.
+    ///
+    /// # Safety
+    /// `i < 2 * len`, and no other thread accesses that half-word between the surrounding
+    /// barriers.
+    #[inline(always)]
+    pub unsafe fn store_u16(&self, i: usize, value: u32) {
+        debug_assert!(i < 2 * self.len);
+        // SAFETY: in bounds by the caller's contract; 2-byte aligned.
+        unsafe {
+            asm!("st.shared.u16 [{a}], {v};", a = in(reg32) self.base + (2 * i) as u32, v = in(reg32) value,
+                 options(nostack, preserves_flags));
+        }
+    }
+
+    /// Reads 16-bit element `i`, zero-extended (`ld.shared.u16`).
+    ///
+    /// # Safety
+    /// `i < 2 * len`, and no other thread writes that half-word between the last barrier and
+    /// this read.
+    #[inline(always)]
+    pub unsafe fn load_u16(&self, i: usize) -> u32 {
+        debug_assert!(i < 2 * self.len);
+        let value: u32;
+        // SAFETY: in bounds by the caller's contract; 2-byte aligned.
+        unsafe {
+            asm!("ld.shared.u16 {v}, [{a}];", v = out(reg32) value, a = in(reg32) self.base + (2 * i) as u32,
+                 options(readonly, nostack, preserves_flags));
+        }
+        value
+    }
+
+    /// Reads words `i..i + 4` in one 16-byte access (`ld.shared.v4.u32`).
+    ///
+    /// # Safety
+    /// `i + 4 <= len`, `i` is a multiple of 4 (the dynamic window is 16-byte aligned), and no other
+    /// thread writes those words between the last barrier and this read.
+    #[inline(always)]
+    pub unsafe fn load4_u32(&self, i: usize) -> [u32; 4] {
+        debug_assert!(i + 4 <= self.len && i.is_multiple_of(4));
+        let (a, b, c, d): (u32, u32, u32, u32);
+        // SAFETY: in bounds and 16-byte aligned by the caller's contract.
+        unsafe {
+            asm!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a,
+                 b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                 p = in(reg32) self.base + (i * 4) as u32, options(readonly, nostack, preserves_flags));
+        }
+        [a, b, c, d]
+    }
+}
+
 /// Declares a statically sized shared array and returns its [`SharedArray`] handle
 /// (`cuda_std::shared_array!`): `shared_array!(TILE_A: [f32; 256])`.
 ///

@@ -73,35 +73,24 @@ pub(crate) mod device_code {
     use crate::histogram::{Binning, Element, NO_BIN};
     use crate::{dynamic_shared_array, gpu_kernel, shared_array};
 
-    /// Runs `body` for `k` = 0 to 15 as straight-line code: per-thread arrays indexed by a
-    /// constant stay in registers, where a loop (which LLVM did not unroll around the warp
-    /// instructions) put them in local memory.
-    macro_rules! unroll16 {
-        (|$k:ident| $body:block) => {
-            unroll16!(@ $k $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
-        };
-        (@ $k:ident $body:block $($i:literal)*) => {
-            $({
-                let $k: usize = $i;
-                $body
-            })*
-        };
-    }
-
-    /// Entries of a [`MAX_BUCKETS`]-long table each lane of a scanning warp handles.
-    const PER_LANE: u32 = MAX_BUCKETS / warp::WARP_SIZE;
-
     /// Exclusive prefix sum of `read(0..len)` by one warp (`len <= MAX_BUCKETS`): calls
     /// `write(j, sum of read(0..j), read(j))` for every `j` and returns the total in every lane.
+    /// Lane `l` handles entries `l * per_lane ..` with `per_lane = ceil(len / 32)`: a short table
+    /// costs one step per lane, not `MAX_BUCKETS / 32`.
     ///
     /// # Safety
     /// The whole warp calls it together.
     #[inline(always)]
-    unsafe fn warp_exclusive_scan(len: u32, read: impl Fn(u32) -> u32, mut write: impl FnMut(u32, u32, u32)) -> u32 {
+    pub(crate) unsafe fn warp_exclusive_scan(
+        len: u32,
+        read: impl Fn(u32) -> u32,
+        mut write: impl FnMut(u32, u32, u32),
+    ) -> u32 {
         let lane = warp::lane_id();
+        let per_lane = len.div_ceil(warp::WARP_SIZE);
         let mut own = 0;
-        for k in 0..PER_LANE {
-            let j = lane * PER_LANE + k;
+        for k in 0..per_lane {
+            let j = lane * per_lane + k;
             if j < len {
                 own += read(j);
             }
@@ -117,8 +106,8 @@ pub(crate) mod device_code {
             d *= 2;
         }
         let mut run = inclusive - own;
-        for k in 0..PER_LANE {
-            let j = lane * PER_LANE + k;
+        for k in 0..per_lane {
+            let j = lane * per_lane + k;
             if j < len {
                 let v = read(j);
                 write(j, run, v);

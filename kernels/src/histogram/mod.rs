@@ -1,7 +1,7 @@
-//! Histograms of `u8`, `u16`, `i32` and `f32` inputs, in four tiers chosen by the bin count:
+//! Histograms of `u8`, `u16`, `i32` and `f32` inputs, in five tiers chosen by the bin count:
 //! `histogram_shared_*`, `histogram_cluster_*` and `histogram_global_*` here (after the CUDA C++
-//! Programming Guide's "Distributed Shared Memory" histogram), and the bucketed tier for large
-//! bin counts in [`bucketed`].
+//! Programming Guide's "Distributed Shared Memory" histogram), and for bin counts beyond one
+//! block the sorted tier in [`sorted`] (the planner's) and the bucketed tier in [`bucketed`].
 //!
 //! # Parameters
 //! `input`: `n` values of the kernel's element type (16-byte aligned, as every `cuMemAlloc` is);
@@ -45,7 +45,24 @@
 //! shared memory above, and for the cluster tier a cluster dimension `c` with
 //! `c * bins_per_block >= nbins`.
 
+#[cfg(target_arch = "nvptx64")]
+/// Runs `body` for `k` = 0 to 15 as straight-line code: per-thread arrays indexed by a
+/// constant stay in registers, where a loop (which LLVM did not unroll around the warp
+/// instructions) put them in local memory.
+macro_rules! unroll16 {
+    (|$k:ident| $body:block) => {
+        unroll16!(@ $k $body 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $k:ident $body:block $($i:literal)*) => {
+        $({
+            let $k: usize = $i;
+            $body
+        })*
+    };
+}
+
 pub mod bucketed;
+pub mod sorted;
 
 /// A value's input element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,6 +122,8 @@ pub struct TypedKernels {
     pub global: &'static str,
     /// The bucketed tier's scatter of values into buckets ([`bucketed`]).
     pub scatter: &'static str,
+    /// The sorted tier's tile sort ([`sorted`]).
+    pub tile_sort: &'static str,
 }
 
 macro_rules! typed_kernels {
@@ -115,6 +134,7 @@ macro_rules! typed_kernels {
             cluster: concat!("histogram_cluster_", $t),
             global: concat!("histogram_global_", $t),
             scatter: concat!("histogram_scatter_", $t),
+            tile_sort: concat!("histogram_tile_sort_", $t),
         }),*];
     };
 }
@@ -527,7 +547,7 @@ pub(crate) mod device_code {
     }
 
     macro_rules! tier_kernels {
-        ($t:ty, $shared:ident, $cluster:ident, $global:ident, $scatter:ident) => {
+        ($t:ty, $shared:ident, $cluster:ident, $global:ident, $scatter:ident, $tile_sort:ident) => {
             gpu_kernel! {
                 #[doc = concat!("Shared tier for `", stringify!($t), "` values; see the [module documentation](super).")]
                 ///
@@ -590,14 +610,53 @@ pub(crate) mod device_code {
                     // SAFETY: forwarded contract.
                     unsafe { super::bucketed::device_code::scatter::<$t>(input, n, binning, shift, bucket_counts, cursors, keys) }
                 }
+
+                #[doc = concat!("The sorted tier's tile sort for `", stringify!($t), "` values; see [`super::sorted`].")]
+                ///
+                /// # Safety
+                /// As [`super::sorted`]'s.
+                pub unsafe fn $tile_sort(input: *const u8, n: u64, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                         shift: u32, keys: *mut u16, table: *mut u32, totals: *mut u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { super::sorted::device_code::tile_sort::<$t>(input, n, binning, shift, keys, table, totals) }
+                }
             }
         };
     }
 
-    tier_kernels!(u8, histogram_shared_u8, histogram_cluster_u8, histogram_global_u8, histogram_scatter_u8);
-    tier_kernels!(u16, histogram_shared_u16, histogram_cluster_u16, histogram_global_u16, histogram_scatter_u16);
-    tier_kernels!(i32, histogram_shared_i32, histogram_cluster_i32, histogram_global_i32, histogram_scatter_i32);
-    tier_kernels!(f32, histogram_shared_f32, histogram_cluster_f32, histogram_global_f32, histogram_scatter_f32);
+    tier_kernels!(
+        u8,
+        histogram_shared_u8,
+        histogram_cluster_u8,
+        histogram_global_u8,
+        histogram_scatter_u8,
+        histogram_tile_sort_u8
+    );
+    tier_kernels!(
+        u16,
+        histogram_shared_u16,
+        histogram_cluster_u16,
+        histogram_global_u16,
+        histogram_scatter_u16,
+        histogram_tile_sort_u16
+    );
+    tier_kernels!(
+        i32,
+        histogram_shared_i32,
+        histogram_cluster_i32,
+        histogram_global_i32,
+        histogram_scatter_i32,
+        histogram_tile_sort_i32
+    );
+    tier_kernels!(
+        f32,
+        histogram_shared_f32,
+        histogram_cluster_f32,
+        histogram_global_f32,
+        histogram_scatter_f32,
+        histogram_tile_sort_f32
+    );
 }
 
 #[cfg(test)]
@@ -712,10 +771,10 @@ mod tests {
     }
 
     #[test]
-    fn every_type_has_four_distinct_kernel_symbols() {
+    fn every_type_has_five_kernel_symbols_named_after_it() {
         for t in InputType::ALL {
             let k = t.kernels();
-            for name in [k.shared, k.cluster, k.global, k.scatter] {
+            for name in [k.shared, k.cluster, k.global, k.scatter, k.tile_sort] {
                 assert!(name.ends_with(t.name()), "{name}");
             }
         }
