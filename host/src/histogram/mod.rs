@@ -176,10 +176,12 @@ pub const MIN_BUCKET_SHIFT: u32 = 14;
 
 /// The narrowest bucket the planner uses in the sorted tier, in bits of the bin: every block of
 /// its bins pass zeroes and flushes `2^shift` counters, which narrow buckets keep cheap, while
-/// wide ones give each tile longer runs of keys to read. Measured on an H100 (2^26 values, 2^20
-/// bins, the first tile sort): 0.710 ms with buckets of 2^12 bins, 0.679 with 2^13, 0.687 with
-/// 2^14; at 65,536 bins 0.710, 0.720, 0.728.
-pub const MIN_SORTED_SHIFT: u32 = 13;
+/// wide ones give each tile longer runs of keys to read and fewer buckets to rank. Measured on an
+/// H100 (2^26 values, `host histogram --tier sorted --bucket-bits`, the final tile sort): at 2^20
+/// bins 0.433 ms with buckets of 2^13 bins, 0.414 with 2^14, 0.486 with 2^15 (128 KiB of
+/// counters: one bins-pass block per SM); at 262,144 bins 0.386, 0.378, 0.475; zipf at 65,536
+/// bins 0.409, 0.388, 0.448.
+pub const MIN_SORTED_SHIFT: u32 = 14;
 
 /// Static shared memory of the sorted tier's bins pass (its per-thread segment tables), bytes.
 pub const SORTED_BINS_STATIC_SHARED: u32 = 12_464;
@@ -1065,7 +1067,7 @@ mod tests {
         let at = plan_for(&H100, capacity, PlanRequest::default()).unwrap();
         assert_eq!((at.tier, at.shared_bytes, at.bins_per_block), (Shared, 232_448, 58_112));
         let above = plan_for(&H100, capacity + 1, PlanRequest::default()).unwrap();
-        assert_eq!((above.tier, above.bucket_shift, above.bins_per_block), (Sorted, 13, 8192));
+        assert_eq!((above.tier, above.bucket_shift, above.bins_per_block), (Sorted, 14, 16_384));
         let cluster = plan_for(&H100, capacity + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() });
         assert_eq!(cluster.unwrap().cluster_size, 2);
     }
@@ -1073,12 +1075,12 @@ mod tests {
     #[test]
     fn the_planner_sorts_every_bin_count_above_one_block_that_its_buckets_hold() {
         let sorted = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap();
-        for bins in [58_113, 65_536, 131_072, 1 << 20, 256 << 13] {
+        for bins in [58_113, 65_536, 131_072, 1 << 20, 256 << 14] {
             let p = sorted(bins);
-            assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 13, false), "{bins}");
+            assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
-        // Past 256 buckets of 2^13 bins the buckets widen, up to what one block holds.
-        assert_eq!(sorted((256 << 13) + 1).bucket_shift, 14);
+        // Past 256 buckets of 2^14 bins the buckets widen, up to what one block holds.
+        assert_eq!(sorted((256 << 14) + 1).bucket_shift, 15);
         assert_eq!(sorted(256 << 15).bucket_shift, 15);
         assert_eq!(sorted((256 << 15) + 1).tier, Global);
         assert!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier == Shared);
@@ -1087,15 +1089,15 @@ mod tests {
     #[test]
     fn the_sorted_plan_has_a_bins_pass_block_per_bucket_beyond_its_resident_parts() {
         let p = plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap();
-        // 32 KiB of counters and 12 KiB of tables per block: threads allow 4 blocks per SM.
-        assert_eq!((p.shared_bytes, p.blocks), (32_768, 4 * 132 + 128));
+        // 64 KiB of counters and the tables per block: shared memory allows 2 blocks per SM.
+        assert_eq!((p.shared_bytes, p.blocks), (65_536, 2 * 132 + 64));
         // Each tile-sort block stages 4096 i32 keys and their ranks (16 KiB): 4 blocks per SM.
         assert_eq!((p.threads_per_block, p.scatter_blocks), (512, 4 * 132));
         let u8s = plan_for(&H100, 1 << 20, PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() });
         assert_eq!(u8s.unwrap().threads_per_block, 512, "u8 takes 1024 threads in the shared tier only");
         let text = p.to_string();
         assert!(
-            text.starts_with("sorted tier, 128 buckets of 8192 bins; tile sort 528 blocks x 512 threads"),
+            text.starts_with("sorted tier, 64 buckets of 16384 bins; tile sort 528 blocks x 512 threads"),
             "{text}"
         );
         let too_wide = PlanRequest { threads_per_block: Some(1024), ..PlanRequest::default() };
