@@ -172,7 +172,7 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
 
 /// The plans of the tensor-core variants alone.
 fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
-    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32]
+    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed]
         .into_iter()
         .map(|v| matmul::plan(v, shape, matmul::device_of(gpu)).unwrap())
         .collect()

@@ -42,18 +42,27 @@ struct Module {
     arch: String,
     features: &'static str,
     kernels: &'static [&'static str],
+    /// `.maxntid` per kernel (rustc has no attribute for it).
+    max_threads: &'static [(&'static str, u32)],
 }
 
 /// Builds both PTX modules and their manifests; returns the main module's path.
 pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
     check_toolchain(root)?;
-    let main = Module { stem: "kernels", arch: args.arch.clone(), features: "", kernels: kernels::KERNEL_NAMES };
+    let main = Module {
+        stem: "kernels",
+        arch: args.arch.clone(),
+        features: "",
+        kernels: kernels::KERNEL_NAMES,
+        max_threads: &[],
+    };
     let path = build_module(root, args, &main)?;
     let hopper = Module {
         stem: "kernels_sm90a",
         arch: HOPPER_ARCH.into(),
         features: "hopper",
         kernels: kernels::HOPPER_KERNEL_NAMES,
+        max_threads: kernels::matmul::wgmma::MAX_THREADS,
     };
     build_module(root, args, &hopper)?;
     Ok(path)
@@ -84,7 +93,10 @@ fn build_module(root: &Path, args: &PtxArgs, module: &Module) -> Result<PathBuf>
 
     let deps = target_dir.join(TARGET).join(profile).join("deps");
     let asm = newest_kernels_asm(&deps)?;
-    let ptx = std::fs::read_to_string(&asm).with_context(|| format!("reading {}", asm.display()))?;
+    let mut ptx = std::fs::read_to_string(&asm).with_context(|| format!("reading {}", asm.display()))?;
+    if !module.max_threads.is_empty() {
+        ptx = add_maxntid(&ptx, module.max_threads)?;
+    }
     let entries = check_ptx(&ptx, &module.arch, module.kernels)?;
 
     let out_dir = root.join("target/ptx");
@@ -199,6 +211,36 @@ fn newest_kernels_asm(deps: &Path) -> Result<PathBuf> {
     newest.map(|(_, p)| p).with_context(|| format!("rustc wrote no kernels-*.s under {}", deps.display()))
 }
 
+/// Adds `.maxntid threads, 1, 1` to each named `.entry`: with it, ptxas (here and in the
+/// driver's JIT) caps registers so that a block of `threads` fits an SM, instead of taking up to
+/// 255 and failing the launch with "too many resources requested" (seen with the driver's JIT
+/// of `wgmma_tf32_rs` at 288 threads: 187 registers from the local ptxas, and warps are given
+/// registers in groups of four, so 288 threads count as 384: at most 168 registers).
+pub fn add_maxntid(ptx: &str, kernels: &[(&str, u32)]) -> Result<String> {
+    let mut out = String::with_capacity(ptx.len() + 64);
+    let mut pending: Option<u32> = None;
+    let mut added = 0;
+    for line in ptx.lines() {
+        out.push_str(line);
+        out.push('\n');
+        let name = line.trim_start().strip_prefix(".visible .entry ").map(|r| r.split('(').next().unwrap_or("").trim());
+        if let Some(name) = name {
+            pending = kernels.iter().find(|(k, _)| *k == name).map(|(_, t)| *t);
+            if !line.trim_end().ends_with(')') {
+                continue;
+            }
+        } else if line.trim() != ")" {
+            continue;
+        }
+        if let Some(threads) = pending.take() {
+            out.push_str(&format!(".maxntid {threads}, 1, 1\n"));
+            added += 1;
+        }
+    }
+    ensure!(added == kernels.len(), "added .maxntid to {added} of the {} kernels named", kernels.len());
+    Ok(out)
+}
+
 /// Checks what the host relies on: the `.target`, every kernel's `.entry`, and no call to a
 /// function outside the module (such a module fails to load). Returns the entries.
 pub fn check_ptx(ptx: &str, arch: &str, kernels: &[&str]) -> Result<Vec<String>> {
@@ -225,6 +267,19 @@ mod tests {
     fn complete_module() -> String {
         let entries: String = kernels::KERNEL_NAMES.iter().map(|k| format!(".visible .entry {k}(\n")).collect();
         format!(".version 7.8\n.target sm_90\n.address_size 64\n{entries}")
+    }
+
+    #[test]
+    fn maxntid_goes_between_each_entrys_parameters_and_body() {
+        let ptx = ".visible .entry k(\n\t.param .u64 p\n)\n{\n\tret;\n}\n.visible .entry j()\n{\n}\n\
+                   .visible .entry other(\n\t.param .u64 p\n)\n{\n}\n";
+        // rustc writes parameters one per line and closes the list on its own line; a kernel
+        // without parameters closes it on the entry's line. Kernels not named are left alone.
+        let out = super::add_maxntid(ptx, &[("k", 288), ("j", 384)]).unwrap();
+        assert_eq!(out.matches(".maxntid").count(), 2);
+        assert!(out.contains(".entry j()\n.maxntid 384, 1, 1\n{"), "{out}");
+        assert!(out.contains(")\n.maxntid 288, 1, 1\n{\n\tret;"), "{out}");
+        assert!(super::add_maxntid(".version 8.0\n", &[("k", 288)]).is_err());
     }
 
     #[test]

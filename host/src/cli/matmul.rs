@@ -41,9 +41,10 @@ pub struct MatmulArgs {
     /// Write C, as the first variant of --variant computed it, to this .npy file (with --a --b).
     #[arg(long, requires = "a", value_name = "C.npy")]
     pub out: Option<PathBuf>,
-    /// Variants to run: auto (the planner's choice), naive, tiled16, tiled32, sgemm,
-    /// sgemm_warp_tiled, few_rows, few_cols, a comma-separated list, or all (every variant that
-    /// takes the shape).
+    /// Variants to run: auto (the planner's choice, FP32), naive, tiled16, tiled32, sgemm,
+    /// sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
+    /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision), a
+    /// comma-separated list, or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
@@ -289,7 +290,8 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
                 format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
             }
             MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once, untimed), FP32 accumulate".into(),
-            MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B transposed on the GPU, timed".into(),
+            MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
+            MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
             _ => String::new(),
         };
         rows.push(row(Some(timing), error, note));

@@ -177,8 +177,8 @@ pub fn plan_with(
             );
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
-        MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaTf32 => {
-            (super::wgmma::plan(shape, device)?, None, String::new())
+        MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaTf32 | MatmulVariant::WgmmaTf32Transposed => {
+            (super::wgmma::plan(shape, device, kernel)?, None, String::new())
         }
         MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
     };

@@ -32,14 +32,18 @@ pub enum MatmulVariant {
     /// ring, two consumer warpgroups on 128x256 tiles, a persistent grid. Compared with cuBLAS
     /// BF16.
     WgmmaBf16,
-    /// The same on `f32` inputs in TF32 tensor-core math (`B` transposed on the GPU first, in
-    /// the measured time). Compared with cuBLAS TF32.
+    /// Hopper tensor cores in TF32 math on the `f32` inputs as they are: `C^T = B^T A^T`, with
+    /// row-major `B` loaded from shared memory into the instruction's register operand (TF32
+    /// takes no transposed operand from shared memory). Compared with cuBLAS TF32.
     WgmmaTf32,
+    /// The same as `wgmma_bf16`'s kernel in TF32, after transposing `B` on the GPU (part of
+    /// the measured time). Compared with cuBLAS TF32.
+    WgmmaTf32Transposed,
 }
 
 impl MatmulVariant {
     /// Every variant: `auto` first, then the kernels simplest first.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -50,10 +54,11 @@ impl MatmulVariant {
         Self::FewCols,
         Self::WgmmaBf16,
         Self::WgmmaTf32,
+        Self::WgmmaTf32Transposed,
     ];
 
     /// The kernel families, without `auto`.
-    pub const KERNELS: [Self; 9] = [
+    pub const KERNELS: [Self; 10] = [
         Self::Naive,
         Self::Tiled16,
         Self::Tiled32,
@@ -63,6 +68,7 @@ impl MatmulVariant {
         Self::FewCols,
         Self::WgmmaBf16,
         Self::WgmmaTf32,
+        Self::WgmmaTf32Transposed,
     ];
 
     /// The name the CLI and reports use.
@@ -78,6 +84,7 @@ impl MatmulVariant {
             Self::FewCols => "few_cols",
             Self::WgmmaBf16 => "wgmma_bf16",
             Self::WgmmaTf32 => "wgmma_tf32",
+            Self::WgmmaTf32Transposed => "wgmma_tf32_transposed",
         }
     }
 
@@ -95,7 +102,8 @@ impl MatmulVariant {
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
             Self::WgmmaBf16 => Some(kernels::matmul::wgmma::KERNEL_BF16),
-            Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
+            Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32_RS),
+            Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32),
         }
     }
 
@@ -104,7 +112,7 @@ impl MatmulVariant {
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 => Precision::Bf16,
-            Self::WgmmaTf32 => Precision::Tf32,
+            Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
             _ => Precision::Fp32,
         }
     }

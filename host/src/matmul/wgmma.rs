@@ -34,6 +34,19 @@ pub struct TensorCoreOperands {
     pub bf16: Option<Bf16Operands>,
     /// TF32 buffers (`B^T`, padded `A`) and their tensor maps.
     pub tf32: Option<Tf32Operands>,
+    /// `wgmma_tf32_rs`'s buffers (`A` and `B` with rows padded to 16 bytes, when they are not)
+    /// and tensor maps.
+    pub tf32_rs: Option<Tf32RsOperands>,
+}
+
+/// `A` (`m x lda`) and `B` (`k x ldb`) with rows padded to 16 bytes, for the dimensions that
+/// need it (`None`: the original is used), for `wgmma_tf32_rs`.
+pub struct Tf32RsOperands {
+    a_padded: Option<CudaSlice<f32>>,
+    b_padded: Option<CudaSlice<f32>>,
+    ld_a: usize,
+    ld_b: usize,
+    maps: CudaSlice<u64>,
 }
 
 /// `A` (`m x lda`) and `B` (`k x ldb`) rounded to BF16, rows padded with zeros to 16 bytes.
@@ -58,14 +71,17 @@ pub struct Tf32Operands {
 }
 
 /// One block per SM (a block takes most of an SM's shared memory), at most one per tile:
-/// [`THREADS`] threads, [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory.
-pub fn plan(shape: MatmulShape, device: MatmulDevice) -> Result<LaunchConfig> {
+/// [`THREADS`] threads, [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32_rs`
+/// tiles `C^T`, so its tiles are 128 columns by 256 rows.
+pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
     let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
     dim(shape.k, "k")?;
-    let tiles = kernels::matmul::wgmma::tiles(m, n);
+    let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32_RS;
+    let tiles = if rs { kernels::matmul::wgmma::tiles(n, m) } else { kernels::matmul::wgmma::tiles(m, n) };
+    let threads = if rs { kernels::matmul::wgmma::THREADS_RS } else { THREADS };
     Ok(LaunchConfig {
         grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
-        block_dim: (THREADS, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: DYNAMIC_SHARED_BYTES,
     })
 }
@@ -239,6 +255,59 @@ fn tf32_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32
     Ok(mats.tensor_core.tf32.as_ref().expect("prepared above"))
 }
 
+/// The maps of `wgmma_tf32_rs`: `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of
+/// 32 of K by 256 rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
+/// registers) in boxes of 32 columns by 32 of K.
+pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize) -> [TensorMap2d; 2] {
+    let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
+    [
+        TensorMap2d { dims: [k, m], row_stride_bytes: (ld_a * 4) as u64, box_dims: [32, BLOCK_N], elem_bytes: 4 },
+        TensorMap2d {
+            dims: [n, k],
+            row_stride_bytes: (ld_b * 4) as u64,
+            box_dims: [kernels::matmul::wgmma::RS_B_BOX_N, 32],
+            elem_bytes: 4,
+        },
+    ]
+}
+
+/// `wgmma_tf32_rs`'s padded copies (allocated on first use; written by every launch) and maps.
+fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32RsOperands> {
+    if mats.tensor_core.tf32_rs.is_none() {
+        let s = mats.shape;
+        let (ld_a, ld_b) = (padded_row_len(s.k, 4), padded_row_len(s.n, 4));
+        let bytes = 4 * (if ld_a != s.k { s.m * ld_a } else { 0 } + if ld_b != s.n { s.k * ld_b } else { 0 }) as u64;
+        gpu.ensure_fits(&format!("the padded TF32 operands of a {s} matmul ({bytes} bytes)"), bytes)?;
+        let a_padded = if ld_a != s.k { Some(gpu.zeros::<f32>(s.m * ld_a)?) } else { None };
+        let b_padded = if ld_b != s.n { Some(gpu.zeros::<f32>(s.k * ld_b)?) } else { None };
+        let bases = [
+            device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a)),
+            device_address(gpu, b_padded.as_ref().unwrap_or(&mats.b)),
+        ];
+        let maps = upload_maps(gpu, tensor_maps_rs(s, ld_a, ld_b), bases, Operand::Tf32)?;
+        mats.tensor_core.tf32_rs = Some(Tf32RsOperands { a_padded, b_padded, ld_a, ld_b, maps });
+    }
+    Ok(mats.tensor_core.tf32_rs.as_ref().expect("prepared above"))
+}
+
+/// Copies `src` (`rows x cols`) into rows of `ld` (`matmul_pad_rows`), on the stream.
+fn pad_rows(
+    gpu: &Gpu,
+    src: &CudaSlice<f32>,
+    dst: &mut CudaSlice<f32>,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> Result<()> {
+    let pad = gpu.function(operands::KERNEL_PAD)?;
+    let (r, c, l) = (rows as u32, cols as u32, ld as u32);
+    let mut launch = gpu.stream().launch_builder(&pad);
+    launch.arg(src).arg(dst).arg(&r).arg(&c).arg(&l);
+    // SAFETY: src holds rows*cols f32, dst rows*ld with ld >= cols; separate allocations.
+    unsafe { launch.launch(copy_grid(rows * cols, gpu)) }?;
+    Ok(())
+}
+
 /// Launches `kernel` (`wgmma_bf16` or `wgmma_tf32`) with `cfg` on the matrices, preparing its
 /// operands first (TF32: the transposition, and the padding of `A`, on every launch).
 pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut DeviceMatrices) -> Result<()> {
@@ -249,6 +318,24 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         DYNAMIC_SHARED_BYTES as i32,
     )?;
+    if kernel == kernels::matmul::wgmma::KERNEL_TF32_RS {
+        tf32_rs_operands(gpu, mats)?;
+        let ops = mats.tensor_core.tf32_rs.as_mut().expect("prepared above");
+        if let Some(a_padded) = ops.a_padded.as_mut() {
+            pad_rows(gpu, &mats.a, a_padded, s.m, s.k, ops.ld_a)?;
+        }
+        if let Some(b_padded) = ops.b_padded.as_mut() {
+            pad_rows(gpu, &mats.b, b_padded, s.k, s.n, ops.ld_b)?;
+        }
+        let mut launch = gpu.stream().launch_builder(&func);
+        launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
+        // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32_rs): the maps describe
+        // A and B (or their padded copies, written above on this stream) in the boxes
+        // tensor_maps_rs gives; C holds m*n f32 and overlaps none of them; THREADS threads and
+        // DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+        unsafe { launch.launch(cfg) }?;
+        return Ok(());
+    }
     if kernel == kernels::matmul::wgmma::KERNEL_BF16 {
         bf16_operands(gpu, mats)?;
     } else {
@@ -296,14 +383,19 @@ mod tests {
 
     #[test]
     fn plan_is_one_block_per_sm_at_most_one_per_tile() {
-        let big = plan(MatmulShape::new(4096, 4096, 4096).unwrap(), MatmulDevice::H100).unwrap();
+        let bf16 = kernels::matmul::wgmma::KERNEL_BF16;
+        let big = plan(MatmulShape::new(4096, 4096, 4096).unwrap(), MatmulDevice::H100, bf16).unwrap();
         assert_eq!(
             (big.grid_dim, big.block_dim, big.shared_mem_bytes),
             ((132, 1, 1), (288, 1, 1), DYNAMIC_SHARED_BYTES)
         );
-        let small = plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100).unwrap();
+        let small = plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, bf16).unwrap();
         assert_eq!(small.grid_dim, (4, 1, 1));
-        assert!(plan(MatmulShape::new(1 << 31, 1, 1).unwrap(), MatmulDevice::H100).is_err());
+        // Transposed tiles: 257 columns in 3 tiles of 128, 129 rows in 1 of 256.
+        let rs =
+            plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32_RS);
+        assert_eq!((rs.as_ref().unwrap().grid_dim, rs.unwrap().block_dim), ((3, 1, 1), (384, 1, 1)));
+        assert!(plan(MatmulShape::new(1 << 31, 1, 1).unwrap(), MatmulDevice::H100, bf16).is_err());
     }
 
     #[test]

@@ -107,6 +107,29 @@ pub fn fence() {
     unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
 }
 
+/// `setmaxnreg.inc.sync.aligned.u32 N;`: raises this warpgroup's registers per thread to `N`
+/// (a multiple of 8 in 24..=256), waiting until other warpgroups released enough. Takes effect
+/// only in a kernel with a register cap at entry (`.maxntid`).
+///
+/// Every thread of the warpgroup must execute the same call (`.aligned`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn set_max_registers_inc<const N: u32>() {
+    // SAFETY: register reallocation; touches no memory.
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack, nomem)) };
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 N;`: lowers this warpgroup's registers per thread to `N`,
+/// releasing the rest to the SM's pool for [`set_max_registers_inc`].
+///
+/// Every thread of the warpgroup must execute the same call (`.aligned`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn set_max_registers_dec<const N: u32>() {
+    // SAFETY: register reallocation; touches no memory.
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack, nomem)) };
+}
+
 /// `wgmma.commit_group.sync.aligned;`: closes the group of the `wgmma.mma_async` issued since
 /// the last commit, so that [`wait_group`] can wait for it.
 #[cfg(target_arch = "nvptx64")]
@@ -143,6 +166,29 @@ macro_rules! mma_n256 {
             inout(reg32) $acc[0],
             $(inout(reg32) $acc[$i],)*
             da = in(reg64) $a,
+            db = in(reg64) $b,
+            sd = in(reg32) $scale_d,
+            options(nostack),
+        )
+    };
+}
+
+/// One `wgmma.mma_async` with `A` from four registers and 128 `f32` accumulators.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! mma_n256_a_regs {
+    ($head:literal, $tail:literal, $acc:ident, $a:expr, $b:expr, $scale_d:expr; $($i:literal)*) => {
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {sd}, 0;",
+            concat!($head, " {{{0}", $(", {", stringify!($i), "}",)* "}}, {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, ", $tail, ";"),
+            "}}",
+            inout(reg32) $acc[0],
+            $(inout(reg32) $acc[$i],)*
+            a0 = in(reg32) $a[0],
+            a1 = in(reg32) $a[1],
+            a2 = in(reg32) $a[2],
+            a3 = in(reg32) $a[3],
             db = in(reg64) $b,
             sd = in(reg32) $scale_d,
             options(nostack),
@@ -214,6 +260,39 @@ pub unsafe fn mma_m64n256k8_f32_tf32(acc: &mut [f32; 128], a: u64, b: u64, scale
             scale_d
         ))
     };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {d0..d127}, {a0, a1, a2, a3}, b, p, 1, 1;`:
+/// as [`mma_m64n256k8_f32_tf32`] with the 64 x 8 `A` in registers: thread `t` of the
+/// warpgroup holds `A[r][c]`, `A[r + 8][c]`, `A[r][c + 4]`, `A[r + 8][c + 4]` with
+/// `(r, c) =` [`a_fragment_position`]`(t)`. Registers take any layout in shared memory, which is
+/// how an MN-major operand reaches TF32 `wgmma`.
+///
+/// # Safety
+/// As for [`mma_m64n256k16_f32_bf16_b_n_major`]; a [`fence`] also separates the instructions
+/// that wrote `a` from this one.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n256k8_f32_tf32_a_regs(acc: &mut [f32; 128], a: [u32; 4], b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptor and the ordering.
+    unsafe {
+        with_accumulator_indices!(mma_n256_a_regs!(
+            "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32",
+            "1, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// The `(row, column)` of the 64 x 8 TF32 `A` fragment's first register in warpgroup thread
+/// `thread`: each warp holds 16 rows; the other registers are 8 rows and 4 columns further.
+#[inline(always)]
+pub const fn a_fragment_position(thread: u32) -> (u32, u32) {
+    let (warp, lane) = (thread / 32, thread % 32);
+    (warp * 16 + lane / 4, lane % 4)
 }
 
 /// `wgmma.wait_group.sync.aligned N;`: waits until at most `N` committed groups of this
@@ -305,6 +384,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn tf32_a_fragment_covers_the_64_x_8_tile_once() {
+        let mut seen = [[false; 8]; 64];
+        for t in 0..128 {
+            let (r, c) = a_fragment_position(t);
+            for (dr, dc) in [(0, 0), (8, 0), (0, 4), (8, 4)] {
+                assert!(!seen[(r + dr) as usize][(c + dc) as usize], "thread {t}");
+                seen[(r + dr) as usize][(c + dc) as usize] = true;
+            }
+        }
+        assert!(seen.iter().all(|r| r.iter().all(|&s| s)));
     }
 
     #[test]

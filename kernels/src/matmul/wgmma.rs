@@ -41,8 +41,23 @@ pub use crate::device::tma::TENSOR_MAP_BYTES;
 pub const KERNEL_BF16: &str = "wgmma_bf16";
 /// PTX symbol of the TF32 kernel.
 pub const KERNEL_TF32: &str = "wgmma_tf32";
+/// PTX symbol of the TF32 kernel that multiplies `C^T = B^T A^T` with `B^T` from registers.
+pub const KERNEL_TF32_RS: &str = "wgmma_tf32_rs";
 /// The kernels of the sm_90a module.
-pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32];
+pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32, KERNEL_TF32_RS];
+/// Threads per block of `wgmma_tf32_rs`: two consumer warpgroups and a producer warpgroup,
+/// whole so that it can give registers to the consumers (`setmaxnreg`).
+pub const THREADS_RS: u32 = (CONSUMERS + 1) * 128;
+/// Registers the producer warpgroup of `wgmma_tf32_rs` keeps.
+pub const RS_PRODUCER_REGISTERS: u32 = 40;
+/// Registers each consumer thread of `wgmma_tf32_rs` takes: 128 accumulators, 16 fragment
+/// registers and addresses. `128 * 40 + 256 * 232 = 64,512` of the SM's 65,536.
+pub const RS_CONSUMER_REGISTERS: u32 = 232;
+/// `.maxntid` of each kernel, which `cargo xtask build-ptx` writes into the PTX: the register
+/// cap at entry that the launch needs (and that `setmaxnreg` needs to take effect).
+pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_BF16, THREADS), (KERNEL_TF32, THREADS), (KERNEL_TF32_RS, THREADS_RS)];
+/// Columns of TF32 `B` per TMA box in `wgmma_tf32_rs` (128 bytes).
+pub const RS_B_BOX_N: u32 = 32;
 
 /// Rows of `C` per block tile (two consumer warpgroups of 64 rows).
 pub const BLOCK_M: u32 = 128;
@@ -310,6 +325,177 @@ mod gpu {
 }
 
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+mod gpu_rs {
+    use super::*;
+    use crate::device::wgmma::{self, Swizzle};
+    use crate::device::{mem, shared::SharedScalar, thread, tma};
+
+    /// `wgmma_tf32_rs`: `C^T = B^T * A^T`, so that `A` (K-major) is the instruction's shared
+    /// `B` operand and `B` (row-major, so N-major) its `A` operand, loaded from shared memory
+    /// into registers in the fragment layout (TF32 takes no transpose from shared memory).
+    /// Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x [`BLOCK_N`] = 256 rows.
+    #[inline(always)]
+    pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        let window = unsafe { crate::dynamic_shared_array!(WGMMA_RS_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
+        let base = (window.address_of(0) + 1023) & !1023;
+        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's 256
+        // rows x 32 of K.
+        let b_stage = |s: u32| base + s * STAGE_BYTES;
+        let a_stage = |s: u32| b_stage(s) + STAGE_A_BYTES;
+        let full = |s: u32| base + STAGES * STAGE_BYTES + s * mbarrier::BYTES;
+        let empty = |s: u32| full(STAGES) + s * mbarrier::BYTES;
+        let tid = thread::thread_idx_x();
+        let warp = tid / 32;
+        if tid == 0 {
+            for s in 0..STAGES {
+                // SAFETY: fresh barriers inside the dynamic window, used only after the fence
+                // and the block barrier below.
+                unsafe {
+                    mbarrier::init(full(s), 1);
+                    mbarrier::init(empty(s), CONSUMERS * 128);
+                }
+            }
+            tma::fence_proxy_async_shared();
+        }
+        thread::sync_threads();
+
+        // The transposed problem: its rows are C's columns.
+        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(BLOCK_N));
+        let tiles = tiles_r * tiles_c;
+        let k_tiles = k.div_ceil(32);
+        let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
+        let map_a = maps;
+        let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
+
+        if warp >= CONSUMERS * 4 {
+            // The whole producer warpgroup gives back registers (`.aligned`), then one thread
+            // issues the copies.
+            wgmma::set_max_registers_dec::<RS_PRODUCER_REGISTERS>();
+            if tid != CONSUMERS * 128 {
+                return;
+            }
+            // SAFETY: valid tensor maps in global memory (kernel contract).
+            unsafe {
+                tma::prefetch_tensormap(map_a);
+                tma::prefetch_tensormap(map_b);
+            }
+            let mut use_index = 0u32;
+            let mut tile = first;
+            while tile < tiles {
+                let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
+                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * BLOCK_N) as i32);
+                for kt in 0..k_tiles {
+                    let s = use_index % STAGES;
+                    let k0 = (kt * 32) as i32;
+                    // SAFETY: as in the other kernels: stage s is free once its empty phase
+                    // completes; the full phase expects exactly these boxes' bytes.
+                    unsafe {
+                        mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
+                        mbarrier::arrive_expect_tx(full(s), STAGE_BYTES);
+                        for j in 0..BLOCK_M / RS_B_BOX_N {
+                            let dst = b_stage(s) + j * RS_B_BOX_N * 4 * 32;
+                            tma::load_2d(dst, map_b, col0 + (j * RS_B_BOX_N) as i32, k0, full(s));
+                        }
+                        tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
+                    }
+                    use_index += 1;
+                }
+                tile += step;
+            }
+            return;
+        }
+
+        wgmma::set_max_registers_inc::<RS_CONSUMER_REGISTERS>();
+        let wg = warp / 4;
+        let t = tid % 128;
+        let (fr, fc) = wgmma::a_fragment_position(t);
+        // This thread's fragment rows (columns of C, within the tile) and their boxes.
+        let j0 = wg * 64 + fr;
+        let j1 = j0 + 8;
+        let box0 = (j0 / RS_B_BOX_N) * RS_B_BOX_N * 4 * 32 + (j0 % RS_B_BOX_N) * 4;
+        let box1 = (j1 / RS_B_BOX_N) * RS_B_BOX_N * 4 * 32 + (j1 % RS_B_BOX_N) * 4;
+        // SAFETY: all-zero bits are 0.0 (a memset keeps the array in registers).
+        let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+        let mut use_index = 0u32;
+        let mut tile = first;
+        while tile < tiles {
+            let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
+            for kt in 0..k_tiles {
+                let s = use_index % STAGES;
+                // SAFETY: an initialised barrier; completes when the stage's bytes landed.
+                unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                let bs = b_stage(s);
+                let mut frag = [[0u32; 4]; 4];
+                unroll!(kk in [0, 1, 2, 3] {
+                    let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
+                    // SAFETY: rows r0, r1 < 32 of the stage's B boxes (each row 128 bytes,
+                    // 128-byte swizzled as the TMA wrote them), which the full barrier made
+                    // visible and which stay until this thread's arrival on the empty barrier.
+                    unsafe {
+                        frag[kk] = [
+                            u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                            u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                            u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                            u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                        ];
+                    }
+                });
+                // Orders the fragment loads (and the accumulators' last reads) before the
+                // wgmma that read them.
+                wgmma::fence();
+                let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                unroll!(kk in [0, 1, 2, 3] {
+                    let scale_d = (kt > 0 || kk > 0) as u32;
+                    // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
+                    // stage stays until this thread's arrival below, after a covering wait.
+                    unsafe { wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d) };
+                });
+                wgmma::commit_group();
+                wgmma::wait_group::<1>(&mut acc);
+                if kt > 0 {
+                    // SAFETY: an initialised barrier expecting one arrival per consumer thread.
+                    unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
+                }
+                use_index += 1;
+            }
+            wgmma::wait_group::<0>(&mut acc);
+            // SAFETY: as above, for the tile's last stage.
+            unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
+
+            // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
+            // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
+            // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
+            let row = tc * BLOCK_N + 2 * (t % 4);
+            let col = tr * BLOCK_M + wg * 64 + fr;
+            let (col_ok, col8_ok) = (col < n, col + 8 < n);
+            let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
+            let step8 = 8 * n as usize;
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                          26, 27, 28, 29, 30, 31] {
+                let r = row + 8 * q as u32;
+                unroll!(e in [0, 1] {
+                    if r + (e as u32) < m {
+                        let pe = p.wrapping_add(e * n as usize);
+                        // SAFETY: row r + e < m and the column checked: inside C; one owner
+                        // per element.
+                        unsafe {
+                            if col_ok {
+                                mem::store_global_f32(pe, acc[4 * q + e]);
+                            }
+                            if col8_ok {
+                                mem::store_global_f32(pe.wrapping_add(8), acc[4 * q + 2 + e]);
+                            }
+                        }
+                    }
+                });
+                p = p.wrapping_add(step8);
+            });
+            tile += step;
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 crate::hopper_kernel! {
     /// `C = A * B` from BF16 operands; see the [module documentation](self).
     ///
@@ -328,6 +514,17 @@ crate::hopper_kernel! {
     pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
         unsafe { gpu::run::<false>(maps, c, m, k, n) }
+    }
+
+    /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
+    /// [`gpu_rs`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; otherwise as the module documentation.
+    pub unsafe fn wgmma_tf32_rs(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_rs::run(maps, c, m, k, n) }
     }
 }
 
