@@ -111,7 +111,7 @@ impl TensorMap2d {
     /// Checks the rules `cuTensorMapEncodeTiled` enforces for a 128-byte swizzled map, so that a
     /// violation is our error with a reason instead of the driver's bare `CUDA_ERROR_INVALID_VALUE`.
     pub fn check(&self) -> Result<()> {
-        let problem = if self.row_stride_bytes % STRIDE_GRANULE as u64 != 0 {
+        let problem = if !self.row_stride_bytes.is_multiple_of(STRIDE_GRANULE as u64) {
             Some(format!("row stride {} bytes is not a multiple of {STRIDE_GRANULE}", self.row_stride_bytes))
         } else if self.row_stride_bytes < self.dims[0] * self.elem_bytes as u64 {
             Some(format!("row stride {} bytes is shorter than a row", self.row_stride_bytes))

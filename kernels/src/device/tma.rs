@@ -86,7 +86,7 @@ mod tests {
         for cols in 1..100 {
             for eb in [2, 4] {
                 let p = padded_row_len(cols, eb);
-                assert!(p >= cols && (p * eb) % STRIDE_GRANULE == 0 && p - cols < STRIDE_GRANULE / eb);
+                assert!(p >= cols && (p * eb).is_multiple_of(STRIDE_GRANULE) && p - cols < STRIDE_GRANULE / eb);
             }
         }
     }

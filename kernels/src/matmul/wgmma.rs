@@ -186,7 +186,7 @@ mod gpu {
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
 
         if warp == CONSUMERS * 4 {
-            if tid % 32 != 0 {
+            if !tid.is_multiple_of(32) {
                 return;
             }
             // SAFETY: the maps are valid tensor maps in global memory (kernel contract).
@@ -294,7 +294,7 @@ mod gpu {
 
             let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
             let col0 = tn * BLOCK_N + 2 * (t % 4);
-            let even = n % 2 == 0;
+            let even = n.is_multiple_of(2);
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
                           24, 25, 26, 27, 28, 29, 30, 31] {
                 let col = col0 + 8 * j as u32;
@@ -451,16 +451,17 @@ mod gpu_rs {
                     unsafe { wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d) };
                 });
                 wgmma::commit_group();
-                wgmma::wait_group::<1>(&mut acc);
-                if kt > 0 {
-                    // SAFETY: an initialised barrier expecting one arrival per consumer thread.
-                    unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
-                }
+                // Wait for this group before the next loads: the PTX ISA leaves overwriting a
+                // pending wgmma's A registers undefined, and the next stage's loads go to the
+                // same PTX registers (seen: wrong products, right under compute-sanitizer's
+                // serialisation, with one group left pending). The other consumer warpgroup's
+                // wgmma keep the tensor cores busy meanwhile.
+                wgmma::wait_group::<0>(&mut acc);
+                // SAFETY: an initialised barrier expecting one arrival per consumer thread; this
+                // thread is done with stage s.
+                unsafe { mbarrier::arrive(empty(s)) };
                 use_index += 1;
             }
-            wgmma::wait_group::<0>(&mut acc);
-            // SAFETY: as above, for the tile's last stage.
-            unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
 
             // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
             // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
@@ -536,7 +537,7 @@ mod tests {
     fn stages_fit_the_shared_memory_of_an_sm_and_start_swizzle_patterns() {
         assert_eq!(STAGE_BYTES % 1024, 0);
         assert_eq!(STAGE_BYTES, 48 * 1024);
-        assert!(DYNAMIC_SHARED_BYTES <= 227 * 1024, "{DYNAMIC_SHARED_BYTES}");
+        const { assert!(DYNAMIC_SHARED_BYTES <= 227 * 1024) };
         assert_eq!(Operand::Bf16.block_k(), 64);
         assert_eq!(Operand::Tf32.block_k(), 32);
         assert_eq!(Operand::Bf16.instruction_k() * 4, Operand::Bf16.block_k());
