@@ -420,48 +420,69 @@ mod gpu_rs {
         let mut tile = first;
         while tile < tiles {
             let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
-            for kt in 0..k_tiles {
-                let s = use_index % STAGES;
-                // SAFETY: an initialised barrier; completes when the stage's bytes landed.
-                unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES)) };
-                let bs = b_stage(s);
-                let mut frag = [[0u32; 4]; 4];
-                unroll!(kk in [0, 1, 2, 3] {
-                    let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
-                    // SAFETY: rows r0, r1 < 32 of the stage's B boxes (each row 128 bytes,
-                    // 128-byte swizzled as the TMA wrote them), which the full barrier made
-                    // visible and which stay until this thread's arrival on the empty barrier.
-                    unsafe {
-                        frag[kk] = [
-                            u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box0 % 4096) + box0 / 4096 * 4096),
-                            u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box1 % 4096) + box1 / 4096 * 4096),
-                            u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box0 % 4096) + box0 / 4096 * 4096),
-                            u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
-                        ];
+            // One stage: its fragments loaded into registers, its 4 wgmma issued, then the group
+            // before it waited for and its stage released. The PTX ISA leaves overwriting a
+            // pending wgmma's A registers undefined: stages alternate between two expansions of
+            // this macro, so that consecutive stages load into different PTX registers, and a
+            // stage's registers are loaded again only after the wait that covers their group
+            // (with one register set, loaded while the previous group was pending: wrong
+            // products, right under compute-sanitizer's serialisation).
+            macro_rules! consume_stage {
+                ($kt:expr) => {{
+                    let kt: u32 = $kt;
+                    let s = use_index % STAGES;
+                    // SAFETY: an initialised barrier; completes when the stage's bytes landed.
+                    unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                    let bs = b_stage(s);
+                    let mut frag = [[0u32; 4]; 4];
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
+                        // SAFETY: rows r0, r1 < 32 of the stage's B boxes (each row 128 bytes,
+                        // 128-byte swizzled as the TMA wrote them), which the full barrier made
+                        // visible and which stay until this thread's arrival on the empty barrier.
+                        unsafe {
+                            frag[kk] = [
+                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                            ];
+                        }
+                    });
+                    // Orders the fragment loads (and the accumulators' last reads) before the
+                    // wgmma that read them.
+                    wgmma::fence();
+                    let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let scale_d = (kt > 0 || kk > 0) as u32;
+                        // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
+                        // stage stays until this thread's arrival, after a covering wait.
+                        unsafe {
+                            wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d)
+                        };
+                    });
+                    wgmma::commit_group();
+                    wgmma::wait_group::<1>(&mut acc);
+                    if kt > 0 {
+                        // SAFETY: an initialised barrier expecting one arrival per consumer
+                        // thread; the group that read the previous stage has completed.
+                        unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
                     }
-                });
-                // Orders the fragment loads (and the accumulators' last reads) before the
-                // wgmma that read them.
-                wgmma::fence();
-                let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
-                unroll!(kk in [0, 1, 2, 3] {
-                    let scale_d = (kt > 0 || kk > 0) as u32;
-                    // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
-                    // stage stays until this thread's arrival below, after a covering wait.
-                    unsafe { wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d) };
-                });
-                wgmma::commit_group();
-                // Wait for this group before the next loads: the PTX ISA leaves overwriting a
-                // pending wgmma's A registers undefined, and the next stage's loads go to the
-                // same PTX registers (seen: wrong products, right under compute-sanitizer's
-                // serialisation, with one group left pending). The other consumer warpgroup's
-                // wgmma keep the tensor cores busy meanwhile.
-                wgmma::wait_group::<0>(&mut acc);
-                // SAFETY: an initialised barrier expecting one arrival per consumer thread; this
-                // thread is done with stage s.
-                unsafe { mbarrier::arrive(empty(s)) };
-                use_index += 1;
+                    use_index += 1;
+                }};
             }
+            let mut kt = 0;
+            while kt + 1 < k_tiles {
+                consume_stage!(kt);
+                consume_stage!(kt + 1);
+                kt += 2;
+            }
+            if kt < k_tiles {
+                consume_stage!(kt);
+            }
+            wgmma::wait_group::<0>(&mut acc);
+            // SAFETY: as above, for the tile's last stage.
+            unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
 
             // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
             // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
