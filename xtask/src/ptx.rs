@@ -214,7 +214,7 @@ fn newest_kernels_asm(deps: &Path) -> Result<PathBuf> {
 /// Adds `.maxntid threads, 1, 1` to each named `.entry`: with it, ptxas (here and in the
 /// driver's JIT) caps registers so that a block of `threads` fits an SM, instead of taking up to
 /// 255 and failing the launch with "too many resources requested" (seen with the driver's JIT
-/// of `wgmma_tf32_rs` at 288 threads: 187 registers from the local ptxas, and warps are given
+/// of `wgmma_tf32` at 288 threads: 187 registers from the local ptxas, and warps are given
 /// registers in groups of four, so 288 threads count as 384: at most 168 registers).
 pub fn add_maxntid(ptx: &str, kernels: &[(&str, u32)]) -> Result<String> {
     let mut out = String::with_capacity(ptx.len() + 64);

@@ -102,8 +102,8 @@ impl MatmulVariant {
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
             Self::WgmmaBf16 => Some(kernels::matmul::wgmma::KERNEL_BF16),
-            Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32_RS),
-            Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32),
+            Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
+            Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32_TRANSPOSED),
         }
     }
 

@@ -34,13 +34,13 @@ pub struct TensorCoreOperands {
     pub bf16: Option<Bf16Operands>,
     /// TF32 buffers (`B^T`, padded `A`) and their tensor maps.
     pub tf32: Option<Tf32Operands>,
-    /// `wgmma_tf32_rs`'s buffers (`A` and `B` with rows padded to 16 bytes, when they are not)
+    /// `wgmma_tf32`'s buffers (`A` and `B` with rows padded to 16 bytes, when they are not)
     /// and tensor maps.
     pub tf32_rs: Option<Tf32RsOperands>,
 }
 
 /// `A` (`m x lda`) and `B` (`k x ldb`) with rows padded to 16 bytes, for the dimensions that
-/// need it (`None`: the original is used), for `wgmma_tf32_rs`.
+/// need it (`None`: the original is used), for `wgmma_tf32`.
 pub struct Tf32RsOperands {
     a_padded: Option<CudaSlice<f32>>,
     b_padded: Option<CudaSlice<f32>>,
@@ -71,14 +71,14 @@ pub struct Tf32Operands {
 }
 
 /// One block per SM (a block takes most of an SM's shared memory), at most one per tile:
-/// [`THREADS`] threads, [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32_rs`
+/// [`THREADS`] threads, [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32`
 /// tiles `C^T`, so its tiles are 128 columns by 256 rows.
 pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
     let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
     dim(shape.k, "k")?;
-    let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32_RS;
+    let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32;
     let tiles = if rs { kernels::matmul::wgmma::tiles(n, m) } else { kernels::matmul::wgmma::tiles(m, n) };
-    let threads = if rs { kernels::matmul::wgmma::THREADS_RS } else { THREADS };
+    let threads = if rs { kernels::matmul::wgmma::TF32_THREADS } else { THREADS };
     Ok(LaunchConfig {
         grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
         block_dim: (threads, 1, 1),
@@ -255,7 +255,7 @@ fn tf32_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32
     Ok(mats.tensor_core.tf32.as_ref().expect("prepared above"))
 }
 
-/// The maps of `wgmma_tf32_rs`: `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of
+/// The maps of `wgmma_tf32`: `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of
 /// 32 of K by 256 rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
 /// registers) in boxes of 32 columns by 32 of K.
 pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize) -> [TensorMap2d; 2] {
@@ -265,13 +265,13 @@ pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize) -> [TensorMa
         TensorMap2d {
             dims: [n, k],
             row_stride_bytes: (ld_b * 4) as u64,
-            box_dims: [kernels::matmul::wgmma::RS_B_BOX_N, 32],
+            box_dims: [kernels::matmul::wgmma::TF32_B_BOX_N, 32],
             elem_bytes: 4,
         },
     ]
 }
 
-/// `wgmma_tf32_rs`'s padded copies (allocated on first use; written by every launch) and maps.
+/// `wgmma_tf32`'s padded copies (allocated on first use; written by every launch) and maps.
 fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32RsOperands> {
     if mats.tensor_core.tf32_rs.is_none() {
         let s = mats.shape;
@@ -318,7 +318,7 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         DYNAMIC_SHARED_BYTES as i32,
     )?;
-    if kernel == kernels::matmul::wgmma::KERNEL_TF32_RS {
+    if kernel == kernels::matmul::wgmma::KERNEL_TF32 {
         tf32_rs_operands(gpu, mats)?;
         let ops = mats.tensor_core.tf32_rs.as_mut().expect("prepared above");
         if let Some(a_padded) = ops.a_padded.as_mut() {
@@ -329,7 +329,7 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
         }
         let mut launch = gpu.stream().launch_builder(&func);
         launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
-        // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32_rs): the maps describe
+        // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32): the maps describe
         // A and B (or their padded copies, written above on this stream) in the boxes
         // tensor_maps_rs gives; C holds m*n f32 and overlaps none of them; THREADS threads and
         // DYNAMIC_SHARED_BYTES, allowed by the attribute above.
@@ -392,8 +392,7 @@ mod tests {
         let small = plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, bf16).unwrap();
         assert_eq!(small.grid_dim, (4, 1, 1));
         // Transposed tiles: 257 columns in 3 tiles of 128, 129 rows in 1 of 256.
-        let rs =
-            plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32_RS);
+        let rs = plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32);
         assert_eq!((rs.as_ref().unwrap().grid_dim, rs.unwrap().block_dim), ((3, 1, 1), (384, 1, 1)));
         assert!(plan(MatmulShape::new(1 << 31, 1, 1).unwrap(), MatmulDevice::H100, bf16).is_err());
     }

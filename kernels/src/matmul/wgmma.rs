@@ -1,7 +1,10 @@
-//! `wgmma_bf16` and `wgmma_tf32`: Hopper tensor-core matrix products, `C = A * B` with `f32`
-//! accumulation and output, operands copied by the TMA into a ring of shared-memory stages and
-//! multiplied by `wgmma` (sm_90a only: these kernels build into the second PTX module,
-//! `kernels_sm90a.ptx`, with the `hopper` feature).
+//! `wgmma_bf16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core matrix products,
+//! `C = A * B` with `f32` accumulation and output, operands copied by the TMA into a ring of
+//! shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build into the
+//! second PTX module, `kernels_sm90a.ptx`, with the `hopper` feature).
+//!
+//! This documentation is that of the first two, which share one body; `wgmma_tf32` (`C^T =
+//! B^T A^T` with `B` through registers) is documented at its body (`gpu_rs`).
 //!
 //! # Parameters
 //! `maps`: two tensor maps (`A`, then `B`, [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte
@@ -9,9 +12,9 @@
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
 //!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; 128-byte swizzle.
-//! - `wgmma_tf32`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32` (K-major: TF32
-//!   takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box `{32, 128}`;
-//!   `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
+//! - `wgmma_tf32_transposed`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32`
+//!   (K-major: TF32 takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box
+//!   `{32, 128}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
 //!
 //! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
 //! zeros add nothing to the products. Stores to `C` are guarded.
@@ -39,25 +42,26 @@ pub use crate::device::tma::TENSOR_MAP_BYTES;
 
 /// PTX symbol of the BF16 kernel.
 pub const KERNEL_BF16: &str = "wgmma_bf16";
-/// PTX symbol of the TF32 kernel.
-pub const KERNEL_TF32: &str = "wgmma_tf32";
+/// PTX symbol of the TF32 kernel on `B^T` (transposed by the host on the GPU).
+pub const KERNEL_TF32_TRANSPOSED: &str = "wgmma_tf32_transposed";
 /// PTX symbol of the TF32 kernel that multiplies `C^T = B^T A^T` with `B^T` from registers.
-pub const KERNEL_TF32_RS: &str = "wgmma_tf32_rs";
+pub const KERNEL_TF32: &str = "wgmma_tf32";
 /// The kernels of the sm_90a module.
-pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32, KERNEL_TF32_RS];
-/// Threads per block of `wgmma_tf32_rs`: two consumer warpgroups and a producer warpgroup,
+pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32];
+/// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
-pub const THREADS_RS: u32 = (CONSUMERS + 1) * 128;
-/// Registers the producer warpgroup of `wgmma_tf32_rs` keeps.
-pub const RS_PRODUCER_REGISTERS: u32 = 40;
-/// Registers each consumer thread of `wgmma_tf32_rs` takes: 128 accumulators, 16 fragment
-/// registers and addresses. `128 * 40 + 256 * 232 = 64,512` of the SM's 65,536.
-pub const RS_CONSUMER_REGISTERS: u32 = 232;
+pub const TF32_THREADS: u32 = (CONSUMERS + 1) * 128;
+/// Registers the producer warpgroup of `wgmma_tf32` keeps.
+pub const TF32_PRODUCER_REGISTERS: u32 = 40;
+/// Registers each consumer thread of `wgmma_tf32` takes: 128 accumulators, two sets of 16
+/// fragment registers and addresses. `128 * 40 + 256 * 232 = 64,512` of the SM's 65,536.
+pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 /// `.maxntid` of each kernel, which `cargo xtask build-ptx` writes into the PTX: the register
 /// cap at entry that the launch needs (and that `setmaxnreg` needs to take effect).
-pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_BF16, THREADS), (KERNEL_TF32, THREADS), (KERNEL_TF32_RS, THREADS_RS)];
-/// Columns of TF32 `B` per TMA box in `wgmma_tf32_rs` (128 bytes).
-pub const RS_B_BOX_N: u32 = 32;
+pub const MAX_THREADS: &[(&str, u32)] =
+    &[(KERNEL_BF16, THREADS), (KERNEL_TF32_TRANSPOSED, THREADS), (KERNEL_TF32, TF32_THREADS)];
+/// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
+pub const TF32_B_BOX_N: u32 = 32;
 
 /// Rows of `C` per block tile (two consumer warpgroups of 64 rows).
 pub const BLOCK_M: u32 = 128;
@@ -330,7 +334,7 @@ mod gpu_rs {
     use crate::device::wgmma::{self, Swizzle};
     use crate::device::{mem, shared::SharedScalar, thread, tma};
 
-    /// `wgmma_tf32_rs`: `C^T = B^T * A^T`, so that `A` (K-major) is the instruction's shared
+    /// `wgmma_tf32`: `C^T = B^T * A^T`, so that `A` (K-major) is the instruction's shared
     /// `B` operand and `B` (row-major, so N-major) its `A` operand, loaded from shared memory
     /// into registers in the fragment layout (TF32 takes no transpose from shared memory).
     /// Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x [`BLOCK_N`] = 256 rows.
@@ -370,7 +374,7 @@ mod gpu_rs {
         if warp >= CONSUMERS * 4 {
             // The whole producer warpgroup gives back registers (`.aligned`), then one thread
             // issues the copies.
-            wgmma::set_max_registers_dec::<RS_PRODUCER_REGISTERS>();
+            wgmma::set_max_registers_dec::<TF32_PRODUCER_REGISTERS>();
             if tid != CONSUMERS * 128 {
                 return;
             }
@@ -392,9 +396,9 @@ mod gpu_rs {
                     unsafe {
                         mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
                         mbarrier::arrive_expect_tx(full(s), STAGE_BYTES);
-                        for j in 0..BLOCK_M / RS_B_BOX_N {
-                            let dst = b_stage(s) + j * RS_B_BOX_N * 4 * 32;
-                            tma::load_2d(dst, map_b, col0 + (j * RS_B_BOX_N) as i32, k0, full(s));
+                        for j in 0..BLOCK_M / TF32_B_BOX_N {
+                            let dst = b_stage(s) + j * TF32_B_BOX_N * 4 * 32;
+                            tma::load_2d(dst, map_b, col0 + (j * TF32_B_BOX_N) as i32, k0, full(s));
                         }
                         tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
                     }
@@ -405,15 +409,15 @@ mod gpu_rs {
             return;
         }
 
-        wgmma::set_max_registers_inc::<RS_CONSUMER_REGISTERS>();
+        wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
         let wg = warp / 4;
         let t = tid % 128;
         let (fr, fc) = wgmma::a_fragment_position(t);
         // This thread's fragment rows (columns of C, within the tile) and their boxes.
         let j0 = wg * 64 + fr;
         let j1 = j0 + 8;
-        let box0 = (j0 / RS_B_BOX_N) * RS_B_BOX_N * 4 * 32 + (j0 % RS_B_BOX_N) * 4;
-        let box1 = (j1 / RS_B_BOX_N) * RS_B_BOX_N * 4 * 32 + (j1 % RS_B_BOX_N) * 4;
+        let box0 = (j0 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j0 % TF32_B_BOX_N) * 4;
+        let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
         // SAFETY: all-zero bits are 0.0 (a memset keeps the array in registers).
         let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
         let mut use_index = 0u32;
@@ -533,7 +537,7 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
         unsafe { gpu::run::<false>(maps, c, m, k, n) }
     }
@@ -544,7 +548,7 @@ crate::hopper_kernel! {
     /// # Safety
     /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; otherwise as the module documentation.
-    pub unsafe fn wgmma_tf32_rs(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
         unsafe { gpu_rs::run(maps, c, m, k, n) }
     }
