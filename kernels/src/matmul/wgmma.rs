@@ -56,10 +56,12 @@ pub const TF32_PRODUCER_REGISTERS: u32 = 40;
 /// Registers each consumer thread of `wgmma_tf32` takes: 128 accumulators, two sets of 16
 /// fragment registers and addresses. `128 * 40 + 256 * 232 = 64,512` of the SM's 65,536.
 pub const TF32_CONSUMER_REGISTERS: u32 = 232;
-/// `.maxntid` of each kernel, which `cargo xtask build-ptx` writes into the PTX: the register
-/// cap at entry that the launch needs (and that `setmaxnreg` needs to take effect).
-pub const MAX_THREADS: &[(&str, u32)] =
-    &[(KERNEL_BF16, THREADS), (KERNEL_TF32_TRANSPOSED, THREADS), (KERNEL_TF32, TF32_THREADS)];
+/// `.maxntid` of the kernels that need one, which `cargo xtask build-ptx` writes into the PTX:
+/// `wgmma_tf32`'s register cap at entry, which its launch needs and `setmaxnreg` needs to take
+/// effect. The other two launch without it (154 registers from the driver's JIT), and ran
+/// faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with
+/// `.maxntid 288` (same process, alternating; 4096^3 within the spread).
+pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS)];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
 
