@@ -331,8 +331,8 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
         launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
         // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32): the maps describe
         // A and B (or their padded copies, written above on this stream) in the boxes
-        // tensor_maps_rs gives; C holds m*n f32 and overlaps none of them; THREADS threads and
-        // DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+        // tensor_maps_rs gives; C holds m*n f32 and overlaps none of them; the plan gives
+        // TF32_THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
         unsafe { launch.launch(cfg) }?;
         return Ok(());
     }

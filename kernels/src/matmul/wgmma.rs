@@ -165,6 +165,7 @@ mod gpu {
     #[inline(always)]
     pub(super) unsafe fn run<const BF16: bool>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         let op = if BF16 { Operand::Bf16 } else { Operand::Tf32 };
+        // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
         let ring = Ring { base: (window.address_of(0) + 1023) & !1023 };
         let tid = thread::thread_idx_x();
@@ -342,6 +343,7 @@ mod gpu_rs {
     /// Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x [`BLOCK_N`] = 256 rows.
     #[inline(always)]
     pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RS_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
         let base = (window.address_of(0) + 1023) & !1023;
         // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's 256
