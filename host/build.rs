@@ -1,6 +1,7 @@
-//! Embeds `target/ptx/kernels.ptx` (written by `cargo xtask build-ptx`) when it matches the
-//! kernel sources; otherwise embeds the reason it cannot be used, which the library reports as an
-//! error at run time. A missing or stale PTX is never embedded silently.
+//! Embeds `target/ptx/kernels.ptx` and `target/ptx/kernels_sm90a.ptx` (written by `cargo xtask
+//! build-ptx`) when they match the kernel sources; otherwise embeds the reason one cannot be
+//! used, which the library reports as an error at run time. A missing or stale PTX is never
+//! embedded silently.
 
 #[path = "../xtask/src/fingerprint.rs"]
 mod fingerprint;
@@ -10,23 +11,24 @@ use std::path::Path;
 fn main() {
     let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
     let root = Path::new(&manifest_dir).parent().unwrap();
-    let ptx_path = root.join("target/ptx/kernels.ptx");
-    let manifest_path = root.join("target/ptx/kernels.json");
     for input in fingerprint::kernel_inputs(root).unwrap_or_default() {
         println!("cargo:rerun-if-changed={}", input.display());
     }
     println!("cargo:rerun-if-changed={}", root.join("kernels/src").display());
-    println!("cargo:rerun-if-changed={}", ptx_path.display());
-    println!("cargo:rerun-if-changed={}", manifest_path.display());
-
-    let (ptx, manifest, problem) = match check(root, &ptx_path, &manifest_path) {
-        Ok((ptx, manifest)) => (ptx, manifest, None),
-        Err(problem) => (String::new(), "{}".to_string(), Some(problem)),
-    };
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).to_path_buf();
-    std::fs::write(out.join("kernels.ptx"), ptx).unwrap();
-    std::fs::write(out.join("kernels.json"), manifest).unwrap();
-    std::fs::write(out.join("ptx_problem.rs"), format!("{problem:?}")).unwrap();
+    for (stem, problem_file) in [("kernels", "ptx_problem.rs"), ("kernels_sm90a", "ptx_sm90a_problem.rs")] {
+        let ptx_path = root.join(format!("target/ptx/{stem}.ptx"));
+        let manifest_path = root.join(format!("target/ptx/{stem}.json"));
+        println!("cargo:rerun-if-changed={}", ptx_path.display());
+        println!("cargo:rerun-if-changed={}", manifest_path.display());
+        let (ptx, manifest, problem) = match check(root, &ptx_path, &manifest_path) {
+            Ok((ptx, manifest)) => (ptx, manifest, None),
+            Err(problem) => (String::new(), "{}".to_string(), Some(problem)),
+        };
+        std::fs::write(out.join(format!("{stem}.ptx")), ptx).unwrap();
+        std::fs::write(out.join(format!("{stem}.json")), manifest).unwrap();
+        std::fs::write(out.join(problem_file), format!("{problem:?}")).unwrap();
+    }
 }
 
 fn check(root: &Path, ptx_path: &Path, manifest_path: &Path) -> Result<(String, String), String> {

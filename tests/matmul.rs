@@ -1,13 +1,20 @@
 //! Every matmul variant and configuration against a float64 CPU reference: square,
 //! rectangular, ragged and random shapes, fresh random inputs each run, `C` poisoned with NaN
-//! before every launch; split-K plans bitwise reproducible.
+//! before every launch; split-K plans bitwise reproducible. The tensor-core variants (on
+//! compute capability 9.0) are held to their precision's reference and bound
+//! (`host::matmul::Precision`).
 
 use approx::relative_eq;
-use host::matmul::{self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, SplitK};
+use host::matmul::{self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, Precision, SplitK};
 use host::reference::{MatmulReference, random_matrix};
 use host::{Gpu, HostError};
 use rand::Rng;
 use support::{fresh_rng, gpu};
+
+/// Whether `variant` can run on `gpu`: the tensor-core variants need compute capability 9.0.
+fn runs_here(gpu: &Gpu, variant: MatmulVariant) -> bool {
+    variant.precision() == Precision::Fp32 || gpu.hopper_status().is_ok()
+}
 
 /// Every plan worth checking on `shape`: each variant that takes it as the planner plans it,
 /// and the split-K kernels with `k` forced into 2 and 3 ranges (when `k` is long enough), so
@@ -15,7 +22,7 @@ use support::{fresh_rng, gpu};
 fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
     let device = matmul::device_of(gpu);
     let mut plans = Vec::new();
-    for variant in MatmulVariant::ALL.into_iter().filter(|v| v.supports(shape)) {
+    for variant in MatmulVariant::ALL.into_iter().filter(|v| v.supports(shape) && runs_here(gpu, *v)) {
         plans.push(matmul::plan(variant, shape, device).unwrap());
         if variant.splits_k() {
             for wanted in [2, 3] {
@@ -30,14 +37,33 @@ fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
 }
 
 /// Runs every plan on fresh random `A`, `B` of `shape` and asserts each element of `C` is
-/// within `k * eps * sum|a*b|` of the reference (or within 4 eps relative), naming the plan and
-/// the first element that is not.
+/// within `tolerance * sum|a*b|` of its precision's reference (or within 4 eps relative),
+/// naming the plan and the first element that is not.
 fn assert_every_variant_matches_cpu(gpu: &Gpu, rng: &mut impl Rng, (m, k, n): (usize, usize, usize)) {
+    assert_plans_match_cpu(gpu, rng, (m, k, n), every_plan)
+}
+
+/// [`assert_every_variant_matches_cpu`] for the plans `plans` gives.
+fn assert_plans_match_cpu(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    (m, k, n): (usize, usize, usize),
+    plans: fn(&Gpu, MatmulShape) -> Vec<MatmulPlan>,
+) {
     let shape = MatmulShape::new(m, k, n).unwrap();
     let (a, b) = (random_matrix(rng, m * k), random_matrix(rng, k * n));
     let reference = MatmulReference::new(&a, &b, m, k, n);
+    let mut bf16_reference = None;
     let mut mats = DeviceMatrices::upload(gpu, shape, &a, &b).unwrap();
-    for plan in every_plan(gpu, shape) {
+    for plan in plans(gpu, shape) {
+        let precision = plan.variant.precision();
+        let reference = match precision {
+            Precision::Bf16 => bf16_reference.get_or_insert_with(|| {
+                let (a, b) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
+                MatmulReference::new(&a, &b, m, k, n)
+            }),
+            Precision::Fp32 | Precision::Tf32 => &reference,
+        };
         let c = matmul::run_plan(gpu, &plan, &mut mats).unwrap();
         for (i, &got) in c.iter().enumerate() {
             let (want, scale) = (reference.values[i], reference.scales[i]);
@@ -45,7 +71,7 @@ fn assert_every_variant_matches_cpu(gpu: &Gpu, rng: &mut impl Rng, (m, k, n): (u
                 relative_eq!(
                     got as f64,
                     want,
-                    epsilon = reference.tolerance() * scale,
+                    epsilon = precision.tolerance(k) * scale,
                     max_relative = 4.0 * f32::EPSILON as f64
                 ),
                 "{plan} on {shape}: C[{}][{}] = {got}, want {want} (scale {scale})",
@@ -141,6 +167,97 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
         [(3, 100_000, 5), (1, 4096, 8192), (8192, 4096, 1), (16, 2048, 4096), (64, 8192, 64), (128, 16_384, 128)]
     {
         assert_every_variant_matches_cpu(&gpu, &mut rng, shape);
+    }
+}
+
+/// The plans of the tensor-core variants alone.
+fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
+    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed]
+        .into_iter()
+        .map(|v| matmul::plan(v, shape, matmul::device_of(gpu)).unwrap())
+        .collect()
+}
+
+/// Kept small for compute-sanitizer (`run.sh sanitize`, filter `tensor_core`): edges of the
+/// 128 x 256 tiles and of the 64- and 32-deep stages, rows not a multiple of 16 bytes, several
+/// tiles per block of the persistent grid (more tiles than SMs).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("tensor cores"));
+    if let Err(why) = gpu.hopper_status() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    for shape in [(1, 1, 1), (128, 64, 256), (129, 65, 257), (127, 33, 255), (3, 7, 5), (200, 129, 9), (1, 300, 1)] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, tensor_core_plans);
+    }
+    // 17 x 2 tiles of 128 x 256 on at most 132 blocks.
+    assert_plans_match_cpu(&gpu, &mut rng, (2100, 70, 300), tensor_core_plans);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tensor_core_variants_give_equal_results_on_every_run() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("tensor-core determinism"));
+    if gpu.hopper_status().is_err() {
+        return;
+    }
+    let (m, k, n) = (1000, 1000, 1000);
+    let shape = MatmulShape::new(m, k, n).unwrap();
+    let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    for plan in tensor_core_plans(&gpu, shape) {
+        let first = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+        for _ in 0..3 {
+            let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+            let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{plan}: two runs differ (a race?)");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("bf16 rounding"));
+    if gpu.hopper_status().is_err() {
+        return;
+    }
+    let (m, k, n) = (37, 45, 3);
+    let mut a = random_matrix(&mut rng, m * k);
+    // Ties, NaN, infinities, subnormals and the largest finite value.
+    a[..6].copy_from_slice(&[1.0 + 1.0 / 256.0, f32::NAN, f32::INFINITY, -1e-40, f32::MAX, 1.0 + 3.0 / 256.0]);
+    let b = random_matrix(&mut rng, k * n);
+    let mut mats = DeviceMatrices::upload(&gpu, MatmulShape::new(m, k, n).unwrap(), &a, &b).unwrap();
+    let ops = matmul::wgmma::bf16_operands(&gpu, &mut mats).unwrap();
+    let (lda, ldb) = (ops.lda, ops.ldb);
+    let (ga, gb) = (gpu.download(&ops.a).unwrap(), gpu.download(&ops.b).unwrap());
+    for (host, dev, rows, cols, ld) in [(&a, &ga, m, k, lda), (&b, &gb, k, n, ldb)] {
+        for r in 0..rows {
+            for c in 0..ld {
+                let want = if c < cols { half::bf16::from_f32(host[r * cols + c]).to_bits() } else { 0 };
+                let got = dev[r * ld + c];
+                let both_nan = c < cols && host[r * cols + c].is_nan() && half::bf16::from_bits(got).is_nan();
+                assert!(got == want || both_nan, "[{r}][{c}]: {got:#06x}, want {want:#06x}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cublas_bf16_and_tf32_baselines_match_cpu_under_their_bounds() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("cublas reduced precision"));
+    let (m, k, n) = (300, 203, 101);
+    let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+    let mut mats = DeviceMatrices::upload(&gpu, MatmulShape::new(m, k, n).unwrap(), &a, &b).unwrap();
+    let blas = host::cublas::Sgemm::new(&gpu).unwrap();
+    for precision in [Precision::Bf16, Precision::Tf32] {
+        let (ra, rb) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
+        let reference = MatmulReference::new(&ra, &rb, m, k, n);
+        let err = reference.max_error(&blas.run_in(&gpu, precision, &mut mats).unwrap());
+        assert!(err <= precision.tolerance(k), "cuBLAS {precision:?} error {err}");
     }
 }
 

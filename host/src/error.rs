@@ -45,6 +45,15 @@ pub enum HostError {
         /// The driver's error.
         source: DriverError,
     },
+    /// A Hopper (`sm_90a`) kernel on a device or build that cannot run it; other kernels still
+    /// run.
+    #[error("{kernel} cannot run here: {reason}")]
+    HopperUnavailable {
+        /// The kernel's symbol.
+        kernel: &'static str,
+        /// Why the sm_90a module is not loaded.
+        reason: String,
+    },
     /// Arguments that describe no valid problem (zero sizes, inconsistent lengths, too large).
     #[error("invalid input: {0}")]
     InvalidInput(String),

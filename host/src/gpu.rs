@@ -8,6 +8,10 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStrea
 use cudarc::nvrtc::Ptx;
 use std::sync::Arc;
 
+/// The compute capability whose devices run `sm_90a` code (the `wgmma` kernels): 9.0 exactly,
+/// since architecture-specific (`a`) code runs on no other.
+pub const HOPPER_CAPABILITY: (i32, i32) = (9, 0);
+
 /// What the host reports and plans with about a device.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeviceInfo {
@@ -51,6 +55,8 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
+    /// The `sm_90a` module, or why it is not loaded (another compute capability, or no PTX).
+    hopper: std::result::Result<Arc<CudaModule>, String>,
     info: DeviceInfo,
     ptx_info: ptx::PtxInfo,
 }
@@ -74,8 +80,19 @@ impl Gpu {
             });
         }
         let module = ctx.load_module(Ptx::from_src(ptx_text)).map_err(HostError::PtxLoad)?;
+        let hopper = if info.compute_capability != HOPPER_CAPABILITY {
+            Err(format!(
+                "its kernels use wgmma, which exists only on compute capability 9.0 (sm_90a), and {} has {}.{}",
+                info.name, info.compute_capability.0, info.compute_capability.1
+            ))
+        } else {
+            match ptx::embedded_hopper() {
+                Ok(text) => ctx.load_module(Ptx::from_src(text)).map_err(|e| format!("the driver refused it: {e}")),
+                Err(e) => Err(e.to_string()),
+            }
+        };
         let stream = ctx.default_stream();
-        Ok(Self { ctx, stream, module, info, ptx_info })
+        Ok(Self { ctx, stream, module, hopper, info, ptx_info })
     }
 
     /// Description of the device.
@@ -98,9 +115,23 @@ impl Gpu {
         &self.stream
     }
 
-    /// A kernel of the loaded module, by its PTX symbol.
+    /// A kernel of the loaded modules, by its PTX symbol; a Hopper kernel
+    /// (`kernels::HOPPER_KERNEL_NAMES`) on a device that cannot load the `sm_90a` module is an
+    /// [`HostError::HopperUnavailable`] that says why.
     pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
+        if kernels::HOPPER_KERNEL_NAMES.contains(&name) {
+            let module = self
+                .hopper
+                .as_ref()
+                .map_err(|why| HostError::HopperUnavailable { kernel: name, reason: why.clone() })?;
+            return module.load_function(name).map_err(|source| HostError::KernelMissing { name, source });
+        }
         self.module.load_function(name).map_err(|source| HostError::KernelMissing { name, source })
+    }
+
+    /// Whether the `sm_90a` module (the `wgmma` kernels) is loaded, or why not.
+    pub fn hopper_status(&self) -> std::result::Result<(), &str> {
+        self.hopper.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
     /// Fails with [`HostError::OutOfDeviceMemory`] unless `bytes` fit in the memory free now.

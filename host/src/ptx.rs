@@ -1,10 +1,15 @@
-//! The PTX module embedded at build time (see `host/build.rs`) and its manifest.
+//! The PTX modules embedded at build time (see `host/build.rs`) and their manifests: the main
+//! module (`sm_90`) and the Hopper module (`sm_90a`, the `wgmma` kernels), which the driver
+//! loads only on devices of compute capability 9.0.
 
 use crate::error::{HostError, Result};
 
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.json"));
 const PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/ptx_problem.rs"));
+const HOPPER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
+const HOPPER_MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.json"));
+const HOPPER_PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/ptx_sm90a_problem.rs"));
 
 /// The embedded PTX text, or why there is none (missing or stale when the host was built).
 pub fn embedded() -> Result<&'static str> {
@@ -29,6 +34,21 @@ pub struct PtxInfo {
 pub fn info() -> Result<PtxInfo> {
     embedded()?;
     serde_json::from_str(MANIFEST).map_err(|e| HostError::PtxUnavailable(format!("unreadable PTX manifest: {e}")))
+}
+
+/// The embedded Hopper (`sm_90a`) PTX text, or why there is none.
+pub fn embedded_hopper() -> Result<&'static str> {
+    match HOPPER_PROBLEM {
+        Some(problem) => Err(HostError::PtxUnavailable(format!("the sm_90a module: {problem}"))),
+        None => Ok(HOPPER_PTX),
+    }
+}
+
+/// The manifest of the embedded Hopper PTX.
+pub fn hopper_info() -> Result<PtxInfo> {
+    embedded_hopper()?;
+    serde_json::from_str(HOPPER_MANIFEST)
+        .map_err(|e| HostError::PtxUnavailable(format!("unreadable sm_90a PTX manifest: {e}")))
 }
 
 /// The compute capability `sm_XY` names, as `(X, Y)`.
@@ -61,5 +81,18 @@ mod tests {
             assert!(info.entries.iter().any(|e| e == name));
         }
         assert!(!ptx.contains(".extern .func"), "the PTX calls code outside the module");
+    }
+
+    #[test]
+    fn embedded_hopper_ptx_targets_sm_90a_and_holds_only_the_hopper_kernels() {
+        let ptx = embedded_hopper().expect("build the PTX first: cargo xtask build-ptx");
+        let info = hopper_info().unwrap();
+        assert_eq!(info.arch, "sm_90a");
+        assert!(ptx.lines().any(|l| l.trim() == ".target sm_90a"));
+        assert_eq!(info.entries.len(), kernels::HOPPER_KERNEL_NAMES.len());
+        for name in kernels::HOPPER_KERNEL_NAMES {
+            assert!(ptx.contains(&format!(".visible .entry {name}(")), "no .entry {name}");
+            assert!(!embedded().unwrap().contains(&format!(".entry {name}(")), "{name} in the sm_90 module");
+        }
     }
 }

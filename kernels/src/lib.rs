@@ -13,8 +13,10 @@
 #![deny(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_intrinsics))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+// The sm_90a module (feature `hopper`) compiles only the Hopper kernels: the helpers of the
+// others are unused there.
+#![cfg_attr(feature = "hopper", allow(dead_code, unused_imports, unused_macros))]
 
-#[cfg(target_arch = "nvptx64")]
 pub mod device;
 
 pub mod histogram;
@@ -62,7 +64,14 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::bucketed::KERNEL_BUCKET_BINS,
     histogram::sorted::KERNEL_SORTED_BINS,
     saxpy::KERNEL,
+    matmul::operands::KERNEL_TO_BF16,
+    matmul::operands::KERNEL_TRANSPOSE,
+    matmul::operands::KERNEL_PAD,
 ];
+
+/// The PTX symbol of every kernel of the second module, built for `sm_90a` with the `hopper`
+/// feature (`wgmma` exists only there); the first module, [`KERNEL_NAMES`], stays `sm_90`.
+pub const HOPPER_KERNEL_NAMES: &[&str] = matmul::wgmma::KERNEL_NAMES;
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

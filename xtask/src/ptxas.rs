@@ -34,8 +34,9 @@ pub fn find() -> Option<PathBuf> {
 }
 
 /// Runs `ptxas -arch=<arch> -v` on the PTX, writing the cubin; fails with ptxas's message when it
-/// rejects the PTX.
-pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cubin: &Path) -> Result<Vec<KernelResources>> {
+/// rejects the PTX. Returns the per-kernel report and ptxas's "Potential Performance Loss" lines
+/// (e.g. `wgmma` serialised).
+pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cubin: &Path) -> Result<(Vec<KernelResources>, Vec<String>)> {
     let out = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-v")
@@ -48,7 +49,12 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cubin: &Path) -> Result<Ve
     if !out.status.success() {
         bail!("ptxas rejected {}:\n{}", ptx.display(), log.trim());
     }
-    Ok(parse_report(&log))
+    Ok((parse_report(&log), performance_losses(&log)))
+}
+
+/// The lines of a ptxas log that report a performance loss.
+pub fn performance_losses(log: &str) -> Vec<String> {
+    log.lines().filter(|l| l.contains("Performance Loss")).map(|l| l.trim().to_string()).collect()
 }
 
 /// Parses the `ptxas info` lines: a "Function properties for K" block (stack, spills) and a
@@ -114,6 +120,17 @@ ptxas info    : Function properties for matmul_naive
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 30 registers, used 0 barriers, 80 bytes cumulative stack size
 ";
+
+    #[test]
+    fn performance_losses_pick_the_wgmma_serialisation_lines() {
+        let log = format!(
+            "{LOG}ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to x in the function 'k'\n"
+        );
+        assert_eq!(performance_losses(LOG), Vec::<String>::new());
+        let losses = performance_losses(&log);
+        assert_eq!(losses.len(), 1);
+        assert!(losses[0].starts_with("ptxas info    : (C7520)"));
+    }
 
     #[test]
     fn parse_report_reads_registers_shared_memory_stack_and_spills() {

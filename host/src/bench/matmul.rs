@@ -6,7 +6,7 @@ use super::report::{CheckMethod, MatmulRow, MatmulRowKind, MatmulSection, Matmul
 use super::{BenchConfig, FULL_CHECK_MAX_MACS, SAMPLED_CHECK_ROWS};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{self, DeviceMatrices, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant};
+use crate::matmul::{self, DeviceMatrices, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, Precision};
 use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, sample_rows};
 use crate::timing::{Timing, time_launches};
 use anyhow::Context;
@@ -53,13 +53,21 @@ pub fn reference_for(a: &[f32], b: &[f32], shape: MatmulShape, check: CheckMetho
     SampledMatmulReference::new(a, b, shape.m, shape.k, shape.n, rows_checked)
 }
 
+/// [`reference_for`] of the BF16-rounded inputs: the reference of the BF16 rows.
+fn bf16_reference_for(a: &[f32], b: &[f32], shape: MatmulShape, check: CheckMethod) -> SampledMatmulReference {
+    let (a, b) = (Precision::Bf16.reference_inputs(a), Precision::Bf16.reference_inputs(b));
+    reference_for(&a, &b, shape, check)
+}
+
 /// The status of a row whose result has `error`: measured when within `tolerance`.
 fn check_status(error: f64, tolerance: f64) -> RowStatus {
     if error <= tolerance {
         RowStatus::Measured
     } else {
         RowStatus::Failed {
-            reason: format!("error {error:.2e} exceeds the bound {tolerance:.2e} (k * f32::EPSILON): not timed"),
+            reason: format!(
+                "error {error:.2e} exceeds the bound {tolerance:.2e} (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20): not timed"
+            ),
         }
     }
 }
@@ -106,10 +114,13 @@ pub fn measure_plan(
     let error = reference.max_error(&c);
     drop(c);
     let method = timing.method.clone();
+    let precision = plan.variant.precision();
+    let tolerance = precision.tolerance(mats[0].shape.k);
     // The plan is made once: planning before every launch would time the planner too.
-    checked_then_timed(gpu, name, MatmulRowKind::Gpu, method, mats, error, reference, timing, |mats| {
+    let row = checked_then_timed(gpu, name, MatmulRowKind::Gpu, method, mats, error, tolerance, timing, |mats| {
         matmul::launch_plan(gpu, plan, mats)
-    })
+    })?;
+    Ok(row.with_precision(precision))
 }
 
 /// The row of a GPU result whose error is `error`: timed on the rotated `mats` with `launch`
@@ -122,13 +133,13 @@ fn checked_then_timed(
     method: String,
     mats: &mut [DeviceMatrices],
     error: f64,
-    reference: &SampledMatmulReference,
+    tolerance: f64,
     timing: &GpuTiming,
     mut launch: impl FnMut(&mut DeviceMatrices) -> crate::Result<()>,
 ) -> anyhow::Result<MatmulRow> {
     let flops = mats[0].shape.flops();
     let sets = mats.len();
-    Ok(match check_status(error, reference.tolerance()) {
+    Ok(match check_status(error, tolerance) {
         RowStatus::Measured => {
             let t = time_launches(gpu, timing.warmup, timing.repeat, |i| launch(&mut mats[i % sets]))
                 .with_context(|| format!("timing {name}"))?;
@@ -147,18 +158,49 @@ pub fn measure_cublas(
     reference: &SampledMatmulReference,
     timing: &GpuTiming,
 ) -> anyhow::Result<MatmulRow> {
-    let method = format!("cuBLAS SGEMM, FP32 (no TF32), {}", timing.method);
+    measure_cublas_in(gpu, sgemm, Precision::Fp32, mats, reference, timing)
+}
+
+/// The name of the cuBLAS row in `precision`.
+pub fn cublas_name(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Fp32 => CUBLAS,
+        Precision::Bf16 => "cublas bf16",
+        Precision::Tf32 => "cublas tf32",
+    }
+}
+
+/// [`measure_cublas`] in `precision` (`reference` is that precision's).
+pub fn measure_cublas_in(
+    gpu: &Gpu,
+    sgemm: Result<&Sgemm, &String>,
+    precision: Precision,
+    mats: &mut [DeviceMatrices],
+    reference: &SampledMatmulReference,
+    timing: &GpuTiming,
+) -> anyhow::Result<MatmulRow> {
+    let what = match precision {
+        Precision::Fp32 => "cuBLAS SGEMM, FP32 (no TF32)",
+        Precision::Bf16 => "cublasGemmEx, BF16 inputs, FP32 compute",
+        Precision::Tf32 => "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32",
+    };
+    let (name, method) = (cublas_name(precision), format!("{what}, {}", timing.method));
     let sgemm = match sgemm {
         Ok(sgemm) => sgemm,
         Err(reason) => {
             let status = RowStatus::Skipped { reason: format!("unavailable: {reason}") };
-            return Ok(MatmulRow::unmeasured(CUBLAS, MatmulRowKind::Cublas, method, status, None));
+            return Ok(
+                MatmulRow::unmeasured(name, MatmulRowKind::Cublas, method, status, None).with_precision(precision)
+            );
         }
     };
-    let error = reference.max_error(&sgemm.run(gpu, &mut mats[0]).context("running cuBLAS")?);
-    checked_then_timed(gpu, CUBLAS, MatmulRowKind::Cublas, method, mats, error, reference, timing, |mats| {
-        sgemm.launch(mats)
-    })
+    let c = sgemm.run_in(gpu, precision, &mut mats[0]).context("running cuBLAS")?;
+    let error = reference.max_error(&c);
+    let tolerance = precision.tolerance(mats[0].shape.k);
+    let row = checked_then_timed(gpu, name, MatmulRowKind::Cublas, method, mats, error, tolerance, timing, |mats| {
+        sgemm.launch_in(gpu, precision, mats)
+    })?;
+    Ok(row.with_precision(precision))
 }
 
 fn measure_shape(
@@ -226,11 +268,25 @@ fn measure_shape(
 
     let timing = GpuTiming::new(config, sets);
     let device = matmul::device_of(gpu);
+    // BF16 rows are checked against the product of the BF16-rounded inputs (made when needed).
+    let mut bf16_reference = None;
     for variant in MatmulVariant::ALL {
         progress.set_message(format!("matmul {shape}: {}", variant.name()));
+        let precision = variant.precision();
+        if let (Precision::Bf16 | Precision::Tf32, Err(why)) = (precision, gpu.hopper_status()) {
+            let status = RowStatus::Skipped { reason: why.to_string() };
+            let row = MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, timing.method.clone(), status, None);
+            rows.push(row.with_precision(precision));
+            progress.inc(1);
+            continue;
+        }
+        let reference = match precision {
+            Precision::Bf16 => &*bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check)),
+            Precision::Fp32 | Precision::Tf32 => &reference,
+        };
         rows.push(match plan_or_skip(variant, shape, device) {
             Ok(plan) => {
-                let row = measure_plan(gpu, variant.name(), &plan, &mut mats, &reference, &timing)?;
+                let row = measure_plan(gpu, variant.name(), &plan, &mut mats, reference, &timing)?;
                 // Which kernel `auto` ran, and why, is the point of its row; the others run the
                 // kernel their name says.
                 if variant == MatmulVariant::Auto { row.with_plan(plan.to_string()) } else { row }
@@ -244,6 +300,12 @@ fn measure_shape(
 
     progress.set_message(format!("matmul {shape}: {CUBLAS}"));
     rows.push(measure_cublas(gpu, sgemm, &mut mats, &reference, &timing)?);
+    progress.inc(1);
+    if gpu.hopper_status().is_ok() {
+        let bf16 = bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check));
+        rows.push(measure_cublas_in(gpu, sgemm, Precision::Bf16, &mut mats, bf16, &timing)?);
+        rows.push(measure_cublas_in(gpu, sgemm, Precision::Tf32, &mut mats, &reference, &timing)?);
+    }
     progress.inc(1);
 
     let mut result = MatmulShapeResult { shape, flops, input_sets: sets, check, tolerance, rows };

@@ -94,7 +94,7 @@ impl BenchConfig {
     /// ones too) and cuBLAS; the copy, once for the histogram and the suite; per bin count its CPU
     /// histogram and tiers; per suite shape [`suite::STEPS_PER_SHAPE`].
     pub fn steps(&self) -> u64 {
-        let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 1) };
+        let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 2) };
         let copy = usize::from(self.needs_copy());
         let histogram = if self.skip_histogram { 0 } else { self.bins.len() };
         let suite = if self.skip_suite { 0 } else { self.suite.len() * suite::STEPS_PER_SHAPE };
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn steps_count_every_row_of_the_sections_that_run_and_the_copy_once() {
-        let per_size = 3 + MatmulVariant::ALL.len() as u64 + 1;
+        let per_size = 3 + MatmulVariant::ALL.len() as u64 + 2;
         let (copy, histogram, suite) = (1, 3, 2 * suite::STEPS_PER_SHAPE as u64);
         assert_eq!(config().steps(), 2 * per_size + copy + histogram + suite);
         assert_eq!(BenchConfig { skip_suite: true, ..config() }.steps(), 2 * per_size + copy + histogram);

@@ -8,6 +8,7 @@
 
 use crate::gpu::DeviceInfo;
 use crate::matmul::MatmulShape;
+use crate::matmul::Precision;
 use crate::ptx::PtxInfo;
 use crate::timing::Timing;
 use serde::{Deserialize, Serialize};
@@ -149,16 +150,30 @@ pub struct MatmulShapeResult {
 }
 
 impl MatmulShapeResult {
-    /// The cuBLAS row's median, when it was measured.
+    /// The FP32 cuBLAS row's median, when it was measured.
     pub fn cublas_ms(&self) -> Option<f64> {
-        self.rows.iter().find(|r| r.kind == MatmulRowKind::Cublas).and_then(|r| r.timing).map(|t| t.median_ms)
+        self.cublas_ms_in(Precision::Fp32)
     }
 
-    /// Sets every measured row's `ratio_to_cublas` (its median over cuBLAS's).
+    /// The median of the cuBLAS row in `precision`, when it was measured.
+    pub fn cublas_ms_in(&self, precision: Precision) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|r| r.kind == MatmulRowKind::Cublas && r.precision == precision)
+            .and_then(|r| r.timing)
+            .map(|t| t.median_ms)
+    }
+
+    /// Sets every measured row's `ratio_to_cublas` (its median over that of the cuBLAS row of
+    /// its precision).
     pub fn fill_ratios(&mut self) {
-        let cublas = self.cublas_ms();
+        let cublas: Vec<(Precision, Option<f64>)> = [Precision::Fp32, Precision::Bf16, Precision::Tf32]
+            .into_iter()
+            .map(|p| (p, self.cublas_ms_in(p)))
+            .collect();
         for row in &mut self.rows {
-            row.ratio_to_cublas = row.timing.zip(cublas).map(|(t, c)| t.median_ms / c);
+            let c = cublas.iter().find(|(p, _)| *p == row.precision).and_then(|(_, c)| *c);
+            row.ratio_to_cublas = row.timing.zip(c).map(|(t, c)| t.median_ms / c);
         }
     }
 }
@@ -218,6 +233,14 @@ pub struct MatmulRow {
     /// ran. Absent for the other rows, and in reports written before plans were recorded.
     #[serde(default)]
     pub plan: Option<String>,
+    /// The precision of the row's products; its ratio is to the cuBLAS row of the same
+    /// precision. FP32 in reports written before the tensor-core rows.
+    #[serde(default = "fp32")]
+    pub precision: Precision,
+}
+
+fn fp32() -> Precision {
+    Precision::Fp32
 }
 
 impl MatmulRow {
@@ -241,6 +264,7 @@ impl MatmulRow {
             ratio_to_cublas: None,
             max_error,
             plan: None,
+            precision: Precision::Fp32,
         }
     }
 
@@ -262,7 +286,14 @@ impl MatmulRow {
             ratio_to_cublas: None,
             max_error,
             plan: None,
+            precision: Precision::Fp32,
         }
+    }
+
+    /// The row with its products' `precision` recorded.
+    pub fn with_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
     }
 
     /// The row with `plan` recorded: what `auto` ran.

@@ -6,13 +6,16 @@ use crate::error::{HostError, format_bytes};
 use crate::gpu::Gpu;
 use crate::io::{self, Matrix, OutputFile};
 use crate::matmul::DeviceMatrices;
-use crate::matmul::{self, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, SplitK, split_k};
+use crate::matmul::{
+    self, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, Precision, SplitK, split_k,
+};
 use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
 use crate::timing::rotation_sets;
 use crate::timing::{Timing, time_launches};
 use clap::{Args, ValueEnum};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// The Guide's single-threaded CPU loop runs at ~1 GFLOP/s; above this many FLOPs (1024^3 * 2)
 /// it would take minutes, so the CPU row is skipped and says so.
@@ -40,9 +43,10 @@ pub struct MatmulArgs {
     /// Write C, as the first variant of --variant computed it, to this .npy file (with --a --b).
     #[arg(long, requires = "a", value_name = "C.npy")]
     pub out: Option<PathBuf>,
-    /// Variants to run: auto (the planner's choice), naive, tiled16, tiled32, sgemm,
-    /// sgemm_warp_tiled, few_rows, few_cols, a comma-separated list, or all (every variant that
-    /// takes the shape).
+    /// Variants to run: auto (the planner's choice, FP32), naive, tiled16, tiled32, sgemm,
+    /// sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
+    /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision), a
+    /// comma-separated list, or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
     /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
@@ -121,6 +125,9 @@ pub struct Row {
     pub error: Option<f64>,
     /// Why it did not run, or how it was measured.
     pub note: String,
+    /// The precision of its products: its ratio is to the cuBLAS row of the same precision,
+    /// and its error bound that precision's.
+    pub precision: Precision,
 }
 
 /// `A` and `B` from their files, with the shape they make; fails, naming the files, unless both
@@ -222,10 +229,27 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             "note: the PTX is a checked build (bounds and overflow checks): build it with --release for representative times"
         );
     }
-    let reference = args.check.then(|| {
-        eprintln!("computing the float64 reference on {} CPU threads...", rayon::current_num_threads());
-        MatmulReference::new(&host_a, &host_b, shape.m, shape.k, shape.n)
-    });
+    // One float64 reference per precision that runs (BF16's multiplies the rounded inputs),
+    // computed when first needed.
+    let mut references: Vec<(Precision, Rc<MatmulReference>)> = Vec::new();
+    let mut reference_for = |precision: Precision| -> Option<Rc<MatmulReference>> {
+        if !args.check {
+            return None;
+        }
+        if let Some((_, r)) = references.iter().find(|(p, _)| *p == precision) {
+            return Some(r.clone());
+        }
+        eprintln!(
+            "computing the float64 reference ({}) on {} CPU threads...",
+            precision.name(),
+            rayon::current_num_threads()
+        );
+        let (a, b) = (precision.reference_inputs(&host_a), precision.reference_inputs(&host_b));
+        let r = Rc::new(MatmulReference::new(&a, &b, shape.m, shape.k, shape.n));
+        references.push((precision, r.clone()));
+        Some(r)
+    };
+    let reference = reference_for(Precision::Fp32);
 
     let (warmup, repeat) = (args.warmup as usize, args.repeat as usize);
     let mut rows = Vec::new();
@@ -238,6 +262,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             timing: Timing::from_samples(vec![ms]),
             error: reference.as_ref().map(|r| r.max_error(&c)),
             note: "1 thread, 1 run, wall clock".into(),
+            precision: Precision::Fp32,
         });
     } else {
         rows.push(Row {
@@ -245,16 +270,26 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             timing: None,
             error: None,
             note: format!("skipped above {:.1} GFLOP", CPU_TRIPLE_LOOP_MAX_FLOPS / 1e9),
+            precision: Precision::Fp32,
         });
     }
     for &variant in &args.variant.0 {
+        let precision = variant.precision();
+        let row = |timing, error, note| Row { name: variant.name().into(), timing, error, note, precision };
+        // The tensor-core kernels exist only on compute capability 9.0: elsewhere their row
+        // says why, and the other variants still run.
+        if let (Precision::Bf16 | Precision::Tf32, Err(why)) = (precision, gpu.hopper_status()) {
+            rows.push(row(None, None, format!("not run: {why}")));
+            continue;
+        }
+        let reference = if precision == Precision::Fp32 { reference.clone() } else { reference_for(precision) };
         // Planned once: the check and every timed launch run this plan, so the planner's own
         // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
         // row's note; any other planning error ends the command.
         let plan = match plan_variant(matmul::device_of(&gpu), variant, shape, args.split_k) {
             Ok(plan) => plan,
             Err(e) if !variant.supports(shape) || (args.split_k.is_some() && !variant.splits_k()) => {
-                rows.push(Row { name: variant.name().into(), timing: None, error: None, note: e.to_string() });
+                rows.push(row(None, None, e.to_string()));
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -266,9 +301,10 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             None
         };
         let error = reference.as_ref().zip(c.as_ref()).map(|(r, c)| r.max_error(c));
+        let bound = precision.tolerance(shape.k);
         if let (Some(file), Some(c)) = (out.take(), c) {
             // Written only once C passed its check: a wrong product never replaces a file.
-            if reference.as_ref().is_none_or(|r| error.is_some_and(|e| e <= r.tolerance())) {
+            if reference.is_none() || error.is_some_and(|e| e <= bound) {
                 let path = file.path().display().to_string();
                 file.write_npy(&[shape.m as u64, shape.n as u64], &c)?;
                 println!("wrote C ({}x{}, computed by {}) to {path}", shape.m, shape.n, variant.name());
@@ -280,47 +316,74 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
                 let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
                 format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
             }
+            MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once, untimed), FP32 accumulate".into(),
+            MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
+            MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
             _ => String::new(),
         };
-        rows.push(Row { name: variant.name().into(), timing: Some(timing), error, note });
+        rows.push(row(Some(timing), error, note));
     }
-    match Sgemm::new(&gpu) {
-        Ok(sgemm) => {
-            let error = match &reference {
-                Some(r) => Some(r.max_error(&sgemm.run(&gpu, &mut mats[0])?)),
-                None => None,
-            };
-            let timing = time_launches(&gpu, warmup, repeat, |i| sgemm.launch(&mut mats[i % sets]))?;
-            rows.push(Row { name: "cublas sgemm".into(), timing: Some(timing), error, note: "FP32, no TF32".into() });
+    // One cuBLAS row per precision that ran, FP32 always.
+    let mut precisions = vec![Precision::Fp32];
+    for v in &args.variant.0 {
+        if !precisions.contains(&v.precision()) && gpu.hopper_status().is_ok() {
+            precisions.push(v.precision());
         }
-        Err(e) => {
-            rows.push(Row { name: "cublas sgemm".into(), timing: None, error: None, note: format!("unavailable: {e}") })
+    }
+    let blas = Sgemm::new(&gpu);
+    for precision in precisions {
+        let (name, note) = match precision {
+            Precision::Fp32 => ("cublas sgemm", "FP32, no TF32"),
+            Precision::Bf16 => ("cublas bf16", "cublasGemmEx, BF16 inputs, FP32 compute"),
+            Precision::Tf32 => ("cublas tf32", "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32"),
+        };
+        let row = |timing, error, note: String| Row { name: name.into(), timing, error, note, precision };
+        match &blas {
+            Ok(blas) => {
+                let reference = if precision == Precision::Fp32 { reference.clone() } else { reference_for(precision) };
+                let error = match &reference {
+                    Some(r) => Some(r.max_error(&blas.run_in(&gpu, precision, &mut mats[0])?)),
+                    None => None,
+                };
+                let timing =
+                    time_launches(&gpu, warmup, repeat, |i| blas.launch_in(&gpu, precision, &mut mats[i % sets]))?;
+                rows.push(row(Some(timing), error, note.into()));
+            }
+            Err(e) => rows.push(row(None, None, format!("unavailable: {e}"))),
         }
     }
 
     print!("{}", render(shape, &rows));
-    if let Some(r) = &reference {
-        let failed: Vec<&str> = rows
+    if args.check {
+        let failed: Vec<String> = rows
             .iter()
-            .filter(|row| row.error.is_some_and(|e| e > r.tolerance()))
-            .map(|row| row.name.as_str())
+            .filter(|row| row.error.is_some_and(|e| e > row.precision.tolerance(shape.k)))
+            .map(|row| format!("{} (bound {:.2e})", row.name, row.precision.tolerance(shape.k)))
             .collect();
         if !failed.is_empty() {
             return Err(HostError::InvalidInput(format!(
-                "check failed: {} exceeded the error bound {:.2e} (k * f32::EPSILON)",
-                failed.join(", "),
-                r.tolerance()
+                "check failed: {} exceeded the error bound (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20)",
+                failed.join(", ")
             ))
             .into());
         }
-        println!("check: every result within {:.2e} of the float64 reference (error / sum|a*b|)", r.tolerance());
+        println!(
+            "check: every result within its bound of the float64 reference (error / sum|a*b|): FP32 and BF16 {:.2e} (BF16 against the product of the BF16-rounded inputs), TF32 {:.2e}",
+            Precision::Fp32.tolerance(shape.k),
+            Precision::Tf32.tolerance(shape.k)
+        );
     }
     Ok(())
 }
 
-/// The report table: time, rate and ratio to cuBLAS per row.
+/// The report table: time, rate and ratio to the cuBLAS row of the same precision per row.
 pub fn render(shape: MatmulShape, rows: &[Row]) -> String {
-    let cublas_ms = rows.iter().find(|r| r.name.starts_with("cublas")).and_then(|r| r.timing).map(|t| t.median_ms);
+    let cublas_ms = |p: Precision| {
+        rows.iter()
+            .find(|r| r.name.starts_with("cublas") && r.precision == p)
+            .and_then(|r| r.timing)
+            .map(|t| t.median_ms)
+    };
     let mut out = format!(
         "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
         "variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "max error", "note"
@@ -335,7 +398,7 @@ pub fn render(shape: MatmulShape, rows: &[Row]) -> String {
             cell(t.map(|t| format!("{:.3}", t.min_ms))),
             cell(t.map(|t| format!("{:.3}", t.max_ms))),
             cell(t.map(|t| format!("{:.0}", shape.flops() / (t.median_ms * 1e6)))),
-            cell(t.zip(cublas_ms).map(|(t, c)| format!("{:.2}", t.median_ms / c))),
+            cell(t.zip(cublas_ms(row.precision)).map(|(t, c)| format!("{:.2}", t.median_ms / c))),
             cell(row.error.map(|e| format!("{e:.1e}"))),
             row.note
         );
@@ -475,13 +538,51 @@ mod tests {
         let shape = MatmulShape::new(1024, 1024, 1024).unwrap();
         let t = |ms| Timing::from_samples(vec![ms]);
         let rows = vec![
-            Row { name: "tiled16".into(), timing: t(0.5), error: Some(1e-7), note: String::new() },
-            Row { name: "cublas sgemm".into(), timing: t(0.05), error: None, note: "FP32".into() },
-            Row { name: "cpu".into(), timing: None, error: None, note: "skipped".into() },
+            Row {
+                name: "tiled16".into(),
+                timing: t(0.5),
+                error: Some(1e-7),
+                note: String::new(),
+                precision: Precision::Fp32,
+            },
+            Row {
+                name: "cublas sgemm".into(),
+                timing: t(0.05),
+                error: None,
+                note: "FP32".into(),
+                precision: Precision::Fp32,
+            },
+            Row { name: "cpu".into(), timing: None, error: None, note: "skipped".into(), precision: Precision::Fp32 },
+            Row {
+                name: "wgmma_bf16".into(),
+                timing: t(0.004),
+                error: None,
+                note: String::new(),
+                precision: Precision::Bf16,
+            },
+            Row {
+                name: "cublas bf16".into(),
+                timing: t(0.005),
+                error: None,
+                note: String::new(),
+                precision: Precision::Bf16,
+            },
+            Row {
+                name: "wgmma_tf32".into(),
+                timing: t(0.01),
+                error: None,
+                note: String::new(),
+                precision: Precision::Tf32,
+            },
         ];
         let text = render(shape, &rows);
         let tiled = text.lines().find(|l| l.starts_with("tiled16")).unwrap();
         assert!(tiled.contains("4295") && tiled.contains("10.00") && tiled.contains("1.0e-7"), "{tiled}");
+        // Each row against the cuBLAS row of its own precision; none when that row is missing.
+        let bf16 = text.lines().find(|l| l.starts_with("wgmma_bf16")).unwrap();
+        assert!(bf16.contains(" 0.80 "), "{bf16}");
+        let tf32 = text.lines().find(|l| l.starts_with("wgmma_tf32")).unwrap();
+        assert!(!tf32.contains("0.20") && !tf32.contains("2.00"), "{tf32}");
         assert!(text.lines().find(|l| l.starts_with("cpu")).unwrap().contains("-"));
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod naive;
 pub mod plan;
+mod precision;
 mod run;
 pub mod sgemm;
 pub mod sgemm_warp_tiled;
@@ -12,8 +13,10 @@ pub mod skinny;
 pub mod split_k;
 pub mod tiled;
 mod variant;
+pub mod wgmma;
 
 pub use plan::{MatmulDevice, MatmulPlan, plan, plan_with};
+pub use precision::{Precision, TF32_UNIT, round_to_bf16};
 pub use run::{DeviceMatrices, InputSets, device_of, launch, launch_plan, run, run_plan};
 pub use shape::{MAX_GRID_Y, MatmulShape, grid_over_c};
 pub use split_k::SplitK;

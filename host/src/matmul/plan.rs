@@ -196,6 +196,9 @@ pub fn plan_with(
             );
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
+        MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaTf32 | MatmulVariant::WgmmaTf32Transposed => {
+            (super::wgmma::plan(shape, device, kernel)?, None, String::new())
+        }
         MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
     };
     if let Some(s) = split {
@@ -461,7 +464,7 @@ mod tests {
             if v.supports(shape) {
                 let p = p.unwrap();
                 assert_eq!((p.variant, p.kernel), (v, v.kernel().unwrap()));
-                assert!(kernels::KERNEL_NAMES.contains(&p.kernel));
+                assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
                 assert!(p.unwrap_err().to_string().contains("at most 16"));
             }

@@ -21,6 +21,8 @@ pub struct DeviceMatrices {
     pub c: CudaSlice<f32>,
     /// Split-K partial products, allocated by the first launch whose plan needs them.
     pub workspace: Option<CudaSlice<f32>>,
+    /// The tensor-core kernels' operand copies and tensor maps, made by their first launch.
+    pub tensor_core: super::wgmma::TensorCoreOperands,
 }
 
 impl DeviceMatrices {
@@ -28,7 +30,14 @@ impl DeviceMatrices {
     pub fn upload(gpu: &Gpu, shape: MatmulShape, a: &[f32], b: &[f32]) -> Result<Self> {
         shape.check_lens(a.len(), b.len(), shape.m * shape.n)?;
         gpu.ensure_fits(&format!("a {shape} matmul ({})", format_bytes(shape.bytes())), shape.bytes())?;
-        Ok(Self { shape, a: gpu.upload(a)?, b: gpu.upload(b)?, c: gpu.zeros(shape.m * shape.n)?, workspace: None })
+        Ok(Self {
+            shape,
+            a: gpu.upload(a)?,
+            b: gpu.upload(b)?,
+            c: gpu.zeros(shape.m * shape.n)?,
+            workspace: None,
+            tensor_core: Default::default(),
+        })
     }
 
     /// Fills `C` with NaN so that any element a kernel fails to write fails the check.
@@ -82,6 +91,9 @@ pub fn launch(gpu: &Gpu, variant: MatmulVariant, mats: &mut DeviceMatrices) -> R
 /// Launches `plan` on the matrices: the kernel, then the split-K reduction when the plan splits
 /// `k`. The first launch that needs a workspace allocates it (after checking free memory).
 pub fn launch_plan(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) -> Result<()> {
+    if plan.variant.precision() != super::Precision::Fp32 {
+        return super::wgmma::launch(gpu, plan.kernel, plan.launch, mats);
+    }
     let shape = mats.shape;
     let (m, k, n) = (shape.m as u32, shape.k as u32, shape.n as u32);
     let func = gpu.function(plan.kernel)?;

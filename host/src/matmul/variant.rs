@@ -1,5 +1,6 @@
 //! The table of matmul variants: the one list that the CLI, the tests and the benchmarks iterate.
 
+use super::precision::Precision;
 use super::shape::MatmulShape;
 use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
 
@@ -27,11 +28,22 @@ pub enum MatmulVariant {
     FewRows,
     /// Memory-bound kernel for `n <= 16`: streams `A` once, one warp per row of `C`.
     FewCols,
+    /// Hopper tensor cores (`wgmma`, sm_90a) on `A` and `B` rounded to BF16: TMA into a 4-stage
+    /// ring, two consumer warpgroups on 128x256 tiles, a persistent grid. Compared with cuBLAS
+    /// BF16.
+    WgmmaBf16,
+    /// Hopper tensor cores in TF32 math on the `f32` inputs as they are: `C^T = B^T A^T`, with
+    /// row-major `B` loaded from shared memory into the instruction's register operand (TF32
+    /// takes no transposed operand from shared memory). Compared with cuBLAS TF32.
+    WgmmaTf32,
+    /// The same as `wgmma_bf16`'s kernel in TF32, after transposing `B` on the GPU (part of
+    /// the measured time). Compared with cuBLAS TF32.
+    WgmmaTf32Transposed,
 }
 
 impl MatmulVariant {
     /// Every variant: `auto` first, then the kernels simplest first.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 11] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -40,11 +52,24 @@ impl MatmulVariant {
         Self::SgemmWarpTiled,
         Self::FewRows,
         Self::FewCols,
+        Self::WgmmaBf16,
+        Self::WgmmaTf32,
+        Self::WgmmaTf32Transposed,
     ];
 
     /// The kernel families, without `auto`.
-    pub const KERNELS: [Self; 7] =
-        [Self::Naive, Self::Tiled16, Self::Tiled32, Self::Sgemm, Self::SgemmWarpTiled, Self::FewRows, Self::FewCols];
+    pub const KERNELS: [Self; 10] = [
+        Self::Naive,
+        Self::Tiled16,
+        Self::Tiled32,
+        Self::Sgemm,
+        Self::SgemmWarpTiled,
+        Self::FewRows,
+        Self::FewCols,
+        Self::WgmmaBf16,
+        Self::WgmmaTf32,
+        Self::WgmmaTf32Transposed,
+    ];
 
     /// The name the CLI and reports use.
     pub fn name(self) -> &'static str {
@@ -57,6 +82,9 @@ impl MatmulVariant {
             Self::SgemmWarpTiled => "sgemm_warp_tiled",
             Self::FewRows => "few_rows",
             Self::FewCols => "few_cols",
+            Self::WgmmaBf16 => "wgmma_bf16",
+            Self::WgmmaTf32 => "wgmma_tf32",
+            Self::WgmmaTf32Transposed => "wgmma_tf32_transposed",
         }
     }
 
@@ -73,6 +101,19 @@ impl MatmulVariant {
             Self::SgemmWarpTiled => Some(kernels::matmul::sgemm_warp_tiled::KERNEL),
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
+            Self::WgmmaBf16 => Some(kernels::matmul::wgmma::KERNEL_BF16),
+            Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
+            Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32_TRANSPOSED),
+        }
+    }
+
+    /// The precision of the variant's products: FP32 for all but the tensor-core variants (and
+    /// `auto`, which never picks a reduced precision).
+    pub fn precision(self) -> Precision {
+        match self {
+            Self::WgmmaBf16 => Precision::Bf16,
+            Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
+            _ => Precision::Fp32,
         }
     }
 
@@ -99,8 +140,13 @@ mod tests {
     #[test]
     fn every_kernel_variant_names_a_kernel_the_ptx_declares() {
         for v in MatmulVariant::KERNELS {
-            assert!(kernels::KERNEL_NAMES.contains(&v.kernel().unwrap()), "{}", v.name());
+            let names =
+                if v.precision() == Precision::Fp32 { kernels::KERNEL_NAMES } else { kernels::HOPPER_KERNEL_NAMES };
+            assert!(names.contains(&v.kernel().unwrap()), "{}", v.name());
         }
+        assert_eq!(MatmulVariant::Auto.precision(), Precision::Fp32);
+        assert_eq!(MatmulVariant::WgmmaBf16.precision(), Precision::Bf16);
+        assert_eq!(MatmulVariant::WgmmaTf32.precision(), Precision::Tf32);
         assert_eq!(MatmulVariant::Auto.kernel(), None);
         assert_eq!(&MatmulVariant::ALL[1..], &MatmulVariant::KERNELS);
     }

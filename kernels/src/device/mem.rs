@@ -94,6 +94,20 @@ pub unsafe fn store_global_v4_u32(ptr: *mut u8, v: [u32; 4]) {
     };
 }
 
+/// `st.global.v2.f32`: writes two adjacent `f32` in one 8-byte access.
+///
+/// # Safety
+/// `ptr` is 8-byte aligned, `ptr..ptr + 2` lies in one global allocation, and no other thread
+/// accesses those elements during the kernel.
+#[inline(always)]
+pub unsafe fn store_global_v2_f32(ptr: *mut f32, v: [f32; 2]) {
+    // SAFETY: the caller guarantees alignment, bounds and exclusive access.
+    unsafe {
+        asm!("st.global.v2.f32 [{p}], {{{a}, {b}}};", p = in(reg64) ptr, a = in(reg32) v[0], b = in(reg32) v[1],
+             options(nostack, preserves_flags))
+    };
+}
+
 /// `st.global.f32`: writes one `f32`.
 ///
 /// # Safety

@@ -23,6 +23,7 @@ macro_rules! unroll {
 #[cfg(target_arch = "nvptx64")]
 mod guarded;
 pub mod naive;
+pub mod operands;
 pub mod sgemm;
 pub mod sgemm_warp_tiled;
 pub mod skinny;
@@ -30,3 +31,4 @@ pub mod split_k;
 #[cfg(test)]
 mod test_support;
 pub mod tiled;
+pub mod wgmma;

@@ -1,0 +1,428 @@
+//! Launch planning for `kernels::matmul::wgmma` (`wgmma_bf16`, `wgmma_tf32`): the persistent
+//! grid, the operands in the layouts the TMA and `wgmma` take, and their tensor maps.
+//!
+//! - BF16: `A` and `B` rounded to BF16 on the GPU (`matmul_to_bf16`, the rounding of
+//!   `half::bf16::from_f32`) into rows padded to 16 bytes (the TMA's stride rule), once per
+//!   [`DeviceMatrices`], outside the timed launches, like the host-side rounding it stands for;
+//!   cuBLAS's BF16 baseline multiplies the same copies. `B` stays row-major (N-major): the
+//!   instruction's transpose bit takes it as it is.
+//! - TF32: `wgmma` takes only K-major `B`, so every launch first writes `B^T` (`matmul_transpose`)
+//!   and, when `k` is not a multiple of 4, `A` with rows padded to 16 bytes (`matmul_pad_rows`):
+//!   that time is part of the measured time.
+//!
+//! The tensor maps live in global memory (see `kernels::device::tma`), encoded once per
+//! [`DeviceMatrices`] with `cuTensorMapEncodeTiled`.
+
+use super::plan::MatmulDevice;
+use super::run::DeviceMatrices;
+use super::shape::MatmulShape;
+use crate::error::{HostError, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::{
+    self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
+    CUtensorMapSwizzle,
+};
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_BYTES, padded_row_len};
+use kernels::matmul::operands;
+use kernels::matmul::wgmma::{BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, Operand, THREADS};
+
+/// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
+#[derive(Default)]
+pub struct TensorCoreOperands {
+    /// BF16 copies of `A` and `B` and their tensor maps.
+    pub bf16: Option<Bf16Operands>,
+    /// TF32 buffers (`B^T`, padded `A`) and their tensor maps.
+    pub tf32: Option<Tf32Operands>,
+    /// `wgmma_tf32`'s buffers (`A` and `B` with rows padded to 16 bytes, when they are not)
+    /// and tensor maps.
+    pub tf32_rs: Option<Tf32RsOperands>,
+}
+
+/// `A` (`m x lda`) and `B` (`k x ldb`) with rows padded to 16 bytes, for the dimensions that
+/// need it (`None`: the original is used), for `wgmma_tf32`.
+pub struct Tf32RsOperands {
+    a_padded: Option<CudaSlice<f32>>,
+    b_padded: Option<CudaSlice<f32>>,
+    ld_a: usize,
+    ld_b: usize,
+    maps: CudaSlice<u64>,
+}
+
+/// `A` (`m x lda`) and `B` (`k x ldb`) rounded to BF16, rows padded with zeros to 16 bytes.
+pub struct Bf16Operands {
+    /// `A` in BF16 bits.
+    pub a: CudaSlice<u16>,
+    /// Row length of `a`.
+    pub lda: usize,
+    /// `B` in BF16 bits.
+    pub b: CudaSlice<u16>,
+    /// Row length of `b`.
+    pub ldb: usize,
+    maps: CudaSlice<u64>,
+}
+
+/// `B^T` (`n x ldb`) and, when `k` is not a multiple of 4, `A` (`m x lda`), in `f32`.
+pub struct Tf32Operands {
+    bt: CudaSlice<f32>,
+    ld: usize,
+    a_padded: Option<CudaSlice<f32>>,
+    maps: CudaSlice<u64>,
+}
+
+/// One block per SM (a block takes most of an SM's shared memory), at most one per tile:
+/// [`THREADS`] threads, [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32`
+/// tiles `C^T`, so its tiles are 128 columns by 256 rows.
+pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
+    let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
+    dim(shape.k, "k")?;
+    let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32;
+    let tiles = if rs { kernels::matmul::wgmma::tiles(n, m) } else { kernels::matmul::wgmma::tiles(m, n) };
+    let threads = if rs { kernels::matmul::wgmma::TF32_THREADS } else { THREADS };
+    Ok(LaunchConfig {
+        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: DYNAMIC_SHARED_BYTES,
+    })
+}
+
+/// `value` as the kernels' `u32`, or an error naming the dimension.
+fn dim(value: usize, what: &str) -> Result<u32> {
+    u32::try_from(value)
+        .ok()
+        .filter(|&v| v < i32::MAX as u32)
+        .ok_or_else(|| HostError::InvalidInput(format!("{what} = {value} exceeds the tensor-core kernels' 2^31 - 1")))
+}
+
+/// A 2-D tensor map's shape: `dims` and `box_dims` innermost first, the row stride in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TensorMap2d {
+    /// Elements along the inner (contiguous) and outer dimension.
+    pub dims: [u64; 2],
+    /// Bytes from one row to the next.
+    pub row_stride_bytes: u64,
+    /// The box each copy moves, inner first.
+    pub box_dims: [u32; 2],
+    /// Bytes per element.
+    pub elem_bytes: u32,
+}
+
+impl TensorMap2d {
+    /// Checks the rules `cuTensorMapEncodeTiled` enforces for a 128-byte swizzled map, so that a
+    /// violation is our error with a reason instead of the driver's bare `CUDA_ERROR_INVALID_VALUE`.
+    pub fn check(&self) -> Result<()> {
+        let problem = if !self.row_stride_bytes.is_multiple_of(STRIDE_GRANULE as u64) {
+            Some(format!("row stride {} bytes is not a multiple of {STRIDE_GRANULE}", self.row_stride_bytes))
+        } else if self.row_stride_bytes < self.dims[0] * self.elem_bytes as u64 {
+            Some(format!("row stride {} bytes is shorter than a row", self.row_stride_bytes))
+        } else if self.dims.iter().any(|&d| d == 0 || d > 1 << 32) {
+            Some(format!("dimensions {:?} outside 1..=2^32", self.dims))
+        } else if self.box_dims.iter().any(|&b| b == 0 || b as usize > MAX_BOX_DIM) {
+            Some(format!("box {:?} outside 1..={MAX_BOX_DIM}", self.box_dims))
+        } else if (self.box_dims[0] * self.elem_bytes) as usize > SWIZZLE_128B_MAX_INNER_BYTES {
+            Some(format!("box rows of {} bytes exceed the 128-byte swizzle", self.box_dims[0] * self.elem_bytes))
+        } else {
+            None
+        };
+        problem.map_or(Ok(()), |p| Err(HostError::InvalidInput(format!("tensor map {self:?}: {p}"))))
+    }
+}
+
+/// `cuTensorMapEncodeTiled` of a 2-D tensor at device address `base`, 128-byte swizzled,
+/// zeros outside the tensor.
+fn encode(base: u64, map: TensorMap2d, data_type: CUtensorMapDataType) -> Result<CUtensorMap> {
+    map.check()?;
+    let mut out = std::mem::MaybeUninit::<CUtensorMap>::uninit();
+    let element_strides = [1u32, 1];
+    // SAFETY: every pointer addresses a local array of the rank's length (strides: rank - 1);
+    // `base` is a live device allocation of at least dims[1] rows of `row_stride_bytes`, 16-byte
+    // aligned (cudaMalloc), and the map outlives no allocation it is used with (it is re-encoded
+    // with each DeviceMatrices).
+    unsafe {
+        sys::cuTensorMapEncodeTiled(
+            out.as_mut_ptr(),
+            data_type,
+            2,
+            base as *mut std::ffi::c_void,
+            map.dims.as_ptr(),
+            [map.row_stride_bytes].as_ptr(),
+            map.box_dims.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()?;
+        Ok(out.assume_init())
+    }
+}
+
+/// The tensor maps of `A` and `B` for `op`, given the operands' device addresses and row
+/// lengths (elements): `A` is `m x lda`, K-major; `B` is `k x ldb` N-major (BF16) or `B^T`,
+/// `n x ldb` K-major (TF32).
+pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [TensorMap2d; 2] {
+    let eb = op.bytes();
+    let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
+    let a = TensorMap2d {
+        dims: [k, m],
+        row_stride_bytes: (lda * eb as usize) as u64,
+        box_dims: [BLOCK_K_BYTES / eb, BLOCK_M],
+        elem_bytes: eb,
+    };
+    let b = match op {
+        Operand::Bf16 => TensorMap2d {
+            dims: [n, k],
+            row_stride_bytes: (ldb * 2) as u64,
+            box_dims: [BF16_B_BOX_N, BLOCK_K_BYTES / 2],
+            elem_bytes: 2,
+        },
+        Operand::Tf32 => TensorMap2d {
+            dims: [k, n],
+            row_stride_bytes: (ldb * 4) as u64,
+            box_dims: [BLOCK_K_BYTES / 4, BLOCK_N],
+            elem_bytes: 4,
+        },
+    };
+    [a, b]
+}
+
+fn device_address<T>(gpu: &Gpu, buf: &CudaSlice<T>) -> u64 {
+    let (ptr, _sync) = buf.device_ptr(gpu.stream());
+    ptr
+}
+
+/// Encodes both maps and uploads them (256 bytes, allocation-aligned, so 64-byte aligned).
+fn upload_maps(gpu: &Gpu, maps: [TensorMap2d; 2], bases: [u64; 2], op: Operand) -> Result<CudaSlice<u64>> {
+    let data_type = match op {
+        Operand::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        Operand::Tf32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
+    let mut words = Vec::with_capacity(32);
+    for (map, base) in maps.into_iter().zip(bases) {
+        words.extend_from_slice(&encode(base, map, data_type)?.opaque);
+    }
+    gpu.upload(&words)
+}
+
+/// A grid-stride launch of `threads`-thread blocks over `elements`, a few waves of blocks.
+fn copy_grid(elements: usize, gpu: &Gpu) -> LaunchConfig {
+    let blocks = elements.div_ceil(operands::COPY_THREADS as usize).min(gpu.info().sm_count as usize * 16).max(1);
+    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (operands::COPY_THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// The BF16 operands of `mats`, rounded and uploaded with their maps on first use.
+pub fn bf16_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Bf16Operands> {
+    if mats.tensor_core.bf16.is_none() {
+        let s = mats.shape;
+        let (lda, ldb) = (padded_row_len(s.k, 2), padded_row_len(s.n, 2));
+        let bytes = 2 * (s.m * lda + s.k * ldb) as u64;
+        gpu.ensure_fits(&format!("the BF16 copies of a {s} matmul's A and B ({bytes} bytes)"), bytes)?;
+        let mut a = gpu.zeros::<u16>(s.m * lda)?;
+        let mut b = gpu.zeros::<u16>(s.k * ldb)?;
+        let func = gpu.function(operands::KERNEL_TO_BF16)?;
+        for (src, dst, rows, cols, ld) in [(&mats.a, &mut a, s.m, s.k, lda), (&mats.b, &mut b, s.k, s.n, ldb)] {
+            let (rows, cols, ld32) = (rows as u32, cols as u32, ld as u32);
+            let mut launch = gpu.stream().launch_builder(&func);
+            launch.arg(src).arg(dst).arg(&rows).arg(&cols).arg(&ld32);
+            // SAFETY: src holds rows*cols f32 (A or B), dst rows*ld u16 (allocated above), ld >=
+            // cols; separate allocations.
+            unsafe { launch.launch(copy_grid(rows as usize * ld, gpu)) }?;
+        }
+        let maps = tensor_maps(s, Operand::Bf16, lda, ldb);
+        let maps = upload_maps(gpu, maps, [device_address(gpu, &a), device_address(gpu, &b)], Operand::Bf16)?;
+        mats.tensor_core.bf16 = Some(Bf16Operands { a, lda, b, ldb, maps });
+    }
+    Ok(mats.tensor_core.bf16.as_ref().expect("prepared above"))
+}
+
+/// The TF32 buffers of `mats` and their maps, allocated on first use (their contents are
+/// written by every launch).
+fn tf32_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32Operands> {
+    if mats.tensor_core.tf32.is_none() {
+        let s = mats.shape;
+        let ld = padded_row_len(s.k, 4);
+        let pad_a = ld != s.k;
+        let bytes = 4 * (s.n * ld + if pad_a { s.m * ld } else { 0 }) as u64;
+        gpu.ensure_fits(&format!("the TF32 operand copies of a {s} matmul ({bytes} bytes)"), bytes)?;
+        let bt = gpu.zeros::<f32>(s.n * ld)?;
+        let a_padded = if pad_a { Some(gpu.zeros::<f32>(s.m * ld)?) } else { None };
+        let a_base = device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a));
+        let maps = tensor_maps(s, Operand::Tf32, ld, ld);
+        let maps = upload_maps(gpu, maps, [a_base, device_address(gpu, &bt)], Operand::Tf32)?;
+        mats.tensor_core.tf32 = Some(Tf32Operands { bt, ld, a_padded, maps });
+    }
+    Ok(mats.tensor_core.tf32.as_ref().expect("prepared above"))
+}
+
+/// The maps of `wgmma_tf32`: `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of
+/// 32 of K by 256 rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
+/// registers) in boxes of 32 columns by 32 of K.
+pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize) -> [TensorMap2d; 2] {
+    let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
+    [
+        TensorMap2d { dims: [k, m], row_stride_bytes: (ld_a * 4) as u64, box_dims: [32, BLOCK_N], elem_bytes: 4 },
+        TensorMap2d {
+            dims: [n, k],
+            row_stride_bytes: (ld_b * 4) as u64,
+            box_dims: [kernels::matmul::wgmma::TF32_B_BOX_N, 32],
+            elem_bytes: 4,
+        },
+    ]
+}
+
+/// `wgmma_tf32`'s padded copies (allocated on first use; written by every launch) and maps.
+fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32RsOperands> {
+    if mats.tensor_core.tf32_rs.is_none() {
+        let s = mats.shape;
+        let (ld_a, ld_b) = (padded_row_len(s.k, 4), padded_row_len(s.n, 4));
+        let bytes = 4 * (if ld_a != s.k { s.m * ld_a } else { 0 } + if ld_b != s.n { s.k * ld_b } else { 0 }) as u64;
+        gpu.ensure_fits(&format!("the padded TF32 operands of a {s} matmul ({bytes} bytes)"), bytes)?;
+        let a_padded = if ld_a != s.k { Some(gpu.zeros::<f32>(s.m * ld_a)?) } else { None };
+        let b_padded = if ld_b != s.n { Some(gpu.zeros::<f32>(s.k * ld_b)?) } else { None };
+        let bases = [
+            device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a)),
+            device_address(gpu, b_padded.as_ref().unwrap_or(&mats.b)),
+        ];
+        let maps = upload_maps(gpu, tensor_maps_rs(s, ld_a, ld_b), bases, Operand::Tf32)?;
+        mats.tensor_core.tf32_rs = Some(Tf32RsOperands { a_padded, b_padded, ld_a, ld_b, maps });
+    }
+    Ok(mats.tensor_core.tf32_rs.as_ref().expect("prepared above"))
+}
+
+/// Copies `src` (`rows x cols`) into rows of `ld` (`matmul_pad_rows`), on the stream.
+fn pad_rows(
+    gpu: &Gpu,
+    src: &CudaSlice<f32>,
+    dst: &mut CudaSlice<f32>,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> Result<()> {
+    let pad = gpu.function(operands::KERNEL_PAD)?;
+    let (r, c, l) = (rows as u32, cols as u32, ld as u32);
+    let mut launch = gpu.stream().launch_builder(&pad);
+    launch.arg(src).arg(dst).arg(&r).arg(&c).arg(&l);
+    // SAFETY: src holds rows*cols f32, dst rows*ld with ld >= cols; separate allocations.
+    unsafe { launch.launch(copy_grid(rows * cols, gpu)) }?;
+    Ok(())
+}
+
+/// Launches `kernel` (`wgmma_bf16` or `wgmma_tf32`) with `cfg` on the matrices, preparing its
+/// operands first (TF32: the transposition, and the padding of `A`, on every launch).
+pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut DeviceMatrices) -> Result<()> {
+    let func = gpu.function(kernel)?;
+    let s = mats.shape;
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    func.set_attribute(
+        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        DYNAMIC_SHARED_BYTES as i32,
+    )?;
+    if kernel == kernels::matmul::wgmma::KERNEL_TF32 {
+        tf32_rs_operands(gpu, mats)?;
+        let ops = mats.tensor_core.tf32_rs.as_mut().expect("prepared above");
+        if let Some(a_padded) = ops.a_padded.as_mut() {
+            pad_rows(gpu, &mats.a, a_padded, s.m, s.k, ops.ld_a)?;
+        }
+        if let Some(b_padded) = ops.b_padded.as_mut() {
+            pad_rows(gpu, &mats.b, b_padded, s.k, s.n, ops.ld_b)?;
+        }
+        let mut launch = gpu.stream().launch_builder(&func);
+        launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
+        // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32): the maps describe
+        // A and B (or their padded copies, written above on this stream) in the boxes
+        // tensor_maps_rs gives; C holds m*n f32 and overlaps none of them; the plan gives
+        // TF32_THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+        unsafe { launch.launch(cfg) }?;
+        return Ok(());
+    }
+    if kernel == kernels::matmul::wgmma::KERNEL_BF16 {
+        bf16_operands(gpu, mats)?;
+    } else {
+        tf32_operands(gpu, mats)?;
+        let transpose = gpu.function(operands::KERNEL_TRANSPOSE)?;
+        let tf32 = mats.tensor_core.tf32.as_mut().expect("prepared above");
+        let ld = tf32.ld as u32;
+        let tile = operands::TILE;
+        let grid = LaunchConfig {
+            grid_dim: (n.div_ceil(tile), k.div_ceil(tile), 1),
+            block_dim: (tile, operands::TRANSPOSE_ROWS, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = gpu.stream().launch_builder(&transpose);
+        launch.arg(&mats.b).arg(&mut tf32.bt).arg(&k).arg(&n).arg(&ld);
+        // SAFETY: B holds k*n f32; bt holds n*ld with ld >= k; separate allocations; the block is
+        // TILE x TRANSPOSE_ROWS.
+        unsafe { launch.launch(grid) }?;
+        if let Some(a_padded) = tf32.a_padded.as_mut() {
+            let pad = gpu.function(operands::KERNEL_PAD)?;
+            let mut launch = gpu.stream().launch_builder(&pad);
+            launch.arg(&mats.a).arg(a_padded).arg(&m).arg(&k).arg(&ld);
+            // SAFETY: A holds m*k f32; a_padded holds m*ld with ld >= k; separate allocations.
+            unsafe { launch.launch(copy_grid(s.m * s.k, gpu)) }?;
+        }
+    }
+    let maps = match (&mats.tensor_core.bf16, &mats.tensor_core.tf32) {
+        (Some(b), _) if kernel == kernels::matmul::wgmma::KERNEL_BF16 => &b.maps,
+        (_, Some(t)) => &t.maps,
+        _ => unreachable!("prepared above"),
+    };
+    let mut launch = gpu.stream().launch_builder(&func);
+    launch.arg(maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
+    // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe the prepared
+    // operands (A, B or B^T in the boxes and swizzle tensor_maps gives), which stay allocated in
+    // `mats` and were written earlier on this stream; C holds m*n f32 and overlaps none of them;
+    // the plan gives THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_is_one_block_per_sm_at_most_one_per_tile() {
+        let bf16 = kernels::matmul::wgmma::KERNEL_BF16;
+        let big = plan(MatmulShape::new(4096, 4096, 4096).unwrap(), MatmulDevice::H100, bf16).unwrap();
+        assert_eq!(
+            (big.grid_dim, big.block_dim, big.shared_mem_bytes),
+            ((132, 1, 1), (288, 1, 1), DYNAMIC_SHARED_BYTES)
+        );
+        let small = plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, bf16).unwrap();
+        assert_eq!(small.grid_dim, (4, 1, 1));
+        // Transposed tiles: 257 columns in 3 tiles of 128, 129 rows in 1 of 256.
+        let rs = plan(MatmulShape::new(129, 7, 257).unwrap(), MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32);
+        assert_eq!((rs.as_ref().unwrap().grid_dim, rs.unwrap().block_dim), ((3, 1, 1), (384, 1, 1)));
+        assert!(plan(MatmulShape::new(1 << 31, 1, 1).unwrap(), MatmulDevice::H100, bf16).is_err());
+    }
+
+    #[test]
+    fn maps_of_ragged_shapes_pad_rows_to_16_bytes_and_keep_true_dims() {
+        let s = MatmulShape::new(1000, 801, 1203).unwrap();
+        let (lda, ldb) = (padded_row_len(s.k, 2), padded_row_len(s.n, 2));
+        assert_eq!((lda, ldb), (808, 1208));
+        let [a, b] = tensor_maps(s, Operand::Bf16, lda, ldb);
+        assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 1616, [64, 128]));
+        assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 2416, [64, 64]));
+        a.check().unwrap();
+        b.check().unwrap();
+        let ld = padded_row_len(s.k, 4);
+        let [a, bt] = tensor_maps(s, Operand::Tf32, ld, ld);
+        assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 128]));
+        assert_eq!((bt.dims, bt.row_stride_bytes, bt.box_dims), ([801, 1203], 3216, [32, 256]));
+        bt.check().unwrap();
+    }
+
+    #[test]
+    fn map_check_names_each_rule_the_driver_enforces() {
+        let good = TensorMap2d { dims: [64, 64], row_stride_bytes: 128, box_dims: [64, 64], elem_bytes: 2 };
+        good.check().unwrap();
+        let err = |m: TensorMap2d| m.check().unwrap_err().to_string();
+        assert!(err(TensorMap2d { row_stride_bytes: 130, ..good }).contains("multiple of 16"));
+        assert!(err(TensorMap2d { row_stride_bytes: 112, ..good }).contains("shorter than a row"));
+        assert!(err(TensorMap2d { box_dims: [64, 257], ..good }).contains("box"));
+        assert!(err(TensorMap2d { box_dims: [128, 64], ..good }).contains("128-byte swizzle"));
+        assert!(err(TensorMap2d { dims: [0, 64], ..good }).contains("dimensions"));
+    }
+}

@@ -1,0 +1,93 @@
+//! The tensor memory accelerator (TMA, sm_90): bulk tensor copies from global into shared
+//! memory, described by a tensor map that the host encodes (`cuTensorMapEncodeTiled`), completing
+//! on an [`mbarrier`](crate::device::mbarrier).
+//!
+//! A tensor map is 128 opaque bytes that must live in parameter, constant or global memory,
+//! never in a thread's local copy. Rust's kernel ABI does not promise to leave a by-value
+//! parameter in parameter space (taking its address may copy it to the stack), so our kernels
+//! take a pointer to tensor maps in global memory, [`TENSOR_MAP_ALIGN`]-byte aligned.
+
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
+
+/// Bytes of one tensor map (`CUtensorMap`).
+pub const TENSOR_MAP_BYTES: usize = 128;
+/// Alignment a tensor map needs in memory.
+pub const TENSOR_MAP_ALIGN: usize = 64;
+/// Global strides (every dimension but the innermost) must be multiples of this many bytes.
+pub const STRIDE_GRANULE: usize = 16;
+/// With 128-byte swizzling, the inner box dimension may span at most this many bytes.
+pub const SWIZZLE_128B_MAX_INNER_BYTES: usize = 128;
+/// A box dimension holds at most this many elements.
+pub const MAX_BOX_DIM: usize = 256;
+
+/// The smallest row length (in elements of `elem_bytes`) at or above `cols` whose byte stride
+/// is a multiple of [`STRIDE_GRANULE`]: the leading dimension a row-major matrix needs to be a
+/// TMA source.
+pub const fn padded_row_len(cols: usize, elem_bytes: usize) -> usize {
+    let per_granule = STRIDE_GRANULE / elem_bytes;
+    cols.div_ceil(per_granule) * per_granule
+}
+
+/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst],
+/// [map, {x, y}], [bar];`: copies the box at element coordinates `(x, y)` (`x` innermost) of the
+/// tensor `map` describes into shared memory at `dst`, and completes the box's bytes on the
+/// barrier `bar`. Elements outside the tensor read as zero and still count as bytes.
+///
+/// # Safety
+/// `map` is the generic address of a valid tensor map in global (or constant or parameter)
+/// memory; `dst` is a shared-window address with the box's bytes free, aligned as the map's
+/// swizzle needs (1024 bytes for 128-byte swizzling); `bar` is an initialised barrier whose
+/// current phase expects these bytes; nothing reads `dst` before that phase completes.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
+    // SAFETY: the caller guarantees the map, the destination and the barrier.
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
+             d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar,
+             options(nostack))
+    };
+}
+
+/// `prefetch.tensormap [map];`: brings a tensor map into the cache ahead of its first copy.
+///
+/// # Safety
+/// `map` is the generic address of a tensor map in global, constant or parameter memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn prefetch_tensormap(map: *const u8) {
+    // SAFETY: a prefetch; the caller guarantees the address.
+    unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack, readonly)) };
+}
+
+/// `fence.proxy.async.shared::cta;`: orders this thread's earlier shared-memory accesses by
+/// ordinary instructions (the generic proxy: `mbarrier.init`, `st.shared`) before later accesses
+/// by the copy engine and the tensor cores (the async proxy).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    // SAFETY: a fence; orders memory (no `nomem`), no operands.
+    unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_row_len_rounds_rows_to_16_bytes() {
+        assert_eq!(padded_row_len(1, 2), 8);
+        assert_eq!(padded_row_len(8, 2), 8);
+        assert_eq!(padded_row_len(129, 2), 136);
+        assert_eq!(padded_row_len(1, 4), 4);
+        assert_eq!(padded_row_len(4097, 4), 4100);
+        assert_eq!(padded_row_len(4096, 4), 4096);
+        for cols in 1..100 {
+            for eb in [2, 4] {
+                let p = padded_row_len(cols, eb);
+                assert!(p >= cols && (p * eb).is_multiple_of(STRIDE_GRANULE) && p - cols < STRIDE_GRANULE / eb);
+            }
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! `wgmma_bf16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core matrix products,
+//! `C = A * B` with `f32` accumulation and output, operands copied by the TMA into a ring of
+//! shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build into the
+//! second PTX module, `kernels_sm90a.ptx`, with the `hopper` feature).
+//!
+//! This documentation is that of the first two, which share one body; `wgmma_tf32` (`C^T =
+//! B^T A^T` with `B` through registers) is documented at its body (`gpu_rs`).
+//!
+//! # Parameters
+//! `maps`: two tensor maps (`A`, then `B`, [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte
+//! aligned; `c`: row-major `C[m x n]` `f32`; `m, k, n >= 1`.
+//! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
+//!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
+//!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; 128-byte swizzle.
+//! - `wgmma_tf32_transposed`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32`
+//!   (K-major: TF32 takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box
+//!   `{32, 128}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
+//!
+//! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
+//! zeros add nothing to the products. Stores to `C` are guarded.
+//!
+//! # Thread mapping
+//! [`THREADS`] = 288: warpgroups 0 and 1 (warps 0-7) consume, each multiplying its 64 rows of
+//! the 128 x 256 block tile with `m64n256k16` (BF16) or `m64n256k8` (TF32) instructions into
+//! 128 `f32` accumulators per thread; warp 8 produces: its first lane issues the TMA copies.
+//!
+//! # Tiling
+//! Block tile [`BLOCK_M`] x [`BLOCK_N`], [`BLOCK_K_BYTES`] of `K` per stage (64 BF16 or 32 TF32:
+//! one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
+//! `b` takes tiles `b, b + grid, ...` in [`tile_coords`] order (bands of [`GROUP_M`] tile rows,
+//! so that the tiles in flight share their rows of `A` and columns of `B` in L2). Each stage
+//! has a `full` barrier (the producer's expected bytes, completed by the TMA) and an `empty`
+//! barrier (one arrival per consumer thread once its `wgmma` reading the stage completed).
+//!
+//! # Safety
+//! The maps describe the operands as above, with the boxes and swizzle given; `c` holds `m*n`
+//! `f32` and overlaps nothing the maps describe; the block is [`THREADS`] threads and the launch
+//! gives [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory.
+
+use crate::device::mbarrier;
+pub use crate::device::tma::TENSOR_MAP_BYTES;
+
+/// PTX symbol of the BF16 kernel.
+pub const KERNEL_BF16: &str = "wgmma_bf16";
+/// PTX symbol of the TF32 kernel on `B^T` (transposed by the host on the GPU).
+pub const KERNEL_TF32_TRANSPOSED: &str = "wgmma_tf32_transposed";
+/// PTX symbol of the TF32 kernel that multiplies `C^T = B^T A^T` with `B^T` from registers.
+pub const KERNEL_TF32: &str = "wgmma_tf32";
+/// The kernels of the sm_90a module.
+pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32];
+/// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
+/// whole so that it can give registers to the consumers (`setmaxnreg`).
+pub const TF32_THREADS: u32 = (CONSUMERS + 1) * 128;
+/// Registers the producer warpgroup of `wgmma_tf32` keeps.
+pub const TF32_PRODUCER_REGISTERS: u32 = 40;
+/// Registers each consumer thread of `wgmma_tf32` takes: 128 accumulators, two sets of 16
+/// fragment registers and addresses. `128 * 40 + 256 * 232 = 64,512` of the SM's 65,536.
+pub const TF32_CONSUMER_REGISTERS: u32 = 232;
+/// `.maxntid` of the kernels that need one, which `cargo xtask build-ptx` writes into the PTX:
+/// `wgmma_tf32`'s register cap at entry, which its launch needs and `setmaxnreg` needs to take
+/// effect. The other two launch without it (154 registers from the driver's JIT), and ran
+/// faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with
+/// `.maxntid 288` (same process, alternating; 4096^3 within the spread).
+pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS)];
+/// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
+pub const TF32_B_BOX_N: u32 = 32;
+
+/// Rows of `C` per block tile (two consumer warpgroups of 64 rows).
+pub const BLOCK_M: u32 = 128;
+/// Columns of `C` per block tile (`n = 256` of one `wgmma`).
+pub const BLOCK_N: u32 = 256;
+/// Bytes of `K` per stage: one 128-byte swizzle row.
+pub const BLOCK_K_BYTES: u32 = 128;
+/// Stages in the shared-memory ring.
+pub const STAGES: u32 = 4;
+/// Consumer warpgroups.
+pub const CONSUMERS: u32 = 2;
+/// Threads per block: the consumer warpgroups and one producer warp.
+pub const THREADS: u32 = CONSUMERS * 128 + 32;
+/// Bytes of `A` per stage.
+pub const STAGE_A_BYTES: u32 = BLOCK_M * BLOCK_K_BYTES;
+/// Bytes of `B` per stage.
+pub const STAGE_B_BYTES: u32 = BLOCK_N * BLOCK_K_BYTES;
+/// Bytes per stage (a multiple of 1024, so every stage starts a swizzle pattern).
+pub const STAGE_BYTES: u32 = STAGE_A_BYTES + STAGE_B_BYTES;
+/// Columns of BF16 `B` per TMA box (128 bytes, the most a 128-byte swizzled box row spans).
+pub const BF16_B_BOX_N: u32 = 64;
+/// Tile rows per band of the tile order.
+pub const GROUP_M: u32 = 16;
+/// Dynamic shared memory per block: the stages, the barriers, and 1024 bytes of slack to align
+/// the ring to the swizzle pattern (the dynamic window's own alignment is not promised).
+pub const DYNAMIC_SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 2 * STAGES * mbarrier::BYTES + 1024;
+
+/// The element type a kernel multiplies: bytes per element and `K` per instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    /// BF16 inputs (`m64n256k16`).
+    Bf16,
+    /// TF32 inputs stored as `f32` (`m64n256k8`).
+    Tf32,
+}
+
+impl Operand {
+    /// Bytes per element in memory.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Self::Bf16 => 2,
+            Self::Tf32 => 4,
+        }
+    }
+    /// `K` per stage.
+    pub const fn block_k(self) -> u32 {
+        BLOCK_K_BYTES / self.bytes()
+    }
+    /// `K` per `wgmma` instruction (32 bytes).
+    pub const fn instruction_k(self) -> u32 {
+        32 / self.bytes()
+    }
+}
+
+/// Block tiles over `C`.
+pub const fn tiles(m: u32, n: u32) -> u32 {
+    m.div_ceil(BLOCK_M) * n.div_ceil(BLOCK_N)
+}
+
+/// The `(tile row, tile column)` of tile `t` of `tiles_m x tiles_n`: bands of [`GROUP_M`] tile
+/// rows (the last band possibly narrower), column by column within a band.
+pub const fn tile_coords(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
+    let per_band = GROUP_M * tiles_n;
+    let band = t / per_band;
+    let first = band * GROUP_M;
+    let rows = if tiles_m - first < GROUP_M { tiles_m - first } else { GROUP_M };
+    let within = t % per_band;
+    (first + within % rows, within / rows)
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+mod gpu {
+    use super::*;
+    use crate::device::wgmma::{self, Swizzle};
+    use crate::device::{mem, thread, tma};
+
+    /// The kernels' shared memory: the ring and its barriers, from a 1024-byte aligned base.
+    #[derive(Clone, Copy)]
+    struct Ring {
+        base: u32,
+    }
+
+    impl Ring {
+        fn a(self, s: u32) -> u32 {
+            self.base + s * STAGE_BYTES
+        }
+        fn b(self, s: u32) -> u32 {
+            self.a(s) + STAGE_A_BYTES
+        }
+        fn full(self, s: u32) -> u32 {
+            self.base + STAGES * STAGE_BYTES + s * mbarrier::BYTES
+        }
+        fn empty(self, s: u32) -> u32 {
+            self.full(STAGES) + s * mbarrier::BYTES
+        }
+    }
+
+    /// The body both kernels share; `OP` picks the element type.
+    #[inline(always)]
+    pub(super) unsafe fn run<const BF16: bool>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        let op = if BF16 { Operand::Bf16 } else { Operand::Tf32 };
+        // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
+        let window = unsafe { crate::dynamic_shared_array!(WGMMA_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
+        let ring = Ring { base: (window.address_of(0) + 1023) & !1023 };
+        let tid = thread::thread_idx_x();
+        let warp = tid / 32;
+        if tid == 0 {
+            for s in 0..STAGES {
+                // SAFETY: fresh barriers inside the dynamic window (DYNAMIC_SHARED_BYTES counts
+                // them); no thread uses them before the fence and the barrier below.
+                unsafe {
+                    mbarrier::init(ring.full(s), 1);
+                    mbarrier::init(ring.empty(s), CONSUMERS * 128);
+                }
+            }
+            // The copy engine (async proxy) arrives on these barriers: make their
+            // initialisation visible to it.
+            tma::fence_proxy_async_shared();
+        }
+        thread::sync_threads();
+
+        let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
+        let tiles = tiles_m * tiles_n;
+        let k_tiles = k.div_ceil(op.block_k());
+        let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
+        let map_a = maps;
+        let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
+
+        if warp == CONSUMERS * 4 {
+            if !tid.is_multiple_of(32) {
+                return;
+            }
+            // SAFETY: the maps are valid tensor maps in global memory (kernel contract).
+            unsafe {
+                tma::prefetch_tensormap(map_a);
+                tma::prefetch_tensormap(map_b);
+            }
+            let mut use_index = 0u32;
+            let mut tile = first;
+            while tile < tiles {
+                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
+                for kt in 0..k_tiles {
+                    let s = use_index % STAGES;
+                    let k0 = (kt * op.block_k()) as i32;
+                    // SAFETY: the empty barrier's phase completes once every consumer thread
+                    // finished reading stage s (the first trip waits on the phase before the
+                    // first, which counts as complete); the full barrier's phase then expects
+                    // exactly the bytes of the boxes below, which land in stage s only.
+                    unsafe {
+                        mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
+                        mbarrier::arrive_expect_tx(ring.full(s), STAGE_BYTES);
+                        tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
+                        if BF16 {
+                            for j in 0..BLOCK_N / BF16_B_BOX_N {
+                                let dst = ring.b(s) + j * BF16_B_BOX_N * BLOCK_K_BYTES;
+                                tma::load_2d(dst, map_b, col0 + (j * BF16_B_BOX_N) as i32, k0, ring.full(s));
+                            }
+                        } else {
+                            tma::load_2d(ring.b(s), map_b, k0, col0, ring.full(s));
+                        }
+                    }
+                    use_index += 1;
+                }
+                tile += step;
+            }
+            return;
+        }
+
+        // Consumers.
+        let wg = warp / 4;
+        let t = tid % 128;
+        // Zero bits through `zeroed` (a memset) rather than `[0.0; 128]` (a store loop with a
+        // run-time index, which kept the array in local memory). The first `wgmma` of every tile
+        // ignores these values (scale-d 0) anyway.
+        // SAFETY: all-zero bits are the f32 0.0.
+        let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+        let mut use_index = 0u32;
+        let mut tile = first;
+        while tile < tiles {
+            let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+            for kt in 0..k_tiles {
+                let s = use_index % STAGES;
+                // SAFETY: an initialised barrier; its phase completes when the stage's bytes
+                // have landed.
+                unsafe { mbarrier::wait_parity(ring.full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                wgmma::fence();
+                let a = wgmma::descriptor(ring.a(s) + wg * 64 * BLOCK_K_BYTES, 16, 1024, Swizzle::B128);
+                if BF16 {
+                    // B is N-major: boxes of 64 columns 8192 bytes apart (leading offset),
+                    // groups of 8 rows of K 1024 bytes apart (stride offset).
+                    let b = wgmma::descriptor(ring.b(s), BF16_B_BOX_N * BLOCK_K_BYTES, 1024, Swizzle::B128);
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let scale_d = (kt > 0 || kk > 0) as u32;
+                        // SAFETY: all 128 threads of this warpgroup issue it after the fence, on
+                        // stage s, which the producer refills only after this thread's arrival on
+                        // its empty barrier below, after a wait that covers this group.
+                        unsafe {
+                            wgmma::mma_m64n256k16_f32_bf16_b_n_major(
+                                &mut acc,
+                                wgmma::advance(a, kk as u32 * 32),
+                                wgmma::advance(b, kk as u32 * 16 * BLOCK_K_BYTES),
+                                scale_d,
+                            )
+                        };
+                    });
+                } else {
+                    let b = wgmma::descriptor(ring.b(s), 16, 1024, Swizzle::B128);
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let scale_d = (kt > 0 || kk > 0) as u32;
+                        // SAFETY: as for the BF16 branch.
+                        unsafe {
+                            wgmma::mma_m64n256k8_f32_tf32(
+                                &mut acc,
+                                wgmma::advance(a, kk as u32 * 32),
+                                wgmma::advance(b, kk as u32 * 32),
+                                scale_d,
+                            )
+                        };
+                    });
+                }
+                wgmma::commit_group();
+                // One group stays in flight; the one before it has completed, so its stage
+                // can be refilled.
+                wgmma::wait_group::<1>(&mut acc);
+                if kt > 0 {
+                    // SAFETY: an initialised barrier expecting one arrival per consumer thread.
+                    unsafe { mbarrier::arrive(ring.empty((use_index + STAGES - 1) % STAGES)) };
+                }
+                use_index += 1;
+            }
+            wgmma::wait_group::<0>(&mut acc);
+            // SAFETY: as above, for the tile's last stage.
+            unsafe { mbarrier::arrive(ring.empty((use_index + STAGES - 1) % STAGES)) };
+
+            let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
+            let col0 = tn * BLOCK_N + 2 * (t % 4);
+            let even = n.is_multiple_of(2);
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                          24, 25, 26, 27, 28, 29, 30, 31] {
+                let col = col0 + 8 * j as u32;
+                unroll!(h in [0, 1] {
+                    let r = row + 8 * h as u32;
+                    let (v0, v1) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    if r < m && col < n {
+                        let p = c.wrapping_add(r as usize * n as usize + col as usize);
+                        // SAFETY: r < m and col < n: inside C; with n even, col even and
+                        // col + 1 < n, so the pair is 8-byte aligned and inside the row. Each
+                        // element of C has one owner thread.
+                        unsafe {
+                            if even {
+                                mem::store_global_v2_f32(p, [v0, v1]);
+                            } else {
+                                mem::store_global_f32(p, v0);
+                                if col + 1 < n {
+                                    mem::store_global_f32(p.wrapping_add(1), v1);
+                                }
+                            }
+                        }
+                    }
+                });
+            });
+            tile += step;
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+mod gpu_rs {
+    use super::*;
+    use crate::device::wgmma::{self, Swizzle};
+    use crate::device::{mem, shared::SharedScalar, thread, tma};
+
+    /// `wgmma_tf32`: `C^T = B^T * A^T`, so that `A` (K-major) is the instruction's shared
+    /// `B` operand and `B` (row-major, so N-major) its `A` operand, loaded from shared memory
+    /// into registers in the fragment layout (TF32 takes no transpose from shared memory).
+    /// Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x [`BLOCK_N`] = 256 rows.
+    #[inline(always)]
+    pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
+        let window = unsafe { crate::dynamic_shared_array!(WGMMA_RS_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
+        let base = (window.address_of(0) + 1023) & !1023;
+        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's 256
+        // rows x 32 of K.
+        let b_stage = |s: u32| base + s * STAGE_BYTES;
+        let a_stage = |s: u32| b_stage(s) + STAGE_A_BYTES;
+        let full = |s: u32| base + STAGES * STAGE_BYTES + s * mbarrier::BYTES;
+        let empty = |s: u32| full(STAGES) + s * mbarrier::BYTES;
+        let tid = thread::thread_idx_x();
+        let warp = tid / 32;
+        if tid == 0 {
+            for s in 0..STAGES {
+                // SAFETY: fresh barriers inside the dynamic window, used only after the fence
+                // and the block barrier below.
+                unsafe {
+                    mbarrier::init(full(s), 1);
+                    mbarrier::init(empty(s), CONSUMERS * 128);
+                }
+            }
+            tma::fence_proxy_async_shared();
+        }
+        thread::sync_threads();
+
+        // The transposed problem: its rows are C's columns.
+        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(BLOCK_N));
+        let tiles = tiles_r * tiles_c;
+        let k_tiles = k.div_ceil(32);
+        let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
+        let map_a = maps;
+        let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
+
+        if warp >= CONSUMERS * 4 {
+            // The whole producer warpgroup gives back registers (`.aligned`), then one thread
+            // issues the copies.
+            wgmma::set_max_registers_dec::<TF32_PRODUCER_REGISTERS>();
+            if tid != CONSUMERS * 128 {
+                return;
+            }
+            // SAFETY: valid tensor maps in global memory (kernel contract).
+            unsafe {
+                tma::prefetch_tensormap(map_a);
+                tma::prefetch_tensormap(map_b);
+            }
+            let mut use_index = 0u32;
+            let mut tile = first;
+            while tile < tiles {
+                let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
+                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * BLOCK_N) as i32);
+                for kt in 0..k_tiles {
+                    let s = use_index % STAGES;
+                    let k0 = (kt * 32) as i32;
+                    // SAFETY: as in the other kernels: stage s is free once its empty phase
+                    // completes; the full phase expects exactly these boxes' bytes.
+                    unsafe {
+                        mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
+                        mbarrier::arrive_expect_tx(full(s), STAGE_BYTES);
+                        for j in 0..BLOCK_M / TF32_B_BOX_N {
+                            let dst = b_stage(s) + j * TF32_B_BOX_N * 4 * 32;
+                            tma::load_2d(dst, map_b, col0 + (j * TF32_B_BOX_N) as i32, k0, full(s));
+                        }
+                        tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
+                    }
+                    use_index += 1;
+                }
+                tile += step;
+            }
+            return;
+        }
+
+        wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
+        let wg = warp / 4;
+        let t = tid % 128;
+        let (fr, fc) = wgmma::a_fragment_position(t);
+        // This thread's fragment rows (columns of C, within the tile) and their boxes.
+        let j0 = wg * 64 + fr;
+        let j1 = j0 + 8;
+        let box0 = (j0 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j0 % TF32_B_BOX_N) * 4;
+        let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
+        // SAFETY: all-zero bits are 0.0 (a memset keeps the array in registers).
+        let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+        let mut use_index = 0u32;
+        let mut tile = first;
+        while tile < tiles {
+            let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
+            // One stage: its fragments loaded into registers, its 4 wgmma issued, then the group
+            // before it waited for and its stage released. The PTX ISA leaves overwriting a
+            // pending wgmma's A registers undefined: stages alternate between two expansions of
+            // this macro, so that consecutive stages load into different PTX registers, and a
+            // stage's registers are loaded again only after the wait that covers their group
+            // (with one register set, loaded while the previous group was pending: wrong
+            // products, right under compute-sanitizer's serialisation).
+            macro_rules! consume_stage {
+                ($kt:expr) => {{
+                    let kt: u32 = $kt;
+                    let s = use_index % STAGES;
+                    // SAFETY: an initialised barrier; completes when the stage's bytes landed.
+                    unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                    let bs = b_stage(s);
+                    let mut frag = [[0u32; 4]; 4];
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
+                        // SAFETY: rows r0, r1 < 32 of the stage's B boxes (each row 128 bytes,
+                        // 128-byte swizzled as the TMA wrote them), which the full barrier made
+                        // visible and which stay until this thread's arrival on the empty barrier.
+                        unsafe {
+                            frag[kk] = [
+                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                            ];
+                        }
+                    });
+                    // Orders the fragment loads (and the accumulators' last reads) before the
+                    // wgmma that read them.
+                    wgmma::fence();
+                    let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let scale_d = (kt > 0 || kk > 0) as u32;
+                        // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
+                        // stage stays until this thread's arrival, after a covering wait.
+                        unsafe {
+                            wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d)
+                        };
+                    });
+                    wgmma::commit_group();
+                    wgmma::wait_group::<1>(&mut acc);
+                    if kt > 0 {
+                        // SAFETY: an initialised barrier expecting one arrival per consumer
+                        // thread; the group that read the previous stage has completed.
+                        unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
+                    }
+                    use_index += 1;
+                }};
+            }
+            let mut kt = 0;
+            while kt + 1 < k_tiles {
+                consume_stage!(kt);
+                consume_stage!(kt + 1);
+                kt += 2;
+            }
+            if kt < k_tiles {
+                consume_stage!(kt);
+            }
+            wgmma::wait_group::<0>(&mut acc);
+            // SAFETY: as above, for the tile's last stage.
+            unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
+
+            // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
+            // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
+            // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
+            let row = tc * BLOCK_N + 2 * (t % 4);
+            let col = tr * BLOCK_M + wg * 64 + fr;
+            let (col_ok, col8_ok) = (col < n, col + 8 < n);
+            let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
+            let step8 = 8 * n as usize;
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                          26, 27, 28, 29, 30, 31] {
+                let r = row + 8 * q as u32;
+                unroll!(e in [0, 1] {
+                    if r + (e as u32) < m {
+                        let pe = p.wrapping_add(e * n as usize);
+                        // SAFETY: row r + e < m and the column checked: inside C; one owner
+                        // per element.
+                        unsafe {
+                            if col_ok {
+                                mem::store_global_f32(pe, acc[4 * q + e]);
+                            }
+                            if col8_ok {
+                                mem::store_global_f32(pe.wrapping_add(8), acc[4 * q + 2 + e]);
+                            }
+                        }
+                    }
+                });
+                p = p.wrapping_add(step8);
+            });
+            tile += step;
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+crate::hopper_kernel! {
+    /// `C = A * B` from BF16 operands; see the [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation.
+    pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<true>(maps, c, m, k, n) }
+    }
+
+    /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
+    /// [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation.
+    pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<false>(maps, c, m, k, n) }
+    }
+
+    /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
+    /// [`gpu_rs`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; otherwise as the module documentation.
+    pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_rs::run(maps, c, m, k, n) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_fit_the_shared_memory_of_an_sm_and_start_swizzle_patterns() {
+        assert_eq!(STAGE_BYTES % 1024, 0);
+        assert_eq!(STAGE_BYTES, 48 * 1024);
+        const { assert!(DYNAMIC_SHARED_BYTES <= 227 * 1024) };
+        assert_eq!(Operand::Bf16.block_k(), 64);
+        assert_eq!(Operand::Tf32.block_k(), 32);
+        assert_eq!(Operand::Bf16.instruction_k() * 4, Operand::Bf16.block_k());
+        assert_eq!(Operand::Tf32.instruction_k() * 4, Operand::Tf32.block_k());
+        // BF16 B arrives as BLOCK_N / 64 boxes of 64 x 64, filling its stage share.
+        assert_eq!((BLOCK_N / BF16_B_BOX_N) * BF16_B_BOX_N * 64 * 2, STAGE_B_BYTES);
+        assert_eq!(THREADS, 288);
+    }
+
+    #[test]
+    fn tile_order_visits_every_tile_once_in_bands_of_rows() {
+        for (tiles_m, tiles_n) in [(1, 1), (32, 16), (33, 3), (5, 7), (64, 32), (17, 1)] {
+            let mut seen = [false; 64 * 32];
+            for t in 0..tiles_m * tiles_n {
+                let (tm, tn) = tile_coords(t, tiles_m, tiles_n);
+                assert!(tm < tiles_m && tn < tiles_n, "{t}: ({tm}, {tn}) of {tiles_m}x{tiles_n}");
+                let i = (tm * 32 + tn) as usize;
+                assert!(!seen[i]);
+                seen[i] = true;
+                assert_eq!(tm / GROUP_M, t / (GROUP_M * tiles_n));
+            }
+        }
+        assert_eq!(tile_coords(1, 32, 16), (1, 0));
+        assert_eq!(tile_coords(16, 32, 16), (0, 1));
+        assert_eq!(tiles(4096, 4096), 512);
+        assert_eq!(tiles(129, 257), 4);
+    }
+}
