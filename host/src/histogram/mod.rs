@@ -177,14 +177,14 @@ pub const MIN_BUCKET_SHIFT: u32 = 14;
 /// The narrowest bucket the planner uses in the sorted tier, in bits of the bin: every block of
 /// its bins pass zeroes and flushes `2^shift` counters, which narrow buckets keep cheap, while
 /// wide ones give each tile longer runs of keys to read and fewer buckets to rank. Measured on an
-/// H100 (2^26 values, `host histogram --tier sorted --bucket-bits`, the final tile sort): at 2^20
-/// bins 0.433 ms with buckets of 2^13 bins, 0.414 with 2^14, 0.486 with 2^15 (128 KiB of
-/// counters: one bins-pass block per SM); at 262,144 bins 0.386, 0.378, 0.475; zipf at 65,536
-/// bins 0.409, 0.388, 0.448.
+/// H100 (2^26 values, `host histogram --tier sorted --bucket-bits`, with the one-wave bins pass and
+/// two-group ranking): at 2^20 bins 0.368 ms with buckets of 2^13 bins, 0.332 with 2^14, 0.361
+/// with 2^15 (128 KiB of counters: one bins-pass block per SM). Before those, at 262,144 bins
+/// 0.386, 0.378, 0.475; zipf at 65,536 bins 0.409, 0.388, 0.448.
 pub const MIN_SORTED_SHIFT: u32 = 14;
 
-/// Static shared memory of the sorted tier's bins pass (its per-thread segment tables), bytes.
-pub const SORTED_BINS_STATIC_SHARED: u32 = 12_464;
+/// Static shared memory of the sorted tier's bins pass (its per-thread segment tables, two words a thread), bytes.
+pub const SORTED_BINS_STATIC_SHARED: u32 = 8368;
 
 /// Static shared memory of the sorted tier's tile sort (bucket counters, offsets and the block's totals), bytes.
 pub const TILE_SORT_STATIC_SHARED: u32 = 3088;
@@ -294,7 +294,7 @@ impl HistogramPlan {
                 SHARED_BLOCKS_PER_SM
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.371 ms against a cluster's 0.421 at 65,536; 0.432 against 0.669 bucketed and 0.790 global at 2^20), within 1.17x of its uniform time on zipf values where a cluster took 1.63x",
+                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
                 limits.block_capacity(),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
@@ -496,9 +496,11 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             let shared = shared_bytes(1 << shift);
             let stage = sorted::stage_bytes(threads, element.size()) + TILE_SORT_STATIC_SHARED;
             Ok(HistogramPlan {
-                // Every bucket may need a block beyond the parts shared out by its values.
+                // One wave: the kernel shares out only the blocks that are resident together
+                // (a second wave of a few blocks cost a quarter of the pass), at least one per
+                // bucket beyond the share.
                 blocks: persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1)
-                    + bucketed::bucket_count(bins32, shift),
+                    .max(bucketed::bucket_count(bins32, shift) + 1),
                 shared_bytes: shared,
                 bins_per_block: 1 << shift,
                 bucket_shift: shift,
@@ -605,7 +607,7 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
         }
         HistogramTier::Sorted => {
             let buckets = bucketed::bucket_count(plan.bins, plan.bucket_shift);
-            plan.blocks = resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)? + buckets;
+            plan.blocks = resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)?.max(buckets + 1);
             let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
             plan.scatter_blocks = resident(kernels.tile_sort, threads, sorted::stage_bytes(threads, element.size()))?;
         }
@@ -1087,10 +1089,14 @@ mod tests {
     }
 
     #[test]
-    fn the_sorted_plan_has_a_bins_pass_block_per_bucket_beyond_its_resident_parts() {
+    fn the_sorted_plans_bins_pass_is_one_wave_of_resident_blocks() {
         let p = plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap();
-        // 64 KiB of counters and the tables per block: shared memory allows 2 blocks per SM.
-        assert_eq!((p.shared_bytes, p.blocks), (65_536, 2 * 132 + 64));
+        // 64 KiB of counters and the segment tables per block: shared memory allows 3 blocks per
+        // SM (the compiled kernel's registers allow 2, which plan_with asks the driver for).
+        assert_eq!((p.shared_bytes, p.blocks), (65_536, 3 * 132));
+        // A grid smaller than the buckets still has one block per bucket and one to share.
+        let tiny = HistogramLimits { sm_count: 1, ..H100 };
+        assert_eq!(plan_for(&tiny, 256 << 14, PlanRequest::default()).unwrap().blocks, 257);
         // Each tile-sort block stages 4096 i32 keys and their ranks (16 KiB): 4 blocks per SM.
         assert_eq!((p.threads_per_block, p.scatter_blocks), (512, 4 * 132));
         let u8s = plan_for(&H100, 1 << 20, PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() });

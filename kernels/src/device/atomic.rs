@@ -64,6 +64,24 @@ pub unsafe fn shared_fetch_add_u32(addr: u32, value: u32) -> u32 {
     old
 }
 
+/// `atom.shared.add.u32` under a predicate (`mov.u32 d, 0; setp.ne.u32 p, when, 0; @p atom.shared.add.u32
+/// d, [addr], value`): [`shared_fetch_add_u32`] where `when` holds, else 0 and no memory access. The
+/// predicate stays inside the instruction, so code around it (warp shuffles) does not branch.
+///
+/// # Safety
+/// Where `when` holds, `addr` is a 4-byte-aligned address inside a shared array of this block.
+#[inline(always)]
+pub unsafe fn shared_fetch_add_u32_if(when: bool, addr: u32, value: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the address wherever the atomic runs.
+    unsafe {
+        asm!("{{ .reg .pred p; mov.u32 {o}, 0; setp.ne.u32 p, {w}, 0; @p atom.shared.add.u32 {o}, [{a}], {v}; }}",
+             o = out(reg32) old, w = in(reg32) when as u32, a = in(reg32) addr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+    old
+}
+
 /// `atom.global.add.u32`: adds `value` to the `u32` at `ptr` and returns the value it held
 /// before, atomically with respect to every thread of the GPU.
 ///

@@ -11,10 +11,12 @@
 //!    stores. Row `b` of `table` gets, at column `tile`, where bucket `b` starts in the tile's
 //!    region (row `buckets`: how many values the tile kept); `totals[b]` gets the bucket's count.
 //!    Values that are not counted (`f32` outside the range, NaN) are dropped here.
-//! 2. Bins (`histogram_sorted_bins`): `parts + buckets` blocks. Bucket `b` gets
-//!    [`parts_of`]`(totals[b], kept, parts)` blocks (a share of `parts` in proportion to its values:
-//!    a constant input spreads its one bucket over every block), each a contiguous range of tiles
-//!    ([`part_tiles`]); blocks past the last bucket's share exit. A block counts its bucket's
+//! 2. Bins (`histogram_sorted_bins`): a grid of `grid` blocks (the host launches one wave, as
+//!    many as stay resident together). Bucket `b` gets [`parts_of`]`(totals[b], kept, parts)`
+//!    blocks (a share of `parts` in proportion to its values: a constant input spreads its one
+//!    bucket over every block), `parts` being the [`largest_share`] whose blocks fit the grid;
+//!    each block counts a contiguous range of its bucket's tiles ([`part_tiles`]); blocks past
+//!    the last bucket's share exit. A block counts its bucket's
 //!    segment of each of its tiles into `2^shift` shared counters, flattening the segments of up to
 //!    `blockDim` tiles at a time into one index space (a block-wide scan of their 16-byte vector
 //!    counts) so that every thread reads a 16-byte vector per step whatever the segments' lengths,
@@ -82,6 +84,27 @@ pub const fn parts_of(total: u32, kept: u32, parts: u32) -> u32 {
     if total == 0 { 0 } else { ((parts as u64 * total as u64).div_ceil(kept as u64)) as u32 }
 }
 
+/// The share the bins pass's `grid` blocks split the values by: the largest `parts` from
+/// `grid - buckets` to `grid` whose blocks, `need(parts)` (the sum of [`parts_of`] over the
+/// buckets, which grows with `parts`), fit the grid. `grid - buckets` always fits, but the
+/// rounding up of each bucket's share leaves blocks idle when few buckets hold most values
+/// (a zipf input's first bucket got 128 of 264 blocks with it, 148 with this). At most
+/// `log2(buckets + 1) + 1` calls of `need`.
+#[inline(always)]
+pub fn largest_share(grid: u32, buckets: u32, mut need: impl FnMut(u32) -> u32) -> u32 {
+    // need(lo) <= grid; hi is the first share known not to fit (or past grid).
+    let (mut lo, mut hi) = (grid - buckets, grid + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if need(mid) <= grid {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// The tiles `[first, end)` that part `part` of `parts` of a bucket counts, out of `tiles`.
 pub const fn part_tiles(tiles: u64, part: u32, parts: u32) -> (u64, u64) {
     (tiles * part as u64 / parts as u64, tiles * (part as u64 + 1) / parts as u64)
@@ -99,19 +122,20 @@ pub(crate) mod device_code {
     use crate::{dynamic_shared_array, gpu_kernel, shared_array};
 
     /// This lane's rank among the values of its `bucket` in the tile: the counter of `bucket` (at
-    /// shared address `counters + 4 * bucket`) before this lane's value, plus the lanes of the
-    /// warp below it with the same bucket. The lanes that share lane 0's bucket, and those that
-    /// share the first other lane's, reserve their ranks with one atomic each group; every other
-    /// lane with one of its own (`atom.shared` returns distinct values to same-address lanes).
-    /// Skewed inputs put most lanes of a warp in one bucket, which one of the two groups then
-    /// catches: a constant input costs one atomic per warp step. `bucket == buckets` (a lane
-    /// without a value) reserves nothing; its rank is meaningless.
+    /// shared address `counters + 4 * bucket`) before this lane's value, plus the lanes of its
+    /// group below it. The lanes that share lane 0's bucket form one group, those that share the
+    /// highest other lane's a second; every other lane is a group of its own. One lane of each
+    /// group (lane 0, that highest lane, the lone lane) reserves the group's ranks with one atomic
+    /// (`atom.shared` returns distinct values to same-address lanes), and the group reads its base
+    /// from it with one shuffle. Skewed inputs put most lanes of a warp in one bucket, which one of
+    /// the two groups then catches: a constant input costs one atomic per warp step.
+    /// `bucket == buckets` (a lane without a value) reserves nothing; its rank is meaningless.
     ///
     /// # Safety
-    /// The whole warp calls it together; `counters` addresses `buckets` `u32` counters and
-    /// `spare` 32 `u32` words (never read) of this block's shared memory.
+    /// The whole warp calls it together; `counters` addresses `buckets` `u32` counters of this
+    /// block's shared memory.
     #[inline(always)]
-    unsafe fn rank_in_bucket(bucket: u32, buckets: u32, counters: u32, spare: u32) -> u32 {
+    unsafe fn rank_in_bucket(bucket: u32, buckets: u32, counters: u32) -> u32 {
         let lane = warp::lane_id();
         // SAFETY (shuffles and ballots): forwarded: the whole warp is here. Nothing between them
         // branches: LLVM does not know that they are convergent, and duplicated the shuffles
@@ -119,26 +143,21 @@ pub(crate) mod device_code {
         let first = unsafe { warp::shuffle_idx_u32(bucket, 0) };
         let in_a = bucket == first;
         let a = unsafe { warp::ballot(in_a) };
-        // 32 when every lane is in the first group; `& 31` then names lane 0, whose bucket no lane
-        // outside the first group holds.
-        let others = !a;
-        // trailing_zeros without the branch LLVM puts around a zero input: popc of the bits below
-        // the lowest set one (all 32 when there is none).
-        let second_lane = ((others & others.wrapping_neg()).wrapping_sub(1)).count_ones();
-        let second = unsafe { warp::shuffle_idx_u32(bucket, second_lane & 31) };
+        // The highest lane outside the first group (clz of 0 is 32: lane 31, which is then in the
+        // first group and leads nothing).
+        let second_lane = 31u32.wrapping_sub((!a).leading_zeros()) & 31;
+        let second = unsafe { warp::shuffle_idx_u32(bucket, second_lane) };
         let in_b = !in_a & (bucket == second);
         let b = unsafe { warp::ballot(in_b) };
-        let (leads_a, leads_b) = (lane == 0, lane == second_lane);
-        let add = pick(leads_a, a.count_ones(), pick(leads_b, b.count_ones(), 1));
-        let reserves = (leads_a | leads_b | (!in_a & !in_b)) & (bucket < buckets);
-        // Lanes that reserve nothing add into a spare word of their own: the atomic runs in every
-        // lane, so no branch precedes the shuffles below.
-        // SAFETY: bucket < buckets where it reserves: inside the counters; else the lane's spare.
-        let old = unsafe { atomic::shared_fetch_add_u32(pick(reserves, counters + 4 * bucket, spare + 4 * lane), add) };
-        let base_a = unsafe { warp::shuffle_idx_u32(old, 0) };
-        let base_b = unsafe { warp::shuffle_idx_u32(old, second_lane & 31) };
-        let below = warp::lanemask_lt();
-        pick(in_a, base_a + (a & below).count_ones(), pick(in_b, base_b + (b & below).count_ones(), old))
+        // A third group (the highest lane outside both) cost 11% at 2^20 uniform bins and
+        // gained nothing on zipf values: the pass is bound by its instructions.
+        let group = pick(in_a, a, pick(in_b, b, 1u32.wrapping_shl(lane)));
+        let leader = pick(in_a, 0, pick(in_b, second_lane, lane));
+        let reserves = (leader == lane) & (bucket < buckets);
+        // SAFETY: where it runs, bucket < buckets: inside the counters.
+        let old = unsafe { atomic::shared_fetch_add_u32_if(reserves, counters + 4 * bucket, group.count_ones()) };
+        let base = unsafe { warp::shuffle_idx_u32(old, leader) };
+        base + (group & warp::lanemask_lt()).count_ones()
     }
 
     /// `if c { x } else { y }` as a select, not a branch.
@@ -170,7 +189,6 @@ pub(crate) mod device_code {
         let counts = shared_array!(SORT_COUNTS: [u32; MAX_BUCKETS as usize]);
         let offsets = shared_array!(SORT_OFFSETS: [u32; MAX_BUCKETS as usize + 1]);
         let block_totals = shared_array!(SORT_BLOCK_TOTALS: [u32; MAX_BUCKETS as usize]);
-        let spare = shared_array!(SORT_SPARE: [u32; warp::WARP_SIZE as usize]);
         // SAFETY: the launch provides stage_bytes(threads, SIZE) = tile_len * 4 bytes: the stage,
         let stage = unsafe { dynamic_shared_array!(SORT_STAGE: u32, (tile_len / 2) as usize) };
         // then the ranks.
@@ -258,9 +276,8 @@ pub(crate) mod device_code {
                     // counter holds.
                     let bucket = if bins[k] == NO_BIN { buckets } else { bins[k] >> shift };
                     // SAFETY: every thread of the block runs the same steps: the warp is converged;
-                    // the counters hold MAX_BUCKETS >= buckets entries, the spare words 32.
-                    let rank =
-                        unsafe { rank_in_bucket(bucket, buckets, counts.shared_address(), spare.shared_address()) };
+                    // the counters hold MAX_BUCKETS >= buckets entries.
+                    let rank = unsafe { rank_in_bucket(bucket, buckets, counts.shared_address()) };
                     // SAFETY: k * threads + tid < tile_len: this thread's own slot of the ranks,
                     // read back by this thread alone. Ranks wait in shared memory, not registers:
                     // 64 registers instead of 86 keep two 512-thread blocks per SM.
@@ -420,7 +437,6 @@ pub(crate) mod device_code {
         // SAFETY: the launch provides 2^shift * 4 bytes of dynamic shared memory.
         let local = unsafe { dynamic_shared_array!(SORTED_BINS: u32, width as usize) };
         let job = shared_array!(SORTED_JOB: [u32; 4]);
-        let seg_tile = shared_array!(SORTED_SEG_TILE: [u32; MAX_THREADS as usize]);
         let seg_range = shared_array!(SORTED_SEG_RANGE: [u32; MAX_THREADS as usize]);
         let seg_first = shared_array!(SORTED_SEG_FIRST: [u32; MAX_THREADS as usize + 1]);
         let sums = shared_array!(SORTED_SCAN_SUMS: [u32; 33]);
@@ -433,11 +449,15 @@ pub(crate) mod device_code {
         // The job is marked unassigned before warp 0 may assign it.
         thread::sync_threads();
         if tid < warp::WARP_SIZE {
-            let parts = thread::grid_dim_x() - buckets;
-            // SAFETY: warp 0 runs both scans whole; j < buckets is inside totals. At most one
+            let grid = thread::grid_dim_x();
+            // SAFETY: warp 0 runs every scan whole; j < buckets is inside totals. At most one
             // bucket's range of blocks holds this block, so one lane at most writes the job.
             unsafe {
                 let kept = warp_exclusive_scan(buckets, |j| *totals.add(j as usize), |_, _, _| {});
+                // Every block computes the same share from the same totals.
+                let parts = super::largest_share(grid, buckets, |p| {
+                    warp_exclusive_scan(buckets, |j| parts_of(*totals.add(j as usize), kept, p), |_, _, _| {})
+                });
                 warp_exclusive_scan(
                     buckets,
                     |j| parts_of(*totals.add(j as usize), kept, parts),
@@ -468,9 +488,10 @@ pub(crate) mod device_code {
         let tiles = super::tiles(n, tile_len);
         let (first_tile, end_tile) = part_tiles(tiles, part, parts);
         let row = bucket as u64 * tiles;
-        // Locates flat vector `i` of the current chunk: the key vector's index in `keys` and the
-        // segment's bounds [s, e) relative to its vector's first key.
-        let locate = |i: u32, segments: u32| -> (u64, u32, u32) {
+        // Locates flat vector `i` of the chunk that starts at tile `chunk`: the key vector's index
+        // in `keys` and the segment's bounds [s, e) relative to its vector's first key. Segment
+        // `lo` is tile `chunk + lo`'s: no table of tiles, so that three blocks fit an SM.
+        let locate = |i: u32, segments: u32, chunk: u64| -> (u64, u32, u32) {
             let (mut lo, mut hi) = (0u32, segments);
             // seg_first[lo] <= i < seg_first[hi]: the largest segment starting at or before i.
             while hi - lo > 1 {
@@ -484,11 +505,10 @@ pub(crate) mod device_code {
                 }
             }
             // SAFETY: lo < threads; written before the chunk's barrier.
-            let (t, range, start) =
-                unsafe { (seg_tile.load(lo as usize), seg_range.load(lo as usize), seg_first.load(lo as usize)) };
+            let (range, start) = unsafe { (seg_range.load(lo as usize), seg_first.load(lo as usize)) };
             let (s, e) = (range & 0xFFFF, range >> 16);
             let v = s / 8 + (i - start);
-            (t as u64 * tile_len as u64 + 8 * v as u64, s.saturating_sub(8 * v), e - 8 * v)
+            ((chunk + lo as u64) * tile_len as u64 + 8 * v as u64, s.saturating_sub(8 * v), e - 8 * v)
         };
         let add_vector = |words: [u32; 4], s: u32, e: u32| {
             let mut k = 0;
@@ -519,7 +539,6 @@ pub(crate) mod device_code {
                     if s < e {
                         vectors = e.div_ceil(8) - s / 8;
                     }
-                    seg_tile.store(tid as usize, t as u32);
                     seg_range.store(tid as usize, s | (e << 16));
                 }
             }
@@ -545,10 +564,10 @@ pub(crate) mod device_code {
             };
             // Four vectors in flight per thread.
             while i + 3 * threads < total {
-                let (a, sa, ea) = locate(i, segments);
-                let (b, sb, eb) = locate(i + threads, segments);
-                let (c, sc, ec) = locate(i + 2 * threads, segments);
-                let (d, sd, ed) = locate(i + 3 * threads, segments);
+                let (a, sa, ea) = locate(i, segments, chunk);
+                let (b, sb, eb) = locate(i + threads, segments, chunk);
+                let (c, sc, ec) = locate(i + 2 * threads, segments, chunk);
+                let (d, sd, ed) = locate(i + 3 * threads, segments, chunk);
                 let (wa, wb, wc, wd) = (load(a), load(b), load(c), load(d));
                 add_vector(wa, sa, ea);
                 add_vector(wb, sb, eb);
@@ -557,7 +576,7 @@ pub(crate) mod device_code {
                 i += 4 * threads;
             }
             while i < total {
-                let (a, sa, ea) = locate(i, segments);
+                let (a, sa, ea) = locate(i, segments, chunk);
                 add_vector(load(a), sa, ea);
                 i += threads;
             }
@@ -626,6 +645,29 @@ mod tests {
         let sum: u32 = totals.iter().map(|&t| parts_of(t, kept, 100)).sum();
         assert!((100..=100 + totals.len() as u32).contains(&sum), "{sum}");
         assert!(totals.iter().all(|&t| t == 0 || parts_of(t, kept, 100) >= 1));
+    }
+
+    #[test]
+    fn the_largest_share_fills_the_grid_without_overflowing_it() {
+        let need = |totals: &[u32], p: u32| {
+            let kept = totals.iter().sum();
+            totals.iter().map(|&t| parts_of(t, kept, p)).sum::<u32>()
+        };
+        // Uniform over 64 buckets: 4 blocks each of 264.
+        let uniform = [1u32 << 20; 64];
+        let p = largest_share(264, 64, |p| need(&uniform, p));
+        assert_eq!((p, need(&uniform, p)), (256, 256));
+        // One bucket (a constant input) takes the whole grid.
+        let constant = [1u32 << 26];
+        assert_eq!(largest_share(264, 1, |p| need(&constant, p)), 264);
+        // Skewed: one heavy bucket and many light ones; the share is above grid - buckets.
+        let mut skewed = [20_000u32; 64];
+        skewed[0] = 40_000_000;
+        let p = largest_share(264, 64, |p| need(&skewed, p));
+        assert!(p > 200 && need(&skewed, p) <= 264 && need(&skewed, p + 1) > 264, "{p}");
+        // Nothing kept: every share needs no block.
+        let empty = [0u32; 8];
+        assert_eq!(largest_share(20, 8, |p| need(&empty, p)), 20);
     }
 
     #[test]
