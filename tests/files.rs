@@ -54,9 +54,13 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
     let chunk_bytes = 1 << 20;
     // Five full chunks and a ragged sixth whose length is not a multiple of the 4-value loads.
     let n = 5 * (chunk_bytes / 4) + 4_099;
-    for (bins, tier) in
-        [(256, HistogramTier::Shared), (capacity + 1, HistogramTier::Cluster), (300_000, HistogramTier::Bucketed)]
-    {
+    // The planner's tiers (shared, sorted) and the forced ones (cluster, bucketed).
+    for (bins, tier, forced) in [
+        (256, HistogramTier::Shared, false),
+        (capacity + 1, HistogramTier::Cluster, true),
+        (300_000, HistogramTier::Sorted, false),
+        (300_000, HistogramTier::Bucketed, true),
+    ] {
         let mut values = histogram_input(rng.random(), n, bins, ValueDistribution::Uniform);
         for v in values.iter_mut().step_by(97) {
             *v = if rng.random() { -rng.random_range(1..=i32::MAX) } else { rng.random_range(bins as i32..=i32::MAX) };
@@ -64,7 +68,8 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
         let path = dir.path().join("values.bin");
         write_raw(&path, &values);
         let file = DataFile::open(&path, Some(ElementType::I32)).unwrap();
-        let plan = histogram::plan_with(&gpu, bins, PlanRequest::default()).unwrap();
+        let request = PlanRequest { tier: forced.then_some(tier), ..PlanRequest::default() };
+        let plan = histogram::plan_with(&gpu, bins, request).unwrap();
         assert_eq!(plan.tier, tier);
         for (streams, read) in
             [(2, ReadMode::Pinned), (3, ReadMode::Pinned), (2, ReadMode::Mapped), (3, ReadMode::Mapped)]
