@@ -11,8 +11,8 @@
 //!    stores. Row `b` of `table` gets, at column `tile`, where bucket `b` starts in the tile's
 //!    region (row `buckets`: how many values the tile kept); `totals[b]` gets the bucket's count.
 //!    Values that are not counted (`f32` outside the range, NaN) are dropped here.
-//! 2. Bins (`histogram_sorted_bins`): a grid of `grid` blocks (the host launches one wave, as
-//!    many as stay resident together). Bucket `b` gets [`parts_of`]`(totals[b], kept, parts)`
+//! 2. Bins (`histogram_sorted_bins`): a grid of `grid` blocks (the host launches whole waves of
+//!    the blocks that stay resident together, two of them). Bucket `b` gets [`parts_of`]`(totals[b], kept, parts)`
 //!    blocks (a share of `parts` in proportion to its values: a constant input spreads its one
 //!    bucket over every block), `parts` being the [`largest_share`] whose blocks fit the grid;
 //!    each block counts a contiguous range of its bucket's tiles ([`part_tiles`]); blocks past
