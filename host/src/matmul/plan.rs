@@ -276,32 +276,19 @@ fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Opti
 fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let tiles = sgemm::tiles(shape) as u64;
     let slots = (sgemm::BLOCKS_PER_SM * sm) as u64;
-    let cost = |s: u32| (tiles * s as u64).div_ceil(slots) as f64 / s as f64;
     if tiles >= slots {
         // A full wave: a split only evens out the last wave, and its pass over splits x m x n
         // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
         // splits, 1.22 ms without).
         return (SplitK::none(shape.k), format!("{} fill the {slots} block slots: no split", count(tiles, "tile")));
     }
-    let most = (shape.k as u32 / SGEMM_MIN_CHUNK).clamp(1, super::split_k::MAX_SPLITS);
-    let candidates: Vec<(u32, f64)> =
-        (1..=most).map(|s| SplitK::about(shape.k, s, SGEMM_MIN_CHUNK).splits).map(|s| (s, cost(s))).collect();
-    let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    // The fewest splits within a tenth of the least cost: every split adds partial sums to
-    // write and read, which the wave count does not see.
-    let best = *candidates.iter().find(|c| c.1 <= SGEMM_SPLIT_SLACK * least).expect("at least one split count");
-    if best.0 > 1 && best.1 <= SGEMM_SPLIT_GAIN * cost(1) {
-        let s = SplitK::about(shape.k, best.0, SGEMM_MIN_CHUNK);
-        let why = format!(
-            "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time",
-            count(tiles, "tile"),
-            s.splits,
-            100.0 * cost(s.splits) / cost(1)
-        );
-        (s, why)
-    } else {
-        (SplitK::none(shape.k), format!("{} on {slots} block slots: no split", count(tiles, "tile")))
-    }
+    let rule = SplitRule {
+        min_chunk: SGEMM_MIN_CHUNK,
+        max_splits: super::split_k::MAX_SPLITS,
+        slack: SGEMM_SPLIT_SLACK,
+        gain: SGEMM_SPLIT_GAIN,
+    };
+    wave_split(shape, tiles, slots, rule)
 }
 
 /// The `sgemm_warp_tiled` split with the fewest estimated waves-times-depth (module
@@ -309,14 +296,39 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
 fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let tiles = sgemm_warp_tiled::tiles(shape) as u64;
     let slots = (sgemm_warp_tiled::BLOCKS_PER_SM * sm) as u64;
+    let rule = SplitRule {
+        min_chunk: WARP_TILED_MIN_CHUNK,
+        max_splits: WARP_TILED_MAX_SPLITS,
+        slack: WARP_TILED_SPLIT_SLACK,
+        gain: WARP_TILED_SPLIT_GAIN,
+    };
+    wave_split(shape, tiles, slots, rule)
+}
+
+/// A register-tiled kernel's bounds on its split of `k`.
+struct SplitRule {
+    /// Shortest split.
+    min_chunk: u32,
+    /// Most splits.
+    max_splits: u32,
+    /// The fewest splits whose estimate is within this factor of the least are taken: every
+    /// split adds partial sums to write and read, which the wave count does not see.
+    slack: f64,
+    /// Split only when the estimate falls to this fraction of the unsplit one or less.
+    gain: f64,
+}
+
+/// The split of `k` for `tiles` tiles on `slots` block slots under `rule`: `s` splits take an
+/// estimated `ceil(tiles * s / slots) / s` of the unsplit time (module documentation).
+fn wave_split(shape: MatmulShape, tiles: u64, slots: u64, rule: SplitRule) -> (SplitK, String) {
     let cost = |s: u32| (tiles * s as u64).div_ceil(slots) as f64 / s as f64;
-    let most = (shape.k as u32 / WARP_TILED_MIN_CHUNK).clamp(1, WARP_TILED_MAX_SPLITS);
+    let most = (shape.k as u32 / rule.min_chunk).clamp(1, rule.max_splits);
     let candidates: Vec<(u32, f64)> =
-        (1..=most).map(|s| SplitK::about(shape.k, s, WARP_TILED_MIN_CHUNK).splits).map(|s| (s, cost(s))).collect();
+        (1..=most).map(|s| SplitK::about(shape.k, s, rule.min_chunk).splits).map(|s| (s, cost(s))).collect();
     let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    let best = *candidates.iter().find(|c| c.1 <= WARP_TILED_SPLIT_SLACK * least).expect("at least one split count");
-    if best.0 > 1 && best.1 <= WARP_TILED_SPLIT_GAIN * cost(1) {
-        let s = SplitK::about(shape.k, best.0, WARP_TILED_MIN_CHUNK);
+    let best = *candidates.iter().find(|c| c.1 <= rule.slack * least).expect("at least one split count");
+    if best.0 > 1 && best.1 <= rule.gain * cost(1) {
+        let s = SplitK::about(shape.k, best.0, rule.min_chunk);
         let why = format!(
             "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time",
             count(tiles, "tile"),

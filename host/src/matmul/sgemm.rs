@@ -12,7 +12,13 @@ pub const BLOCKS_PER_SM: u32 = 2;
 
 /// Tiles of `C` the grid's x and y cover.
 pub fn tiles(shape: MatmulShape) -> usize {
-    shape.m.div_ceil(BLOCK_M as usize) * shape.n.div_ceil(BLOCK_N as usize)
+    tile_count(shape, (BLOCK_M, BLOCK_N))
+}
+
+/// Tiles of `block_m x block_n` that cover `C`: the grid's x times y for both register-tiled
+/// kernels.
+pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> usize {
+    shape.m.div_ceil(block_m as usize) * shape.n.div_ceil(block_n as usize)
 }
 
 /// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z

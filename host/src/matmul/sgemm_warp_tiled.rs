@@ -12,7 +12,7 @@ pub const BLOCKS_PER_SM: u32 = 2;
 
 /// Tiles of `C` the grid's x and y cover.
 pub fn tiles(shape: MatmulShape) -> usize {
-    shape.m.div_ceil(BLOCK_M as usize) * shape.n.div_ceil(BLOCK_N as usize)
+    super::sgemm::tile_count(shape, (BLOCK_M, BLOCK_N))
 }
 
 /// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z
