@@ -1,10 +1,13 @@
-//! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`], pure and
-//! tested on the CPU), `readers` threads prepare the chunks ahead ([`ReadMode::Mapped`], the
-//! default: each chunk's pages of the mapped file are page-locked in place; [`ReadMode::Pinned`]:
-//! each chunk is read into a pinned host buffer by all cores at once, so page-cache reads keep up
-//! with the copies), and the main thread copies each chunk on one of two or more streams and
-//! counts it there with the planned kernel, into one set of counters. Copies of one chunk overlap
-//! the counting of the previous one and the preparation of the next ones.
+//! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`]) and each
+//! chunk into pieces ([`plan_pieces`]), pure and tested on the CPU. Producer threads prepare the
+//! pieces ahead, each taking the next piece not yet taken ([`ReadMode::Copy`], the default: readers
+//! copy pieces of the mapped file into pinned buffers with streaming stores; [`ReadMode::Pinned`]:
+//! readers `pread` them into pinned buffers; [`ReadMode::Mapped`]: lockers page-lock each piece of
+//! the mapped file in place; [`ReadMode::Mixed`]: lockers and copying readers). The main thread
+//! copies each chunk's pieces in order on one of two or more streams and counts the chunk there
+//! with the planned kernel, into one set of counters. Copies of one chunk overlap the counting of
+//! the previous one and the preparation of the next ones. [`StreamPhases`] says where the time
+//! went.
 //!
 //! Counters are `u32`: before the values counted into them could exceed `u32::MAX` (a bin could
 //! overflow), they are added into `u64` totals on the host and zeroed; [`plan_chunks`] marks
@@ -105,8 +108,8 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
 }
 
-/// Checks a chunk size for a read mode: a positive multiple of [`PAGE_BYTES`] when mapped (chunks
-/// lock whole pages in place), of 16 bytes when pinned (whole 16-byte loads).
+/// Checks a chunk (or piece) size for a read mode: a positive multiple of [`PAGE_BYTES`] when
+/// pieces are locked in place (whole pages), of 16 bytes otherwise (whole 16-byte loads).
 ///
 /// ```
 /// use host::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
