@@ -71,15 +71,25 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
         let request = PlanRequest { tier: forced.then_some(tier), ..PlanRequest::default() };
         let plan = histogram::plan_with(&gpu, bins, request).unwrap();
         assert_eq!(plan.tier, tier);
-        for (streams, read) in
-            [(2, ReadMode::Pinned), (3, ReadMode::Pinned), (2, ReadMode::Mapped), (3, ReadMode::Mapped)]
-        {
+        for (streams, read) in [
+            (2, ReadMode::Pinned),
+            (3, ReadMode::Pinned),
+            (2, ReadMode::Mapped),
+            (3, ReadMode::Mapped),
+            (2, ReadMode::Copy),
+            (3, ReadMode::Copy),
+            (2, ReadMode::Mixed),
+            (3, ReadMode::Mixed),
+        ] {
             let options = StreamOptions {
                 chunk_bytes: chunk_bytes as u64,
                 streams,
-                // One reader and several: chunks then reach the counting out of order.
+                // One thread and several: chunks then reach the counting out of order.
+                lockers: streams - 1,
                 readers: streams - 1,
-                pinned_buffers: streams + 1,
+                // Pieces of a quarter chunk, locked and read out of order too.
+                piece_bytes: chunk_bytes as u64 / 4,
+                ahead: streams + 1,
                 read,
                 progress: false,
             };
@@ -145,13 +155,16 @@ fn streamed_npy_file_of_several_mapped_chunks_after_its_header_equals_the_cpu() 
     let file = DataFile::open(&path, None).unwrap();
     assert_ne!(file.data_offset() % stream::PAGE_BYTES, 0);
     let plan = histogram::plan_with(&gpu, 4096, PlanRequest::default()).unwrap();
-    let options = StreamOptions { chunk_bytes: 1 << 20, ..StreamOptions::default() };
-    assert_eq!(options.read, ReadMode::Mapped);
-    let report =
-        stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options).unwrap();
-    assert_eq!(report.chunks, 4);
     let want: Vec<u64> = histogram_cpu(&values, 4096).into_iter().map(u64::from).collect();
-    assert_eq!(report.counts, want);
+    // Copied pieces start off 16-byte boundaries of the mapping (the header is 128 bytes, the
+    // chunks not shortened): unaligned loads.
+    for read in [ReadMode::Mapped, ReadMode::Copy, ReadMode::Mixed] {
+        let options = StreamOptions { chunk_bytes: 1 << 20, piece_bytes: 256 << 10, read, ..StreamOptions::default() };
+        let report =
+            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options).unwrap();
+        assert_eq!(report.chunks, 4, "{read:?}");
+        assert_eq!(report.counts, want, "{read:?}");
+    }
 }
 
 #[test]
@@ -184,9 +197,17 @@ fn streamed_u8_u16_and_f32_files_equal_the_cpu_in_the_shared_and_bucketed_tiers(
         assert_eq!(stream::histogram_file_cpu(&file, &binning).unwrap(), want);
         let request = PlanRequest { element: Some(element), ..PlanRequest::default() };
         let plan = histogram::plan_with(&gpu, bins, request).unwrap();
-        for read in [ReadMode::Pinned, ReadMode::Mapped] {
-            let options =
-                StreamOptions { chunk_bytes, streams: 2, readers: 2, pinned_buffers: 4, read, progress: false };
+        for read in [ReadMode::Pinned, ReadMode::Mapped, ReadMode::Copy, ReadMode::Mixed] {
+            let options = StreamOptions {
+                chunk_bytes,
+                streams: 2,
+                lockers: 2,
+                readers: 2,
+                piece_bytes: stream::DEFAULT_PIECE_BYTES,
+                ahead: 4,
+                read,
+                progress: false,
+            };
             let report = stream::histogram_file(&gpu, &plan, &file, binning, options).unwrap();
             assert_eq!(report.chunks, 6, "{plan}");
             if let Some(i) = report.counts.iter().zip(&want).position(|(g, w)| g != w) {

@@ -1,10 +1,13 @@
-//! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`], pure and
-//! tested on the CPU), `readers` threads prepare the chunks ahead ([`ReadMode::Mapped`], the
-//! default: each chunk's pages of the mapped file are page-locked in place; [`ReadMode::Pinned`]:
-//! each chunk is read into a pinned host buffer by all cores at once, so page-cache reads keep up
-//! with the copies), and the main thread copies each chunk on one of two or more streams and
-//! counts it there with the planned kernel, into one set of counters. Copies of one chunk overlap
-//! the counting of the previous one and the preparation of the next ones.
+//! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`]) and each
+//! chunk into pieces ([`plan_pieces`]), pure and tested on the CPU. Producer threads prepare the
+//! pieces ahead, each taking the next piece not yet taken ([`ReadMode::Copy`], the default: readers
+//! copy pieces of the mapped file into pinned buffers with streaming stores; [`ReadMode::Pinned`]:
+//! readers `pread` them into pinned buffers; [`ReadMode::Mapped`]: lockers page-lock each piece of
+//! the mapped file in place; [`ReadMode::Mixed`]: lockers and copying readers). The main thread
+//! copies each chunk's pieces in order on one of two or more streams and counts the chunk there
+//! with the planned kernel, into one set of counters. Copies of one chunk overlap the counting of
+//! the previous one and the preparation of the next ones. [`StreamPhases`] says where the time
+//! went.
 //!
 //! Counters are `u32`: before the values counted into them could exceed `u32::MAX` (a bin could
 //! overflow), they are added into `u64` totals on the host and zeroed; [`plan_chunks`] marks
@@ -14,15 +17,18 @@ use crate::error::{HostError, Result, format_bytes};
 use crate::gpu::Gpu;
 use crate::histogram::{self, Binning, BucketScratch, DeviceInput, HistogramPlan, InputType, ValuesBuf};
 use crate::io::DataFile;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice, sys};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice, sys};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
 /// Chunk size unless the caller names one.
 pub const DEFAULT_CHUNK_BYTES: u64 = 256 << 20;
+
+/// Piece size unless the caller names one.
+pub const DEFAULT_PIECE_BYTES: u64 = 16 << 20;
 
 /// Most values the counters take between two flushes into the host's `u64` totals: then no
 /// `u32` bin can overflow, whatever the values.
@@ -102,8 +108,8 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
 }
 
-/// Checks a chunk size for a read mode: a positive multiple of [`PAGE_BYTES`] when mapped (chunks
-/// lock whole pages in place), of 16 bytes when pinned (whole 16-byte loads).
+/// Checks a chunk (or piece) size for a read mode: a positive multiple of [`PAGE_BYTES`] when
+/// pieces are locked in place (whole pages), of 16 bytes otherwise (whole 16-byte loads).
 ///
 /// ```
 /// use host::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
@@ -112,14 +118,11 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
 /// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Mapped).is_err());
 /// ```
 pub fn check_chunk_bytes(chunk_bytes: u64, read: ReadMode) -> Result<()> {
-    let granule = match read {
-        ReadMode::Pinned => 16,
-        ReadMode::Mapped => PAGE_BYTES,
-    };
+    let granule = if read.locks() { PAGE_BYTES } else { 16 };
     if chunk_bytes < granule || !chunk_bytes.is_multiple_of(granule) {
         return Err(HostError::InvalidInput(format!(
             "a chunk of {chunk_bytes} bytes: use a positive multiple of {granule} bytes ({})",
-            if read == ReadMode::Mapped { "whole pages, locked in place" } else { "whole 16-byte loads" }
+            if read.locks() { "whole pages, locked in place" } else { "whole 16-byte loads" }
         )));
     }
     Ok(())
@@ -128,17 +131,24 @@ pub fn check_chunk_bytes(chunk_bytes: u64, read: ReadMode) -> Result<()> {
 /// How to stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
-    /// Bytes per chunk: a multiple of [`PAGE_BYTES`] when mapped, of 16 when pinned (see
-    /// [`check_chunk_bytes`]); smaller files take one chunk of their own size.
+    /// Bytes per chunk: a multiple of [`PAGE_BYTES`] when chunks are locked in place, of 16 when
+    /// only read into pinned buffers (see [`check_chunk_bytes`]); smaller files take one chunk of
+    /// their own size.
     pub chunk_bytes: u64,
     /// CUDA streams the chunks alternate over (at least 2), each with its device buffer.
     pub streams: usize,
-    /// Reader threads, each filling its own chunk (all share the cores through rayon, so one
-    /// chunk's last pieces never leave the cores idle).
+    /// Threads that page-lock chunks of the mapped file in place ([`ReadMode::Mapped`] and
+    /// [`ReadMode::Mixed`]).
+    pub lockers: usize,
+    /// Threads that each read whole chunks into pinned buffers ([`ReadMode::Pinned`] and
+    /// [`ReadMode::Mixed`]).
     pub readers: usize,
-    /// Pinned host buffers the readers fill ahead, or chunks page-locked at once when mapped (at
-    /// least `streams` and `readers`).
-    pub pinned_buffers: usize,
+    /// Bytes per piece: chunks are locked, read and copied in pieces of this size where it
+    /// divides them (see [`piece_bytes_for`]), whole chunks otherwise.
+    pub piece_bytes: u64,
+    /// Pieces page-locked in place at once (at least `streams` and `lockers`); readers get two
+    /// pinned buffers of a piece each, and one more per stream.
+    pub ahead: usize,
     /// How chunks reach the copy engine.
     pub read: ReadMode,
     /// Show a progress bar (on a terminal).
@@ -154,6 +164,29 @@ pub enum ReadMode {
     /// Reader threads copy each chunk into pinned buffers (`pread`), which the copy engine reads:
     /// one more pass over host memory, but no mapping of the file.
     Pinned,
+    /// Reader threads copy each piece of the mapped file into pinned buffers with streaming
+    /// (non-temporal) stores, which the copy engine reads: no driver call but the copy per piece,
+    /// and a third less memory traffic than `pread`'s copy.
+    Copy,
+    /// Lockers and copying readers at once, each taking the next piece not yet taken.
+    Mixed,
+}
+
+impl ReadMode {
+    /// Whether chunks are page-locked in place (then they start on [`PAGE_BYTES`] boundaries).
+    pub fn locks(self) -> bool {
+        matches!(self, ReadMode::Mapped | ReadMode::Mixed)
+    }
+
+    /// Whether chunks are read or copied into pinned buffers.
+    pub fn reads(self) -> bool {
+        self != ReadMode::Mapped
+    }
+
+    /// Whether readers copy from the mapped file (rather than `pread` it).
+    pub fn copies_mapping(self) -> bool {
+        matches!(self, ReadMode::Copy | ReadMode::Mixed)
+    }
 }
 
 /// The chunk for `streams` streams on a device with `free_memory` bytes free: at most
@@ -169,9 +202,11 @@ impl Default for StreamOptions {
         Self {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             streams: 2,
-            readers: 4,
-            pinned_buffers: 7,
-            read: ReadMode::Mapped,
+            lockers: 4,
+            readers: 10,
+            piece_bytes: DEFAULT_PIECE_BYTES,
+            ahead: 16,
+            read: ReadMode::Copy,
             progress: false,
         }
     }
@@ -195,6 +230,36 @@ pub struct StreamReport {
     pub last_chunk_values: u64,
     /// Wall time from the first read to the last count on the device, seconds.
     pub seconds: f64,
+    /// Where the time went.
+    pub phases: StreamPhases,
+}
+
+/// Where a streamed run's time went: seconds summed over the threads that spent them (so a
+/// phase on several threads may exceed the wall time), and the pieces each path prepared.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StreamPhases {
+    /// Mapping the file and allocating the pinned buffers, before the timed part.
+    pub setup_s: f64,
+    /// Pieces page-locked in place.
+    pub locked_pieces: usize,
+    /// In `cuMemHostRegister`, over all lockers.
+    pub lock_s: f64,
+    /// Lockers waiting for room among the chunks locked at once.
+    pub lock_wait_s: f64,
+    /// Pieces read into pinned buffers.
+    pub read_pieces: usize,
+    /// In `pread`, over all readers.
+    pub read_s: f64,
+    /// Readers waiting for a free buffer and its last copy.
+    pub read_wait_s: f64,
+    /// The main thread waiting for the next piece in order to be prepared.
+    pub ready_wait_s: f64,
+    /// The main thread enqueuing copies and kernels, flushes of the counters included.
+    pub issue_s: f64,
+    /// The unlocker waiting for locked pieces' copies to finish.
+    pub copy_wait_s: f64,
+    /// In `cuMemHostUnregister`.
+    pub unlock_s: f64,
 }
 
 impl StreamReport {
@@ -207,7 +272,12 @@ impl StreamReport {
 /// A pinned host buffer and the event recorded after its last copy to the device, which the
 /// reader waits on before filling it again.
 struct Staging {
-    host: PinnedHostSlice<u8>,
+    /// Owns the allocation.
+    _host: PinnedHostSlice<u8>,
+    /// The buffer's first byte and length, read once: cudarc's accessors synchronize an event
+    /// first, one more driver call per use.
+    ptr: usize,
+    len: usize,
     copied: CudaEvent,
 }
 
@@ -219,8 +289,8 @@ impl Drop for Staging {
     }
 }
 
-/// Pieces one buffer is read in, in parallel: large enough for sequential reads, small enough
-/// that every core gets several of a chunk.
+/// Pieces a reader reads a chunk in (and the CPU reference reads the file in, in parallel):
+/// large enough for sequential reads, small enough to spread over every core.
 const READ_PIECE_VALUES: usize = (4 << 20) / 4;
 
 /// The histogram of every value in `file` with the planned kernel, streamed in chunks; see the
@@ -234,22 +304,27 @@ pub fn histogram_file(
 ) -> Result<StreamReport> {
     let element = file.element().input_type();
     let size = element.size() as u64;
-    let StreamOptions { chunk_bytes, streams: stream_count, readers, pinned_buffers, read, progress } = options;
-    if stream_count < 2 || readers == 0 || pinned_buffers < stream_count.max(readers) {
+    let StreamOptions { chunk_bytes, streams: stream_count, lockers, readers, piece_bytes, ahead, read, progress } =
+        options;
+    let lockers = if read.locks() { lockers } else { 0 };
+    let readers = if read.reads() { readers } else { 0 };
+    if stream_count < 2
+        || (read.locks() && lockers == 0)
+        || (lockers > 0 && ahead < stream_count.max(lockers))
+        || (read.reads() && readers == 0)
+    {
         return Err(HostError::InvalidInput(format!(
-            "{stream_count} streams, {readers} readers and {pinned_buffers} pinned buffers: streaming needs at least 2 streams, a reader, and a buffer per stream and per reader"
+            "{stream_count} streams, {lockers} lockers, {readers} readers and {ahead} chunks locked ahead ({read:?}): streaming needs at least 2 streams, a thread for each way of reading, and room to lock a chunk per stream and per locker"
         )));
     }
     check_chunk_bytes(chunk_bytes, read)?;
+    check_chunk_bytes(piece_bytes, read)?;
     let bins = plan.bins as usize;
     let n = file.len();
     // Mapped chunks start on page boundaries of the file (their pages are locked one chunk at a
     // time, and a page cannot be locked twice), so the first chunk is shorter by the data's offset
     // into its page.
-    let lead = match read {
-        ReadMode::Pinned => 0,
-        ReadMode::Mapped => file.data_offset() % PAGE_BYTES / size,
-    };
+    let lead = if read.locks() { file.data_offset() % PAGE_BYTES / size } else { 0 };
     let chunk_values = chunk_bytes / size;
     let chunks = plan_chunks(n, chunk_values, lead, FLUSH_LIMIT)?;
     let chunk_values = chunk_values.min(n.max(16 / size));
@@ -263,17 +338,25 @@ pub fn histogram_file(
             chunk_values,
             last_chunk_values: 0,
             seconds: 0.0,
+            phases: StreamPhases::default(),
         });
     }
+    let pieces = plan_pieces(&chunks, piece_bytes_for(chunk_bytes, piece_bytes) / size, lead)?;
     let capacity = chunks.iter().map(|c| c.len).max().unwrap_or(1) as usize;
+    let piece_capacity = pieces.iter().map(|p| p.len).max().unwrap_or(1) as usize;
     gpu.ensure_fits(
         &format!("{stream_count} chunk buffers of {} and {bins} counters", format_bytes(size * capacity as u64)),
         size * stream_count as u64 * capacity as u64 + 4 * bins as u64,
     )?;
     let ctx = gpu.context();
+    let streams: Vec<Arc<CudaStream>> = (0..stream_count).map(|_| ctx.new_stream()).collect::<Result<_, _>>()?;
+    let device: Vec<CudaSlice<u8>> =
+        (0..stream_count).map(|_| gpu.zeros(size as usize * capacity)).collect::<Result<_>>()?;
+    let device_ptrs = device.iter().zip(&streams).map(|(d, s)| d.device_ptr(s).0).collect();
     let mut counter = Counter {
-        streams: (0..stream_count).map(|_| ctx.new_stream()).collect::<Result<_, _>>()?,
-        device: (0..stream_count).map(|_| gpu.zeros(size as usize * capacity)).collect::<Result<_>>()?,
+        streams,
+        device,
+        device_ptrs,
         scratch: (0..stream_count).map(|_| None).collect(),
         element,
         binning,
@@ -283,12 +366,20 @@ pub fn histogram_file(
     };
     // The zeroed buffers and counters are complete before the streams use them.
     gpu.synchronize()?;
-    let start = Instant::now();
-    let result = match read {
-        ReadMode::Pinned => stream_pinned(gpu, plan, file, &chunks, &mut counter, readers, pinned_buffers, capacity),
-        ReadMode::Mapped => stream_mapped(gpu, plan, file, &chunks, &mut counter, readers, pinned_buffers),
+    let setup = Instant::now();
+    let mut start = setup;
+    let tallies = Tally::default();
+    let producers = Producers {
+        from_map: read.copies_mapping(),
+        lockers,
+        window: ahead,
+        readers,
+        buffers: 2 * readers + stream_count,
+        capacity: piece_capacity,
     };
+    let result = stream_chunks(gpu, plan, file, &chunks, &pieces, &mut counter, producers, &tallies, &mut start);
     let seconds = start.elapsed().as_secs_f64();
+    let setup_s = (start - setup).as_secs_f64();
     if let Some(bar) = counter.bar.take() {
         bar.finish_and_clear();
     }
@@ -301,6 +392,7 @@ pub fn histogram_file(
         chunk_values,
         last_chunk_values: chunks.last().map_or(0, |c| c.len),
         seconds,
+        phases: tallies.phases(setup_s),
     })
 }
 
@@ -318,6 +410,9 @@ struct Counter<'a> {
     streams: Vec<Arc<CudaStream>>,
     /// A chunk's bytes per stream.
     device: Vec<CudaSlice<u8>>,
+    /// Their device addresses, for copies enqueued without cudarc's per-use event tracking
+    /// (three more driver calls per copy, each waiting behind any page-locking in progress).
+    device_ptrs: Vec<sys::CUdeviceptr>,
     /// The bucketed and sorted tiers' buffers per stream.
     scratch: Vec<Option<BucketScratch>>,
     element: InputType,
@@ -328,15 +423,34 @@ struct Counter<'a> {
 }
 
 impl Counter<'_> {
-    /// Copies the chunk's values from `host` (page-locked, so the copy is asynchronous) on its
-    /// slot's stream, records `copied` after the copy, counts the chunk there, and flushes the
-    /// counters into the totals when the plan says so.
-    fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk, host: &[u8], copied: &CudaEvent) -> Result<()> {
+    /// Copies the piece's values from `host` (page-locked, so the copy is asynchronous) to its
+    /// place in its chunk's buffer, on the chunk's stream, and records `copied` after the copy.
+    fn copy(&mut self, piece: Piece, chunk: Chunk, host: &[u8], copied: &CudaEvent) -> Result<()> {
+        let slot = chunk.index % self.streams.len();
+        let size = self.element.size() as usize;
+        let (offset, len) = (size * (piece.first - chunk.first) as usize, size * piece.len as usize);
+        assert!(offset + len <= self.device[slot].len() && len <= host.len(), "a piece lies in its chunk");
+        // SAFETY: `host` holds `len` page-locked bytes that stay so until `copied` completes
+        // (their unlocking or refilling waits for it); the destination lies in this slot's
+        // buffer, used by this slot's stream alone, in order.
+        unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                self.device_ptrs[slot] + offset as u64,
+                host.as_ptr().cast(),
+                len,
+                self.streams[slot].cu_stream(),
+            )
+            .result()
+        }?;
+        copied.record(&self.streams[slot])?;
+        Ok(())
+    }
+
+    /// Counts the chunk, copied to its buffer, on its stream, and flushes the counters into the
+    /// totals when the plan says so.
+    fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk) -> Result<()> {
         let slot = chunk.index % self.streams.len();
         let stream = &self.streams[slot];
-        let len = chunk.len as usize * self.element.size() as usize;
-        stream.memcpy_htod(&host[..len], &mut self.device[slot].slice_mut(..len))?;
-        copied.record(stream)?;
         let input =
             DeviceInput { bytes: &self.device[slot], element: self.element, binning: self.binning, n: chunk.len };
         histogram::launch_into(gpu, plan, stream, &input, &mut self.counts, &mut self.scratch[slot])?;
@@ -363,148 +477,263 @@ impl Counter<'_> {
     }
 }
 
-/// [`ReadMode::Pinned`]: reader threads copy chunks from the file into pinned buffers.
-#[allow(clippy::too_many_arguments)]
-fn stream_pinned(
-    gpu: &Gpu,
-    plan: &HistogramPlan,
-    file: &DataFile,
-    chunks: &[Chunk],
-    counter: &mut Counter,
-    readers: usize,
-    pinned_buffers: usize,
-    capacity: usize,
-) -> Result<()> {
-    let ctx = gpu.context();
-    let (free_tx, free_rx) = mpsc::channel::<Staging>();
-    for _ in 0..pinned_buffers {
-        // SAFETY: plain page-locked memory (no flags: not write-combined, as the readers write it
-        // through the kernel's copy); a reader fills each buffer before any copy reads it.
-        let host = unsafe { ctx.alloc_pinned_with_flags::<u8>(file.element().size() as usize * capacity, 0) }?;
-        free_tx.send(Staging { host, copied: ctx.new_event(None)? }).expect("the receiver lives in this scope");
-    }
-    let (full_tx, full_rx) = mpsc::sync_channel::<Result<(Chunk, Staging)>>(pinned_buffers);
-    let free_rx = Mutex::new(free_rx);
-    let next = AtomicUsize::new(0);
-    let reader_file = file.reopen()?;
-    std::thread::scope(|scope| -> Result<()> {
-        // Owned by this closure, so that its return (an error included) closes both channels and
-        // a reader waiting on either stops rather than holding up the scope.
-        let (free_tx, full_rx) = (free_tx, full_rx);
-        let (free_rx, next, reader_file) = (&free_rx, &next, &reader_file);
-        for _ in 0..readers {
-            let full_tx = full_tx.clone();
-            // A reader takes a free buffer before the next chunk, so the lowest chunk not yet
-            // counted always holds a buffer: the main thread, which counts in order, never waits
-            // on a chunk that waits on it.
-            scope.spawn(move || {
-                loop {
-                    let Some(mut buf) = free_rx.lock().ok().and_then(|rx| rx.recv().ok()) else { return };
-                    let Some(&chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
-                    let filled = fill(file, reader_file, &mut buf, chunk).map(|()| (chunk, buf));
-                    let failed = filled.is_err();
-                    if full_tx.send(filled).is_err() || failed {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(full_tx);
-        let mut early = BTreeMap::new();
-        for &chunk in chunks {
-            let buf = loop {
-                if let Some(buf) = early.remove(&chunk.index) {
-                    break buf;
-                }
-                let (got, buf) =
-                    full_rx.recv().map_err(|_| HostError::InvalidInput("the file readers stopped".into()))??;
-                early.insert(got.index, buf);
-            };
-            counter.count(gpu, plan, chunk, buf.host.as_slice()?, &buf.copied)?;
-            // A reader waits on `copied` before it refills this buffer; if they have stopped, the
-            // buffer is simply dropped.
-            let _ = free_tx.send(buf);
-        }
-        Ok(())
-    })
+/// Seconds summed into a [`StreamPhases`] by the threads that spend them.
+#[derive(Default)]
+struct Tally {
+    locked_pieces: AtomicUsize,
+    lock_ns: AtomicU64,
+    lock_wait_ns: AtomicU64,
+    read_pieces: AtomicUsize,
+    read_ns: AtomicU64,
+    read_wait_ns: AtomicU64,
+    ready_wait_ns: AtomicU64,
+    issue_ns: AtomicU64,
+    copy_wait_ns: AtomicU64,
+    unlock_ns: AtomicU64,
 }
 
-/// A chunk's pages of the mapped file, page-locked for the copy engine.
+/// Adds the time since `since` to `into`.
+fn tally(into: &AtomicU64, since: Instant) {
+    into.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+impl Tally {
+    fn phases(&self, setup_s: f64) -> StreamPhases {
+        let s = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-9;
+        StreamPhases {
+            setup_s,
+            locked_pieces: self.locked_pieces.load(Ordering::Relaxed),
+            lock_s: s(&self.lock_ns),
+            lock_wait_s: s(&self.lock_wait_ns),
+            read_pieces: self.read_pieces.load(Ordering::Relaxed),
+            read_s: s(&self.read_ns),
+            read_wait_s: s(&self.read_wait_ns),
+            ready_wait_s: s(&self.ready_wait_ns),
+            issue_s: s(&self.issue_ns),
+            copy_wait_s: s(&self.copy_wait_ns),
+            unlock_s: s(&self.unlock_ns),
+        }
+    }
+}
+
+/// A piece of a chunk: what a locker locks or a reader reads, and the main thread copies to its
+/// place in the chunk's device buffer. Small pieces keep each driver call short (the driver
+/// serializes page-locking, unlocking and enqueuing copies) and the pinned buffers few.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Position among all pieces, from 0.
+    pub index: usize,
+    /// The chunk it belongs to.
+    pub chunk: usize,
+    /// First value.
+    pub first: u64,
+    /// Values in the piece.
+    pub len: u64,
+}
+
+/// Cuts each chunk into pieces of `piece` values on the grid the chunks are cut on (boundaries
+/// at multiples of `piece` values past the first chunk's `lead`), so that pieces, like chunks,
+/// start on page boundaries when `piece` values are whole pages. Every chunk's pieces tile it
+/// in order.
+///
+/// ```
+/// use host::stream::{plan_chunks, plan_pieces};
+/// let chunks = plan_chunks(10, 4, 0, u32::MAX as u64).unwrap();
+/// let pieces = plan_pieces(&chunks, 2, 0).unwrap();
+/// let lens: Vec<u64> = pieces.iter().map(|p| p.len).collect();
+/// assert_eq!(lens, [2, 2, 2, 2, 2]);
+/// ```
+pub fn plan_pieces(chunks: &[Chunk], piece: u64, lead: u64) -> Result<Vec<Piece>> {
+    if piece == 0 || lead >= piece {
+        return Err(HostError::InvalidInput(format!(
+            "pieces of {piece} values with a lead of {lead}: pieces need more values than the lead"
+        )));
+    }
+    let mut pieces = Vec::new();
+    for c in chunks {
+        let (mut first, end) = (c.first, c.first + c.len);
+        while first < end {
+            let boundary = ((first + lead) / piece + 1) * piece - lead;
+            let len = boundary.min(end) - first;
+            pieces.push(Piece { index: pieces.len(), chunk: c.index, first, len });
+            first += len;
+        }
+    }
+    Ok(pieces)
+}
+
+/// The piece size for `chunk_bytes`-byte chunks: `want` bytes when they divide a chunk, else
+/// whole chunks.
+///
+/// ```
+/// use host::stream::piece_bytes_for;
+/// assert_eq!(piece_bytes_for(256 << 20, 64 << 20), 64 << 20);
+/// assert_eq!(piece_bytes_for(96 << 20, 64 << 20), 96 << 20);
+/// ```
+pub fn piece_bytes_for(chunk_bytes: u64, want: u64) -> u64 {
+    if want > 0 && want < chunk_bytes && chunk_bytes.is_multiple_of(want) { want } else { chunk_bytes }
+}
+
+/// A piece prepared for the copy engine: its pages of the mapped file locked in place (their
+/// first byte), or its values read into a pinned buffer.
+enum Ready {
+    Locked(Piece, usize, CudaEvent),
+    Filled(Piece, Staging),
+}
+
+impl Ready {
+    fn index(&self) -> usize {
+        match self {
+            Ready::Locked(p, ..) | Ready::Filled(p, _) => p.index,
+        }
+    }
+}
+
+/// A piece's pages of the mapped file, page-locked for the copy engine, and the event recorded
+/// after its copy.
 struct Locked {
     /// The first byte of the locked pages.
     pages: usize,
     copied: CudaEvent,
 }
 
-/// The page range `[start, end)` of the mapping that chunk `c` locks: from its first value's
-/// page to the next chunk's first page (its last value's page end, for the last chunk).
-fn locked_range(c: Chunk, data_offset: u64, size: u64, last: bool) -> (u64, u64) {
-    let start = data_offset + size * c.first;
-    let end = data_offset + size * (c.first + c.len);
+/// The page range `[start, end)` of the mapping that a piece of `len` values from value `first`
+/// locks: from its first value's page to the next piece's first page (its last value's page
+/// end, for the last piece).
+fn locked_range(first: u64, len: u64, data_offset: u64, size: u64, last: bool) -> (u64, u64) {
+    let start = data_offset + size * first;
+    let end = data_offset + size * (first + len);
     (start / PAGE_BYTES * PAGE_BYTES, if last { end.div_ceil(PAGE_BYTES) * PAGE_BYTES } else { end })
 }
 
-/// [`ReadMode::Mapped`]: the file is mapped; reader threads lock each chunk's pages in place
-/// (`cuMemHostRegister`, read-only), at most `window` chunks at once, and the copy engine reads
-/// the page cache directly. The main thread unlocks a chunk once its copy is done.
-fn stream_mapped(
+/// Unlocks pages locked by `cuMemHostRegister`.
+///
+/// # Safety
+/// `pages` is the first byte of a locked range, and no copy from it is in flight.
+unsafe fn unlock(pages: usize) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { sys::cuMemHostUnregister(pages as *mut std::ffi::c_void).result() }?;
+    Ok(())
+}
+
+/// How the pieces are prepared: `lockers` threads page-lock pieces of the mapped file in place
+/// (at most `window` at once), `readers` threads read pieces into `buffers` pinned buffers of
+/// `capacity` values; each takes the next piece not yet taken, so the faster path takes more.
+struct Producers {
+    /// Readers copy from the mapped file (non-temporal stores) rather than `pread`.
+    from_map: bool,
+    lockers: usize,
+    window: usize,
+    readers: usize,
+    buffers: usize,
+    capacity: usize,
+}
+
+/// Prepares the pieces on the producer threads and copies them and counts the chunks in order on
+/// the main thread; an unlocker thread waits for each locked piece's copy and unlocks its pages,
+/// so the main thread never waits on a copy or an unlock. The mapping and the pinned buffers are
+/// set up first, and `clock` restarted after them.
+#[allow(clippy::too_many_arguments)]
+fn stream_chunks(
     gpu: &Gpu,
     plan: &HistogramPlan,
     file: &DataFile,
     chunks: &[Chunk],
+    pieces: &[Piece],
     counter: &mut Counter,
-    readers: usize,
-    window: usize,
+    producers: Producers,
+    tallies: &Tally,
+    clock: &mut Instant,
 ) -> Result<()> {
+    let Producers { lockers, window, readers, buffers, capacity, from_map } = producers;
+    let ctx = gpu.context();
+    let size = file.element().size() as usize;
     let handle = file.reopen()?;
-    // SAFETY: a read-only mapping of a file this process does not write. Another process that
-    // truncated the file during the run could make reads past its new end fault; that is the
-    // documented limit of mapped reads (ReadMode::Pinned has none).
-    let map = unsafe { memmap2::Mmap::map(&handle) }
-        .map_err(|e| HostError::File { path: file.path().to_path_buf(), problem: format!("cannot map it: {e}") })?;
-    let base = map.as_ptr() as usize;
-    let map_len = map.len() as u64;
+    let map =
+        if lockers > 0 || from_map {
+            // SAFETY: a read-only mapping of a file this process does not write. Another process
+            // that truncated the file during the run could make reads past its new end fault; that
+            // is the documented limit of mapped reads (ReadMode::Pinned has none).
+            Some(unsafe { memmap2::Mmap::map(&handle) }.map_err(|e| HostError::File {
+                path: file.path().to_path_buf(),
+                problem: format!("cannot map it: {e}"),
+            })?)
+        } else {
+            None
+        };
+    let base = map.as_ref().map_or(0, |m| m.as_ptr() as usize);
+    let map_len = map.as_ref().map_or(0, |m| m.len() as u64);
     let data_offset = file.data_offset();
-    let last = chunks.len() - 1;
-    let region = |c: Chunk| {
-        let (start, end) = locked_range(c, data_offset, file.element().size(), c.index == last);
+    let last = pieces.len() - 1;
+    let region = |p: Piece| {
+        let (start, end) = locked_range(p.first, p.len, data_offset, size as u64, p.index == last);
         // The mapping ends at the system page after the file's end, which may be short of a
         // PAGE_BYTES boundary. Rounding to 4 KiB, the smallest page of any system we run on,
         // never passes that end, whatever the system's page size.
         (base + start as usize, (end.min(map_len.div_ceil(MIN_PAGE_BYTES) * MIN_PAGE_BYTES) - start) as usize)
     };
-    let ctx = gpu.context();
-    let (token_tx, token_rx) = mpsc::channel::<()>();
-    for _ in 0..window {
-        token_tx.send(()).expect("the receiver lives in this scope");
+    let (free_tx, free_rx) = mpsc::channel::<Staging>();
+    for _ in 0..if readers > 0 { buffers } else { 0 } {
+        // SAFETY: plain page-locked memory (no flags: not write-combined, as the readers write it
+        // through the kernel's copy); a reader fills each buffer before any copy reads it.
+        let host = unsafe { ctx.alloc_pinned_with_flags::<u8>(size * capacity, 0) }?;
+        let (ptr, len) = (host.as_ptr()? as usize, host.len());
+        let copied = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?;
+        free_tx.send(Staging { _host: host, ptr, len, copied }).expect("the receiver lives in this scope");
     }
-    let (locked_tx, locked_rx) = mpsc::sync_channel::<Result<Chunk>>(window);
-    let token_rx = Mutex::new(token_rx);
+    // A token per piece that may be locked at once: the event its copy records, reused.
+    let (token_tx, token_rx) = mpsc::channel::<CudaEvent>();
+    for _ in 0..if lockers > 0 { window } else { 0 } {
+        let event = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?;
+        token_tx.send(event).expect("the receiver lives in this scope");
+    }
+    // Room for every piece a token or buffer lets be prepared: a producer never waits to send.
+    let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<Ready>>(window + buffers + 1);
+    let (unlock_tx, unlock_rx) = mpsc::channel::<Locked>();
+    let (token_rx, free_rx) = (Mutex::new(token_rx), Mutex::new(free_rx));
     let next = AtomicUsize::new(0);
-    let mut in_flight: std::collections::VecDeque<Locked> = std::collections::VecDeque::new();
+    let stop = AtomicBool::new(false);
     let mut early = BTreeMap::new();
-    let unlock = |pages: usize| -> Result<()> {
-        // SAFETY: `pages` was locked by cuMemHostRegister and no copy from it is in flight.
-        unsafe { sys::cuMemHostUnregister(pages as *mut std::ffi::c_void).result() }?;
-        Ok(())
-    };
+    *clock = Instant::now();
     let result = std::thread::scope(|scope| -> Result<()> {
-        // The tokens close with this closure, so readers waiting for one stop; the locked chunks
-        // still in the channel are unlocked after the scope.
-        let token_tx = token_tx;
-        let (token_rx, next, locked_rx) = (&token_rx, &next, &locked_rx);
-        for _ in 0..readers {
-            let locked_tx = locked_tx.clone();
+        let (token_rx, free_rx, next, stop, handle) = (&token_rx, &free_rx, &next, &stop, &handle);
+        // Owns the tokens: once the main thread stops sending it pieces and it has unlocked
+        // them all, the tokens close and lockers waiting for one stop.
+        let unlocker = scope.spawn(move || -> Result<()> {
+            let tokens = token_tx;
+            let mut outcome = ctx.bind_to_thread().map_err(HostError::from);
+            for done in unlock_rx {
+                let waited = Instant::now();
+                let synced = done.copied.synchronize();
+                tally(&tallies.copy_wait_ns, waited);
+                let unlocking = Instant::now();
+                // SAFETY: locked by a locker; its copy is done (the main thread synchronized the
+                // streams first had enqueuing it failed).
+                let unlocked = unsafe { unlock(done.pages) };
+                tally(&tallies.unlock_ns, unlocking);
+                outcome = outcome.and(synced.map_err(HostError::from)).and(unlocked);
+                let _ = tokens.send(done.copied);
+            }
+            outcome
+        });
+        for _ in 0..lockers {
+            let ready_tx = ready_tx.clone();
             scope.spawn(move || {
                 if ctx.bind_to_thread().is_err() {
                     return;
                 }
                 loop {
-                    let Some(()) = token_rx.lock().ok().and_then(|rx| rx.recv().ok()) else { return };
-                    let Some(&chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
-                    let (pages, bytes) = region(chunk);
+                    let waited = Instant::now();
+                    let Some(event) = token_rx.lock().ok().and_then(|rx| rx.recv().ok()) else { return };
+                    tally(&tallies.lock_wait_ns, waited);
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Some(&piece) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
+                    let (pages, bytes) = region(piece);
+                    let locking = Instant::now();
                     // SAFETY: `pages..pages + bytes` lies in the live mapping (rounded to whole
-                    // pages of it), and no other chunk locks any of these pages.
+                    // pages of it), and no other piece locks any of these pages.
                     let locked = unsafe {
                         sys::cuMemHostRegister_v2(
                             pages as *mut std::ffi::c_void,
@@ -513,10 +742,12 @@ fn stream_mapped(
                         )
                         .result()
                     };
+                    tally(&tallies.lock_ns, locking);
+                    tallies.locked_pieces.fetch_add(1, Ordering::Relaxed);
                     let sent = match locked {
-                        Ok(()) => locked_tx.send(Ok(chunk)).is_ok(),
+                        Ok(()) => ready_tx.send(Ok(Ready::Locked(piece, pages, event))).is_ok(),
                         Err(e) => {
-                            let _ = locked_tx.send(Err(HostError::InvalidInput(format!(
+                            let _ = ready_tx.send(Err(HostError::InvalidInput(format!(
                                 "cannot page-lock the mapped file for the copy engine ({e}): use --read pinned"
                             ))));
                             return;
@@ -525,63 +756,165 @@ fn stream_mapped(
                     if !sent {
                         // The main thread has stopped: nothing will copy these pages.
                         // SAFETY: locked just above; no copy from them was enqueued.
-                        let _ = unsafe { sys::cuMemHostUnregister(pages as *mut std::ffi::c_void).result() };
+                        let _ = unsafe { unlock(pages) };
                         return;
                     }
                 }
             });
         }
-        drop(locked_tx);
-        for &chunk in chunks {
-            while !early.contains_key(&chunk.index) {
-                let got =
-                    locked_rx.recv().map_err(|_| HostError::InvalidInput("the file readers stopped".into()))??;
-                early.insert(got.index, got);
-            }
-            // The event first: should creating it fail, the chunk is still in `early`, and its
-            // pages are unlocked below with the rest.
-            let copied = ctx.new_event(None)?;
-            early.remove(&chunk.index);
-            let (pages, _) = region(chunk);
-            let size = file.element().size() as usize;
-            let first = base + data_offset as usize + size * chunk.first as usize;
-            // SAFETY: the chunk's bytes lie in the mapping; the mapping outlives this use, and
-            // only reads happen through it.
-            let host = unsafe { std::slice::from_raw_parts(first as *const u8, size * chunk.len as usize) };
-            in_flight.push_back(Locked { pages, copied });
-            counter.count(gpu, plan, chunk, host, &in_flight.back().expect("pushed above").copied)?;
-            // Keep a copy per stream in flight; unlock the oldest and let a reader lock more.
-            while in_flight.len() > counter.streams.len() {
-                let done = in_flight.pop_front().expect("longer than the streams");
-                done.copied.synchronize()?;
-                unlock(done.pages)?;
-                let _ = token_tx.send(());
-            }
+        for _ in 0..readers {
+            let ready_tx = ready_tx.clone();
+            // A reader takes a free buffer before the next piece, so the lowest piece not yet
+            // copied always holds a buffer or a token: the main thread, which copies in order,
+            // never waits on a piece that waits on it.
+            scope.spawn(move || {
+                loop {
+                    let waited = Instant::now();
+                    let Some(mut buf) = free_rx.lock().ok().and_then(|rx| rx.recv().ok()) else { return };
+                    // The buffer's last copy is done before it is written again.
+                    let synced = buf.copied.synchronize();
+                    tally(&tallies.read_wait_ns, waited);
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Some(&piece) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
+                    let reading = Instant::now();
+                    let filled = synced.map_err(HostError::from).and_then(|()| {
+                        if from_map {
+                            let first = base + data_offset as usize + size * piece.first as usize;
+                            // SAFETY: the piece's bytes lie in the mapping, which outlives this
+                            // use; only reads happen through it. The buffer is this reader's
+                            // alone, and its last copy is done.
+                            unsafe {
+                                let src = std::slice::from_raw_parts(first as *const u8, size * piece.len as usize);
+                                copy_streaming(std::slice::from_raw_parts_mut(buf.ptr as *mut u8, src.len()), src);
+                            }
+                            Ok(())
+                        } else {
+                            fill(file, handle, &mut buf, piece)
+                        }
+                    });
+                    tally(&tallies.read_ns, reading);
+                    tallies.read_pieces.fetch_add(1, Ordering::Relaxed);
+                    let failed = filled.is_err();
+                    if ready_tx.send(filled.map(|()| Ready::Filled(piece, buf))).is_err() || failed {
+                        return;
+                    }
+                }
+            });
         }
-        Ok(())
+        drop(ready_tx);
+        let counted = (|| -> Result<()> {
+            // The copies are enqueued through the driver directly, on this thread's context.
+            ctx.bind_to_thread()?;
+            let mut pieces = pieces.iter().peekable();
+            for &chunk in chunks {
+                while let Some(&piece) = pieces.next_if(|p| p.chunk == chunk.index) {
+                    let waited = Instant::now();
+                    while !early.contains_key(&piece.index) {
+                        let got = ready_rx
+                            .recv()
+                            .map_err(|_| HostError::InvalidInput("the file readers stopped".into()))??;
+                        early.insert(got.index(), got);
+                    }
+                    tally(&tallies.ready_wait_ns, waited);
+                    let issuing = Instant::now();
+                    match early.remove(&piece.index).expect("found above") {
+                        Ready::Locked(piece, pages, copied) => {
+                            let first = base + data_offset as usize + size * piece.first as usize;
+                            // SAFETY: the piece's bytes lie in the mapping; the mapping outlives
+                            // this use, and only reads happen through it.
+                            let host =
+                                unsafe { std::slice::from_raw_parts(first as *const u8, size * piece.len as usize) };
+                            let copying = counter.copy(piece, chunk, host, &copied);
+                            if copying.is_err() {
+                                // A copy may be in flight without its event: wait for it before
+                                // the pages are unlocked.
+                                let _ = counter.synchronize();
+                            }
+                            unlock_tx
+                                .send(Locked { pages, copied })
+                                .expect("the unlocker runs until this closure ends");
+                            copying?;
+                        }
+                        Ready::Filled(piece, buf) => {
+                            // SAFETY: the buffer's own bytes; its reader is done writing them.
+                            let host = unsafe { std::slice::from_raw_parts(buf.ptr as *const u8, buf.len) };
+                            let copying = counter.copy(piece, chunk, host, &buf.copied);
+                            if copying.is_err() {
+                                // The buffer may be freed below: no copy from it is in flight.
+                                let _ = counter.synchronize();
+                            }
+                            // A reader waits on `copied` before it refills this buffer; if they
+                            // have stopped, the buffer is simply dropped.
+                            let _ = free_tx.send(buf);
+                            copying?;
+                        }
+                    }
+                    tally(&tallies.issue_ns, issuing);
+                }
+                let issuing = Instant::now();
+                counter.count(gpu, plan, chunk)?;
+                tally(&tallies.issue_ns, issuing);
+            }
+            Ok(())
+        })();
+        stop.store(true, Ordering::Relaxed);
+        drop(free_tx);
+        // Every locked piece's copy is enqueued; the unlocker unlocks them as they finish.
+        let synced = counter.synchronize();
+        drop(unlock_tx);
+        let unlocked = unlocker.join().unwrap_or_else(|_| Err(HostError::InvalidInput("the unlocker panicked".into())));
+        counted.and(synced).and(unlocked)
     });
-    // Whatever happened, every page locked is unlocked, after the copies from it are done; one
-    // failed unlock neither skips the others nor hides the error that came first.
-    let synced = counter.synchronize();
+    // Pieces prepared but never copied: locked ones are unlocked (one failed unlock neither skips
+    // the others nor hides the error that came first), filled buffers freed (their drop waits for
+    // any copy).
     let mut unlocked = Ok(());
-    for done in in_flight {
-        let _ = done.copied.synchronize();
-        unlocked = unlocked.and(unlock(done.pages));
+    for ready in early.into_values().chain(ready_rx.try_iter().filter_map(|r| r.ok())) {
+        if let Ready::Locked(_, pages, _) = ready {
+            // SAFETY: locked by a locker; no copy from it was enqueued.
+            unlocked = unlocked.and(unsafe { unlock(pages) });
+        }
     }
-    for chunk in early.into_values().chain(locked_rx.try_iter().filter_map(|c| c.ok())) {
-        unlocked = unlocked.and(unlock(region(chunk).0));
-    }
-    result.and(synced).and(unlocked)
+    result.and(unlocked)
 }
 
-/// Fills `buf` with the chunk's values, on all cores; waits first for the buffer's last copy.
-fn fill(file: &DataFile, handle: &std::fs::File, buf: &mut Staging, chunk: Chunk) -> Result<()> {
-    buf.copied.synchronize()?;
+/// Copies `src` to `dst` (the same length, `dst` 16-byte aligned) with non-temporal stores
+/// where the CPU has them (x86-64): the destination is not read into the cache first, which
+/// saves a third of the memory traffic of a plain copy; host memory bandwidth is what a copy
+/// into pinned buffers shares with the copy engine reading them.
+fn copy_streaming(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len());
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        assert_eq!(dst.as_ptr() as usize % 16, 0, "an aligned destination");
+        let whole = dst.len() / 16 * 16;
+        let (d, s) = (dst.as_mut_ptr() as *mut __m128i, src.as_ptr() as *const __m128i);
+        for i in 0..whole / 16 {
+            // SAFETY: SSE2 is part of x86-64; `i` < whole / 16 keeps both 16-byte accesses in
+            // their slices, the store aligned (asserted above), the load unaligned.
+            unsafe { _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i))) };
+        }
+        // SAFETY: SSE2; orders the streaming stores before the copy engine is told to read.
+        unsafe { _mm_sfence() };
+        dst[whole..].copy_from_slice(&src[whole..]);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
+}
+
+/// Fills `buf` with the piece's values, in reads of [`READ_PIECE_VALUES`] in order on this thread.
+fn fill(file: &DataFile, handle: &std::fs::File, buf: &mut Staging, piece: Piece) -> Result<()> {
     let size = file.element().size() as usize;
-    let out = &mut buf.host.as_mut_slice()?[..size * chunk.len as usize];
-    out.par_chunks_mut(size * READ_PIECE_VALUES)
-        .enumerate()
-        .try_for_each(|(i, piece)| file.read_bytes_at(handle, chunk.first + (i * READ_PIECE_VALUES) as u64, piece))
+    // SAFETY: the buffer's own bytes, which this reader alone holds; its last copy is done.
+    let out = unsafe { std::slice::from_raw_parts_mut(buf.ptr as *mut u8, buf.len) };
+    let out = &mut out[..size * piece.len as usize];
+    for (i, part) in out.chunks_mut(size * READ_PIECE_VALUES).enumerate() {
+        file.read_bytes_at(handle, piece.first + (i * READ_PIECE_VALUES) as u64, part)?;
+    }
+    Ok(())
 }
 
 fn progress_bar(bytes: u64) -> indicatif::ProgressBar {
@@ -736,8 +1069,61 @@ mod tests {
         // A .npy header of 128 bytes: the first chunk is shorter by 32 values.
         let chunks = plan_chunks(3 * p / 4, p / 4, 128 / 4, FLUSH_LIMIT).unwrap();
         let last = chunks.len() - 1;
-        let ranges: Vec<(u64, u64)> = chunks.iter().map(|&c| locked_range(c, 128, 4, c.index == last)).collect();
+        let ranges: Vec<(u64, u64)> =
+            chunks.iter().map(|&c| locked_range(c.first, c.len, 128, 4, c.index == last)).collect();
         assert_eq!(ranges, [(0, p), (p, 2 * p), (2 * p, 3 * p), (3 * p, 4 * p)]);
+        // Chunks of two pages in pieces of one lock disjoint single pages.
+        let chunks = plan_chunks(6 * p / 4, p / 2, 128 / 4, FLUSH_LIMIT).unwrap();
+        let pieces = plan_pieces(&chunks, p / 4, 128 / 4).unwrap();
+        let last = pieces.len() - 1;
+        let ranges: Vec<(u64, u64)> =
+            pieces.iter().map(|q| locked_range(q.first, q.len, 128, 4, q.index == last)).collect();
+        let pages: Vec<(u64, u64)> = (0..7).map(|i| (i * p, (i + 1) * p)).collect();
+        assert_eq!(ranges, pages);
+    }
+
+    #[test]
+    fn pieces_tile_each_chunk_in_order_on_the_chunk_grid() {
+        // Chunks of 8 values after a lead of 3 (5, 8, 8, 4 values), pieces of 4.
+        let chunks = plan_chunks(25, 8, 3, FLUSH_LIMIT).unwrap();
+        let pieces = plan_pieces(&chunks, 4, 3).unwrap();
+        let got: Vec<(usize, u64, u64)> = pieces.iter().map(|p| (p.chunk, p.first, p.len)).collect();
+        assert_eq!(got, [(0, 0, 1), (0, 1, 4), (1, 5, 4), (1, 9, 4), (2, 13, 4), (2, 17, 4), (3, 21, 4)]);
+        assert!(pieces.iter().enumerate().all(|(i, p)| p.index == i));
+        for c in &chunks {
+            let of: Vec<&Piece> = pieces.iter().filter(|p| p.chunk == c.index).collect();
+            assert_eq!(of[0].first, c.first);
+            assert_eq!(of.iter().map(|p| p.len).sum::<u64>(), c.len);
+            assert!(of.windows(2).all(|w| w[0].first + w[0].len == w[1].first));
+        }
+        // A piece as long as the chunk: a piece per chunk.
+        assert_eq!(plan_pieces(&chunks, 8, 3).unwrap().len(), chunks.len());
+        assert!(plan_pieces(&chunks, 0, 0).is_err());
+        assert!(plan_pieces(&chunks, 3, 3).is_err());
+        assert!(plan_pieces(&[], 4, 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn streaming_copies_equal_plain_copies_from_any_source_alignment_with_any_tail() {
+        let src: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        #[repr(align(16))]
+        struct Aligned([u8; 1024]);
+        for (offset, len) in [(0, 0), (0, 16), (3, 16), (1, 999), (5, 100), (0, 1000), (7, 33)] {
+            let len = len.min(src.len() - offset);
+            let mut dst = Aligned([0; 1024]);
+            copy_streaming(&mut dst.0[..len], &src[offset..offset + len]);
+            assert_eq!(&dst.0[..len], &src[offset..offset + len], "offset {offset}, {len} bytes");
+            assert!(dst.0[len..].iter().all(|&b| b == 0), "nothing past the end");
+        }
+    }
+
+    #[test]
+    fn pieces_divide_chunks_or_are_whole_chunks() {
+        assert_eq!(piece_bytes_for(256 << 20, 64 << 20), 64 << 20);
+        assert_eq!(piece_bytes_for(256 << 20, 256 << 20), 256 << 20);
+        assert_eq!(piece_bytes_for(64 << 20, 256 << 20), 64 << 20);
+        assert_eq!(piece_bytes_for(192 << 20, 128 << 20), 192 << 20);
+        assert_eq!(piece_bytes_for(1 << 20, 0), 1 << 20);
     }
 
     #[test]

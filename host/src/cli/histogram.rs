@@ -66,21 +66,37 @@ pub struct HistogramArgs {
     /// Merge warp-uniform bins before adding (default: the planner's choice).
     #[arg(long)]
     pub aggregate: Option<bool>,
-    /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped) or of
-    /// 16 bytes (--read pinned) (default: 256 MiB, less if free device memory is short).
+    /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped or
+    /// mixed, which lock pages in place) or of 16 bytes (copy, pinned) (default: 256 MiB, less if
+    /// free device memory is short).
     #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
     pub chunk: Option<u64>,
     /// CUDA streams the chunks of --input alternate over (2 to 16; default 2).
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=16))]
     pub streams: Option<u32>,
-    /// How --input reaches the GPU: mapped (its pages page-locked in place, no CPU copy) or
-    /// pinned (read into pinned buffers) (default: mapped).
+    /// How --input reaches the GPU: copy (the mapped file copied into pinned buffers with
+    /// streaming stores), pinned (read into pinned buffers), mapped (its pages page-locked in
+    /// place, no CPU copy) or mixed (copy and mapped at once) (default: copy).
     #[arg(long, value_enum)]
     pub read: Option<ReadMode>,
-    /// Threads that page-lock (mapped) or read (pinned) chunks of --input ahead of the copies
-    /// (1 to 64; default 4).
+    /// Threads that page-lock chunks of --input in place, mapped and mixed (1 to 64; default 4).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub lockers: Option<u32>,
+    /// Threads that each read or copy pieces of --input into pinned buffers, copy, pinned and
+    /// mixed (1 to 64; default 10).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub readers: Option<u32>,
+    /// Pieces of --input page-locked in place at once (at least --streams and --lockers;
+    /// default 16).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=1024))]
+    pub ahead: Option<u32>,
+    /// Bytes per piece of a chunk of --input: what is locked, read and copied at once, where it
+    /// divides --chunk (default 16 MiB).
+    #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
+    pub piece: Option<u64>,
+    /// Print where the streaming time of --input went (per phase, summed over threads).
+    #[arg(long)]
+    pub timings: bool,
     /// Check the counts of --input against the CPU's (a second read of the file).
     #[arg(long)]
     pub check: bool,
@@ -171,7 +187,11 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
         ("--out", args.out.is_some()),
         ("--streams", args.streams.is_some()),
         ("--read", args.read.is_some()),
+        ("--lockers", args.lockers.is_some()),
         ("--readers", args.readers.is_some()),
+        ("--ahead", args.ahead.is_some()),
+        ("--piece", args.piece.is_some()),
+        ("--timings", args.timings),
     ];
     if let Some((flag, _)) = file_only.iter().find(|(_, given)| *given) {
         bail!("{flag} applies to --input files only");
@@ -219,6 +239,9 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     if let Some(bytes) = args.chunk {
         stream::check_chunk_bytes(bytes, read)?;
     }
+    if let Some(bytes) = args.piece {
+        stream::check_chunk_bytes(bytes, read).map_err(|e| anyhow::anyhow!("--piece: {e}"))?;
+    }
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
     let plan = histogram::plan_with(&gpu, args.bins, request)?;
@@ -240,29 +263,40 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         None => stream::chunk_bytes_for(gpu.info().free_memory, streams),
     };
     let h2d = stream::pinned_h2d_gb_per_s(&gpu, H2D_PROBE.0, H2D_PROBE.1)?;
-    let readers = args.readers.map_or(defaults.readers, |r| r as usize);
-    // A buffer per reader being filled, one per stream being copied, one ready ahead.
+    let lockers = if read.locks() { args.lockers.map_or(defaults.lockers, |r| r as usize) } else { 0 };
+    let readers = if read.reads() { args.readers.map_or(defaults.readers, |r| r as usize) } else { 0 };
+    let ahead = args.ahead.map_or(defaults.ahead, |a| a as usize);
+    let piece_bytes = stream::piece_bytes_for(chunk_bytes, args.piece.unwrap_or(defaults.piece_bytes));
     let options = StreamOptions {
         chunk_bytes,
         streams,
+        lockers,
         readers,
-        pinned_buffers: streams + readers + 1,
+        piece_bytes,
+        ahead,
         read,
         progress: file.bytes() >= 1 << 30,
     };
     let report = stream::histogram_file(&gpu, &plan, &file, binning, options)?;
+    let piece = format_bytes(piece_bytes);
+    let how = match read {
+        ReadMode::Mapped => format!("{lockers} lockers, pieces of {piece}, {ahead} page-locked in place at once"),
+        ReadMode::Pinned => format!("{readers} readers into pinned buffers of {piece}"),
+        ReadMode::Copy => format!("{readers} readers copying pieces of {piece} into pinned buffers"),
+        ReadMode::Mixed => {
+            format!("pieces of {piece}: {lockers} lockers ({ahead} pieces at once) and {readers} readers")
+        }
+    };
     println!(
-        "streamed {} in {} over {streams} streams, {readers} readers, {} {}: {:.3} s, {:.1} GB/s",
+        "streamed {} in {} over {streams} streams, {how}: {:.3} s, {:.1} GB/s",
         format_bytes(report.bytes),
         chunks_text(&report, file.element().size()),
-        options.pinned_buffers,
-        match read {
-            ReadMode::Mapped => "chunks page-locked in place at once",
-            ReadMode::Pinned => "pinned buffers",
-        },
         report.seconds,
         report.gb_per_s()
     );
+    if args.timings {
+        println!("{}", phases_text(&report.phases));
+    }
     println!(
         "pinned host-to-device copy, same run ({} x {}, CUDA events): {h2d:.1} GB/s; streamed at {:.2} of it",
         H2D_PROBE.1,
@@ -296,6 +330,24 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
         println!("wrote the counts to {path}");
     }
     Ok(())
+}
+
+/// Where a streamed run's time went, one line per path (summed over its threads).
+fn phases_text(p: &stream::StreamPhases) -> String {
+    format!(
+        "timings (s, summed over threads): setup before the clock {:.3}; lock {:.3} over {} pieces (waiting for room {:.3}), unlock {:.3} (waiting for copies {:.3}); read {:.3} over {} pieces (waiting for buffers {:.3}); main thread waiting for pieces {:.3}, enqueuing {:.3}",
+        p.setup_s,
+        p.lock_s,
+        p.locked_pieces,
+        p.lock_wait_s,
+        p.unlock_s,
+        p.copy_wait_s,
+        p.read_s,
+        p.read_pieces,
+        p.read_wait_s,
+        p.ready_wait_s,
+        p.issue_s
+    )
 }
 
 /// `65 chunk(s) of 256.00 MiB (last 48.22 KiB)`: the chunks of a streamed file of `size`-byte
@@ -466,7 +518,14 @@ mod tests {
         assert_eq!(err, "--out applies to --input files only");
         let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", "--chunk", "1MiB"])).unwrap_err().to_string();
         assert!(err.starts_with("--chunk"), "{err}");
-        for flag in [["--streams", "3"], ["--read", "pinned"], ["--readers", "8"]] {
+        for flag in [
+            ["--streams", "3"],
+            ["--read", "pinned"],
+            ["--readers", "8"],
+            ["--lockers", "2"],
+            ["--ahead", "8"],
+            ["--piece", "1MiB"],
+        ] {
             let err = run(0, &histogram_args(&["--n", "10", "--bins", "4", flag[0], flag[1]])).unwrap_err().to_string();
             assert_eq!(err, format!("{} applies to --input files only", flag[0]));
         }
@@ -549,10 +608,16 @@ mod tests {
             argv.extend_from_slice(extra);
             run(0, &histogram_args(&argv)).unwrap_err().to_string()
         };
-        let err = refused(&["--chunk", "1000"]);
+        let err = refused(&["--chunk", "1000", "--read", "mapped"]);
         assert!(err.contains("a chunk of 1000 bytes") && err.contains("multiple of 65536"), "{err}");
-        let err = refused(&["--chunk", "1000", "--read", "pinned"]);
-        assert!(err.contains("multiple of 16 bytes"), "{err}");
+        for read in ["copy", "pinned"] {
+            let err = refused(&["--chunk", "1000", "--read", read]);
+            assert!(err.contains("multiple of 16 bytes"), "{err}");
+        }
+        let err = refused(&["--chunk", "1000"]);
+        assert!(err.contains("multiple of 16 bytes"), "the default copies: {err}");
+        let err = refused(&["--piece", "1000", "--read", "mixed"]);
+        assert!(err.starts_with("--piece") && err.contains("multiple of 65536"), "{err}");
     }
 
     #[test]
@@ -567,6 +632,7 @@ mod tests {
                 chunk_values: chunk,
                 last_chunk_values: chunks.last().map_or(0, |c| c.len),
                 seconds: 1.0,
+                phases: stream::StreamPhases::default(),
             }
         };
         // Chunks of 5, 8 and 7 values: the last is 28 bytes, not 20 % 8 values' 16.
