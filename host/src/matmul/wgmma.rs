@@ -22,10 +22,14 @@ use cudarc::driver::sys::{
     self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
     CUtensorMapSwizzle,
 };
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_BYTES, padded_row_len};
 use kernels::matmul::operands;
-use kernels::matmul::wgmma::{BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, Operand, THREADS};
+use kernels::matmul::wgmma::{
+    BF16_B_BOX_N, BF16_CLUSTER, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N,
+    Operand, THREADS,
+};
+use std::ffi::c_void;
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
 #[derive(Default)]
@@ -79,11 +83,16 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
     let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32;
     let tiles = if rs { kernels::matmul::wgmma::tiles(n, m) } else { kernels::matmul::wgmma::tiles(m, n) };
     let threads = if rs { kernels::matmul::wgmma::TF32_THREADS } else { THREADS };
-    Ok(LaunchConfig {
-        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: DYNAMIC_SHARED_BYTES,
-    })
+    let sms = device.sm_count.max(1);
+    let blocks = if kernel == kernels::matmul::wgmma::KERNEL_BF16 {
+        // Whole clusters, at most one per cluster tile (BF16_CLUSTER tile rows).
+        let c = BF16_CLUSTER;
+        let cluster_tiles = m.div_ceil(BLOCK_M).div_ceil(c) * n.div_ceil(BLOCK_N);
+        cluster_tiles.min((sms / c).max(1)) * c
+    } else {
+        tiles.min(sms)
+    };
+    Ok(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: DYNAMIC_SHARED_BYTES })
 }
 
 /// `value` as the kernels' `u32`, or an error naming the dimension.
@@ -192,17 +201,33 @@ fn device_address<T>(gpu: &Gpu, buf: &CudaSlice<T>) -> u64 {
     ptr
 }
 
-/// Encodes both maps and uploads them (256 bytes, allocation-aligned, so 64-byte aligned).
-fn upload_maps(gpu: &Gpu, maps: [TensorMap2d; 2], bases: [u64; 2], op: Operand) -> Result<CudaSlice<u64>> {
-    let data_type = match op {
-        Operand::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        Operand::Tf32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-    };
-    let mut words = Vec::with_capacity(32);
-    for (map, base) in maps.into_iter().zip(bases) {
+/// Encodes the maps and uploads them (128 bytes each, allocation-aligned, so 64-byte aligned).
+fn upload_maps(gpu: &Gpu, maps: &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<CudaSlice<u64>> {
+    let mut words = Vec::with_capacity(16 * maps.len());
+    for &(map, base, data_type) in maps {
         words.extend_from_slice(&encode(base, map, data_type)?.opaque);
     }
     gpu.upload(&words)
+}
+
+/// The element type of an operand's tensor map.
+fn data_type(op: Operand) -> CUtensorMapDataType {
+    match op {
+        Operand::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        Operand::Tf32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    }
+}
+
+/// The map `wgmma_bf16` stores `C` through (`m x n` `f32`, boxes of 64 rows by 32 columns),
+/// when its rows are a multiple of 16 bytes (the TMA's stride rule; otherwise the kernel stores
+/// directly and reads no map).
+pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
+    shape.n.is_multiple_of(4).then(|| TensorMap2d {
+        dims: [shape.n as u64, shape.m as u64],
+        row_stride_bytes: (shape.n * 4) as u64,
+        box_dims: [EPILOGUE_BOX_N, EPILOGUE_BOX_M],
+        elem_bytes: 4,
+    })
 }
 
 /// A grid-stride launch of `threads`-thread blocks over `elements`, a few waves of blocks.
@@ -229,8 +254,13 @@ pub fn bf16_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a 
             // cols; separate allocations.
             unsafe { launch.launch(copy_grid(rows as usize * ld, gpu)) }?;
         }
-        let maps = tensor_maps(s, Operand::Bf16, lda, ldb);
-        let maps = upload_maps(gpu, maps, [device_address(gpu, &a), device_address(gpu, &b)], Operand::Bf16)?;
+        let [map_a, map_b] = tensor_maps(s, Operand::Bf16, lda, ldb);
+        let bf16 = data_type(Operand::Bf16);
+        let mut list = vec![(map_a, device_address(gpu, &a), bf16), (map_b, device_address(gpu, &b), bf16)];
+        if let Some(map_c) = c_map(s) {
+            list.push((map_c, device_address(gpu, &mats.c), data_type(Operand::Tf32)));
+        }
+        let maps = upload_maps(gpu, &list)?;
         mats.tensor_core.bf16 = Some(Bf16Operands { a, lda, b, ldb, maps });
     }
     Ok(mats.tensor_core.bf16.as_ref().expect("prepared above"))
@@ -248,8 +278,9 @@ fn tf32_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32
         let bt = gpu.zeros::<f32>(s.n * ld)?;
         let a_padded = if pad_a { Some(gpu.zeros::<f32>(s.m * ld)?) } else { None };
         let a_base = device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a));
-        let maps = tensor_maps(s, Operand::Tf32, ld, ld);
-        let maps = upload_maps(gpu, maps, [a_base, device_address(gpu, &bt)], Operand::Tf32)?;
+        let [map_a, map_bt] = tensor_maps(s, Operand::Tf32, ld, ld);
+        let f32 = data_type(Operand::Tf32);
+        let maps = upload_maps(gpu, &[(map_a, a_base, f32), (map_bt, device_address(gpu, &bt), f32)])?;
         mats.tensor_core.tf32 = Some(Tf32Operands { bt, ld, a_padded, maps });
     }
     Ok(mats.tensor_core.tf32.as_ref().expect("prepared above"))
@@ -284,7 +315,9 @@ fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a T
             device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a)),
             device_address(gpu, b_padded.as_ref().unwrap_or(&mats.b)),
         ];
-        let maps = upload_maps(gpu, tensor_maps_rs(s, ld_a, ld_b), bases, Operand::Tf32)?;
+        let [map_a, map_b] = tensor_maps_rs(s, ld_a, ld_b);
+        let f32 = data_type(Operand::Tf32);
+        let maps = upload_maps(gpu, &[(map_a, bases[0], f32), (map_b, bases[1], f32)])?;
         mats.tensor_core.tf32_rs = Some(Tf32RsOperands { a_padded, b_padded, ld_a, ld_b, maps });
     }
     Ok(mats.tensor_core.tf32_rs.as_ref().expect("prepared above"))
@@ -362,6 +395,10 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
             unsafe { launch.launch(copy_grid(s.m * s.k, gpu)) }?;
         }
     }
+    if kernel == kernels::matmul::wgmma::KERNEL_BF16 && BF16_CLUSTER > 1 {
+        let maps = &mats.tensor_core.bf16.as_ref().expect("prepared above").maps;
+        return launch_clusters(gpu, &func, cfg, maps, &mut mats.c, [m, k, n]);
+    }
     let maps = match (&mats.tensor_core.bf16, &mats.tensor_core.tf32) {
         (Some(b), _) if kernel == kernels::matmul::wgmma::KERNEL_BF16 => &b.maps,
         (_, Some(t)) => &t.maps,
@@ -370,10 +407,70 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
     let mut launch = gpu.stream().launch_builder(&func);
     launch.arg(maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
     // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe the prepared
-    // operands (A, B or B^T in the boxes and swizzle tensor_maps gives), which stay allocated in
-    // `mats` and were written earlier on this stream; C holds m*n f32 and overlaps none of them;
+    // operands (A, B or B^T in the boxes and swizzle tensor_maps gives; for BF16 with n % 4 == 0
+    // also C, mats.c as c_map gives), which stay allocated in `mats` and were written earlier on
+    // this stream; C holds m*n f32 and overlaps none of the operands;
     // the plan gives THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
     unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+/// `cuLaunchKernelEx` of `wgmma_bf16` in clusters of [`BF16_CLUSTER`] blocks, its grid
+/// clamped to the clusters the device can hold at once (`cuOccupancyMaxActiveClusters`: the
+/// kernel is persistent, and a cluster that waited for another to finish would double the time).
+fn launch_clusters(
+    gpu: &Gpu,
+    func: &cudarc::driver::CudaFunction,
+    cfg: LaunchConfig,
+    maps: &CudaSlice<u64>,
+    c: &mut CudaSlice<f32>,
+    [m, k, n]: [u32; 3],
+) -> Result<()> {
+    // SAFETY: an all-zero launch attribute is a valid value of this plain C union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = BF16_CLUSTER;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    let stream = gpu.stream();
+    let mut config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut clusters = 0;
+    // SAFETY: a valid function and configuration; writes one int.
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, func.cu_function(), &config).result()? };
+    if clusters <= 0 {
+        return Err(HostError::InvalidInput(format!(
+            "the driver cannot hold a cluster of {BF16_CLUSTER} wgmma_bf16 blocks ({DYNAMIC_SHARED_BYTES} bytes of shared \
+             memory each)"
+        )));
+    }
+    config.gridDimX = config.gridDimX.min(clusters as u32 * BF16_CLUSTER);
+    let (maps_ptr, _maps_sync) = maps.device_ptr(stream);
+    let (c_ptr, _c_sync) = c.device_ptr_mut(stream);
+    let (mut maps_ptr, mut c_ptr, mut m, mut k, mut n) = (maps_ptr, c_ptr, m, k, n);
+    let mut params: [*mut c_void; 5] = [
+        (&mut maps_ptr as *mut u64).cast(),
+        (&mut c_ptr as *mut u64).cast(),
+        (&mut m as *mut u32).cast(),
+        (&mut k as *mut u32).cast(),
+        (&mut n as *mut u32).cast(),
+    ];
+    // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_bf16): the parameters match its
+    // signature; the maps describe the BF16 operands in `mats`, written earlier on this stream,
+    // and C (c_map) where n % 4 == 0;
+    // C holds m*n f32 and overlaps none of them; THREADS threads, DYNAMIC_SHARED_BYTES (allowed
+    // by the attribute set by the caller), a grid of whole clusters of BF16_CLUSTER blocks.
+    unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()? };
     Ok(())
 }
 
@@ -412,6 +509,16 @@ mod tests {
         assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 128]));
         assert_eq!((bt.dims, bt.row_stride_bytes, bt.box_dims), ([801, 1203], 3216, [32, 256]));
         bt.check().unwrap();
+    }
+
+    #[test]
+    fn c_map_exists_only_for_rows_of_16_byte_multiples() {
+        assert!(c_map(MatmulShape::new(129, 7, 257).unwrap()).is_none());
+        assert!(c_map(MatmulShape::new(129, 7, 258).unwrap()).is_none());
+        let c = c_map(MatmulShape::new(2100, 70, 300).unwrap()).unwrap();
+        assert_eq!((c.dims, c.row_stride_bytes, c.box_dims), ([300, 2100], 1200, [32, 64]));
+        c.check().unwrap();
+        assert_eq!(c.box_dims[0] * c.box_dims[1] * 4, kernels::matmul::wgmma::EPILOGUE_BOX_BYTES);
     }
 
     #[test]
