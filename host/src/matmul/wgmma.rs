@@ -22,14 +22,13 @@ use cudarc::driver::sys::{
     self, CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
     CUtensorMapSwizzle,
 };
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_BYTES, padded_row_len};
 use kernels::matmul::operands;
 use kernels::matmul::wgmma::{
-    BF16_B_BOX_N, BF16_CLUSTER, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N,
-    Operand, THREADS,
+    BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
+    THREADS,
 };
-use std::ffi::c_void;
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
 #[derive(Default)]
@@ -83,16 +82,11 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
     let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32;
     let tiles = if rs { kernels::matmul::wgmma::tiles(n, m) } else { kernels::matmul::wgmma::tiles(m, n) };
     let threads = if rs { kernels::matmul::wgmma::TF32_THREADS } else { THREADS };
-    let sms = device.sm_count.max(1);
-    let blocks = if kernel == kernels::matmul::wgmma::KERNEL_BF16 {
-        // Whole clusters, at most one per cluster tile (BF16_CLUSTER tile rows).
-        let c = BF16_CLUSTER;
-        let cluster_tiles = m.div_ceil(BLOCK_M).div_ceil(c) * n.div_ceil(BLOCK_N);
-        cluster_tiles.min((sms / c).max(1)) * c
-    } else {
-        tiles.min(sms)
-    };
-    Ok(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: DYNAMIC_SHARED_BYTES })
+    Ok(LaunchConfig {
+        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: DYNAMIC_SHARED_BYTES,
+    })
 }
 
 /// `value` as the kernels' `u32`, or an error naming the dimension.
@@ -395,10 +389,6 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
             unsafe { launch.launch(copy_grid(s.m * s.k, gpu)) }?;
         }
     }
-    if kernel == kernels::matmul::wgmma::KERNEL_BF16 && BF16_CLUSTER > 1 {
-        let maps = &mats.tensor_core.bf16.as_ref().expect("prepared above").maps;
-        return launch_clusters(gpu, &func, cfg, maps, &mut mats.c, [m, k, n]);
-    }
     let maps = match (&mats.tensor_core.bf16, &mats.tensor_core.tf32) {
         (Some(b), _) if kernel == kernels::matmul::wgmma::KERNEL_BF16 => &b.maps,
         (_, Some(t)) => &t.maps,
@@ -412,65 +402,6 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
     // this stream; C holds m*n f32 and overlaps none of the operands;
     // the plan gives THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
     unsafe { launch.launch(cfg) }?;
-    Ok(())
-}
-
-/// `cuLaunchKernelEx` of `wgmma_bf16` in clusters of [`BF16_CLUSTER`] blocks, its grid
-/// clamped to the clusters the device can hold at once (`cuOccupancyMaxActiveClusters`: the
-/// kernel is persistent, and a cluster that waited for another to finish would double the time).
-fn launch_clusters(
-    gpu: &Gpu,
-    func: &cudarc::driver::CudaFunction,
-    cfg: LaunchConfig,
-    maps: &CudaSlice<u64>,
-    c: &mut CudaSlice<f32>,
-    [m, k, n]: [u32; 3],
-) -> Result<()> {
-    // SAFETY: an all-zero launch attribute is a valid value of this plain C union.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = BF16_CLUSTER;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    let stream = gpu.stream();
-    let mut config = sys::CUlaunchConfig {
-        gridDimX: cfg.grid_dim.0,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: cfg.block_dim.0,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: cfg.shared_mem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    let mut clusters = 0;
-    // SAFETY: a valid function and configuration; writes one int.
-    unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, func.cu_function(), &config).result()? };
-    if clusters <= 0 {
-        return Err(HostError::InvalidInput(format!(
-            "the driver cannot hold a cluster of {BF16_CLUSTER} wgmma_bf16 blocks ({DYNAMIC_SHARED_BYTES} bytes of shared \
-             memory each)"
-        )));
-    }
-    config.gridDimX = config.gridDimX.min(clusters as u32 * BF16_CLUSTER);
-    let (maps_ptr, _maps_sync) = maps.device_ptr(stream);
-    let (c_ptr, _c_sync) = c.device_ptr_mut(stream);
-    let (mut maps_ptr, mut c_ptr, mut m, mut k, mut n) = (maps_ptr, c_ptr, m, k, n);
-    let mut params: [*mut c_void; 5] = [
-        (&mut maps_ptr as *mut u64).cast(),
-        (&mut c_ptr as *mut u64).cast(),
-        (&mut m as *mut u32).cast(),
-        (&mut k as *mut u32).cast(),
-        (&mut n as *mut u32).cast(),
-    ];
-    // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_bf16): the parameters match its
-    // signature; the maps describe the BF16 operands in `mats`, written earlier on this stream,
-    // and C (c_map) where n % 4 == 0;
-    // C holds m*n f32 and overlaps none of them; THREADS threads, DYNAMIC_SHARED_BYTES (allowed
-    // by the attribute set by the caller), a grid of whole clusters of BF16_CLUSTER blocks.
-    unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()? };
     Ok(())
 }
 

@@ -35,16 +35,6 @@ pub fn sync() {
     unsafe { asm!("barrier.cluster.arrive.aligned;", "barrier.cluster.wait.aligned;", options(nostack)) };
 }
 
-/// `barrier.cluster.arrive; barrier.cluster.wait;`: as [`sync`], without `.aligned`, so that
-/// threads may reach it from diverged paths (a kernel's last barrier, after role-specific loops).
-///
-/// Every thread of every block in the cluster must reach it.
-#[inline(always)]
-pub fn sync_unaligned() {
-    // SAFETY: a barrier; touches no memory itself and orders memory (no `nomem`).
-    unsafe { asm!("barrier.cluster.arrive;", "barrier.cluster.wait;", options(nostack)) };
-}
-
 /// `mapa.shared::cluster.u32`: the `shared::cluster` address of the same offset in block
 /// `rank`'s shared memory (`cluster.map_shared_rank`).
 ///

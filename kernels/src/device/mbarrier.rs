@@ -44,35 +44,6 @@ pub unsafe fn arrive(addr: u32) {
     };
 }
 
-/// `mbarrier.arrive.shared::cluster.b64 _, [addr];`: one arrival on the current phase of a
-/// barrier in another block of the cluster (`addr` from
-/// [`crate::device::cluster::map_shared_rank`]), with the default semantics (release at CTA
-/// scope), as CUTLASS's `ClusterBarrier::arrive(cta_id, pred)`. Enough to hand a stage back
-/// after the reads of it have completed (`wgmma.wait_group`): nothing of this thread's needs
-/// to become visible to the other block. `.release.cluster` would order every earlier memory
-/// access of the thread, global stores included, at cluster scope: a kernel that arrived so once
-/// per stage ran 1.5x slower.
-///
-/// # Safety
-/// `addr` is the `shared::cluster` address of an initialised barrier in a running block of this
-/// cluster, and the phase still expects this arrival.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn arrive_cluster(addr: u32) {
-    // SAFETY: the caller guarantees the barrier and that its block runs.
-    unsafe { asm!("mbarrier.arrive.shared::cluster.b64 _, [{a}];", a = in(reg32) addr, options(nostack)) };
-}
-
-/// `fence.mbarrier_init.release.cluster;`: makes this thread's earlier `mbarrier.init`s visible
-/// to the other blocks of the cluster (their remote arrivals and multicast copies), once a
-/// cluster barrier follows.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub fn fence_init_cluster() {
-    // SAFETY: a fence; orders memory (no `nomem`), no operands.
-    unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
-}
-
 /// `mbarrier.arrive.expect_tx.shared::cta.b64 state, [addr], bytes;`: one arrival that also
 /// tells the barrier to wait for `bytes` more transaction bytes (the bulk copies that complete
 /// on it) before its phase completes.

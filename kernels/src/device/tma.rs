@@ -50,26 +50,6 @@ pub unsafe fn load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
     };
 }
 
-/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
-/// [dst], [map, {x, y}], [bar], mask;`: as [`load_2d`], but the box lands at the same offset
-/// `dst` in the shared memory of every block of the cluster whose rank bit is set in `mask`,
-/// and completes its bytes on the barrier at offset `bar` of each of those blocks (one read
-/// from L2 for all of them).
-///
-/// # Safety
-/// As for [`load_2d`], in every block `mask` names: each of them is running, holds the box's
-/// bytes free at `dst`, and its barrier at `bar` expects these bytes in its current phase.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn load_2d_multicast(dst: u32, map: *const u8, x: i32, y: i32, bar: u32, mask: u16) {
-    // SAFETY: the caller guarantees the map, the destinations and the barriers.
-    unsafe {
-        asm!("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
-             d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar,
-             k = in(reg16) mask, options(nostack))
-    };
-}
-
 /// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {x, y}], [src];`: copies a
 /// box from shared memory at `src` (laid out as the map's box and swizzle) to the tensor `map`
 /// describes at element coordinates `(x, y)`, skipping elements outside the tensor; the copy

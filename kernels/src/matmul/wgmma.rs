@@ -49,8 +49,7 @@
 //! The maps describe the operands as above, with the boxes and swizzle given; `c` holds `m*n`
 //! `f32` and overlaps nothing the `A` and `B` maps describe; the `C` map, where there is one,
 //! describes `c`; the block is [`THREADS`] threads and the launch gives
-//! [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory; `wgmma_bf16` runs in clusters of
-//! [`BF16_CLUSTER`] blocks along the grid's x, the grid a multiple of it.
+//! [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory.
 
 use crate::device::mbarrier;
 pub use crate::device::tma::TENSOR_MAP_BYTES;
@@ -102,12 +101,6 @@ pub const STAGE_BYTES: u32 = STAGE_A_BYTES + STAGE_B_BYTES;
 pub const BF16_B_BOX_N: u32 = 64;
 /// Tile rows per band of the tile order.
 pub const GROUP_M: u32 = 16;
-/// Blocks per cluster of `wgmma_bf16` (1 or 2), which the launch must give. With 2, the
-/// blocks of a cluster take vertically adjacent tiles and each loads half of their `B` tile
-/// into both (TMA multicast: a third less L2 traffic). Correct, but no faster than 1 on the
-/// H100 (4096^3: 0.190-0.216 ms against 0.193-0.216), and with the epilogue's boxes
-/// (`DYNAMIC_SHARED_BYTES` of 230,464 bytes) the driver holds no cluster of 2 at all.
-pub const BF16_CLUSTER: u32 = 1;
 /// Columns of `C` per box of `wgmma_bf16`'s epilogue (128 bytes of `f32`: one 128-byte swizzle
 /// row).
 pub const EPILOGUE_BOX_N: u32 = 32;
@@ -160,15 +153,10 @@ pub const fn tiles(m: u32, n: u32) -> u32 {
 /// The `(tile row, tile column)` of tile `t` of `tiles_m x tiles_n`: bands of [`GROUP_M`] tile
 /// rows (the last band possibly narrower), column by column within a band.
 pub const fn tile_coords(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
-    tile_coords_in(t, tiles_m, tiles_n, GROUP_M)
-}
-
-/// [`tile_coords`] with bands of `group` tile rows.
-pub const fn tile_coords_in(t: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
-    let per_band = group * tiles_n;
+    let per_band = GROUP_M * tiles_n;
     let band = t / per_band;
-    let first = band * group;
-    let rows = if tiles_m - first < group { tiles_m - first } else { group };
+    let first = band * GROUP_M;
+    let rows = if tiles_m - first < GROUP_M { tiles_m - first } else { GROUP_M };
     let within = t % per_band;
     (first + within % rows, within / rows)
 }
@@ -177,9 +165,10 @@ pub const fn tile_coords_in(t: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (
 mod gpu {
     use super::*;
     use crate::device::wgmma::{self, Swizzle};
-    use crate::device::{cluster, mem, shared, thread, tma};
+    use crate::device::{mem, shared, thread, tma};
 
-    /// The kernels' shared memory: the ring and its barriers, from a 1024-byte aligned base.
+    /// The kernels' shared memory: the ring, the epilogue's boxes and the barriers, from a
+    /// 1024-byte aligned base.
     #[derive(Clone, Copy)]
     struct Ring {
         base: u32,
@@ -204,52 +193,34 @@ mod gpu {
         }
     }
 
-    /// The body both kernels share; `BF16` picks the element type, `CLUSTER` (1 or 2) the
-    /// blocks per cluster: with 2, the blocks of a cluster take vertically adjacent tiles and
-    /// each loads half of their shared `B` tile for both (TMA multicast).
+    /// The body both kernels share; `BF16` picks the element type.
     #[inline(always)]
-    pub(super) unsafe fn run<const BF16: bool, const CLUSTER: u32>(
-        maps: *const u8,
-        c: *mut f32,
-        m: u32,
-        k: u32,
-        n: u32,
-    ) {
+    pub(super) unsafe fn run<const BF16: bool>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         let op = if BF16 { Operand::Bf16 } else { Operand::Tf32 };
         // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
         let ring = Ring { base: (window.address_of(0) + 1023) & !1023 };
         let tid = thread::thread_idx_x();
         let warp = tid / 32;
-        let rank = if CLUSTER > 1 { cluster::block_rank() } else { 0 };
         if tid == 0 {
             for s in 0..STAGES {
                 // SAFETY: fresh barriers inside the dynamic window (DYNAMIC_SHARED_BYTES counts
-                // them); no thread (of this block or the cluster) uses them before the fences and
-                // the barrier below.
+                // them); no thread uses them before the fence and the barrier below.
                 unsafe {
                     mbarrier::init(ring.full(s), 1);
-                    mbarrier::init(ring.empty(s), CONSUMERS * CLUSTER);
+                    mbarrier::init(ring.empty(s), CONSUMERS);
                 }
             }
-            // The copy engine (async proxy) arrives on these barriers, and with clusters so do
-            // the other block's consumers and copies: make their initialisation visible to them.
+            // The copy engine (async proxy) arrives on these barriers: make their
+            // initialisation visible to it.
             tma::fence_proxy_async_shared();
-            if CLUSTER > 1 {
-                mbarrier::fence_init_cluster();
-            }
         }
-        if CLUSTER > 1 {
-            cluster::sync();
-        } else {
-            thread::sync_threads();
-        }
+        thread::sync_threads();
 
         let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
-        // Tiles of the cluster: CLUSTER tile rows by one tile column.
-        let (cl_rows, tiles) = (tiles_m.div_ceil(CLUSTER), tiles_m.div_ceil(CLUSTER) * tiles_n);
+        let tiles = tiles_m * tiles_n;
         let k_tiles = k.div_ceil(op.block_k());
-        let (first, step) = (thread::block_idx_x() / CLUSTER, thread::grid_dim_x() / CLUSTER);
+        let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
         let map_a = maps;
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
         let map_c = maps.wrapping_add(2 * TENSOR_MAP_BYTES);
@@ -266,31 +237,24 @@ mod gpu {
                 let mut use_index = 0u32;
                 let mut tile = first;
                 while tile < tiles {
-                    let (ctm, tn) = tile_coords_in(tile, cl_rows, tiles_n, GROUP_M / CLUSTER);
-                    let (row0, col0) = (((ctm * CLUSTER + rank) * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
+                    let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                    let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
                     for kt in 0..k_tiles {
                         let s = use_index % STAGES;
                         let k0 = (kt * op.block_k()) as i32;
-                        // SAFETY: the empty barrier's phase completes once every consumer
-                        // warpgroup of the cluster finished reading stage s (of its block: the
-                        // multicast writes both; the first trip waits on the phase before the
-                        // first, which counts as complete); the full barrier's phase then expects
-                        // exactly the bytes of the boxes below (with clusters: A from this block,
-                        // each half of B from one block), which land in stage s only.
+                        // SAFETY: the empty barrier's phase completes once both consumer
+                        // warpgroups finished reading stage s (the first trip waits on the phase
+                        // before the first, which counts as complete); the full barrier's phase
+                        // then expects exactly the bytes of the boxes below, which land in stage
+                        // s only.
                         unsafe {
                             mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
                             mbarrier::arrive_expect_tx(ring.full(s), STAGE_BYTES);
                             tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
                             if BF16 {
-                                let boxes = BLOCK_N / BF16_B_BOX_N / CLUSTER;
-                                for j in rank * boxes..(rank + 1) * boxes {
+                                for j in 0..BLOCK_N / BF16_B_BOX_N {
                                     let dst = ring.b(s) + j * BF16_B_BOX_N * BLOCK_K_BYTES;
-                                    let x = col0 + (j * BF16_B_BOX_N) as i32;
-                                    if CLUSTER > 1 {
-                                        tma::load_2d_multicast(dst, map_b, x, k0, ring.full(s), (1 << CLUSTER) - 1);
-                                    } else {
-                                        tma::load_2d(dst, map_b, x, k0, ring.full(s));
-                                    }
+                                    tma::load_2d(dst, map_b, col0 + (j * BF16_B_BOX_N) as i32, k0, ring.full(s));
                                 }
                             } else {
                                 tma::load_2d(ring.b(s), map_b, k0, col0, ring.full(s));
@@ -312,23 +276,18 @@ mod gpu {
             let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
             let mut use_index = 0u32;
             let mut tile = first;
-            // One arrival per warpgroup and block on the stage's empty barriers (CUTLASS's
-            // `PipelineTmaAsync`): thread 0 on this block's, thread 64 on the other block's.
+            // One arrival per warpgroup on the stage's empty barrier (CUTLASS's
+            // `PipelineTmaAsync`), from its first thread.
             let release = |s: u32| {
                 if t == 0 {
                     // SAFETY: an initialised barrier expecting one arrival per consumer
-                    // warpgroup of the cluster; the wait before the call covered the group
-                    // that read stage s.
+                    // warpgroup; the wait before the call covered the group that read stage s
+                    // (the whole warpgroup's `wgmma`).
                     unsafe { mbarrier::arrive(ring.empty(s)) };
-                } else if CLUSTER > 1 && t == 64 {
-                    // SAFETY: as above, on the other block's barrier of the same stage; that
-                    // block runs until the cluster barrier at the end.
-                    unsafe { mbarrier::arrive_cluster(cluster::map_shared_rank(ring.empty(s), rank ^ 1)) };
                 }
             };
             while tile < tiles {
-                let (ctm, tn) = tile_coords_in(tile, cl_rows, tiles_n, GROUP_M / CLUSTER);
-                let tm = ctm * CLUSTER + rank;
+                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
                 for kt in 0..k_tiles {
                     let s = use_index % STAGES;
                     // SAFETY: an initialised barrier; its phase completes when the stage's bytes
@@ -458,11 +417,6 @@ mod gpu {
                 // The block's shared memory must outlive the stores' reads of it.
                 tma::bulk_wait_group::<0>();
             }
-        }
-        if CLUSTER > 1 {
-            // No block leaves while the other may still arrive on its barriers or copy into
-            // its shared memory.
-            cluster::sync_unaligned();
         }
     }
 }
@@ -669,7 +623,7 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<true, BF16_CLUSTER>(maps, c, m, k, n) }
+        unsafe { gpu::run::<true>(maps, c, m, k, n) }
     }
 
     /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
@@ -679,7 +633,7 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<false, 1>(maps, c, m, k, n) }
+        unsafe { gpu::run::<false>(maps, c, m, k, n) }
     }
 
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
