@@ -76,6 +76,12 @@ pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 /// faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with
 /// `.maxntid 288` (same process, alternating; 4096^3 within the spread).
 pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS)];
+/// `.maxntid` of every kernel in the checked build (`cargo xtask build-ptx` without
+/// `--release`): its bounds and overflow checks cost registers, and the driver's JIT gave the
+/// checked `wgmma_bf16` more than the 224 that 288 threads can have (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`);
+/// the cap makes the JIT fit the block (spilling if it must: the checked build is not timed).
+pub const CHECKED_MAX_THREADS: &[(&str, u32)] =
+    &[(KERNEL_BF16, THREADS), (KERNEL_TF32_TRANSPOSED, THREADS), (KERNEL_TF32, TF32_THREADS)];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
 
