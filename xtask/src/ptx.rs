@@ -62,7 +62,11 @@ pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
         arch: HOPPER_ARCH.into(),
         features: "hopper",
         kernels: kernels::HOPPER_KERNEL_NAMES,
-        max_threads: kernels::matmul::wgmma::MAX_THREADS,
+        max_threads: if args.release {
+            kernels::matmul::wgmma::MAX_THREADS
+        } else {
+            kernels::matmul::wgmma::CHECKED_MAX_THREADS
+        },
     };
     build_module(root, args, &hopper)?;
     Ok(path)

@@ -25,7 +25,10 @@ use cudarc::driver::sys::{
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_BYTES, padded_row_len};
 use kernels::matmul::operands;
-use kernels::matmul::wgmma::{BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, Operand, THREADS};
+use kernels::matmul::wgmma::{
+    BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
+    THREADS,
+};
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
 #[derive(Default)]
@@ -192,17 +195,33 @@ fn device_address<T>(gpu: &Gpu, buf: &CudaSlice<T>) -> u64 {
     ptr
 }
 
-/// Encodes both maps and uploads them (256 bytes, allocation-aligned, so 64-byte aligned).
-fn upload_maps(gpu: &Gpu, maps: [TensorMap2d; 2], bases: [u64; 2], op: Operand) -> Result<CudaSlice<u64>> {
-    let data_type = match op {
-        Operand::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        Operand::Tf32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-    };
-    let mut words = Vec::with_capacity(32);
-    for (map, base) in maps.into_iter().zip(bases) {
+/// Encodes the maps and uploads them (128 bytes each, allocation-aligned, so 64-byte aligned).
+fn upload_maps(gpu: &Gpu, maps: &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<CudaSlice<u64>> {
+    let mut words = Vec::with_capacity(16 * maps.len());
+    for &(map, base, data_type) in maps {
         words.extend_from_slice(&encode(base, map, data_type)?.opaque);
     }
     gpu.upload(&words)
+}
+
+/// The element type of an operand's tensor map.
+fn data_type(op: Operand) -> CUtensorMapDataType {
+    match op {
+        Operand::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        Operand::Tf32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    }
+}
+
+/// The map `wgmma_bf16` stores `C` through (`m x n` `f32`, boxes of 64 rows by 32 columns),
+/// when its rows are a multiple of 16 bytes (the TMA's stride rule; otherwise the kernel stores
+/// directly and reads no map).
+pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
+    shape.n.is_multiple_of(4).then(|| TensorMap2d {
+        dims: [shape.n as u64, shape.m as u64],
+        row_stride_bytes: (shape.n * 4) as u64,
+        box_dims: [EPILOGUE_BOX_N, EPILOGUE_BOX_M],
+        elem_bytes: 4,
+    })
 }
 
 /// A grid-stride launch of `threads`-thread blocks over `elements`, a few waves of blocks.
@@ -229,8 +248,13 @@ pub fn bf16_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a 
             // cols; separate allocations.
             unsafe { launch.launch(copy_grid(rows as usize * ld, gpu)) }?;
         }
-        let maps = tensor_maps(s, Operand::Bf16, lda, ldb);
-        let maps = upload_maps(gpu, maps, [device_address(gpu, &a), device_address(gpu, &b)], Operand::Bf16)?;
+        let [map_a, map_b] = tensor_maps(s, Operand::Bf16, lda, ldb);
+        let bf16 = data_type(Operand::Bf16);
+        let mut list = vec![(map_a, device_address(gpu, &a), bf16), (map_b, device_address(gpu, &b), bf16)];
+        if let Some(map_c) = c_map(s) {
+            list.push((map_c, device_address(gpu, &mats.c), data_type(Operand::Tf32)));
+        }
+        let maps = upload_maps(gpu, &list)?;
         mats.tensor_core.bf16 = Some(Bf16Operands { a, lda, b, ldb, maps });
     }
     Ok(mats.tensor_core.bf16.as_ref().expect("prepared above"))
@@ -248,8 +272,9 @@ fn tf32_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32
         let bt = gpu.zeros::<f32>(s.n * ld)?;
         let a_padded = if pad_a { Some(gpu.zeros::<f32>(s.m * ld)?) } else { None };
         let a_base = device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a));
-        let maps = tensor_maps(s, Operand::Tf32, ld, ld);
-        let maps = upload_maps(gpu, maps, [a_base, device_address(gpu, &bt)], Operand::Tf32)?;
+        let [map_a, map_bt] = tensor_maps(s, Operand::Tf32, ld, ld);
+        let f32 = data_type(Operand::Tf32);
+        let maps = upload_maps(gpu, &[(map_a, a_base, f32), (map_bt, device_address(gpu, &bt), f32)])?;
         mats.tensor_core.tf32 = Some(Tf32Operands { bt, ld, a_padded, maps });
     }
     Ok(mats.tensor_core.tf32.as_ref().expect("prepared above"))
@@ -284,7 +309,9 @@ fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a T
             device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a)),
             device_address(gpu, b_padded.as_ref().unwrap_or(&mats.b)),
         ];
-        let maps = upload_maps(gpu, tensor_maps_rs(s, ld_a, ld_b), bases, Operand::Tf32)?;
+        let [map_a, map_b] = tensor_maps_rs(s, ld_a, ld_b);
+        let f32 = data_type(Operand::Tf32);
+        let maps = upload_maps(gpu, &[(map_a, bases[0], f32), (map_b, bases[1], f32)])?;
         mats.tensor_core.tf32_rs = Some(Tf32RsOperands { a_padded, b_padded, ld_a, ld_b, maps });
     }
     Ok(mats.tensor_core.tf32_rs.as_ref().expect("prepared above"))
@@ -370,8 +397,9 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
     let mut launch = gpu.stream().launch_builder(&func);
     launch.arg(maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
     // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe the prepared
-    // operands (A, B or B^T in the boxes and swizzle tensor_maps gives), which stay allocated in
-    // `mats` and were written earlier on this stream; C holds m*n f32 and overlaps none of them;
+    // operands (A, B or B^T in the boxes and swizzle tensor_maps gives; for BF16 with n % 4 == 0
+    // also C, mats.c as c_map gives), which stay allocated in `mats` and were written earlier on
+    // this stream; C holds m*n f32 and overlaps none of the operands;
     // the plan gives THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
     unsafe { launch.launch(cfg) }?;
     Ok(())
@@ -412,6 +440,16 @@ mod tests {
         assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 128]));
         assert_eq!((bt.dims, bt.row_stride_bytes, bt.box_dims), ([801, 1203], 3216, [32, 256]));
         bt.check().unwrap();
+    }
+
+    #[test]
+    fn c_map_exists_only_for_rows_of_16_byte_multiples() {
+        assert!(c_map(MatmulShape::new(129, 7, 257).unwrap()).is_none());
+        assert!(c_map(MatmulShape::new(129, 7, 258).unwrap()).is_none());
+        let c = c_map(MatmulShape::new(2100, 70, 300).unwrap()).unwrap();
+        assert_eq!((c.dims, c.row_stride_bytes, c.box_dims), ([300, 2100], 1200, [32, 64]));
+        c.check().unwrap();
+        assert_eq!(c.box_dims[0] * c.box_dims[1] * 4, kernels::matmul::wgmma::EPILOGUE_BOX_BYTES);
     }
 
     #[test]

@@ -23,6 +23,20 @@ pub trait SharedScalar: Copy {
     unsafe fn store_shared(addr: u32, value: Self);
 }
 
+/// `st.shared.v2.f32 [addr], {a, b};`: writes two `f32` at an 8-byte aligned shared-window
+/// address in one access.
+///
+/// # Safety
+/// `addr` is an 8-byte aligned shared-window address with 8 bytes inside a declared array.
+#[inline(always)]
+pub unsafe fn store_v2_f32(addr: u32, v: [f32; 2]) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("st.shared.v2.f32 [{a}], {{{x}, {y}}};", a = in(reg32) addr, x = in(reg32) v[0], y = in(reg32) v[1],
+             options(nostack, preserves_flags))
+    };
+}
+
 macro_rules! shared_scalar {
     ($t:ty, $ptx:literal) => {
         impl SharedScalar for $t {

@@ -88,3 +88,15 @@ pub fn sync_threads() {
     // SAFETY: `barrier0` has no preconditions beyond uniform arrival, documented above.
     unsafe { nvptx::_syncthreads() }
 }
+
+/// `bar.sync id, threads;`: waits until `threads` threads (a multiple of 32: whole warps) have
+/// arrived at named barrier `id` (1..16; 0 is [`sync_threads`]'s), ordering their shared and
+/// global memory accesses as [`sync_threads`] does: a barrier for a part of the block, such as
+/// one warpgroup.
+///
+/// Exactly `threads` threads, the same each time, must use barrier `id`.
+#[inline(always)]
+pub fn sync_named(id: u32, threads: u32) {
+    // SAFETY: a barrier; touches no memory itself and orders memory (no `nomem`).
+    unsafe { core::arch::asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) };
+}

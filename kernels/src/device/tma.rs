@@ -50,6 +50,55 @@ pub unsafe fn load_2d(dst: u32, map: *const u8, x: i32, y: i32, bar: u32) {
     };
 }
 
+/// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [map, {x, y}], [src];`: copies a
+/// box from shared memory at `src` (laid out as the map's box and swizzle) to the tensor `map`
+/// describes at element coordinates `(x, y)`, skipping elements outside the tensor; the copy
+/// joins this thread's current bulk group ([`bulk_commit_group`]).
+///
+/// # Safety
+/// `map` is the generic address of a valid tensor map in global (or constant or parameter)
+/// memory; `src` is a shared-window address holding the box, aligned as the map's swizzle needs
+/// (128 bytes without swizzle, 1024 with 128-byte swizzling), written by the generic proxy only
+/// before a [`fence_proxy_async_shared`] and a barrier that this call follows, and left
+/// unchanged until a [`bulk_wait_group_read`] covers the copy; nothing else accesses the
+/// destination elements meanwhile.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn store_2d(map: *const u8, x: i32, y: i32, src: u32) {
+    // SAFETY: the caller guarantees the map, the source and the ordering.
+    unsafe {
+        asm!("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
+             m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src, options(nostack))
+    };
+}
+
+/// `cp.async.bulk.commit_group;`: closes this thread's bulk group of the copies issued since
+/// the last commit ([`store_2d`]), for [`bulk_wait_group_read`] and [`bulk_wait_group`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn bulk_commit_group() {
+    // SAFETY: no operands; orders memory.
+    unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group.read N;`: waits until at most `N` of this thread's committed bulk
+/// groups still read their shared-memory sources, so the sources of the others can be reused.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn bulk_wait_group_read<const N: u32>() {
+    // SAFETY: a wait; orders memory (no `nomem`).
+    unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group N;`: waits until at most `N` of this thread's committed bulk
+/// groups are incomplete (their writes to global memory performed).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn bulk_wait_group<const N: u32>() {
+    // SAFETY: a wait; orders memory (no `nomem`).
+    unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
+}
+
 /// `prefetch.tensormap [map];`: brings a tensor map into the cache ahead of its first copy.
 ///
 /// # Safety

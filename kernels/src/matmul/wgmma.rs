@@ -7,17 +7,20 @@
 //! B^T A^T` with `B` through registers) is documented at its body (`gpu_rs`).
 //!
 //! # Parameters
-//! `maps`: two tensor maps (`A`, then `B`, [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte
-//! aligned; `c`: row-major `C[m x n]` `f32`; `m, k, n >= 1`.
+//! `maps`: tensor maps (`A`, then `B`, then for `wgmma_bf16` with `n % 4 == 0` `C`,
+//! [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte aligned; `c`: row-major `C[m x n]`
+//! `f32`; `m, k, n >= 1`.
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
-//!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; 128-byte swizzle.
+//!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
+//!   0`, `C` (`f32`, the same memory as `c`) dims `{n, m}`, box `{32, 64}`; 128-byte swizzle.
 //! - `wgmma_tf32_transposed`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32`
 //!   (K-major: TF32 takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box
 //!   `{32, 128}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
 //!
 //! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
-//! zeros add nothing to the products. Stores to `C` are guarded.
+//! zeros add nothing to the products. Stores to `C` are guarded, or made by the TMA, which
+//! skips elements outside the tensor.
 //!
 //! # Thread mapping
 //! [`THREADS`] = 288: warpgroups 0 and 1 (warps 0-7) consume, each multiplying its 64 rows of
@@ -30,12 +33,23 @@
 //! `b` takes tiles `b, b + grid, ...` in [`tile_coords`] order (bands of [`GROUP_M`] tile rows,
 //! so that the tiles in flight share their rows of `A` and columns of `B` in L2). Each stage
 //! has a `full` barrier (the producer's expected bytes, completed by the TMA) and an `empty`
-//! barrier (one arrival per consumer thread once its `wgmma` reading the stage completed).
+//! barrier (one arrival per consumer warpgroup, from its first thread, once the `wgmma` reading
+//! the stage completed: CUTLASS's `PipelineTmaAsync`; 256 per-thread arrivals measured the same).
+//!
+//! # Epilogue
+//! `wgmma_bf16` with `n % 4 == 0` stores `C` through shared memory: each consumer warpgroup
+//! writes its 64 x 256 part as 8 boxes of 64 rows x 32 columns (128-byte swizzled, so that a
+//! warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and its
+//! first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
+//! 128-byte lines) while the warpgroup fills the next; the last stores drain while the next
+//! tile's `wgmma` run. Otherwise (and in `wgmma_tf32_transposed`) each thread stores its
+//! accumulator pairs directly.
 //!
 //! # Safety
 //! The maps describe the operands as above, with the boxes and swizzle given; `c` holds `m*n`
-//! `f32` and overlaps nothing the maps describe; the block is [`THREADS`] threads and the launch
-//! gives [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory.
+//! `f32` and overlaps nothing the `A` and `B` maps describe; the `C` map, where there is one,
+//! describes `c`; the block is [`THREADS`] threads and the launch gives
+//! [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory.
 
 use crate::device::mbarrier;
 pub use crate::device::tma::TENSOR_MAP_BYTES;
@@ -62,6 +76,12 @@ pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 /// faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with
 /// `.maxntid 288` (same process, alternating; 4096^3 within the spread).
 pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS)];
+/// `.maxntid` of every kernel in the checked build (`cargo xtask build-ptx` without
+/// `--release`): its bounds and overflow checks cost registers, and the driver's JIT gave the
+/// checked `wgmma_bf16` more than the 224 that 288 threads can have (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`);
+/// the cap makes the JIT fit the block (spilling if it must: the checked build is not timed).
+pub const CHECKED_MAX_THREADS: &[(&str, u32)] =
+    &[(KERNEL_BF16, THREADS), (KERNEL_TF32_TRANSPOSED, THREADS), (KERNEL_TF32, TF32_THREADS)];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
 
@@ -87,9 +107,22 @@ pub const STAGE_BYTES: u32 = STAGE_A_BYTES + STAGE_B_BYTES;
 pub const BF16_B_BOX_N: u32 = 64;
 /// Tile rows per band of the tile order.
 pub const GROUP_M: u32 = 16;
-/// Dynamic shared memory per block: the stages, the barriers, and 1024 bytes of slack to align
-/// the ring to the swizzle pattern (the dynamic window's own alignment is not promised).
-pub const DYNAMIC_SHARED_BYTES: u32 = STAGES * STAGE_BYTES + 2 * STAGES * mbarrier::BYTES + 1024;
+/// Columns of `C` per box of `wgmma_bf16`'s epilogue (128 bytes of `f32`: one 128-byte swizzle
+/// row).
+pub const EPILOGUE_BOX_N: u32 = 32;
+/// Rows of `C` per epilogue box: a consumer warpgroup's rows.
+pub const EPILOGUE_BOX_M: u32 = 64;
+/// Bytes of one epilogue box in shared memory.
+pub const EPILOGUE_BOX_BYTES: u32 = EPILOGUE_BOX_N * EPILOGUE_BOX_M * 4;
+/// Epilogue boxes in shared memory per consumer warpgroup: one filled while the TMA stores the
+/// other.
+pub const EPILOGUE_BUFFERS: u32 = 2;
+/// Bytes of the epilogue's boxes (after the ring, so 1024-byte aligned).
+pub const EPILOGUE_BYTES: u32 = CONSUMERS * EPILOGUE_BUFFERS * EPILOGUE_BOX_BYTES;
+/// Dynamic shared memory per block: the stages, the epilogue's boxes, the barriers, and 1024
+/// bytes of slack to align the ring to the swizzle pattern (the dynamic window's own alignment
+/// is not promised).
+pub const DYNAMIC_SHARED_BYTES: u32 = STAGES * STAGE_BYTES + EPILOGUE_BYTES + 2 * STAGES * mbarrier::BYTES + 1024;
 
 /// The element type a kernel multiplies: bytes per element and `K` per instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,9 +171,10 @@ pub const fn tile_coords(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
 mod gpu {
     use super::*;
     use crate::device::wgmma::{self, Swizzle};
-    use crate::device::{mem, thread, tma};
+    use crate::device::{mem, shared, thread, tma};
 
-    /// The kernels' shared memory: the ring and its barriers, from a 1024-byte aligned base.
+    /// The kernels' shared memory: the ring, the epilogue's boxes and the barriers, from a
+    /// 1024-byte aligned base.
     #[derive(Clone, Copy)]
     struct Ring {
         base: u32,
@@ -153,15 +187,19 @@ mod gpu {
         fn b(self, s: u32) -> u32 {
             self.a(s) + STAGE_A_BYTES
         }
+        /// Epilogue box `i` of warpgroup `wg`.
+        fn epilogue(self, wg: u32, i: u32) -> u32 {
+            self.base + STAGES * STAGE_BYTES + (wg * EPILOGUE_BUFFERS + i) * EPILOGUE_BOX_BYTES
+        }
         fn full(self, s: u32) -> u32 {
-            self.base + STAGES * STAGE_BYTES + s * mbarrier::BYTES
+            self.base + STAGES * STAGE_BYTES + EPILOGUE_BYTES + s * mbarrier::BYTES
         }
         fn empty(self, s: u32) -> u32 {
             self.full(STAGES) + s * mbarrier::BYTES
         }
     }
 
-    /// The body both kernels share; `OP` picks the element type.
+    /// The body both kernels share; `BF16` picks the element type.
     #[inline(always)]
     pub(super) unsafe fn run<const BF16: bool>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         let op = if BF16 { Operand::Bf16 } else { Operand::Tf32 };
@@ -176,7 +214,7 @@ mod gpu {
                 // them); no thread uses them before the fence and the barrier below.
                 unsafe {
                     mbarrier::init(ring.full(s), 1);
-                    mbarrier::init(ring.empty(s), CONSUMERS * 128);
+                    mbarrier::init(ring.empty(s), CONSUMERS);
                 }
             }
             // The copy engine (async proxy) arrives on these barriers: make their
@@ -191,142 +229,200 @@ mod gpu {
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
         let map_a = maps;
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
+        let map_c = maps.wrapping_add(2 * TENSOR_MAP_BYTES);
+        // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule).
+        let tma_store = BF16 && n.is_multiple_of(4);
 
         if warp == CONSUMERS * 4 {
-            if !tid.is_multiple_of(32) {
-                return;
+            if tid.is_multiple_of(32) {
+                // SAFETY: the maps are valid tensor maps in global memory (kernel contract).
+                unsafe {
+                    tma::prefetch_tensormap(map_a);
+                    tma::prefetch_tensormap(map_b);
+                }
+                let mut use_index = 0u32;
+                let mut tile = first;
+                while tile < tiles {
+                    let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                    let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
+                    for kt in 0..k_tiles {
+                        let s = use_index % STAGES;
+                        let k0 = (kt * op.block_k()) as i32;
+                        // SAFETY: the empty barrier's phase completes once both consumer
+                        // warpgroups finished reading stage s (the first trip waits on the phase
+                        // before the first, which counts as complete); the full barrier's phase
+                        // then expects exactly the bytes of the boxes below, which land in stage
+                        // s only.
+                        unsafe {
+                            mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
+                            mbarrier::arrive_expect_tx(ring.full(s), STAGE_BYTES);
+                            tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
+                            if BF16 {
+                                for j in 0..BLOCK_N / BF16_B_BOX_N {
+                                    let dst = ring.b(s) + j * BF16_B_BOX_N * BLOCK_K_BYTES;
+                                    tma::load_2d(dst, map_b, col0 + (j * BF16_B_BOX_N) as i32, k0, ring.full(s));
+                                }
+                            } else {
+                                tma::load_2d(ring.b(s), map_b, k0, col0, ring.full(s));
+                            }
+                        }
+                        use_index += 1;
+                    }
+                    tile += step;
+                }
             }
-            // SAFETY: the maps are valid tensor maps in global memory (kernel contract).
-            unsafe {
-                tma::prefetch_tensormap(map_a);
-                tma::prefetch_tensormap(map_b);
-            }
+        } else {
+            // Consumers.
+            let wg = warp / 4;
+            let t = tid % 128;
+            // Zero bits through `zeroed` (a memset) rather than `[0.0; 128]` (a store loop with a
+            // run-time index, which kept the array in local memory). The first `wgmma` of every
+            // tile ignores these values (scale-d 0) anyway.
+            // SAFETY: all-zero bits are the f32 0.0.
+            let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
             let mut use_index = 0u32;
             let mut tile = first;
+            // One arrival per warpgroup on the stage's empty barrier (CUTLASS's
+            // `PipelineTmaAsync`), from its first thread.
+            let release = |s: u32| {
+                if t == 0 {
+                    // SAFETY: an initialised barrier expecting one arrival per consumer
+                    // warpgroup; the wait before the call covered the group that read stage s
+                    // (the whole warpgroup's `wgmma`).
+                    unsafe { mbarrier::arrive(ring.empty(s)) };
+                }
+            };
             while tile < tiles {
                 let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
-                let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
                 for kt in 0..k_tiles {
                     let s = use_index % STAGES;
-                    let k0 = (kt * op.block_k()) as i32;
-                    // SAFETY: the empty barrier's phase completes once every consumer thread
-                    // finished reading stage s (the first trip waits on the phase before the
-                    // first, which counts as complete); the full barrier's phase then expects
-                    // exactly the bytes of the boxes below, which land in stage s only.
-                    unsafe {
-                        mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
-                        mbarrier::arrive_expect_tx(ring.full(s), STAGE_BYTES);
-                        tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
-                        if BF16 {
-                            for j in 0..BLOCK_N / BF16_B_BOX_N {
-                                let dst = ring.b(s) + j * BF16_B_BOX_N * BLOCK_K_BYTES;
-                                tma::load_2d(dst, map_b, col0 + (j * BF16_B_BOX_N) as i32, k0, ring.full(s));
-                            }
-                        } else {
-                            tma::load_2d(ring.b(s), map_b, k0, col0, ring.full(s));
-                        }
+                    // SAFETY: an initialised barrier; its phase completes when the stage's bytes
+                    // have landed.
+                    unsafe { mbarrier::wait_parity(ring.full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                    wgmma::fence();
+                    let a = wgmma::descriptor(ring.a(s) + wg * 64 * BLOCK_K_BYTES, 16, 1024, Swizzle::B128);
+                    if BF16 {
+                        // B is N-major: boxes of 64 columns 8192 bytes apart (leading offset),
+                        // groups of 8 rows of K 1024 bytes apart (stride offset).
+                        let b = wgmma::descriptor(ring.b(s), BF16_B_BOX_N * BLOCK_K_BYTES, 1024, Swizzle::B128);
+                        unroll!(kk in [0, 1, 2, 3] {
+                            let scale_d = (kt > 0 || kk > 0) as u32;
+                            // SAFETY: all 128 threads of this warpgroup issue it after the fence,
+                            // on stage s, which is refilled only after this warpgroup's arrival
+                            // on its empty barrier below, after a wait that covers this group.
+                            unsafe {
+                                wgmma::mma_m64n256k16_f32_bf16_b_n_major(
+                                    &mut acc,
+                                    wgmma::advance(a, kk as u32 * 32),
+                                    wgmma::advance(b, kk as u32 * 16 * BLOCK_K_BYTES),
+                                    scale_d,
+                                )
+                            };
+                        });
+                    } else {
+                        let b = wgmma::descriptor(ring.b(s), 16, 1024, Swizzle::B128);
+                        unroll!(kk in [0, 1, 2, 3] {
+                            let scale_d = (kt > 0 || kk > 0) as u32;
+                            // SAFETY: as for the BF16 branch.
+                            unsafe {
+                                wgmma::mma_m64n256k8_f32_tf32(
+                                    &mut acc,
+                                    wgmma::advance(a, kk as u32 * 32),
+                                    wgmma::advance(b, kk as u32 * 32),
+                                    scale_d,
+                                )
+                            };
+                        });
+                    }
+                    wgmma::commit_group();
+                    // One group stays in flight; the one before it has completed, so its stage
+                    // can be refilled.
+                    wgmma::wait_group::<1>(&mut acc);
+                    if kt > 0 {
+                        release((use_index + STAGES - 1) % STAGES);
                     }
                     use_index += 1;
                 }
-                tile += step;
-            }
-            return;
-        }
+                wgmma::wait_group::<0>(&mut acc);
+                release((use_index + STAGES - 1) % STAGES);
 
-        // Consumers.
-        let wg = warp / 4;
-        let t = tid % 128;
-        // Zero bits through `zeroed` (a memset) rather than `[0.0; 128]` (a store loop with a
-        // run-time index, which kept the array in local memory). The first `wgmma` of every tile
-        // ignores these values (scale-d 0) anyway.
-        // SAFETY: all-zero bits are the f32 0.0.
-        let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
-        let mut use_index = 0u32;
-        let mut tile = first;
-        while tile < tiles {
-            let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
-            for kt in 0..k_tiles {
-                let s = use_index % STAGES;
-                // SAFETY: an initialised barrier; its phase completes when the stage's bytes
-                // have landed.
-                unsafe { mbarrier::wait_parity(ring.full(s), mbarrier::ring_parity(use_index, STAGES)) };
-                wgmma::fence();
-                let a = wgmma::descriptor(ring.a(s) + wg * 64 * BLOCK_K_BYTES, 16, 1024, Swizzle::B128);
-                if BF16 {
-                    // B is N-major: boxes of 64 columns 8192 bytes apart (leading offset),
-                    // groups of 8 rows of K 1024 bytes apart (stride offset).
-                    let b = wgmma::descriptor(ring.b(s), BF16_B_BOX_N * BLOCK_K_BYTES, 1024, Swizzle::B128);
-                    unroll!(kk in [0, 1, 2, 3] {
-                        let scale_d = (kt > 0 || kk > 0) as u32;
-                        // SAFETY: all 128 threads of this warpgroup issue it after the fence, on
-                        // stage s, which the producer refills only after this thread's arrival on
-                        // its empty barrier below, after a wait that covers this group.
-                        unsafe {
-                            wgmma::mma_m64n256k16_f32_bf16_b_n_major(
-                                &mut acc,
-                                wgmma::advance(a, kk as u32 * 32),
-                                wgmma::advance(b, kk as u32 * 16 * BLOCK_K_BYTES),
-                                scale_d,
-                            )
-                        };
+                if tma_store {
+                    // Boxes of 64 rows x 32 columns through shared memory (128-byte swizzled, so
+                    // that a warp's rows fill different banks), each stored by the TMA in whole
+                    // lines while the warpgroup fills the next; the last two drain during the
+                    // next tile's loop.
+                    let (x0, y0) = ((tn * BLOCK_N) as i32, (tm * BLOCK_M + wg * 64) as i32);
+                    let lr = (t / 32) * 16 + (t % 32) / 4;
+                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        let buf = ring.epilogue(wg, i as u32 % EPILOGUE_BUFFERS);
+                        if t == 0 {
+                            // The store that read this box two boxes ago is done with it.
+                            tma::bulk_wait_group_read::<{ EPILOGUE_BUFFERS - 1 }>();
+                        }
+                        thread::sync_named(1 + wg, 128);
+                        unroll!(jj in [0, 1, 2, 3] {
+                            let j = 4 * i + jj;
+                            unroll!(h in [0, 1] {
+                                let offset = (lr + 8 * h as u32) * 128 + (8 * jj as u32 + 2 * (t % 4)) * 4;
+                                // SAFETY: inside this warpgroup's box (64 rows of 128 bytes),
+                                // 8-byte aligned (the swizzle moves 16-byte chunks); no store
+                                // reads the box until the barrier below, and the last one that
+                                // did finished reading (the wait and barrier above).
+                                unsafe {
+                                    shared::store_v2_f32(
+                                        buf + wgmma::swizzle_128b(offset),
+                                        [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]],
+                                    )
+                                };
+                            });
+                        });
+                        // The TMA (async proxy) reads what these generic stores wrote.
+                        tma::fence_proxy_async_shared();
+                        thread::sync_named(1 + wg, 128);
+                        if t == 0 {
+                            // SAFETY: the C map (kernel contract: dims {n, m}, box {32, 64},
+                            // 128-byte swizzle) and a box the warpgroup wrote and fenced above,
+                            // left alone until a later wait covers this group; the TMA skips
+                            // elements outside C, and each element of C has one owner tile.
+                            unsafe { tma::store_2d(map_c, x0 + (i as u32 * EPILOGUE_BOX_N) as i32, y0, buf) };
+                            tma::bulk_commit_group();
+                        }
                     });
                 } else {
-                    let b = wgmma::descriptor(ring.b(s), 16, 1024, Swizzle::B128);
-                    unroll!(kk in [0, 1, 2, 3] {
-                        let scale_d = (kt > 0 || kk > 0) as u32;
-                        // SAFETY: as for the BF16 branch.
-                        unsafe {
-                            wgmma::mma_m64n256k8_f32_tf32(
-                                &mut acc,
-                                wgmma::advance(a, kk as u32 * 32),
-                                wgmma::advance(b, kk as u32 * 32),
-                                scale_d,
-                            )
-                        };
-                    });
-                }
-                wgmma::commit_group();
-                // One group stays in flight; the one before it has completed, so its stage
-                // can be refilled.
-                wgmma::wait_group::<1>(&mut acc);
-                if kt > 0 {
-                    // SAFETY: an initialised barrier expecting one arrival per consumer thread.
-                    unsafe { mbarrier::arrive(ring.empty((use_index + STAGES - 1) % STAGES)) };
-                }
-                use_index += 1;
-            }
-            wgmma::wait_group::<0>(&mut acc);
-            // SAFETY: as above, for the tile's last stage.
-            unsafe { mbarrier::arrive(ring.empty((use_index + STAGES - 1) % STAGES)) };
-
-            let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
-            let col0 = tn * BLOCK_N + 2 * (t % 4);
-            let even = n.is_multiple_of(2);
-            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
-                          24, 25, 26, 27, 28, 29, 30, 31] {
-                let col = col0 + 8 * j as u32;
-                unroll!(h in [0, 1] {
-                    let r = row + 8 * h as u32;
-                    let (v0, v1) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                    if r < m && col < n {
-                        let p = c.wrapping_add(r as usize * n as usize + col as usize);
-                        // SAFETY: r < m and col < n: inside C; with n even, col even and
-                        // col + 1 < n, so the pair is 8-byte aligned and inside the row. Each
-                        // element of C has one owner thread.
-                        unsafe {
-                            if even {
-                                mem::store_global_v2_f32(p, [v0, v1]);
-                            } else {
-                                mem::store_global_f32(p, v0);
-                                if col + 1 < n {
-                                    mem::store_global_f32(p.wrapping_add(1), v1);
+                    let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
+                    let col0 = tn * BLOCK_N + 2 * (t % 4);
+                    let even = n.is_multiple_of(2);
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                                  24, 25, 26, 27, 28, 29, 30, 31] {
+                        let col = col0 + 8 * j as u32;
+                        unroll!(h in [0, 1] {
+                            let r = row + 8 * h as u32;
+                            let (v0, v1) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                            if r < m && col < n {
+                                let p = c.wrapping_add(r as usize * n as usize + col as usize);
+                                // SAFETY: r < m and col < n: inside C; with n even, col even and
+                                // col + 1 < n, so the pair is 8-byte aligned and inside the row. Each
+                                // element of C has one owner thread.
+                                unsafe {
+                                    if even {
+                                        mem::store_global_v2_f32(p, [v0, v1]);
+                                    } else {
+                                        mem::store_global_f32(p, v0);
+                                        if col + 1 < n {
+                                            mem::store_global_f32(p.wrapping_add(1), v1);
+                                        }
+                                    }
                                 }
                             }
-                        }
-                    }
-                });
-            });
-            tile += step;
+                        });
+                    });
+                }
+                tile += step;
+            }
+            if tma_store && t == 0 {
+                // The block's shared memory must outlive the stores' reads of it.
+                tma::bulk_wait_group::<0>();
+            }
         }
     }
 }
