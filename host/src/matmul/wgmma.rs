@@ -27,7 +27,7 @@ use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_B
 use kernels::matmul::operands;
 use kernels::matmul::wgmma::{
     BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
-    TF32_EPILOGUE_BOX_M, THREADS,
+    THREADS,
 };
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
@@ -212,15 +212,14 @@ fn data_type(op: Operand) -> CUtensorMapDataType {
     }
 }
 
-/// The map the kernel `kernel` stores `C` through (`m x n` `f32`, boxes of 32 columns by 64
-/// rows for `wgmma_bf16`, 32 rows for `wgmma_tf32`), when its rows are a multiple of 16 bytes
-/// (the TMA's stride rule; otherwise the kernel stores directly and reads no map).
-pub fn c_map(shape: MatmulShape, kernel: &str) -> Option<TensorMap2d> {
-    let box_rows = if kernel == kernels::matmul::wgmma::KERNEL_TF32 { TF32_EPILOGUE_BOX_M } else { EPILOGUE_BOX_M };
+/// The map `wgmma_bf16` stores `C` through (`m x n` `f32`, boxes of 64 rows by 32 columns),
+/// when its rows are a multiple of 16 bytes (the TMA's stride rule; otherwise the kernel stores
+/// directly and reads no map).
+pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
     shape.n.is_multiple_of(4).then(|| TensorMap2d {
         dims: [shape.n as u64, shape.m as u64],
         row_stride_bytes: (shape.n * 4) as u64,
-        box_dims: [EPILOGUE_BOX_N, box_rows],
+        box_dims: [EPILOGUE_BOX_N, EPILOGUE_BOX_M],
         elem_bytes: 4,
     })
 }
@@ -252,7 +251,7 @@ pub fn bf16_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a 
         let [map_a, map_b] = tensor_maps(s, Operand::Bf16, lda, ldb);
         let bf16 = data_type(Operand::Bf16);
         let mut list = vec![(map_a, device_address(gpu, &a), bf16), (map_b, device_address(gpu, &b), bf16)];
-        if let Some(map_c) = c_map(s, kernels::matmul::wgmma::KERNEL_BF16) {
+        if let Some(map_c) = c_map(s) {
             list.push((map_c, device_address(gpu, &mats.c), data_type(Operand::Tf32)));
         }
         let maps = upload_maps(gpu, &list)?;
@@ -297,8 +296,7 @@ pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize) -> [TensorMa
     ]
 }
 
-/// `wgmma_tf32`'s padded copies (allocated on first use; written by every launch) and maps
-/// (with `C`'s when `n % 4 == 0`).
+/// `wgmma_tf32`'s padded copies (allocated on first use; written by every launch) and maps.
 fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32RsOperands> {
     if mats.tensor_core.tf32_rs.is_none() {
         let s = mats.shape;
@@ -313,11 +311,7 @@ fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a T
         ];
         let [map_a, map_b] = tensor_maps_rs(s, ld_a, ld_b);
         let f32 = data_type(Operand::Tf32);
-        let mut list = vec![(map_a, bases[0], f32), (map_b, bases[1], f32)];
-        if let Some(map_c) = c_map(s, kernels::matmul::wgmma::KERNEL_TF32) {
-            list.push((map_c, device_address(gpu, &mats.c), f32));
-        }
-        let maps = upload_maps(gpu, &list)?;
+        let maps = upload_maps(gpu, &[(map_a, bases[0], f32), (map_b, bases[1], f32)])?;
         mats.tensor_core.tf32_rs = Some(Tf32RsOperands { a_padded, b_padded, ld_a, ld_b, maps });
     }
     Ok(mats.tensor_core.tf32_rs.as_ref().expect("prepared above"))
@@ -364,7 +358,7 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
         launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k).arg(&n);
         // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32): the maps describe
         // A and B (or their padded copies, written above on this stream) in the boxes
-        // tensor_maps_rs gives, and with n % 4 == 0 also C (mats.c, as c_map gives); C holds m*n f32 and overlaps none of them; the plan gives
+        // tensor_maps_rs gives; C holds m*n f32 and overlaps none of them; the plan gives
         // TF32_THREADS threads and DYNAMIC_SHARED_BYTES, allowed by the attribute above.
         unsafe { launch.launch(cfg) }?;
         return Ok(());
@@ -450,21 +444,12 @@ mod tests {
 
     #[test]
     fn c_map_exists_only_for_rows_of_16_byte_multiples() {
-        use kernels::matmul::wgmma::{EPILOGUE_BOX_BYTES, KERNEL_BF16, KERNEL_TF32, TF32_EPILOGUE_BOX_BYTES};
-        for kernel in [KERNEL_BF16, KERNEL_TF32] {
-            assert!(c_map(MatmulShape::new(129, 7, 257).unwrap(), kernel).is_none());
-            assert!(c_map(MatmulShape::new(129, 7, 258).unwrap(), kernel).is_none());
-        }
-        let c = c_map(MatmulShape::new(2100, 70, 300).unwrap(), KERNEL_BF16).unwrap();
+        assert!(c_map(MatmulShape::new(129, 7, 257).unwrap()).is_none());
+        assert!(c_map(MatmulShape::new(129, 7, 258).unwrap()).is_none());
+        let c = c_map(MatmulShape::new(2100, 70, 300).unwrap()).unwrap();
         assert_eq!((c.dims, c.row_stride_bytes, c.box_dims), ([300, 2100], 1200, [32, 64]));
         c.check().unwrap();
-        assert_eq!(c.box_dims[0] * c.box_dims[1] * 4, EPILOGUE_BOX_BYTES);
-        // wgmma_tf32: boxes of 32 x 32, two to a buffer.
-        let c = c_map(MatmulShape::new(2100, 70, 300).unwrap(), KERNEL_TF32).unwrap();
-        assert_eq!((c.dims, c.row_stride_bytes, c.box_dims), ([300, 2100], 1200, [32, 32]));
-        c.check().unwrap();
-        assert_eq!(c.box_dims[0] * c.box_dims[1] * 4, TF32_EPILOGUE_BOX_BYTES);
-        assert_eq!(2 * TF32_EPILOGUE_BOX_BYTES, EPILOGUE_BOX_BYTES);
+        assert_eq!(c.box_dims[0] * c.box_dims[1] * 4, kernels::matmul::wgmma::EPILOGUE_BOX_BYTES);
     }
 
     #[test]

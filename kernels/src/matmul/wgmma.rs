@@ -42,8 +42,7 @@
 //! warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and its
 //! first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
 //! 128-byte lines) while the warpgroup fills the next; the last stores drain while the next
-//! tile's `wgmma` run. `wgmma_tf32` does the same with its transposed fragments (see `gpu_rs`).
-//! Otherwise (and in `wgmma_tf32_transposed`) each thread stores its
+//! tile's `wgmma` run. Otherwise (and in `wgmma_tf32_transposed`) each thread stores its
 //! accumulator pairs directly.
 //!
 //! # Safety
@@ -115,12 +114,6 @@ pub const EPILOGUE_BOX_N: u32 = 32;
 pub const EPILOGUE_BOX_M: u32 = 64;
 /// Bytes of one epilogue box in shared memory.
 pub const EPILOGUE_BOX_BYTES: u32 = EPILOGUE_BOX_N * EPILOGUE_BOX_M * 4;
-/// Rows of `C` per epilogue box of `wgmma_tf32`, whose warpgroups hold 256 rows x 64 columns
-/// of `C` with each 32 columns in two of their warps: a step of its epilogue stores 32 rows as
-/// two boxes of [`EPILOGUE_BOX_N`] columns, one [`EPILOGUE_BOX_BYTES`] buffer.
-pub const TF32_EPILOGUE_BOX_M: u32 = 32;
-/// Bytes of one `wgmma_tf32` epilogue box (half a buffer).
-pub const TF32_EPILOGUE_BOX_BYTES: u32 = EPILOGUE_BOX_N * TF32_EPILOGUE_BOX_M * 4;
 /// Epilogue boxes in shared memory per consumer warpgroup: one filled while the TMA stores the
 /// other.
 pub const EPILOGUE_BUFFERS: u32 = 2;
@@ -444,12 +437,6 @@ mod gpu_rs {
     /// `B` operand and `B` (row-major, so N-major) its `A` operand, loaded from shared memory
     /// into registers in the fragment layout (TF32 takes no transpose from shared memory).
     /// Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x [`BLOCK_N`] = 256 rows.
-    ///
-    /// Epilogue: with `n % 4 == 0`, each warpgroup writes its 256 rows x 64 columns of `C` in 8
-    /// steps of 32 rows, each two [`TF32_EPILOGUE_BOX_M`] x [`EPILOGUE_BOX_N`] boxes in `C`'s
-    /// row-major layout (128-byte swizzled) in one of [`EPILOGUE_BUFFERS`] buffers of its own, which
-    /// the TMA stores while it fills the other (as `wgmma_bf16`); otherwise, guarded direct
-    /// stores down `C`'s columns.
     #[inline(always)]
     pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
@@ -459,10 +446,7 @@ mod gpu_rs {
         // rows x 32 of K.
         let b_stage = |s: u32| base + s * STAGE_BYTES;
         let a_stage = |s: u32| b_stage(s) + STAGE_A_BYTES;
-        // Epilogue buffer `i` of warpgroup `wg`: two boxes of 32 x 32 (one per half of the
-        // warpgroup's 64 columns of C), 1024-byte aligned after the ring.
-        let epilogue = |wg: u32, i: u32| base + STAGES * STAGE_BYTES + (wg * EPILOGUE_BUFFERS + i) * EPILOGUE_BOX_BYTES;
-        let full = |s: u32| base + STAGES * STAGE_BYTES + EPILOGUE_BYTES + s * mbarrier::BYTES;
+        let full = |s: u32| base + STAGES * STAGE_BYTES + s * mbarrier::BYTES;
         let empty = |s: u32| full(STAGES) + s * mbarrier::BYTES;
         let tid = thread::thread_idx_x();
         let warp = tid / 32;
@@ -486,9 +470,6 @@ mod gpu_rs {
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
         let map_a = maps;
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
-        let map_c = maps.wrapping_add(2 * TENSOR_MAP_BYTES);
-        // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule).
-        let tma_store = n.is_multiple_of(4);
 
         if warp >= CONSUMERS * 4 {
             // The whole producer warpgroup gives back registers (`.aligned`), then one thread
@@ -607,101 +588,34 @@ mod gpu_rs {
             // SAFETY: as above, for the tile's last stage.
             unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
 
-            if tma_store {
-                // C^T's accumulators go to C's rows through shared memory: step i takes C rows
-                // 32i..32i+32 of the tile (registers 4q + 2h + e with q / 4 = i) as two boxes of
-                // 32 rows x 32 columns (warps 0-1 fill the first, 2-3 the second), written in
-                // C's row-major layout, 128-byte swizzled: a warp's store covers 8 columns of
-                // rows 2 apart, whose 16-byte chunks the swizzle spreads over all 32 banks.
-                // The TMA stores each step's boxes while the warpgroup fills the other buffer;
-                // the last two steps drain during the next tile's loop.
-                let (x0, y0) = ((tr * BLOCK_M + wg * 64) as i32, (tc * BLOCK_N) as i32);
-                let buffers = epilogue(wg, 0);
-                let half = ((t / 32) / 2) * TF32_EPILOGUE_BOX_BYTES;
-                let (lrow, lcol) = (2 * (t % 4), ((t / 32) % 2) * 16 + (t % 32) / 4);
-                // The swizzled offsets of this thread's four (h, e) elements in the first 8 rows;
-                // the pattern repeats every 8 rows (1024 bytes).
-                let offsets: [u32; 4] = core::array::from_fn(|he| {
-                    let (h, e) = (he as u32 / 2, he as u32 % 2);
-                    buffers + half + wgmma::swizzle_128b((lrow + e) * 128 + (lcol + 8 * h) * 4)
-                });
-                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    let buf_offset = (i as u32 % EPILOGUE_BUFFERS) * EPILOGUE_BOX_BYTES;
-                    let buf = buffers + buf_offset;
-                    if t == 0 {
-                        // The stores that read this buffer two steps ago are done with it.
-                        tma::bulk_wait_group_read::<{ EPILOGUE_BUFFERS - 1 }>();
-                    }
-                    thread::sync_named(1 + wg, 128);
-                    unroll!(qq in [0, 1, 2, 3] {
-                        unroll!(h in [0, 1] {
-                            unroll!(e in [0, 1] {
-                                // SAFETY: inside this thread's box of the buffer (32 rows of 128
-                                // bytes), 4-byte aligned; no store reads the buffer until the
-                                // barrier below, and the last that did finished reading (the
-                                // wait and barrier above).
-                                unsafe {
-                                    f32::store_shared(
-                                        offsets[2 * h + e] + buf_offset + 1024 * qq as u32,
-                                        acc[4 * (4 * i + qq) + 2 * h + e],
-                                    )
-                                };
-                            });
-                        });
-                    });
-                    // The TMA (async proxy) reads what these generic stores wrote.
-                    tma::fence_proxy_async_shared();
-                    thread::sync_named(1 + wg, 128);
-                    if t == 0 {
-                        let y = y0 + 32 * i as i32;
-                        // SAFETY: the C map (kernel contract: dims {n, m}, box {32, 32},
-                        // 128-byte swizzle) and boxes the warpgroup wrote and fenced above, left
-                        // alone until a later wait covers this group; the TMA skips elements
-                        // outside C, and each element of C has one owner.
+            // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
+            // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
+            // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
+            let row = tc * BLOCK_N + 2 * (t % 4);
+            let col = tr * BLOCK_M + wg * 64 + fr;
+            let (col_ok, col8_ok) = (col < n, col + 8 < n);
+            let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
+            let step8 = 8 * n as usize;
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                          26, 27, 28, 29, 30, 31] {
+                let r = row + 8 * q as u32;
+                unroll!(e in [0, 1] {
+                    if r + (e as u32) < m {
+                        let pe = p.wrapping_add(e * n as usize);
+                        // SAFETY: row r + e < m and the column checked: inside C; one owner
+                        // per element.
                         unsafe {
-                            tma::store_2d(map_c, x0, y, buf);
-                            tma::store_2d(map_c, x0 + 32, y, buf + TF32_EPILOGUE_BOX_BYTES);
-                        }
-                        tma::bulk_commit_group();
-                    }
-                });
-                if t == 0 && tile + step >= tiles {
-                    // The block's shared memory must outlive the stores' reads of it. Here rather
-                    // than after the loop: a wait after the loop made ptxas allocate the whole
-                    // kernel within the 168 registers of its entry instead of the consumers'
-                    // 232 (`setmaxnreg`), which serialised the wgmma and spilled.
-                    tma::bulk_wait_group::<0>();
-                }
-            } else {
-                // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
-                // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
-                // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
-                let row = tc * BLOCK_N + 2 * (t % 4);
-                let col = tr * BLOCK_M + wg * 64 + fr;
-                let (col_ok, col8_ok) = (col < n, col + 8 < n);
-                let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
-                let step8 = 8 * n as usize;
-                unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-                              26, 27, 28, 29, 30, 31] {
-                    let r = row + 8 * q as u32;
-                    unroll!(e in [0, 1] {
-                        if r + (e as u32) < m {
-                            let pe = p.wrapping_add(e * n as usize);
-                            // SAFETY: row r + e < m and the column checked: inside C; one owner
-                            // per element.
-                            unsafe {
-                                if col_ok {
-                                    mem::store_global_f32(pe, acc[4 * q + e]);
-                                }
-                                if col8_ok {
-                                    mem::store_global_f32(pe.wrapping_add(8), acc[4 * q + 2 + e]);
-                                }
+                            if col_ok {
+                                mem::store_global_f32(pe, acc[4 * q + e]);
+                            }
+                            if col8_ok {
+                                mem::store_global_f32(pe.wrapping_add(8), acc[4 * q + 2 + e]);
                             }
                         }
-                    });
-                    p = p.wrapping_add(step8);
+                    }
                 });
-            }
+                p = p.wrapping_add(step8);
+            });
             tile += step;
         }
     }
@@ -732,9 +646,8 @@ crate::hopper_kernel! {
     /// [`gpu_rs`].
     ///
     /// # Safety
-    /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; when `n %
-    /// 4 == 0`, `C` (`c`) dims `{n, m}`, box `{32, 32}`; 128-byte swizzle; otherwise as the module
-    /// documentation.
+    /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; otherwise as the module documentation.
     pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
         unsafe { gpu_rs::run(maps, c, m, k, n) }
