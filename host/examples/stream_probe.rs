@@ -10,7 +10,15 @@ use std::time::Instant;
 
 const GB: f64 = 1e9;
 
-fn lock_all(ctx: &Arc<CudaContext>, ptrs: &[usize], bytes: usize, threads: usize) -> f64 {
+/// Runs `call` on every region of `ptrs` from `threads` threads bound to `ctx`, each taking the
+/// next region not yet taken; returns GB/s over `bytes` per region.
+fn over_regions(
+    ctx: &Arc<CudaContext>,
+    ptrs: &[usize],
+    bytes: usize,
+    threads: usize,
+    call: impl Fn(usize) + Sync,
+) -> f64 {
     let next = AtomicUsize::new(0);
     let t = Instant::now();
     std::thread::scope(|s| {
@@ -18,10 +26,7 @@ fn lock_all(ctx: &Arc<CudaContext>, ptrs: &[usize], bytes: usize, threads: usize
             s.spawn(|| {
                 ctx.bind_to_thread().unwrap();
                 while let Some(&p) = ptrs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    unsafe {
-                        sys::cuMemHostRegister_v2(p as *mut _, bytes, sys::CU_MEMHOSTREGISTER_READ_ONLY).result()
-                    }
-                    .unwrap();
+                    call(p);
                 }
             });
         }
@@ -29,20 +34,14 @@ fn lock_all(ctx: &Arc<CudaContext>, ptrs: &[usize], bytes: usize, threads: usize
     (ptrs.len() * bytes) as f64 / t.elapsed().as_secs_f64() / GB
 }
 
+fn lock_all(ctx: &Arc<CudaContext>, ptrs: &[usize], bytes: usize, threads: usize) -> f64 {
+    over_regions(ctx, ptrs, bytes, threads, |p| {
+        unsafe { sys::cuMemHostRegister_v2(p as *mut _, bytes, sys::CU_MEMHOSTREGISTER_READ_ONLY).result() }.unwrap()
+    })
+}
+
 fn unlock_all(ctx: &Arc<CudaContext>, ptrs: &[usize], bytes: usize, threads: usize) -> f64 {
-    let next = AtomicUsize::new(0);
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                ctx.bind_to_thread().unwrap();
-                while let Some(&p) = ptrs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    unsafe { sys::cuMemHostUnregister(p as *mut _).result() }.unwrap();
-                }
-            });
-        }
-    });
-    (ptrs.len() * bytes) as f64 / t.elapsed().as_secs_f64() / GB
+    over_regions(ctx, ptrs, bytes, threads, |p| unsafe { sys::cuMemHostUnregister(p as *mut _).result() }.unwrap())
 }
 
 /// Copies 256 MiB from pinned memory to the device until `stop`; returns GB/s.
