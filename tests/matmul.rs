@@ -208,12 +208,17 @@ fn tensor_core_variants_give_equal_results_on_every_run() {
     let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
     for plan in tensor_core_plans(&gpu, shape) {
-        let first = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-        for _ in 0..3 {
-            let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-            let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{plan}: two runs differ (a race?)");
-        }
+        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+    }
+}
+
+/// Runs `plan` four times on the same inputs and asserts every `C` is bitwise the first.
+fn assert_runs_bitwise_equal(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) {
+    let first = matmul::run_plan(gpu, plan, mats).unwrap();
+    for _ in 0..3 {
+        let again = matmul::run_plan(gpu, plan, mats).unwrap();
+        let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "{plan} on {}: two runs differ (a race?)", mats.shape);
     }
 }
 
@@ -272,12 +277,7 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
         let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
         let plan = matmul::plan(MatmulVariant::Auto, shape, device).unwrap();
         assert!(plan.reduce.is_some(), "{shape} was meant to exercise a split: {plan}");
-        let first = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-        for _ in 0..3 {
-            let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
-            let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{plan} on {shape}: two runs differ");
-        }
+        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
 }
 
