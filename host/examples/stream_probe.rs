@@ -174,6 +174,79 @@ fn mapped_copy(ctx: &Arc<CudaContext>, map: &[u8], total: usize, threads: usize,
     (total / piece * piece) as f64 / t.elapsed().as_secs_f64() / GB
 }
 
+/// Each of `threads` threads takes the next `piece` bytes of the mapped file, copies them into the
+/// next of its `slots` pinned buffers (plain or non-temporal stores) once that buffer's last copy
+/// is done, and enqueues the buffer's copy to the device on a stream of its own: GB/s over
+/// `total` bytes. Small rings of small pieces may stay in the CPU's last-level cache, where the
+/// copy engine's reads find them without another pass over host memory.
+fn pipeline(
+    ctx: &Arc<CudaContext>,
+    map: &[u8],
+    total: usize,
+    threads: usize,
+    piece: usize,
+    slots: usize,
+    nt: bool,
+) -> f64 {
+    struct Lane {
+        stream: Arc<cudarc::driver::CudaStream>,
+        dev: cudarc::driver::CudaSlice<u8>,
+        bufs: Vec<(cudarc::driver::PinnedHostSlice<u8>, usize, cudarc::driver::CudaEvent)>,
+    }
+    let lanes: Vec<Lane> = (0..threads)
+        .map(|_| {
+            let stream = ctx.new_stream().unwrap();
+            let dev = stream.alloc_zeros::<u8>(piece).unwrap();
+            let bufs = (0..slots)
+                .map(|_| {
+                    let mut h = unsafe { ctx.alloc_pinned_with_flags::<u8>(piece, 0) }.unwrap();
+                    h.as_mut_slice().unwrap().fill(0);
+                    let p = h.as_ptr().unwrap() as usize;
+                    let e = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC)).unwrap();
+                    e.record(&stream).unwrap();
+                    (h, p, e)
+                })
+                .collect();
+            Lane { stream, dev, bufs }
+        })
+        .collect();
+    ctx.synchronize().unwrap();
+    let pieces = total / piece;
+    let next = AtomicUsize::new(0);
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for lane in &lanes {
+            let next = &next;
+            s.spawn(move || {
+                ctx.bind_to_thread().unwrap();
+                let (dptr, _g) = cudarc::driver::DevicePtr::device_ptr(&lane.dev, &lane.stream);
+                let mut n = 0;
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= pieces {
+                        break;
+                    }
+                    let (_, p, e) = &lane.bufs[n % slots];
+                    n += 1;
+                    e.synchronize().unwrap();
+                    let out = unsafe { std::slice::from_raw_parts_mut(*p as *mut u8, piece) };
+                    let src = &map[i * piece..(i + 1) * piece];
+                    if nt {
+                        copy_nt(out, src)
+                    } else {
+                        out.copy_from_slice(src)
+                    }
+                    unsafe { sys::cuMemcpyHtoDAsync_v2(dptr, *p as *const _, piece, lane.stream.cu_stream()).result() }
+                        .unwrap();
+                    e.record(&lane.stream).unwrap();
+                }
+                lane.stream.synchronize().unwrap();
+            });
+        }
+    });
+    (pieces * piece) as f64 / t.elapsed().as_secs_f64() / GB
+}
+
 /// Copy rates from page-locked memory of each kind: the mapped file's page cache locked in
 /// place, anonymous memory with and without transparent huge pages locked in place, and
 /// cuMemHostAlloc's pinned memory.
@@ -225,6 +298,43 @@ fn main() {
     let path = &args[1];
     let gib: usize = args.get(2).map_or(16, |a| a.parse().unwrap());
     let ctx = CudaContext::new(0).unwrap();
+    if args.get(3).is_some_and(|a| a == "pipeline") {
+        let file = std::fs::File::open(path).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        let total = (gib << 30).min((map.len() >> 30) << 30);
+        let bytes = 256usize << 20;
+        let pinned = unsafe { ctx.alloc_pinned_with_flags::<u8>(bytes, 0) }.unwrap();
+        let regions = vec![pinned.as_ptr().unwrap() as usize; 16];
+        let (_, rate) = copy_rate(&ctx, &regions, bytes);
+        println!("pinned copy 16 x 256 MiB: {rate:.1} GB/s");
+        let configs: Vec<(usize, usize, usize, bool)> = std::env::var("PIPELINE")
+            .map(|v| {
+                v.split(',')
+                    .map(|c| {
+                        let f: Vec<&str> = c.split(':').collect();
+                        (
+                            f[0].parse().unwrap(),
+                            f[1].parse::<usize>().unwrap() << 10,
+                            f[2].parse().unwrap(),
+                            f[3] == "nt",
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (threads, piece, slots, nt) in configs {
+            let r = pipeline(&ctx, &map, total, threads, piece, slots, nt);
+            println!(
+                "pipeline {threads} threads, {} KiB pieces, {slots} slots, {} stores: {r:.1} GB/s ({:.2} of pinned)",
+                piece >> 10,
+                if nt { "non-temporal" } else { "plain" },
+                r / rate
+            );
+        }
+        let (_, rate) = copy_rate(&ctx, &regions, bytes);
+        println!("pinned copy again: {rate:.1} GB/s");
+        return;
+    }
     if args.get(3).is_some_and(|a| a == "copies") {
         let file = std::fs::File::open(path).unwrap();
         let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
