@@ -114,6 +114,40 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
+fn streamed_histogram_with_readers_chunks_ahead_of_the_counting_equals_the_cpu() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("readers ahead"));
+    let dir = tempfile::tempdir().unwrap();
+    // 64 chunks of 64 KiB and a ragged last one, in pieces of 4 KiB: 16 readers hold pieces of
+    // several chunks at once, so their copies wait for the counts of the chunks before them in
+    // their stream's buffer.
+    let chunk_bytes = 64u64 << 10;
+    let n = 64 * (chunk_bytes as usize / 4) + 1_001;
+    let values = histogram_input(rng.random(), n, 512, ValueDistribution::Uniform);
+    let path = dir.path().join("values.bin");
+    write_raw(&path, &values);
+    let file = DataFile::open(&path, Some(ElementType::I32)).unwrap();
+    let plan = histogram::plan_with(&gpu, 512, PlanRequest::default()).unwrap();
+    let want: Vec<u64> = histogram_cpu(&values, 512).into_iter().map(u64::from).collect();
+    for (streams, read) in [(2, ReadMode::Copy), (3, ReadMode::Copy), (2, ReadMode::Pinned)] {
+        let options = StreamOptions {
+            chunk_bytes,
+            streams,
+            lockers: 2,
+            readers: 16,
+            piece_bytes: 4 << 10,
+            ahead: 4,
+            read,
+            progress: false,
+        };
+        let report =
+            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options).unwrap();
+        assert_eq!(report.chunks, 65, "{read:?}");
+        assert_eq!(report.counts, want, "{streams} streams, {read:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
 fn streamed_histogram_of_a_npy_file_equals_the_library_histogram_of_its_values() {
     let (gpu, mut rng) = (gpu(), fresh_rng("npy histogram"));
     let dir = tempfile::tempdir().unwrap();

@@ -1,13 +1,15 @@
 //! Histograms of inputs larger than the GPU: a file is cut into chunks ([`plan_chunks`]) and each
 //! chunk into pieces ([`plan_pieces`]), pure and tested on the CPU. Producer threads prepare the
 //! pieces ahead, each taking the next piece not yet taken ([`ReadMode::Copy`], the default: readers
-//! copy pieces of the mapped file into pinned buffers with streaming stores; [`ReadMode::Pinned`]:
-//! readers `pread` them into pinned buffers; [`ReadMode::Mapped`]: lockers page-lock each piece of
-//! the mapped file in place; [`ReadMode::Mixed`]: lockers and copying readers). The main thread
-//! copies each chunk's pieces in order on one of two or more streams and counts the chunk there
-//! with the planned kernel, into one set of counters. Copies of one chunk overlap the counting of
-//! the previous one and the preparation of the next ones. [`StreamPhases`] says where the time
-//! went.
+//! copy pieces of the mapped file into pinned buffers; [`ReadMode::Pinned`]: readers `pread` them
+//! into pinned buffers; [`ReadMode::Mapped`]: lockers page-lock each piece of the mapped file in
+//! place; [`ReadMode::Mixed`]: lockers and copying readers). Each chunk goes to one of two or more
+//! streams, each with a chunk buffer on the device: a reader enqueues its piece's copy there
+//! itself, as soon as the piece is in its pinned buffer, and the main thread enqueues the locked
+//! pieces' copies in order; once every piece of a chunk is enqueued, the main thread counts the
+//! chunk on its stream with the planned kernel, into one set of counters. Copies of one chunk
+//! overlap the counting of the previous one and the preparation of the next ones.
+//! [`StreamPhases`] says where the time went.
 //!
 //! Counters are `u32`: before the values counted into them could exceed `u32::MAX` (a bin could
 //! overflow), they are added into `u64` totals on the host and zeroed; [`plan_chunks`] marks
@@ -21,14 +23,21 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlic
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::Instant;
 
 /// Chunk size unless the caller names one.
 pub const DEFAULT_CHUNK_BYTES: u64 = 256 << 20;
 
-/// Piece size unless the caller names one.
-pub const DEFAULT_PIECE_BYTES: u64 = 16 << 20;
+/// Piece size unless the caller names one. With [`READER_BUFFERS`] buffers per reader, the
+/// default readers' pinned buffers (96 MiB) fit in the last-level cache of the H100 machine's CPU
+/// (300 MiB), where the copy engine may find a piece just written without another pass over host
+/// memory: a probe of 12 copying threads with pieces of 4 MiB streamed 49.6 GB/s (0.90 of the
+/// pinned copy), of 2 MiB 46.2, with non-temporal stores (which bypass the cache) 42.4.
+pub const DEFAULT_PIECE_BYTES: u64 = 4 << 20;
+
+/// Pinned buffers of a piece each per reader: one is filled while the other's copy runs.
+pub const READER_BUFFERS: usize = 2;
 
 /// Most values the counters take between two flushes into the host's `u64` totals: then no
 /// `u32` bin can overflow, whatever the values.
@@ -144,10 +153,10 @@ pub struct StreamOptions {
     /// [`ReadMode::Mixed`]).
     pub readers: usize,
     /// Bytes per piece: chunks are locked, read and copied in pieces of this size where it
-    /// divides them (see [`piece_bytes_for`]), whole chunks otherwise.
+    /// divides them (see [`piece_bytes_for`]), whole chunks otherwise. Each reader has
+    /// [`READER_BUFFERS`] pinned buffers of a piece.
     pub piece_bytes: u64,
-    /// Pieces page-locked in place at once (at least `streams` and `lockers`); readers get two
-    /// pinned buffers of a piece each, and one more per stream.
+    /// Pieces page-locked in place at once (at least `streams` and `lockers`).
     pub ahead: usize,
     /// How chunks reach the copy engine.
     pub read: ReadMode,
@@ -164,9 +173,8 @@ pub enum ReadMode {
     /// Reader threads copy each chunk into pinned buffers (`pread`), which the copy engine reads:
     /// one more pass over host memory, but no mapping of the file.
     Pinned,
-    /// Reader threads copy each piece of the mapped file into pinned buffers with streaming
-    /// (non-temporal) stores, which the copy engine reads: no driver call but the copy per piece,
-    /// and a third less memory traffic than `pread`'s copy.
+    /// Reader threads copy each piece of the mapped file into pinned buffers, which the copy
+    /// engine reads: no system call and no driver call but the copy per piece.
     Copy,
     /// Lockers and copying readers at once, each taking the next piece not yet taken.
     Mixed,
@@ -203,7 +211,7 @@ impl Default for StreamOptions {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             streams: 2,
             lockers: 4,
-            readers: 10,
+            readers: 12,
             piece_bytes: DEFAULT_PIECE_BYTES,
             ahead: 16,
             read: ReadMode::Copy,
@@ -250,11 +258,13 @@ pub struct StreamPhases {
     pub read_pieces: usize,
     /// In `pread`, over all readers.
     pub read_s: f64,
-    /// Readers waiting for a free buffer and its last copy.
+    /// Readers waiting for their buffer's last copy, or for their chunk's device buffer to be
+    /// free (its last chunk's count enqueued).
     pub read_wait_s: f64,
     /// The main thread waiting for the next piece in order to be prepared.
     pub ready_wait_s: f64,
-    /// The main thread enqueuing copies and kernels, flushes of the counters included.
+    /// Enqueuing copies (readers and the main thread) and kernels (the main thread), flushes of
+    /// the counters included.
     pub issue_s: f64,
     /// The unlocker waiting for locked pieces' copies to finish.
     pub copy_wait_s: f64,
@@ -354,9 +364,8 @@ pub fn histogram_file(
         (0..stream_count).map(|_| gpu.zeros(size as usize * capacity)).collect::<Result<_>>()?;
     let device_ptrs = device.iter().zip(&streams).map(|(d, s)| d.device_ptr(s).0).collect();
     let mut counter = Counter {
-        streams,
+        lanes: Arc::new(Lanes { streams, device_ptrs, lane_bytes: size as usize * capacity, size: size as usize }),
         device,
-        device_ptrs,
         scratch: (0..stream_count).map(|_| None).collect(),
         element,
         binning,
@@ -369,14 +378,8 @@ pub fn histogram_file(
     let setup = Instant::now();
     let mut start = setup;
     let tallies = Tally::default();
-    let producers = Producers {
-        from_map: read.copies_mapping(),
-        lockers,
-        window: ahead,
-        readers,
-        buffers: 2 * readers + stream_count,
-        capacity: piece_capacity,
-    };
+    let producers =
+        Producers { from_map: read.copies_mapping(), lockers, window: ahead, readers, capacity: piece_capacity };
     let result = stream_chunks(gpu, plan, file, &chunks, &pieces, &mut counter, producers, &tallies, &mut start);
     let seconds = start.elapsed().as_secs_f64();
     let setup_s = (start - setup).as_secs_f64();
@@ -404,35 +407,33 @@ pub const PAGE_BYTES: u64 = 64 << 10;
 /// readable to a multiple of it past a file's end.
 const MIN_PAGE_BYTES: u64 = 4 << 10;
 
-/// The device side of a stream: a stream and buffer per slot, one set of counters, and the
-/// host's `u64` totals they are flushed into.
-struct Counter<'a> {
+/// Where pieces are copied: a stream per slot and its chunk buffer on the device. Readers and the
+/// main thread enqueue copies into it at once.
+struct Lanes {
     streams: Vec<Arc<CudaStream>>,
-    /// A chunk's bytes per stream.
-    device: Vec<CudaSlice<u8>>,
-    /// Their device addresses, for copies enqueued without cudarc's per-use event tracking
-    /// (three more driver calls per copy, each waiting behind any page-locking in progress).
+    /// The chunk buffers' device addresses, for copies enqueued without cudarc's per-use event
+    /// tracking (three more driver calls per copy, each waiting behind any page-locking in
+    /// progress).
     device_ptrs: Vec<sys::CUdeviceptr>,
-    /// The bucketed and sorted tiers' buffers per stream.
-    scratch: Vec<Option<BucketScratch>>,
-    element: InputType,
-    binning: Binning,
-    counts: CudaSlice<u32>,
-    totals: &'a mut Vec<u64>,
-    bar: Option<indicatif::ProgressBar>,
+    /// Bytes of each chunk buffer.
+    lane_bytes: usize,
+    /// Bytes per value.
+    size: usize,
 }
 
-impl Counter<'_> {
+impl Lanes {
     /// Copies the piece's values from `host` (page-locked, so the copy is asynchronous) to its
     /// place in its chunk's buffer, on the chunk's stream, and records `copied` after the copy.
-    fn copy(&mut self, piece: Piece, chunk: Chunk, host: &[u8], copied: &CudaEvent) -> Result<()> {
+    /// The chunk's stream must have the count of the slot's previous chunk enqueued already
+    /// (see [`copies_wait_for_counts`]).
+    fn copy(&self, piece: Piece, chunk: Chunk, host: &[u8], copied: &CudaEvent) -> Result<()> {
         let slot = chunk.index % self.streams.len();
-        let size = self.element.size() as usize;
-        let (offset, len) = (size * (piece.first - chunk.first) as usize, size * piece.len as usize);
-        assert!(offset + len <= self.device[slot].len() && len <= host.len(), "a piece lies in its chunk");
+        let (offset, len) = (self.size * (piece.first - chunk.first) as usize, self.size * piece.len as usize);
+        assert!(offset + len <= self.lane_bytes && len <= host.len(), "a piece lies in its chunk");
         // SAFETY: `host` holds `len` page-locked bytes that stay so until `copied` completes
         // (their unlocking or refilling waits for it); the destination lies in this slot's
-        // buffer, used by this slot's stream alone, in order.
+        // buffer, which this slot's stream alone uses, in order: the copies of one chunk go to
+        // disjoint places, after the count of the slot's previous chunk.
         unsafe {
             sys::cuMemcpyHtoDAsync_v2(
                 self.device_ptrs[slot] + offset as u64,
@@ -445,20 +446,86 @@ impl Counter<'_> {
         copied.record(&self.streams[slot])?;
         Ok(())
     }
+}
 
+/// Chunks whose count must be enqueued before a piece of chunk `chunk` may be copied to its
+/// slot of `streams`: the slot's previous chunk (`chunk - streams`) and all before it, so that
+/// the copy, later on the slot's stream, cannot overwrite values not yet counted.
+///
+/// ```
+/// use host::stream::copies_wait_for_counts;
+/// assert_eq!(copies_wait_for_counts(1, 2), 0);
+/// assert_eq!(copies_wait_for_counts(2, 2), 1);
+/// assert_eq!(copies_wait_for_counts(7, 3), 5);
+/// ```
+pub fn copies_wait_for_counts(chunk: usize, streams: usize) -> usize {
+    (chunk + 1).saturating_sub(streams)
+}
+
+/// How many chunks have their count enqueued, for readers waiting to copy into a chunk buffer.
+struct Counted {
+    chunks: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Counted {
+    /// Waits until at least `chunks` chunks have their count enqueued; `false` if `stop` is set
+    /// (see [`Counted::wake`]).
+    fn wait_for(&self, chunks: usize, stop: &AtomicBool) -> bool {
+        let Ok(mut counted) = self.chunks.lock() else { return false };
+        while *counted < chunks && !stop.load(Ordering::Relaxed) {
+            let Ok(next) = self.changed.wait(counted) else { return false };
+            counted = next;
+        }
+        !stop.load(Ordering::Relaxed)
+    }
+
+    /// Records that `chunks` chunks have their count enqueued.
+    fn set(&self, chunks: usize) {
+        if let Ok(mut counted) = self.chunks.lock() {
+            *counted = chunks;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Wakes every waiter to see that `stop` was set. Taking the lock first means no waiter is
+    /// between its check of `stop` and its wait.
+    fn wake(&self) {
+        let _held = self.chunks.lock();
+        self.changed.notify_all();
+    }
+}
+
+/// The device side of a stream: a stream and buffer per slot, one set of counters, and the
+/// host's `u64` totals they are flushed into.
+struct Counter<'a> {
+    lanes: Arc<Lanes>,
+    /// A chunk's bytes per stream.
+    device: Vec<CudaSlice<u8>>,
+    /// The bucketed and sorted tiers' buffers per stream.
+    scratch: Vec<Option<BucketScratch>>,
+    element: InputType,
+    binning: Binning,
+    counts: CudaSlice<u32>,
+    totals: &'a mut Vec<u64>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Counter<'_> {
     /// Counts the chunk, copied to its buffer, on its stream, and flushes the counters into the
     /// totals when the plan says so.
     fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk) -> Result<()> {
-        let slot = chunk.index % self.streams.len();
-        let stream = &self.streams[slot];
+        let slot = chunk.index % self.lanes.streams.len();
+        let stream = &self.lanes.streams[slot];
         let input =
             DeviceInput { bytes: &self.device[slot], element: self.element, binning: self.binning, n: chunk.len };
         histogram::launch_into(gpu, plan, stream, &input, &mut self.counts, &mut self.scratch[slot])?;
         if chunk.flush_after {
             self.synchronize()?;
-            let partial = self.streams[0].clone_dtoh(&self.counts)?;
-            self.streams[0].memset_zeros(&mut self.counts)?;
-            self.streams[0].synchronize()?;
+            let stream = &self.lanes.streams[0];
+            let partial = stream.clone_dtoh(&self.counts)?;
+            stream.memset_zeros(&mut self.counts)?;
+            stream.synchronize()?;
             for (t, p) in self.totals.iter_mut().zip(partial) {
                 *t += p as u64;
             }
@@ -470,7 +537,7 @@ impl Counter<'_> {
     }
 
     fn synchronize(&self) -> Result<()> {
-        for s in &self.streams {
+        for s in &self.lanes.streams {
             s.synchronize()?;
         }
         Ok(())
@@ -575,16 +642,17 @@ pub fn piece_bytes_for(chunk_bytes: u64, want: u64) -> u64 {
 }
 
 /// A piece prepared for the copy engine: its pages of the mapped file locked in place (their
-/// first byte), or its values read into a pinned buffer.
+/// first byte), for the main thread to copy, or read into a pinned buffer and its copy enqueued
+/// by its reader.
 enum Ready {
     Locked(Piece, usize, CudaEvent),
-    Filled(Piece, Staging),
+    Copied(Piece),
 }
 
 impl Ready {
     fn index(&self) -> usize {
         match self {
-            Ready::Locked(p, ..) | Ready::Filled(p, _) => p.index,
+            Ready::Locked(p, ..) | Ready::Copied(p) => p.index,
         }
     }
 }
@@ -617,22 +685,23 @@ unsafe fn unlock(pages: usize) -> Result<()> {
 }
 
 /// How the pieces are prepared: `lockers` threads page-lock pieces of the mapped file in place
-/// (at most `window` at once), `readers` threads read pieces into `buffers` pinned buffers of
-/// `capacity` values; each takes the next piece not yet taken, so the faster path takes more.
+/// (at most `window` at once), `readers` threads read pieces into [`READER_BUFFERS`] pinned
+/// buffers of `capacity` values each; each takes the next piece not yet taken, so the faster
+/// path takes more.
 struct Producers {
-    /// Readers copy from the mapped file (non-temporal stores) rather than `pread`.
+    /// Readers copy from the mapped file rather than `pread`.
     from_map: bool,
     lockers: usize,
     window: usize,
     readers: usize,
-    buffers: usize,
     capacity: usize,
 }
 
-/// Prepares the pieces on the producer threads and copies them and counts the chunks in order on
-/// the main thread; an unlocker thread waits for each locked piece's copy and unlocks its pages,
-/// so the main thread never waits on a copy or an unlock. The mapping and the pinned buffers are
-/// set up first, and `clock` restarted after them.
+/// Prepares the pieces on the producer threads (readers also enqueue their pieces' copies), and
+/// copies the locked pieces and counts the chunks in order on the main thread; an unlocker thread
+/// waits for each locked piece's copy and unlocks its pages, so the main thread never waits on a
+/// copy or an unlock. The mapping and the pinned buffers are set up first, and `clock` restarted
+/// after them.
 #[allow(clippy::too_many_arguments)]
 fn stream_chunks(
     gpu: &Gpu,
@@ -645,7 +714,7 @@ fn stream_chunks(
     tallies: &Tally,
     clock: &mut Instant,
 ) -> Result<()> {
-    let Producers { lockers, window, readers, buffers, capacity, from_map } = producers;
+    let Producers { lockers, window, readers, capacity, from_map } = producers;
     let ctx = gpu.context();
     let size = file.element().size() as usize;
     let handle = file.reopen()?;
@@ -672,31 +741,42 @@ fn stream_chunks(
         // never passes that end, whatever the system's page size.
         (base + start as usize, (end.min(map_len.div_ceil(MIN_PAGE_BYTES) * MIN_PAGE_BYTES) - start) as usize)
     };
-    let (free_tx, free_rx) = mpsc::channel::<Staging>();
-    for _ in 0..if readers > 0 { buffers } else { 0 } {
-        // SAFETY: plain page-locked memory (no flags: not write-combined, as the readers write it
-        // through the kernel's copy); a reader fills each buffer before any copy reads it.
-        let host = unsafe { ctx.alloc_pinned_with_flags::<u8>(size * capacity, 0) }?;
-        let (ptr, len) = (host.as_ptr()? as usize, host.len());
-        let copied = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?;
-        free_tx.send(Staging { _host: host, ptr, len, copied }).expect("the receiver lives in this scope");
-    }
+    let mut staging = (0..readers)
+        .map(|_| {
+            (0..READER_BUFFERS)
+                .map(|_| {
+                    // SAFETY: plain page-locked memory (no flags: not write-combined, as the
+                    // readers write and the cache keeps it); a reader fills each buffer before
+                    // any copy reads it.
+                    let host = unsafe { ctx.alloc_pinned_with_flags::<u8>(size * capacity, 0) }?;
+                    let (ptr, len) = (host.as_ptr()? as usize, host.len());
+                    let copied = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?;
+                    Ok(Staging { _host: host, ptr, len, copied })
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
     // A token per piece that may be locked at once: the event its copy records, reused.
     let (token_tx, token_rx) = mpsc::channel::<CudaEvent>();
     for _ in 0..if lockers > 0 { window } else { 0 } {
         let event = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?;
         token_tx.send(event).expect("the receiver lives in this scope");
     }
-    // Room for every piece a token or buffer lets be prepared: a producer never waits to send.
-    let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<Ready>>(window + buffers + 1);
+    // Unbounded: readers run ahead of the main thread by up to `streams` chunks (their copies
+    // wait for counts, not for the main thread's receipts), and one that stops never waits to send.
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<Ready>>();
     let (unlock_tx, unlock_rx) = mpsc::channel::<Locked>();
-    let (token_rx, free_rx) = (Mutex::new(token_rx), Mutex::new(free_rx));
+    let token_rx = Mutex::new(token_rx);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    let counts_enqueued = Counted { chunks: Mutex::new(0), changed: Condvar::new() };
+    let lanes = counter.lanes.clone();
+    let stream_count = lanes.streams.len();
     let mut early = BTreeMap::new();
     *clock = Instant::now();
     let result = std::thread::scope(|scope| -> Result<()> {
-        let (token_rx, free_rx, next, stop, handle) = (&token_rx, &free_rx, &next, &stop, &handle);
+        let (token_rx, next, stop, handle, counts_enqueued, lanes) =
+            (&token_rx, &next, &stop, &handle, &counts_enqueued, &lanes);
         // Owns the tokens: once the main thread stops sending it pieces and it has unlocked
         // them all, the tokens close and lockers waiting for one stop.
         let unlocker = scope.spawn(move || -> Result<()> {
@@ -762,15 +842,16 @@ fn stream_chunks(
                 }
             });
         }
-        for _ in 0..readers {
+        for mut buffers in staging.drain(..) {
             let ready_tx = ready_tx.clone();
-            // A reader takes a free buffer before the next piece, so the lowest piece not yet
-            // copied always holds a buffer or a token: the main thread, which copies in order,
-            // never waits on a piece that waits on it.
             scope.spawn(move || {
-                loop {
+                if let Err(e) = ctx.bind_to_thread() {
+                    let _ = ready_tx.send(Err(e.into()));
+                    return;
+                }
+                for turn in 0.. {
+                    let buf = &mut buffers[turn % READER_BUFFERS];
                     let waited = Instant::now();
-                    let Some(mut buf) = free_rx.lock().ok().and_then(|rx| rx.recv().ok()) else { return };
                     // The buffer's last copy is done before it is written again.
                     let synced = buf.copied.synchronize();
                     tally(&tallies.read_wait_ns, waited);
@@ -787,17 +868,32 @@ fn stream_chunks(
                             // alone, and its last copy is done.
                             unsafe {
                                 let src = std::slice::from_raw_parts(first as *const u8, size * piece.len as usize);
-                                copy_streaming(std::slice::from_raw_parts_mut(buf.ptr as *mut u8, src.len()), src);
+                                std::slice::from_raw_parts_mut(buf.ptr as *mut u8, src.len()).copy_from_slice(src);
                             }
                             Ok(())
                         } else {
-                            fill(file, handle, &mut buf, piece)
+                            fill(file, handle, buf, piece)
                         }
                     });
                     tally(&tallies.read_ns, reading);
                     tallies.read_pieces.fetch_add(1, Ordering::Relaxed);
-                    let failed = filled.is_err();
-                    if ready_tx.send(filled.map(|()| Ready::Filled(piece, buf))).is_err() || failed {
+                    let chunk = chunks[piece.chunk];
+                    let waited = Instant::now();
+                    // Pieces are taken in order, so the chunks waited for have all their pieces
+                    // taken by readers that wait only for earlier chunks: no wait is circular.
+                    if !counts_enqueued.wait_for(copies_wait_for_counts(chunk.index, stream_count), stop) {
+                        return;
+                    }
+                    tally(&tallies.read_wait_ns, waited);
+                    let issuing = Instant::now();
+                    let copied = filled.and_then(|()| {
+                        // SAFETY: the buffer's own bytes; this reader is done writing them.
+                        let host = unsafe { std::slice::from_raw_parts(buf.ptr as *const u8, buf.len) };
+                        lanes.copy(piece, chunk, host, &buf.copied)
+                    });
+                    tally(&tallies.issue_ns, issuing);
+                    let failed = copied.is_err();
+                    if ready_tx.send(copied.map(|()| Ready::Copied(piece))).is_err() || failed {
                         return;
                     }
                 }
@@ -826,7 +922,7 @@ fn stream_chunks(
                             // this use, and only reads happen through it.
                             let host =
                                 unsafe { std::slice::from_raw_parts(first as *const u8, size * piece.len as usize) };
-                            let copying = counter.copy(piece, chunk, host, &copied);
+                            let copying = counter.lanes.copy(piece, chunk, host, &copied);
                             if copying.is_err() {
                                 // A copy may be in flight without its event: wait for it before
                                 // the pages are unlocked.
@@ -837,30 +933,19 @@ fn stream_chunks(
                                 .expect("the unlocker runs until this closure ends");
                             copying?;
                         }
-                        Ready::Filled(piece, buf) => {
-                            // SAFETY: the buffer's own bytes; its reader is done writing them.
-                            let host = unsafe { std::slice::from_raw_parts(buf.ptr as *const u8, buf.len) };
-                            let copying = counter.copy(piece, chunk, host, &buf.copied);
-                            if copying.is_err() {
-                                // The buffer may be freed below: no copy from it is in flight.
-                                let _ = counter.synchronize();
-                            }
-                            // A reader waits on `copied` before it refills this buffer; if they
-                            // have stopped, the buffer is simply dropped.
-                            let _ = free_tx.send(buf);
-                            copying?;
-                        }
+                        Ready::Copied(_) => {}
                     }
                     tally(&tallies.issue_ns, issuing);
                 }
                 let issuing = Instant::now();
                 counter.count(gpu, plan, chunk)?;
+                counts_enqueued.set(chunk.index + 1);
                 tally(&tallies.issue_ns, issuing);
             }
             Ok(())
         })();
         stop.store(true, Ordering::Relaxed);
-        drop(free_tx);
+        counts_enqueued.wake();
         // Every locked piece's copy is enqueued; the unlocker unlocks them as they finish.
         let synced = counter.synchronize();
         drop(unlock_tx);
@@ -878,31 +963,6 @@ fn stream_chunks(
         }
     }
     result.and(unlocked)
-}
-
-/// Copies `src` to `dst` (the same length, `dst` 16-byte aligned) with non-temporal stores
-/// where the CPU has them (x86-64): the destination is not read into the cache first, which
-/// saves a third of the memory traffic of a plain copy; host memory bandwidth is what a copy
-/// into pinned buffers shares with the copy engine reading them.
-fn copy_streaming(dst: &mut [u8], src: &[u8]) {
-    assert_eq!(dst.len(), src.len());
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        assert_eq!(dst.as_ptr() as usize % 16, 0, "an aligned destination");
-        let whole = dst.len() / 16 * 16;
-        let (d, s) = (dst.as_mut_ptr() as *mut __m128i, src.as_ptr() as *const __m128i);
-        for i in 0..whole / 16 {
-            // SAFETY: SSE2 is part of x86-64; `i` < whole / 16 keeps both 16-byte accesses in
-            // their slices, the store aligned (asserted above), the load unaligned.
-            unsafe { _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i))) };
-        }
-        // SAFETY: SSE2; orders the streaming stores before the copy engine is told to read.
-        unsafe { _mm_sfence() };
-        dst[whole..].copy_from_slice(&src[whole..]);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
 }
 
 /// Fills `buf` with the piece's values, in reads of [`READ_PIECE_VALUES`] in order on this thread.
@@ -1101,20 +1161,6 @@ mod tests {
         assert!(plan_pieces(&chunks, 0, 0).is_err());
         assert!(plan_pieces(&chunks, 3, 3).is_err());
         assert!(plan_pieces(&[], 4, 0).unwrap().is_empty());
-    }
-
-    #[test]
-    fn streaming_copies_equal_plain_copies_from_any_source_alignment_with_any_tail() {
-        let src: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
-        #[repr(align(16))]
-        struct Aligned([u8; 1024]);
-        for (offset, len) in [(0, 0), (0, 16), (3, 16), (1, 999), (5, 100), (0, 1000), (7, 33)] {
-            let len = len.min(src.len() - offset);
-            let mut dst = Aligned([0; 1024]);
-            copy_streaming(&mut dst.0[..len], &src[offset..offset + len]);
-            assert_eq!(&dst.0[..len], &src[offset..offset + len], "offset {offset}, {len} bytes");
-            assert!(dst.0[len..].iter().all(|&b| b == 0), "nothing past the end");
-        }
     }
 
     #[test]

@@ -74,8 +74,8 @@ pub struct HistogramArgs {
     /// CUDA streams the chunks of --input alternate over (2 to 16; default 2).
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=16))]
     pub streams: Option<u32>,
-    /// How --input reaches the GPU: copy (the mapped file copied into pinned buffers with
-    /// streaming stores), pinned (read into pinned buffers), mapped (its pages page-locked in
+    /// How --input reaches the GPU: copy (the mapped file copied into pinned buffers), pinned
+    /// (read into pinned buffers), mapped (its pages page-locked in
     /// place, no CPU copy) or mixed (copy and mapped at once) (default: copy).
     #[arg(long, value_enum)]
     pub read: Option<ReadMode>,
@@ -83,7 +83,7 @@ pub struct HistogramArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub lockers: Option<u32>,
     /// Threads that each read or copy pieces of --input into pinned buffers, copy, pinned and
-    /// mixed (1 to 64; default 10).
+    /// mixed, each with two pinned buffers of a piece (1 to 64; default 12).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub readers: Option<u32>,
     /// Pieces of --input page-locked in place at once (at least --streams and --lockers;
@@ -91,7 +91,7 @@ pub struct HistogramArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=1024))]
     pub ahead: Option<u32>,
     /// Bytes per piece of a chunk of --input: what is locked, read and copied at once, where it
-    /// divides --chunk (default 16 MiB).
+    /// divides --chunk (default 4 MiB).
     #[arg(long, value_parser = stream::parse_bytes, value_name = "SIZE")]
     pub piece: Option<u64>,
     /// Print where the streaming time of --input went (per phase, summed over threads).
