@@ -877,6 +877,10 @@ fn stream_chunks(
                     });
                     tally(&tallies.read_ns, reading);
                     tallies.read_pieces.fetch_add(1, Ordering::Relaxed);
+                    if let Err(e) = filled {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
                     let chunk = chunks[piece.chunk];
                     let waited = Instant::now();
                     // Pieces are taken in order, so the chunks waited for have all their pieces
@@ -886,11 +890,9 @@ fn stream_chunks(
                     }
                     tally(&tallies.read_wait_ns, waited);
                     let issuing = Instant::now();
-                    let copied = filled.and_then(|()| {
-                        // SAFETY: the buffer's own bytes; this reader is done writing them.
-                        let host = unsafe { std::slice::from_raw_parts(buf.ptr as *const u8, buf.len) };
-                        lanes.copy(piece, chunk, host, &buf.copied)
-                    });
+                    // SAFETY: the buffer's own bytes; this reader is done writing them.
+                    let host = unsafe { std::slice::from_raw_parts(buf.ptr as *const u8, buf.len) };
+                    let copied = lanes.copy(piece, chunk, host, &buf.copied);
                     tally(&tallies.issue_ns, issuing);
                     let failed = copied.is_err();
                     if ready_tx.send(copied.map(|()| Ready::Copied(piece))).is_err() || failed {

@@ -335,7 +335,7 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
 /// Where a streamed run's time went, one line per path (summed over its threads).
 fn phases_text(p: &stream::StreamPhases) -> String {
     format!(
-        "timings (s, summed over threads): setup before the clock {:.3}; lock {:.3} over {} pieces (waiting for room {:.3}), unlock {:.3} (waiting for copies {:.3}); read {:.3} over {} pieces (waiting for buffers {:.3}); main thread waiting for pieces {:.3}, enqueuing {:.3}",
+        "timings (s, summed over threads): setup before the clock {:.3}; lock {:.3} over {} pieces (waiting for room {:.3}), unlock {:.3} (waiting for copies {:.3}); read {:.3} over {} pieces (waiting for buffers or chunk buffers {:.3}); main thread waiting for pieces {:.3}, enqueuing {:.3}",
         p.setup_s,
         p.lock_s,
         p.locked_pieces,
