@@ -62,7 +62,7 @@ fn assert_plans_match_cpu(
                 let (a, b) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
                 MatmulReference::new(&a, &b, m, k, n)
             }),
-            Precision::Fp32 | Precision::Tf32 => &reference,
+            Precision::Fp32 | Precision::Tf32 | Precision::Tf32x3 => &reference,
         };
         let c = matmul::run_plan(gpu, &plan, &mut mats).unwrap();
         for (i, &got) in c.iter().enumerate() {
@@ -172,7 +172,7 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
 
 /// The plans of the tensor-core variants alone.
 fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
-    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed]
+    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed, MatmulVariant::WgmmaTf32x3]
         .into_iter()
         .map(|v| matmul::plan(v, shape, matmul::device_of(gpu)).unwrap())
         .collect()
@@ -248,6 +248,147 @@ fn gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
             }
         }
     }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gpu_tf32x3_split_equals_the_cpu_split_bit_for_bit() {
+    use kernels::matmul::operands::{SPLIT_B, split_tf32, tf32x3_position};
+    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 split"));
+    if gpu.hopper_status().is_err() {
+        return;
+    }
+    let (m, k, n) = (37, 45, 3);
+    let mut a = random_matrix(&mut rng, m * k);
+    // Ties, NaN (one with payload only in the bits TF32 drops), infinities, subnormals, zeros and
+    // the largest finite values.
+    a[..12].copy_from_slice(&[
+        1.0 + 1.0 / 2048.0,
+        f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -1e-40,
+        f32::MAX,
+        -f32::MAX,
+        0.0,
+        -0.0,
+        f32::from_bits(0x7f7f_f000),
+        1.5,
+    ]);
+    let mut b = random_matrix(&mut rng, k * n);
+    b[..4].copy_from_slice(&[f32::from_bits(0xffc0_0001), 1e-45, -3.0e38, f32::from_bits(0x0040_1fff)]);
+    let shape = MatmulShape::new(m, k, n).unwrap();
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    let plan = matmul::plan(MatmulVariant::WgmmaTf32x3, shape, matmul::device_of(&gpu)).unwrap();
+    matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+    let order = matmul::wgmma::Tf32x3Order::DEFAULT;
+    let ops = mats.tensor_core.tf32x3.as_ref().unwrap();
+    let (ga, gb) = (gpu.download(&ops.a).unwrap(), gpu.download(&ops.b).unwrap());
+    let (k32, chunk) = (k as u32, order.chunk(k as u32));
+    for (host, dev, rows, cols, ld, k_along_rows, parts) in
+        [(&a, &ga, m, k, ops.ld_a, false, order.a_small_parts()), (&b, &gb, k, n, ops.ld_b, true, SPLIT_B)]
+    {
+        for r in 0..rows {
+            for c in 0..cols {
+                let (big, small) = split_tf32(host[r * cols + c]);
+                for part in 0..3 {
+                    let want = if parts >> part & 1 != 0 { small } else { big };
+                    let (dr, dc) = if k_along_rows {
+                        (tf32x3_position(r as u32, part, k32, chunk) as usize, c)
+                    } else {
+                        (r, tf32x3_position(c as u32, part, k32, chunk) as usize)
+                    };
+                    let got = dev[dr * ld + dc];
+                    assert_eq!(got.to_bits(), want.to_bits(), "[{r}][{c}] part {part}: {got:e}, want {want:e}");
+                }
+            }
+        }
+    }
+}
+
+/// Inputs with infinities and NaN: `C` as the float64 reference has it, non-finite exactly
+/// where it is, and within the bound elsewhere.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tf32x3_propagates_infinities_and_nan_as_fp32_does() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 non-finite"));
+    if gpu.hopper_status().is_err() {
+        return;
+    }
+    let (m, k, n) = (70, 300, 90);
+    let (mut a, mut b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+    a[3 * k + 2] = f32::INFINITY;
+    a[5 * k + 250] = f32::NEG_INFINITY;
+    a[9 * k + 1] = f32::NAN;
+    // A NaN that TF32 truncation alone would read as infinity.
+    a[11 * k + 299] = f32::from_bits(0x7f80_0001);
+    b[4 * n + 7] = f32::INFINITY;
+    b[200 * n + 80] = f32::NAN;
+    let reference = MatmulReference::new(&a, &b, m, k, n);
+    let shape = MatmulShape::new(m, k, n).unwrap();
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    let fp32 = matmul::run(&gpu, MatmulVariant::SgemmWarpTiled, &mut mats).unwrap();
+    let c = matmul::run(&gpu, MatmulVariant::WgmmaTf32x3, &mut mats).unwrap();
+    let bound = Precision::Tf32x3.tolerance(k);
+    let mut non_finite = 0;
+    for (i, &got) in c.iter().enumerate() {
+        let (want, scale) = (reference.values[i], reference.scales[i]);
+        let (r, col) = (i / n, i % n);
+        if !want.is_finite() {
+            non_finite += 1;
+            assert!(!got.is_finite(), "C[{r}][{col}] = {got}, want {want} (FP32 kernel: {})", fp32[i]);
+            assert!(!fp32[i].is_finite(), "the FP32 kernel's C[{r}][{col}] = {}", fp32[i]);
+        } else {
+            assert!((got as f64 - want).abs() <= bound * scale, "C[{r}][{col}] = {got}, want {want}");
+        }
+    }
+    // Rows 3, 5, 9, 11 and columns 7, 80.
+    assert_eq!(non_finite, 4 * n + 2 * m - 8);
+}
+
+/// The order of the split operands' k-blocks against the float64 reference, beside FP32's
+/// errors (printed: run with --nocapture), every one within the bound.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tf32x3_block_orders_compared_by_error() {
+    use matmul::wgmma::{Tf32x3Order, launch_tf32x3};
+    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 orders"));
+    if gpu.hopper_status().is_err() {
+        return;
+    }
+    let blas = host::cublas::Sgemm::new(&gpu).unwrap();
+    for (m, k, n) in [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 16_384, 1024), (64, 262_144, 64)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let reference = MatmulReference::new(&a, &b, m, k, n);
+        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+        let plan = matmul::plan(MatmulVariant::WgmmaTf32x3, shape, matmul::device_of(&gpu)).unwrap();
+        let mut line = format!("tf32x3 orders {shape} (bound {:.1e}):", Precision::Tf32x3.tolerance(k));
+        for order in Tf32x3Order::ALL {
+            mats.poison_c(&gpu).unwrap();
+            launch_tf32x3(&gpu, plan.launch, &mut mats, order).unwrap();
+            gpu.synchronize().unwrap();
+            let err = reference.max_error(&gpu.download(&mats.c).unwrap());
+            line += &format!(" {order:?} {err:.2e}");
+            assert!(err <= Precision::Tf32x3.tolerance(k), "{order:?} on {shape}: {err}");
+        }
+        let warp_tiled = reference.max_error(&matmul::run(&gpu, MatmulVariant::SgemmWarpTiled, &mut mats).unwrap());
+        let cublas = reference.max_error(&blas.run(&gpu, &mut mats).unwrap());
+        let tf32 = reference.max_error(&matmul::run(&gpu, MatmulVariant::WgmmaTf32, &mut mats).unwrap());
+        eprintln!("{line}; sgemm_warp_tiled {warp_tiled:.2e}, cublas fp32 {cublas:.2e}, wgmma_tf32 {tf32:.2e}");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tf32x3_operands_that_do_not_fit_are_refused_naming_them() {
+    let gpu = gpu();
+    let err =
+        matmul::wgmma::ensure_tf32x3_fits(&gpu, MatmulShape::new(100_000, 100_000, 100_000).unwrap()).unwrap_err();
+    assert!(matches!(err, HostError::OutOfDeviceMemory { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("split-TF32 operands") && text.contains("300000"), "{text}");
 }
 
 #[test]

@@ -73,8 +73,8 @@ impl Sgemm {
     /// Enqueues `C = A * B` in `precision`: FP32 is [`Sgemm::launch`]; BF16 multiplies the same
     /// BF16 copies of `A` and `B` that `wgmma_bf16` does (made on first use, see
     /// `matmul::wgmma`), FP32 compute; TF32 multiplies `A` and `B` with
-    /// `CUBLAS_COMPUTE_32F_FAST_TF32`. Row-major through the column-major transposition, as in
-    /// [`Sgemm::launch`].
+    /// `CUBLAS_COMPUTE_32F_FAST_TF32`; split-TF32, which cuBLAS does not offer, is FP32 (its
+    /// baseline). Row-major through the column-major transposition, as in [`Sgemm::launch`].
     pub fn launch_in(&self, gpu: &Gpu, precision: Precision, mats: &mut DeviceMatrices) -> Result<()> {
         let s = mats.shape;
         let dim = |v: usize| {
@@ -83,7 +83,7 @@ impl Sgemm {
         let (m, k, n) = (dim(s.m)?, dim(s.k)?, dim(s.n)?);
         let stream = gpu.stream();
         let (a, lda, b, ldb, in_type, compute) = match precision {
-            Precision::Fp32 => return self.launch(mats),
+            Precision::Fp32 | Precision::Tf32x3 => return self.launch(mats),
             Precision::Bf16 => {
                 let ops = crate::matmul::wgmma::bf16_operands(gpu, mats)?;
                 let (a, _) = ops.a.device_ptr(stream);

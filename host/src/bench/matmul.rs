@@ -66,7 +66,7 @@ fn check_status(error: f64, tolerance: f64) -> RowStatus {
     } else {
         RowStatus::Failed {
             reason: format!(
-                "error {error:.2e} exceeds the bound {tolerance:.2e} (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20): not timed"
+                "error {error:.2e} exceeds the bound {tolerance:.2e} (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20; TF32x3 3k * f32::EPSILON + 5 * 2^-22): not timed"
             ),
         }
     }
@@ -161,10 +161,10 @@ pub fn measure_cublas(
     measure_cublas_in(gpu, sgemm, Precision::Fp32, mats, reference, timing)
 }
 
-/// The name of the cuBLAS row in `precision`.
+/// The name of the cuBLAS row in `precision` (split-TF32's is FP32's, its baseline).
 pub fn cublas_name(precision: Precision) -> &'static str {
     match precision {
-        Precision::Fp32 => CUBLAS,
+        Precision::Fp32 | Precision::Tf32x3 => CUBLAS,
         Precision::Bf16 => "cublas bf16",
         Precision::Tf32 => "cublas tf32",
     }
@@ -180,7 +180,7 @@ pub fn measure_cublas_in(
     timing: &GpuTiming,
 ) -> anyhow::Result<MatmulRow> {
     let what = match precision {
-        Precision::Fp32 => "cuBLAS SGEMM, FP32 (no TF32)",
+        Precision::Fp32 | Precision::Tf32x3 => "cuBLAS SGEMM, FP32 (no TF32)",
         Precision::Bf16 => "cublasGemmEx, BF16 inputs, FP32 compute",
         Precision::Tf32 => "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32",
     };
@@ -273,7 +273,7 @@ fn measure_shape(
     for variant in MatmulVariant::ALL {
         progress.set_message(format!("matmul {shape}: {}", variant.name()));
         let precision = variant.precision();
-        if let (Precision::Bf16 | Precision::Tf32, Err(why)) = (precision, gpu.hopper_status()) {
+        if let (true, Err(why)) = (precision.tensor_cores(), gpu.hopper_status()) {
             let status = RowStatus::Skipped { reason: why.to_string() };
             let row = MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, timing.method.clone(), status, None);
             rows.push(row.with_precision(precision));
@@ -282,7 +282,7 @@ fn measure_shape(
         }
         let reference = match precision {
             Precision::Bf16 => &*bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check)),
-            Precision::Fp32 | Precision::Tf32 => &reference,
+            Precision::Fp32 | Precision::Tf32 | Precision::Tf32x3 => &reference,
         };
         rows.push(match plan_or_skip(variant, shape, device) {
             Ok(plan) => {

@@ -165,14 +165,14 @@ impl MatmulShapeResult {
     }
 
     /// Sets every measured row's `ratio_to_cublas` (its median over that of the cuBLAS row of
-    /// its precision).
+    /// its precision's baseline, [`Precision::baseline`]: FP32 for split-TF32).
     pub fn fill_ratios(&mut self) {
         let cublas: Vec<(Precision, Option<f64>)> = [Precision::Fp32, Precision::Bf16, Precision::Tf32]
             .into_iter()
             .map(|p| (p, self.cublas_ms_in(p)))
             .collect();
         for row in &mut self.rows {
-            let c = cublas.iter().find(|(p, _)| *p == row.precision).and_then(|(_, c)| *c);
+            let c = cublas.iter().find(|(p, _)| *p == row.precision.baseline()).and_then(|(_, c)| *c);
             row.ratio_to_cublas = row.timing.zip(c).map(|(t, c)| t.median_ms / c);
         }
     }
@@ -233,8 +233,8 @@ pub struct MatmulRow {
     /// ran. Absent for the other rows, and in reports written before plans were recorded.
     #[serde(default)]
     pub plan: Option<String>,
-    /// The precision of the row's products; its ratio is to the cuBLAS row of the same
-    /// precision. FP32 in reports written before the tensor-core rows.
+    /// The precision of the row's products; its ratio is to the cuBLAS row of that precision's
+    /// baseline. FP32 in reports written before the tensor-core rows.
     #[serde(default = "fp32")]
     pub precision: Precision,
 }
@@ -637,11 +637,16 @@ mod tests {
                     None,
                 ),
                 MatmulRow::measured("cublas", MatmulRowKind::Cublas, "", shape.flops(), t(0.05), None),
+                MatmulRow::measured("wgmma_tf32x3", MatmulRowKind::Gpu, "", shape.flops(), t(0.025), None)
+                    .with_precision(Precision::Tf32x3),
+                MatmulRow::measured("wgmma_tf32", MatmulRowKind::Gpu, "", shape.flops(), t(0.01), None)
+                    .with_precision(Precision::Tf32),
             ],
         };
         result.fill_ratios();
         let ratios: Vec<Option<f64>> = result.rows.iter().map(|r| r.ratio_to_cublas).collect();
-        assert_eq!(ratios, vec![Some(8.0), None, Some(1.0)]);
+        // Split-TF32 against cuBLAS FP32; TF32 has no cuBLAS TF32 row here, so no ratio.
+        assert_eq!(ratios, vec![Some(8.0), None, Some(1.0), Some(0.5), None]);
     }
 
     #[test]

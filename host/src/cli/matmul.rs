@@ -45,8 +45,9 @@ pub struct MatmulArgs {
     pub out: Option<PathBuf>,
     /// Variants to run: auto (the planner's choice, FP32), naive, tiled16, tiled32, sgemm,
     /// sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
-    /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision), a
-    /// comma-separated list, or all (every variant that takes the shape).
+    /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
+    /// wgmma_tf32x3 (split-TF32, FP32-class, timed against cuBLAS FP32), a comma-separated list,
+    /// or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
     /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
@@ -125,8 +126,8 @@ pub struct Row {
     pub error: Option<f64>,
     /// Why it did not run, or how it was measured.
     pub note: String,
-    /// The precision of its products: its ratio is to the cuBLAS row of the same precision,
-    /// and its error bound that precision's.
+    /// The precision of its products: its ratio is to the cuBLAS row of that precision's
+    /// baseline, and its error bound that precision's.
     pub precision: Precision,
 }
 
@@ -278,11 +279,14 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         let row = |timing, error, note| Row { name: variant.name().into(), timing, error, note, precision };
         // The tensor-core kernels exist only on compute capability 9.0: elsewhere their row
         // says why, and the other variants still run.
-        if let (Precision::Bf16 | Precision::Tf32, Err(why)) = (precision, gpu.hopper_status()) {
+        if let (true, Err(why)) = (precision.tensor_cores(), gpu.hopper_status()) {
             rows.push(row(None, None, format!("not run: {why}")));
             continue;
         }
-        let reference = if precision == Precision::Fp32 { reference.clone() } else { reference_for(precision) };
+        let reference = match precision.reference_precision() {
+            Precision::Fp32 => reference.clone(),
+            p => reference_for(p),
+        };
         // Planned once: the check and every timed launch run this plan, so the planner's own
         // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
         // row's note; any other planning error ends the command.
@@ -319,28 +323,33 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once, untimed), FP32 accumulate".into(),
             MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
             MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
+            MatmulVariant::WgmmaTf32x3 => "split-TF32 (3xTF32) tensor cores; the split timed, vs cuBLAS FP32".into(),
             _ => String::new(),
         };
         rows.push(row(Some(timing), error, note));
     }
-    // One cuBLAS row per precision that ran, FP32 always.
+    // One cuBLAS row per baseline precision of the variants that ran, FP32 always.
     let mut precisions = vec![Precision::Fp32];
     for v in &args.variant.0 {
-        if !precisions.contains(&v.precision()) && gpu.hopper_status().is_ok() {
-            precisions.push(v.precision());
+        let baseline = v.precision().baseline();
+        if !precisions.contains(&baseline) && gpu.hopper_status().is_ok() {
+            precisions.push(baseline);
         }
     }
     let blas = Sgemm::new(&gpu);
     for precision in precisions {
         let (name, note) = match precision {
-            Precision::Fp32 => ("cublas sgemm", "FP32, no TF32"),
+            Precision::Fp32 | Precision::Tf32x3 => ("cublas sgemm", "FP32, no TF32"),
             Precision::Bf16 => ("cublas bf16", "cublasGemmEx, BF16 inputs, FP32 compute"),
             Precision::Tf32 => ("cublas tf32", "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32"),
         };
         let row = |timing, error, note: String| Row { name: name.into(), timing, error, note, precision };
         match &blas {
             Ok(blas) => {
-                let reference = if precision == Precision::Fp32 { reference.clone() } else { reference_for(precision) };
+                let reference = match precision.reference_precision() {
+                    Precision::Fp32 => reference.clone(),
+                    p => reference_for(p),
+                };
                 let error = match &reference {
                     Some(r) => Some(r.max_error(&blas.run_in(&gpu, precision, &mut mats[0])?)),
                     None => None,
@@ -362,25 +371,27 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             .collect();
         if !failed.is_empty() {
             return Err(HostError::InvalidInput(format!(
-                "check failed: {} exceeded the error bound (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20)",
+                "check failed: {} exceeded the error bound (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20; TF32x3 is 3k * f32::EPSILON + 5 * 2^-22)",
                 failed.join(", ")
             ))
             .into());
         }
         println!(
-            "check: every result within its bound of the float64 reference (error / sum|a*b|): FP32 and BF16 {:.2e} (BF16 against the product of the BF16-rounded inputs), TF32 {:.2e}",
+            "check: every result within its bound of the float64 reference (error / sum|a*b|): FP32 and BF16 {:.2e} (BF16 against the product of the BF16-rounded inputs), TF32 {:.2e}, TF32x3 {:.2e}",
             Precision::Fp32.tolerance(shape.k),
-            Precision::Tf32.tolerance(shape.k)
+            Precision::Tf32.tolerance(shape.k),
+            Precision::Tf32x3.tolerance(shape.k)
         );
     }
     Ok(())
 }
 
-/// The report table: time, rate and ratio to the cuBLAS row of the same precision per row.
+/// The report table: time, rate and ratio to the cuBLAS row of the row's baseline precision
+/// ([`Precision::baseline`]) per row.
 pub fn render(shape: MatmulShape, rows: &[Row]) -> String {
     let cublas_ms = |p: Precision| {
         rows.iter()
-            .find(|r| r.name.starts_with("cublas") && r.precision == p)
+            .find(|r| r.name.starts_with("cublas") && r.precision == p.baseline())
             .and_then(|r| r.timing)
             .map(|t| t.median_ms)
     };
@@ -574,6 +585,13 @@ mod tests {
                 note: String::new(),
                 precision: Precision::Tf32,
             },
+            Row {
+                name: "wgmma_tf32x3".into(),
+                timing: t(0.04),
+                error: None,
+                note: String::new(),
+                precision: Precision::Tf32x3,
+            },
         ];
         let text = render(shape, &rows);
         let tiled = text.lines().find(|l| l.starts_with("tiled16")).unwrap();
@@ -583,6 +601,9 @@ mod tests {
         assert!(bf16.contains(" 0.80 "), "{bf16}");
         let tf32 = text.lines().find(|l| l.starts_with("wgmma_tf32")).unwrap();
         assert!(!tf32.contains("0.20") && !tf32.contains("2.00"), "{tf32}");
+        // Split-TF32 against cuBLAS FP32, its baseline.
+        let x3 = text.lines().find(|l| l.starts_with("wgmma_tf32x3")).unwrap();
+        assert!(x3.contains(" 0.80 "), "{x3}");
         assert!(text.lines().find(|l| l.starts_with("cpu")).unwrap().contains("-"));
     }
 }

@@ -199,6 +199,7 @@ pub fn plan_with(
         MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaTf32 | MatmulVariant::WgmmaTf32Transposed => {
             (super::wgmma::plan(shape, device, kernel)?, None, String::new())
         }
+        MatmulVariant::WgmmaTf32x3 => (super::wgmma::plan_tf32x3(shape, device)?, None, String::new()),
         MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
     };
     if let Some(s) = split {

@@ -91,8 +91,12 @@ pub fn launch(gpu: &Gpu, variant: MatmulVariant, mats: &mut DeviceMatrices) -> R
 /// Launches `plan` on the matrices: the kernel, then the split-K reduction when the plan splits
 /// `k`. The first launch that needs a workspace allocates it (after checking free memory).
 pub fn launch_plan(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) -> Result<()> {
-    if plan.variant.precision() != super::Precision::Fp32 {
-        return super::wgmma::launch(gpu, plan.kernel, plan.launch, mats);
+    match plan.variant.precision() {
+        super::Precision::Fp32 => {}
+        super::Precision::Tf32x3 => {
+            return super::wgmma::launch_tf32x3(gpu, plan.launch, mats, super::wgmma::Tf32x3Order::DEFAULT);
+        }
+        _ => return super::wgmma::launch(gpu, plan.kernel, plan.launch, mats),
     }
     let shape = mats.shape;
     let (m, k, n) = (shape.m as u32, shape.k as u32, shape.n as u32);

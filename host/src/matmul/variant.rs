@@ -39,11 +39,17 @@ pub enum MatmulVariant {
     /// The same as `wgmma_bf16`'s kernel in TF32, after transposing `B` on the GPU (part of
     /// the measured time). Compared with cuBLAS TF32.
     WgmmaTf32Transposed,
+    /// FP32-class products on TF32 tensor cores by the split-TF32 method ("3xTF32"): each
+    /// operand split on the GPU into a TF32 part and the remainder, `a = a_big + a_small`
+    /// (`matmul_split_tf32x3`, part of the measured time), and `A_small B_big + A_big B_small +
+    /// A_big B_big` computed by `wgmma_tf32`'s kernel unchanged, as one product with `k` tripled.
+    /// Compared with cuBLAS FP32.
+    WgmmaTf32x3,
 }
 
 impl MatmulVariant {
     /// Every variant: `auto` first, then the kernels simplest first.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -55,11 +61,12 @@ impl MatmulVariant {
         Self::WgmmaBf16,
         Self::WgmmaTf32,
         Self::WgmmaTf32Transposed,
+        Self::WgmmaTf32x3,
     ];
 
     /// The kernel families, without `auto`: [`Self::ALL`] after its first entry.
-    pub const KERNELS: [Self; 10] = {
-        let mut kernels = [Self::Naive; 10];
+    pub const KERNELS: [Self; 11] = {
+        let mut kernels = [Self::Naive; 11];
         let mut i = 0;
         while i < kernels.len() {
             kernels[i] = Self::ALL[i + 1];
@@ -82,12 +89,14 @@ impl MatmulVariant {
             Self::WgmmaBf16 => "wgmma_bf16",
             Self::WgmmaTf32 => "wgmma_tf32",
             Self::WgmmaTf32Transposed => "wgmma_tf32_transposed",
+            Self::WgmmaTf32x3 => "wgmma_tf32x3",
         }
     }
 
     /// The kernel's PTX symbol (for `few_rows` and `few_cols`, the widest of the family: the
     /// planner picks the one that fits `m` or `n`, `kernels::matmul::skinny::few_rows_kernel`
-    /// and `few_cols_kernel`); `None` for `auto`, which runs whichever kernel it plans.
+    /// and `few_cols_kernel`; for `wgmma_tf32x3`, the product kernel `wgmma_tf32` that runs after
+    /// the split); `None` for `auto`, which runs whichever kernel it plans.
     pub fn kernel(self) -> Option<&'static str> {
         match self {
             Self::Auto => None,
@@ -99,17 +108,18 @@ impl MatmulVariant {
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
             Self::WgmmaBf16 => Some(kernels::matmul::wgmma::KERNEL_BF16),
-            Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
+            Self::WgmmaTf32 | Self::WgmmaTf32x3 => Some(kernels::matmul::wgmma::KERNEL_TF32),
             Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32_TRANSPOSED),
         }
     }
 
     /// The precision of the variant's products: FP32 for all but the tensor-core variants (and
-    /// `auto`, which never picks a reduced precision).
+    /// `auto`, which never picks a tensor-core variant).
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 => Precision::Bf16,
             Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
+            Self::WgmmaTf32x3 => Precision::Tf32x3,
             _ => Precision::Fp32,
         }
     }
@@ -144,6 +154,9 @@ mod tests {
         assert_eq!(MatmulVariant::Auto.precision(), Precision::Fp32);
         assert_eq!(MatmulVariant::WgmmaBf16.precision(), Precision::Bf16);
         assert_eq!(MatmulVariant::WgmmaTf32.precision(), Precision::Tf32);
+        assert_eq!(MatmulVariant::WgmmaTf32x3.precision(), Precision::Tf32x3);
+        assert_eq!(MatmulVariant::WgmmaTf32x3.precision().baseline(), Precision::Fp32);
+        assert_eq!(MatmulVariant::WgmmaTf32x3.kernel(), MatmulVariant::WgmmaTf32.kernel());
         assert_eq!(MatmulVariant::Auto.kernel(), None);
         assert_eq!(&MatmulVariant::ALL[1..], &MatmulVariant::KERNELS);
     }

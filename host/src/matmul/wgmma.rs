@@ -9,6 +9,11 @@
 //! - TF32: `wgmma` takes only K-major `B`, so every launch first writes `B^T` (`matmul_transpose`)
 //!   and, when `k` is not a multiple of 4, `A` with rows padded to 16 bytes (`matmul_pad_rows`):
 //!   that time is part of the measured time.
+//! - Split-TF32 (`wgmma_tf32x3`): every launch first splits `A` and `B` into `A'` (`m x 3k`) and
+//!   `B'` (`3k x n`) with `matmul_split_tf32x3` (part of the measured time), rows padded to 16
+//!   bytes, then runs `wgmma_tf32` unchanged on `(m, 3k, n)`; the order of the three k-blocks is
+//!   [`Tf32x3Order`]. The buffers hold 3x the inputs and are allocated once per
+//!   [`DeviceMatrices`], after checking free memory ([`ensure_tf32x3_fits`]).
 //!
 //! The tensor maps live in global memory (see `kernels::device::tma`), encoded once per
 //! [`DeviceMatrices`] with `cuTensorMapEncodeTiled`.
@@ -40,6 +45,66 @@ pub struct TensorCoreOperands {
     /// `wgmma_tf32`'s buffers (`A` and `B` with rows padded to 16 bytes, when they are not)
     /// and tensor maps.
     pub tf32_rs: Option<Tf32RsOperands>,
+    /// `wgmma_tf32x3`'s split operands and their tensor maps.
+    pub tf32x3: Option<Tf32x3Operands>,
+}
+
+/// The split operands of `wgmma_tf32x3`: `A'` (`m x ld_a`, `ld_a >= 3k`) and `B'` (`3k x
+/// ld_b`), rows padded to 16 bytes; their contents are written by every launch.
+pub struct Tf32x3Operands {
+    /// `A'`.
+    pub a: CudaSlice<f32>,
+    /// Row length of `a`.
+    pub ld_a: usize,
+    /// `B'`.
+    pub b: CudaSlice<f32>,
+    /// Row length of `b`.
+    pub ld_b: usize,
+    maps: CudaSlice<u64>,
+}
+
+/// The order of the three k-blocks of the split operands, which is the order in which
+/// `wgmma_tf32` accumulates the three products (it walks `k` upwards into one accumulator per
+/// element). The small products are about `2^-11` of the big one: accumulated first, their sum
+/// stays small and its rounding errors with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tf32x3Order {
+    /// `[A_small B_big | A_big B_small | A_big B_big]`, each block all of `k`.
+    SmallFirst,
+    /// `[A_big B_big | A_big B_small | A_small B_big]`.
+    SmallLast,
+    /// [`Self::SmallFirst`] per chunk of [`TF32X3_INTERLEAVE`] of `k` (one stage of the kernel),
+    /// as CUTLASS's 3xTF32 orders its three `mma` per step.
+    InterleavedSmallFirst,
+    /// [`Self::SmallLast`] per chunk of [`TF32X3_INTERLEAVE`].
+    InterleavedSmallLast,
+}
+
+/// The `k` per interleaved chunk: `wgmma_tf32`'s 32 of `k` per stage.
+pub const TF32X3_INTERLEAVE: u32 = BLOCK_K_BYTES / 4;
+
+impl Tf32x3Order {
+    /// Every order, for comparing them.
+    pub const ALL: [Self; 4] =
+        [Self::SmallFirst, Self::SmallLast, Self::InterleavedSmallFirst, Self::InterleavedSmallLast];
+    /// The order `wgmma_tf32x3` runs.
+    pub const DEFAULT: Self = Self::SmallFirst;
+
+    /// `matmul_split_tf32x3`'s `small_parts` for `A'` (`B'` is always [`operands::SPLIT_B`]).
+    pub fn a_small_parts(self) -> u32 {
+        match self {
+            Self::SmallFirst | Self::InterleavedSmallFirst => operands::SPLIT_A_SMALL_FIRST,
+            Self::SmallLast | Self::InterleavedSmallLast => operands::SPLIT_A_SMALL_LAST,
+        }
+    }
+
+    /// `matmul_split_tf32x3`'s `chunk` for inner dimension `k`.
+    pub fn chunk(self, k: u32) -> u32 {
+        match self {
+            Self::SmallFirst | Self::SmallLast => k,
+            Self::InterleavedSmallFirst | Self::InterleavedSmallLast => TF32X3_INTERLEAVE,
+        }
+    }
 }
 
 /// `A` (`m x lda`) and `B` (`k x ldb`) with rows padded to 16 bytes, for the dimensions that
@@ -87,6 +152,13 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
         block_dim: (threads, 1, 1),
         shared_mem_bytes: DYNAMIC_SHARED_BYTES,
     })
+}
+
+/// [`plan`] of `wgmma_tf32x3`: `wgmma_tf32`'s grid (which depends on `m` and `n` only), after
+/// checking that the tripled `k` fits the kernels' sizes.
+pub fn plan_tf32x3(shape: MatmulShape, device: MatmulDevice) -> Result<LaunchConfig> {
+    dim(3 * shape.k, "3k (the split operands' inner dimension)")?;
+    plan(shape, device, kernels::matmul::wgmma::KERNEL_TF32)
 }
 
 /// `value` as the kernels' `u32`, or an error naming the dimension.
@@ -317,6 +389,92 @@ fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a T
     Ok(mats.tensor_core.tf32_rs.as_ref().expect("prepared above"))
 }
 
+/// The row lengths of `A'` and `B'` (rows padded to 16 bytes) and the bytes of both.
+pub fn tf32x3_layout(shape: MatmulShape) -> (usize, usize, u64) {
+    let (ld_a, ld_b) = (padded_row_len(3 * shape.k, 4), padded_row_len(shape.n, 4));
+    (ld_a, ld_b, 4 * (shape.m as u64 * ld_a as u64 + 3 * shape.k as u64 * ld_b as u64))
+}
+
+/// Checks that the split operands of a `shape` product fit in free device memory: an error
+/// naming them and their size otherwise.
+pub fn ensure_tf32x3_fits(gpu: &Gpu, shape: MatmulShape) -> Result<()> {
+    let bytes = tf32x3_layout(shape).2;
+    gpu.ensure_fits(
+        &format!(
+            "the split-TF32 operands of a {shape} matmul (A' {} x {}, B' {} x {}: {})",
+            shape.m,
+            3 * shape.k,
+            3 * shape.k,
+            shape.n,
+            crate::error::format_bytes(bytes)
+        ),
+        bytes,
+    )
+}
+
+/// `wgmma_tf32x3`'s split operands (allocated on first use; written by every launch) and maps.
+fn tf32x3_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a mut Tf32x3Operands> {
+    if mats.tensor_core.tf32x3.is_none() {
+        let s = mats.shape;
+        ensure_tf32x3_fits(gpu, s)?;
+        let (ld_a, ld_b, _) = tf32x3_layout(s);
+        let a = gpu.zeros::<f32>(s.m * ld_a)?;
+        let b = gpu.zeros::<f32>(3 * s.k * ld_b)?;
+        let tripled = MatmulShape::new(s.m, 3 * s.k, s.n)?;
+        let [map_a, map_b] = tensor_maps_rs(tripled, ld_a, ld_b);
+        let f32 = data_type(Operand::Tf32);
+        let maps = upload_maps(gpu, &[(map_a, device_address(gpu, &a), f32), (map_b, device_address(gpu, &b), f32)])?;
+        mats.tensor_core.tf32x3 = Some(Tf32x3Operands { a, ld_a, b, ld_b, maps });
+    }
+    Ok(mats.tensor_core.tf32x3.as_mut().expect("prepared above"))
+}
+
+/// The grid of `matmul_split_tf32x3` over a `rows x cols` source: blocks of
+/// [`operands::COPY_THREADS`] along the columns (at most 64 per row, striding beyond), one
+/// block row per source row up to CUDA's grid limit (striding beyond).
+pub fn split_grid(rows: usize, cols: usize) -> LaunchConfig {
+    let x = cols.div_ceil(operands::COPY_THREADS as usize).clamp(1, 64) as u32;
+    let y = rows.clamp(1, super::shape::MAX_GRID_Y as usize) as u32;
+    LaunchConfig { grid_dim: (x, y, 1), block_dim: (operands::COPY_THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Launches `wgmma_tf32x3` with `cfg` (its plan, [`plan_tf32x3`]) on the matrices: the split of
+/// `A` and `B` into blocks in `order`, then `wgmma_tf32` on `(m, 3k, n)`.
+pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
+    let s = mats.shape;
+    let k3 = dim(3 * s.k, "3k (the split operands' inner dimension)")?;
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    let product = gpu.function(kernels::matmul::wgmma::KERNEL_TF32)?;
+    product.set_attribute(
+        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        DYNAMIC_SHARED_BYTES as i32,
+    )?;
+    let split = gpu.function(operands::KERNEL_SPLIT_TF32X3)?;
+    tf32x3_operands(gpu, mats)?;
+    let ops = mats.tensor_core.tf32x3.as_mut().expect("prepared above");
+    let chunk = order.chunk(k);
+    for (src, dst, rows, cols, ld, k_along_rows, parts) in [
+        (&mats.a, &mut ops.a, m, k, ops.ld_a, 0u32, order.a_small_parts()),
+        (&mats.b, &mut ops.b, k, n, ops.ld_b, 1u32, operands::SPLIT_B),
+    ] {
+        let ld = ld as u32;
+        let mut launch = gpu.stream().launch_builder(&split);
+        launch.arg(src).arg(dst).arg(&rows).arg(&cols).arg(&ld).arg(&k_along_rows).arg(&parts).arg(&chunk);
+        // SAFETY: src is A (m x k) or B (k x n); dst is A' (m x ld_a, ld_a >= 3k) or B' (3k x
+        // ld_b, ld_b >= n), allocated for this shape by tf32x3_operands, a separate allocation;
+        // 3k < 2^31 (checked above); chunk >= 1.
+        unsafe { launch.launch(split_grid(rows as usize, cols as usize)) }?;
+    }
+    let mut launch = gpu.stream().launch_builder(&product);
+    launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n);
+    // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32) on (m, 3k, n): the maps
+    // describe A' and B' (written above on this stream) in the boxes tensor_maps_rs gives; C
+    // holds m*n f32 and overlaps neither; the plan gives TF32_THREADS threads and
+    // DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
 /// Copies `src` (`rows x cols`) into rows of `ld` (`matmul_pad_rows`), on the stream.
 fn pad_rows(
     gpu: &Gpu,
@@ -450,6 +608,66 @@ mod tests {
         assert_eq!((c.dims, c.row_stride_bytes, c.box_dims), ([300, 2100], 1200, [32, 64]));
         c.check().unwrap();
         assert_eq!(c.box_dims[0] * c.box_dims[1] * 4, kernels::matmul::wgmma::EPILOGUE_BOX_BYTES);
+    }
+
+    #[test]
+    fn split_operands_triple_k_with_rows_padded_to_16_bytes() {
+        let s = MatmulShape::new(1000, 801, 1203).unwrap();
+        let (ld_a, ld_b, bytes) = tf32x3_layout(s);
+        assert_eq!((ld_a, ld_b), (2404, 1204));
+        assert_eq!(bytes, 4 * (1000 * 2404 + 2403 * 1204));
+        let [a, b] = tensor_maps_rs(MatmulShape::new(s.m, 3 * s.k, s.n).unwrap(), ld_a, ld_b);
+        assert_eq!((a.dims, a.row_stride_bytes), ([2403, 1000], 9616));
+        assert_eq!((b.dims, b.row_stride_bytes), ([1203, 2403], 4816));
+        a.check().unwrap();
+        b.check().unwrap();
+        // 4096^3: three times A and B, 384 MiB.
+        assert_eq!(tf32x3_layout(MatmulShape::new(4096, 4096, 4096).unwrap()).2, 6 * 4096 * 4096 * 4);
+    }
+
+    #[test]
+    fn tf32x3_plan_is_wgmma_tf32s_grid_and_refuses_a_tripled_k_past_the_kernels_sizes() {
+        let s = MatmulShape::new(129, 7, 257).unwrap();
+        let x3 = plan_tf32x3(s, MatmulDevice::H100).unwrap();
+        let rs = plan(s, MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32).unwrap();
+        assert_eq!((x3.grid_dim, x3.block_dim, x3.shared_mem_bytes), (rs.grid_dim, rs.block_dim, rs.shared_mem_bytes));
+        let long = MatmulShape::new(1, 800_000_000, 1).unwrap();
+        assert!(plan(long, MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32).is_ok());
+        let err = plan_tf32x3(long, MatmulDevice::H100).unwrap_err().to_string();
+        assert!(err.contains("3k"), "{err}");
+    }
+
+    #[test]
+    fn split_grid_covers_the_columns_in_256_thread_blocks_and_strides_past_the_grid_limits() {
+        let g = split_grid(4096, 4096);
+        assert_eq!((g.grid_dim, g.block_dim), ((16, 4096, 1), (operands::COPY_THREADS, 1, 1)));
+        assert_eq!(split_grid(1, 1).grid_dim, (1, 1, 1));
+        assert_eq!(split_grid(100_000, 100_000).grid_dim, (64, 65_535, 1));
+    }
+
+    #[test]
+    fn every_order_pairs_the_blocks_of_a_and_b_into_the_three_products() {
+        use operands::{SPLIT_B, tf32x3_position};
+        for order in Tf32x3Order::ALL {
+            for k in [1u32, 31, 32, 33, 100] {
+                let chunk = order.chunk(k);
+                // Position j of A' and of B' hold halves of the same k index: one small at most,
+                // and each k index gets all three pairings but small * small.
+                let mut pairs = vec![[false; 3]; k as usize];
+                for kk in 0..k {
+                    for part in 0..3 {
+                        let j = tf32x3_position(kk, part, k, chunk);
+                        assert!(j < 3 * k);
+                        let (a_small, b_small) = (order.a_small_parts() >> part & 1, SPLIT_B >> part & 1);
+                        assert!(a_small + b_small <= 1, "{order:?}: small * small at {j}");
+                        pairs[kk as usize][(2 * a_small + b_small) as usize] = true;
+                    }
+                }
+                assert!(pairs.iter().all(|p| p.iter().all(|&x| x)), "{order:?}, k {k}");
+            }
+        }
+        assert_eq!(Tf32x3Order::SmallFirst.chunk(1000), 1000);
+        assert_eq!(Tf32x3Order::InterleavedSmallLast.chunk(1000), 32);
     }
 
     #[test]
