@@ -13,7 +13,7 @@ use support::{fresh_rng, gpu};
 
 /// Whether `variant` can run on `gpu`: the tensor-core variants need compute capability 9.0.
 fn runs_here(gpu: &Gpu, variant: MatmulVariant) -> bool {
-    variant.precision() == Precision::Fp32 || gpu.hopper_status().is_ok()
+    !variant.needs_tensor_cores() || gpu.hopper_status().is_ok()
 }
 
 /// Every plan worth checking on `shape`: each variant that takes it as the planner plans it,

@@ -247,15 +247,21 @@ fn draw_histogram(area: &DrawingArea<SVGBackend, Shift>, section: &HistogramSect
 fn draw_suite(area: &DrawingArea<SVGBackend, Shift>, section: &SuiteSection) -> anyhow::Result<()> {
     let names: Vec<String> = section.shapes.iter().map(|s| s.shape.to_string()).collect();
     let ratios = bounds(section.shapes.iter().filter_map(|s| s.x_cublas));
+    // The title names the planner when it is not `auto`.
+    let base = match section.planner.as_str() {
+        "auto" => SUITE_TITLE.to_string(),
+        planner => format!("Shape suite: {planner} time over cuBLAS time, per shape"),
+    };
     let Some((lo, hi)) = ratios else {
-        return draw_absent(area, SUITE_TITLE, "no shape has both auto and cuBLAS measured");
+        let why = format!("no shape has both {} and cuBLAS measured", section.planner);
+        return draw_absent(area, &base, &why);
     };
     let title = match section.geomean_x_cublas {
         Some(mean) => {
             let n = section.geomean_shapes;
-            format!("{SUITE_TITLE} (geometric mean {mean:.2} over {n} shape{})", if n == 1 { "" } else { "s" })
+            format!("{base} (geometric mean {mean:.2} over {n} shape{})", if n == 1 { "" } else { "s" })
         }
-        None => SUITE_TITLE.to_string(),
+        None => base,
     };
     // Both reference lines always show; room above the highest bar holds the legend.
     let y_range = (lo.min(1.0) / 1.3)..(hi.max(SUITE_TARGET) * 2.0);

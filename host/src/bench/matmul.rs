@@ -273,7 +273,7 @@ fn measure_shape(
     for variant in MatmulVariant::ALL {
         progress.set_message(format!("matmul {shape}: {}", variant.name()));
         let precision = variant.precision();
-        if let (true, Err(why)) = (precision.tensor_cores(), gpu.hopper_status()) {
+        if let (true, Err(why)) = (variant.needs_tensor_cores(), gpu.hopper_status()) {
             let status = RowStatus::Skipped { reason: why.to_string() };
             let row = MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, timing.method.clone(), status, None);
             rows.push(row.with_precision(precision));
@@ -287,9 +287,9 @@ fn measure_shape(
         rows.push(match plan_or_skip(variant, shape, device) {
             Ok(plan) => {
                 let row = measure_plan(gpu, variant.name(), &plan, &mut mats, reference, &timing)?;
-                // Which kernel `auto` ran, and why, is the point of its row; the others run the
-                // kernel their name says.
-                if variant == MatmulVariant::Auto { row.with_plan(plan.to_string()) } else { row }
+                // Which kernel a planner ran, and why, is the point of its row; the others run
+                // the kernel their name says.
+                if MatmulVariant::PLANNERS.contains(&variant) { row.with_plan(plan.to_string()) } else { row }
             }
             Err(skipped) => {
                 MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, timing.method.clone(), skipped, None)

@@ -67,6 +67,8 @@ pub struct BenchConfig {
     pub bins: Vec<usize>,
     /// Shapes of the suite, in report order.
     pub suite: Vec<MatmulShape>,
+    /// The planner the suite runs: `auto`, or the opt-in `auto_tf32x3`.
+    pub suite_planner: MatmulVariant,
     /// Values per histogram.
     pub histogram_values: usize,
     /// Untimed GPU runs before timing.
@@ -226,6 +228,7 @@ mod tests {
             sizes: vec![MatmulShape::new(256, 256, 256).unwrap(), MatmulShape::new(1000, 800, 1200).unwrap()],
             bins: vec![256, 8192, 65536],
             suite: vec![MatmulShape::new(64, 8192, 64).unwrap(), MatmulShape::new(1, 4096, 65536).unwrap()],
+            suite_planner: MatmulVariant::Auto,
             histogram_values: 1 << 10,
             warmup: 3,
             repeat: 20,

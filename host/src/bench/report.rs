@@ -7,8 +7,8 @@
 //! that computes them.
 
 use crate::gpu::DeviceInfo;
-use crate::matmul::MatmulShape;
 use crate::matmul::Precision;
+use crate::matmul::{MatmulShape, MatmulVariant};
 use crate::ptx::PtxInfo;
 use crate::timing::Timing;
 use serde::{Deserialize, Serialize};
@@ -492,10 +492,20 @@ pub struct SuiteSection {
     pub ridge_flop_per_byte: f64,
     /// One entry per shape, in the order asked for.
     pub shapes: Vec<SuiteShapeResult>,
-    /// Geometric mean of `x_cublas` over the shapes where both `auto` and cuBLAS were measured.
+    /// Geometric mean of `x_cublas` over the shapes where both the planner and cuBLAS were
+    /// measured.
     pub geomean_x_cublas: Option<f64>,
     /// Shapes in that mean.
     pub geomean_shapes: usize,
+    /// The planner that ran (`auto`, or the opt-in `auto_tf32x3`); reports written before it was
+    /// recorded ran `auto`.
+    #[serde(default = "auto_planner")]
+    pub planner: String,
+}
+
+/// The planner of a suite that does not name one.
+fn auto_planner() -> String {
+    MatmulVariant::Auto.name().to_string()
 }
 
 impl SuiteSection {
@@ -512,7 +522,14 @@ impl SuiteSection {
             shapes,
             geomean_x_cublas: mean.map(|m| m.0),
             geomean_shapes: mean.map_or(0, |m| m.1),
+            planner: auto_planner(),
         }
+    }
+
+    /// The section as run by `planner` rather than `auto`.
+    pub fn with_planner(mut self, planner: MatmulVariant) -> Self {
+        self.planner = planner.name().to_string();
+        self
     }
 }
 
@@ -748,6 +765,22 @@ mod tests {
         let mean = (1.05f64 * 0.405 / 0.409).sqrt();
         assert!((section.geomean_x_cublas.unwrap() - mean).abs() < 1e-12);
         assert_eq!(section.ridge_flop_per_byte, RIDGE_FLOP_PER_BYTE);
+    }
+
+    #[test]
+    fn suite_records_its_planner_and_reads_auto_from_reports_that_name_none() {
+        let copy = CopyBandwidth::new(1 << 30, t(0.727));
+        let shapes = vec![suite_shape(shape(4096, 4096, 4096), Some(1.3), 2.66)];
+        let section = SuiteSection::new(copy, shapes);
+        assert_eq!(section.planner, "auto");
+        let x3 = section.clone().with_planner(MatmulVariant::AutoTf32x3);
+        assert_eq!(x3.planner, "auto_tf32x3");
+        let mut json = serde_json::to_value(&x3).unwrap();
+        assert_eq!(serde_json::from_value::<SuiteSection>(json.clone()).unwrap(), x3);
+        json.as_object_mut().unwrap().remove("planner");
+        assert_eq!(serde_json::from_value::<SuiteSection>(json).unwrap().planner, "auto");
+        let table = crate::bench::table::render_suite(&x3);
+        assert!(table.starts_with("matmul shape suite: auto_tf32x3 (") && table.contains("auto_tf32x3 ms"), "{table}");
     }
 
     #[test]

@@ -8,16 +8,13 @@ use super::matmul::{CUBLAS, GpuTiming, check_method, measure_cublas, measure_pla
 use super::report::{CopyBandwidth, MatmulRow, MatmulRowKind, SuiteSection, SuiteShapeResult};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant};
+use crate::matmul::{self, InputSets, MatmulShape};
 use anyhow::Context;
 use indicatif::ProgressBar;
 use rand::SeedableRng;
 
-/// Progress-bar steps per shape: the inputs and reference, `auto`, cuBLAS.
+/// Progress-bar steps per shape: the inputs and reference, the planner, cuBLAS.
 pub const STEPS_PER_SHAPE: usize = 3;
-
-/// Row name of `auto`.
-pub const AUTO: &str = "auto";
 
 /// Measures every shape of `config.suite`; memory-bound shapes are related to `copy`.
 pub fn measure(
@@ -35,7 +32,7 @@ pub fn measure(
             .with_context(|| format!("suite {shape}"))?;
         shapes.push(result);
     }
-    Ok(SuiteSection::new(copy.clone(), shapes))
+    Ok(SuiteSection::new(copy.clone(), shapes).with_planner(config.suite_planner))
 }
 
 fn measure_shape(
@@ -55,13 +52,16 @@ fn measure_shape(
     let timing = GpuTiming::new(config, mats.len());
     progress.inc(1);
 
-    progress.set_message(format!("suite {shape}: {AUTO}"));
-    let (kernel, auto) = match plan_or_skip(MatmulVariant::Auto, shape, matmul::device_of(gpu)) {
+    let planner = config.suite_planner.name();
+    progress.set_message(format!("suite {shape}: {planner}"));
+    let (kernel, auto) = match plan_or_skip(config.suite_planner, shape, matmul::device_of(gpu)) {
         Ok(plan) => {
-            let row = measure_plan(gpu, AUTO, &plan, &mut mats, &reference, &timing)?;
+            let row = measure_plan(gpu, planner, &plan, &mut mats, &reference, &timing)?;
             (Some(plan.variant.name().to_string()), row.with_plan(plan.to_string()))
         }
-        Err(skipped) => (None, MatmulRow::unmeasured(AUTO, MatmulRowKind::Gpu, timing.method.clone(), skipped, None)),
+        Err(skipped) => {
+            (None, MatmulRow::unmeasured(planner, MatmulRowKind::Gpu, timing.method.clone(), skipped, None))
+        }
     };
     progress.inc(1);
 

@@ -150,12 +150,14 @@ pub fn render_histogram(section: &HistogramSection) -> String {
     out
 }
 
-/// The suite table: `auto` against cuBLAS at each shape, then the geometric mean of x cuBLAS.
+/// The suite table: the planner against cuBLAS at each shape, then the geometric mean of x
+/// cuBLAS.
 pub fn render_suite(section: &SuiteSection) -> String {
+    let planner = &section.planner;
     let mut out = format!(
-        "matmul shape suite: auto (the planner's choice, checked on the same bound as the ladder) against cuBLAS; \
-         x cuBLAS = auto time / cuBLAS time\n\
-         GB/s = (A + B read once, C written once) / auto time; memory-bound: under {ridge} FLOP per byte; \
+        "matmul shape suite: {planner} (the planner's choice, checked on the same bound as the ladder) against cuBLAS; \
+         x cuBLAS = {planner} time / cuBLAS time\n\
+         GB/s = (A + B read once, C written once) / {planner} time; memory-bound: under {ridge} FLOP per byte; \
          % of copy = GB/s / the copy's {copy:.0} GB/s, for memory-bound shapes\n",
         ridge = section.ridge_flop_per_byte,
         copy = section.copy.gb_per_s,
@@ -187,7 +189,7 @@ pub fn render_suite(section: &SuiteSection) -> String {
         &[
             "shape",
             "kernel",
-            "auto ms",
+            &format!("{planner} ms"),
             "cuBLAS ms",
             "x cuBLAS",
             "GFLOP/s",

@@ -4,7 +4,7 @@
 
 use crate::bench::{self, BenchConfig, report, table};
 use crate::gpu::Gpu;
-use crate::matmul::MatmulShape;
+use crate::matmul::{MatmulShape, MatmulVariant};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -32,6 +32,10 @@ pub struct BenchArgs {
         "skip_matmul", "skip_histogram", "skip_suite",
     ])]
     pub suite: bool,
+    /// The planner the suite runs: auto (the FP32 kernels) or auto_tf32x3 (auto, but split-TF32
+    /// on the tensor cores where it is faster; an opt-in).
+    #[arg(long, value_enum, default_value_t = SuitePlanner::Auto)]
+    pub planner: SuitePlanner,
     /// Values per histogram (2^k accepted).
     #[arg(long, value_name = "N", default_value = "2^26", value_parser = parse_values)]
     pub values: usize,
@@ -171,6 +175,26 @@ fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// The planners `--planner` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum SuitePlanner {
+    /// `auto`: the FP32 kernels.
+    Auto,
+    /// `auto_tf32x3`: `auto`, with `wgmma_tf32x3` where it is faster.
+    AutoTf32x3,
+}
+
+impl SuitePlanner {
+    /// The matmul variant it names.
+    pub fn variant(self) -> MatmulVariant {
+        match self {
+            Self::Auto => MatmulVariant::Auto,
+            Self::AutoTf32x3 => MatmulVariant::AutoTf32x3,
+        }
+    }
+}
+
 impl BenchArgs {
     /// The measuring configuration: explicit lists, else the `--quick` or full defaults; `--suite`
     /// leaves out the ladder and the histograms.
@@ -192,6 +216,7 @@ impl BenchArgs {
             sizes,
             bins,
             suite: parse_sizes(suite).map_err(anyhow::Error::msg)?.0,
+            suite_planner: self.planner.variant(),
             histogram_values: self.values,
             warmup: self.warmup as usize,
             repeat: self.repeat as usize,
@@ -364,6 +389,10 @@ mod tests {
         assert_eq!((skipped.skip_matmul, skipped.skip_histogram, skipped.skip_suite), (false, false, true));
         let quick = parse(&["--suite", "--quick"]).unwrap().config(vec![]).unwrap();
         assert_eq!(quick.suite, parse_sizes(bench::QUICK_SUITE_SHAPES).unwrap().0);
+        assert_eq!(config.suite_planner, MatmulVariant::Auto);
+        let x3 = parse(&["--suite", "--planner", "auto_tf32x3"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(x3.suite_planner, MatmulVariant::AutoTf32x3);
+        assert!(parse(&["--planner", "sgemm"]).is_err());
         assert_eq!(quick.suite.len(), 4);
     }
 

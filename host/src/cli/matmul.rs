@@ -43,7 +43,8 @@ pub struct MatmulArgs {
     /// Write C, as the first variant of --variant computed it, to this .npy file (with --a --b).
     #[arg(long, requires = "a", value_name = "C.npy")]
     pub out: Option<PathBuf>,
-    /// Variants to run: auto (the planner's choice, FP32), naive, tiled16, tiled32, sgemm,
+    /// Variants to run: auto (the planner's choice, FP32), auto_tf32x3 (auto, but wgmma_tf32x3
+    /// where it is faster: on Hopper, wide shapes with k >= 128 and 96 tiles or more), naive, tiled16, tiled32, sgemm,
     /// sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
     /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
     /// wgmma_tf32x3 (split-TF32, FP32-class, timed against cuBLAS FP32), a comma-separated list,
@@ -279,7 +280,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         let row = |timing, error, note| Row { name: variant.name().into(), timing, error, note, precision };
         // The tensor-core kernels exist only on compute capability 9.0: elsewhere their row
         // says why, and the other variants still run.
-        if let (true, Err(why)) = (precision.tensor_cores(), gpu.hopper_status()) {
+        if let (true, Err(why)) = (variant.needs_tensor_cores(), gpu.hopper_status()) {
             rows.push(row(None, None, format!("not run: {why}")));
             continue;
         }
@@ -316,7 +317,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         }
         let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &plan, &mut mats[i % sets]))?;
         let note = match variant {
-            MatmulVariant::Auto => {
+            MatmulVariant::Auto | MatmulVariant::AutoTf32x3 => {
                 let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
                 format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
             }

@@ -50,6 +50,7 @@ use kernels::matmul::skinny::{
     FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_blocks_per_sm,
     few_rows_kernel,
 };
+use kernels::matmul::wgmma as wgmma_tiles;
 
 /// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
 /// bandwidth.
@@ -94,12 +95,25 @@ pub const SGEMM_SPLIT_SLACK: f64 = 1.1;
 pub struct MatmulDevice {
     /// Streaming multiprocessors.
     pub sm_count: u32,
+    /// Whether the Hopper tensor-core kernels (the `sm_90a` module) run on it.
+    pub tensor_cores: bool,
 }
 
 impl MatmulDevice {
-    /// The H100 SXM the project measures on (132 SMs); for tests and examples.
-    pub const H100: Self = Self { sm_count: 132 };
+    /// The H100 SXM the project measures on (132 SMs, tensor-core kernels); for tests and
+    /// examples.
+    pub const H100: Self = Self { sm_count: 132, tensor_cores: true };
 }
+
+/// Shortest `k` for which `auto_tf32x3` runs `wgmma_tf32x3`: shorter products are mostly the
+/// split and the output (measured: 4097x129x8193 ran 0.76 x cuBLAS FP32 against `auto`'s
+/// 1.13; shorter `k` has not been measured).
+pub const SPLIT_TF32_MIN_K: usize = 128;
+/// Fewest tiles of `wgmma_tf32x3` (128 x 256 of `C^T`, one block per SM) for which
+/// `auto_tf32x3` runs it: with fewer, too many SMs idle (measured, x cuBLAS FP32, against
+/// `auto`'s choice: 2048^3, 128 tiles, 0.55 against 1.06; 512x4096x11008, 172 tiles, 0.82
+/// against 1.03; 1000x800x1200, 40 tiles, 1.02 against 0.92).
+pub const SPLIT_TF32_MIN_TILES: u32 = 96;
 
 /// A launch plan: which kernel, its grid, its split of `k`, and the reduction that follows a
 /// split.
@@ -161,6 +175,7 @@ pub fn plan_with(
     let sm = device.sm_count.max(1);
     let (variant, why) = match variant {
         MatmulVariant::Auto => choose_kernel(shape, sm),
+        MatmulVariant::AutoTf32x3 => choose_split_tf32(shape, device),
         v => (v, format!("{} requested", v.name())),
     };
     let kernel = match variant {
@@ -200,7 +215,9 @@ pub fn plan_with(
             (super::wgmma::plan(shape, device, kernel)?, None, String::new())
         }
         MatmulVariant::WgmmaTf32x3 => (super::wgmma::plan_tf32x3(shape, device)?, None, String::new()),
-        MatmulVariant::Auto => unreachable!("auto resolves to a kernel family above"),
+        MatmulVariant::Auto | MatmulVariant::AutoTf32x3 => {
+            unreachable!("the planners resolve to a kernel family above")
+        }
     };
     if let Some(s) = split {
         if s.splits == 0 || s.k_chunk == 0 || !s.k_chunk.is_multiple_of(super::split_k::CHUNK_GRANULE) {
@@ -242,6 +259,33 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
             (MatmulVariant::Sgemm, format!("compute-bound, too few tiles to warp-tile ({waves}): 8 warps per block"))
         }
     }
+}
+
+/// The kernel family `auto_tf32x3` runs: `wgmma_tf32x3` on a device with tensor cores when the
+/// shape is wide on both sides, `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least
+/// [`SPLIT_TF32_MIN_TILES`]; otherwise `auto`'s choice, with why not.
+fn choose_split_tf32(shape: MatmulShape, device: MatmulDevice) -> (MatmulVariant, String) {
+    // `wgmma_tf32` tiles `C^T`: BLOCK_M of `n` by BLOCK_N of `m`.
+    let tiles =
+        (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64) * (shape.m as u64).div_ceil(wgmma_tiles::BLOCK_N as u64);
+    let why_not = if !device.tensor_cores {
+        "no tensor-core kernels on this device".to_string()
+    } else if shape.m <= FEW_ROWS_MAX_M as usize || shape.n <= FEW_COLS_MAX_N as usize {
+        "a narrow side: memory-bound".to_string()
+    } else if shape.k < SPLIT_TF32_MIN_K {
+        format!("k = {} < {SPLIT_TF32_MIN_K}", shape.k)
+    } else if tiles < SPLIT_TF32_MIN_TILES as u64 {
+        format!("{} of 128x256 < {SPLIT_TF32_MIN_TILES}", count(tiles, "tile"))
+    } else {
+        let why = format!(
+            "compute-bound on tensor cores: k = {} and {} of 128x256: split-TF32",
+            shape.k,
+            count(tiles, "tile")
+        );
+        return (MatmulVariant::WgmmaTf32x3, why);
+    };
+    let (variant, why) = choose_kernel(shape, device.sm_count.max(1));
+    (variant, format!("not split-TF32 ({why_not}); {why}"))
 }
 
 /// The fraction of `ceil(tiles / slots)` full waves that `tiles` occupy.
@@ -351,6 +395,50 @@ mod tests {
     }
 
     #[test]
+    fn auto_tf32x3_runs_split_tf32_on_wide_long_products_of_many_tiles() {
+        let h100 = |m, k, n| plan(MatmulVariant::AutoTf32x3, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
+        // 128, 172, 288, 512, 1089 and 2048 tiles of 128x256; k from 129.
+        for (m, k, n) in [
+            (2048, 2048, 2048),
+            (512, 4096, 11008),
+            (3000, 3000, 3000),
+            (4096, 4096, 4096),
+            (4097, 129, 8193),
+            (8192, 8192, 8192),
+        ] {
+            let p = h100(m, k, n).unwrap();
+            assert_eq!((p.variant, p.kernel), (MatmulVariant::WgmmaTf32x3, kernels::matmul::wgmma::KERNEL_TF32), "{p}");
+            assert!(p.reason.contains("split-TF32"), "{p}");
+        }
+        // Too few tiles (40, 32, 1), k too short, a narrow side: auto's choice and why not.
+        for (m, k, n, why) in [
+            (1000, 800, 1200, "40 tiles of 128x256 < 96"),
+            (1024, 1024, 1024, "32 tiles"),
+            (64, 8192, 64, "1 tile of"),
+            (128, 65_536, 128, "1 tile of"),
+            (8192, 64, 8192, "k = 64 < 128"),
+            (16, 16_384, 16_384, "narrow"),
+            (65_536, 4096, 1, "narrow"),
+            (3, 100_000, 5, "narrow"),
+        ] {
+            let (p, a) = (h100(m, k, n).unwrap(), auto(m, k, n));
+            assert_eq!((p.variant, p.kernel, p.split), (a.variant, a.kernel, a.split), "{p}");
+            assert!(p.reason.starts_with("not split-TF32") && p.reason.contains(why), "{p}");
+        }
+    }
+
+    #[test]
+    fn auto_tf32x3_without_tensor_cores_is_auto() {
+        let device = MatmulDevice { tensor_cores: false, ..MatmulDevice::H100 };
+        for (m, k, n) in [(4096, 4096, 4096), (8192, 8192, 8192), (512, 4096, 11008)] {
+            let shape = MatmulShape::new(m, k, n).unwrap();
+            let (p, a) = (plan(MatmulVariant::AutoTf32x3, shape, device).unwrap(), auto(m, k, n));
+            assert_eq!((p.variant, p.split), (a.variant, a.split), "{p}");
+            assert!(p.reason.contains("no tensor-core kernels on this device"), "{p}");
+        }
+    }
+
+    #[test]
     fn auto_streams_a_for_thin_outputs_gemv_included() {
         let p = auto(65_536, 4096, 1);
         assert_eq!((p.variant, p.split.unwrap().splits, p.reduce.is_none()), (MatmulVariant::FewCols, 1, true));
@@ -437,8 +525,12 @@ mod tests {
     #[test]
     fn a_smaller_device_needs_no_split_where_the_tiles_fill_its_waves() {
         // 3000^3 on 100 SMs: 576 tiles on 200 slots, 96% of 3 waves.
-        let p = plan(MatmulVariant::Auto, MatmulShape::new(3000, 3000, 3000).unwrap(), MatmulDevice { sm_count: 100 })
-            .unwrap();
+        let p = plan(
+            MatmulVariant::Auto,
+            MatmulShape::new(3000, 3000, 3000).unwrap(),
+            MatmulDevice { sm_count: 100, tensor_cores: false },
+        )
+        .unwrap();
         assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, 1), "{p}");
     }
 
@@ -465,7 +557,7 @@ mod tests {
     #[test]
     fn a_smaller_device_gets_fewer_splits() {
         let shape = MatmulShape::new(1024, 1024, 1024).unwrap();
-        let small = plan(MatmulVariant::Auto, shape, MatmulDevice { sm_count: 16 }).unwrap();
+        let small = plan(MatmulVariant::Auto, shape, MatmulDevice { sm_count: 16, tensor_cores: false }).unwrap();
         assert_eq!(small.split.unwrap().splits, 1, "{small}");
     }
 

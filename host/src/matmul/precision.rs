@@ -57,11 +57,6 @@ impl Precision {
         }
     }
 
-    /// Whether the products run on Hopper tensor cores (`wgmma`, compute capability 9.0 only).
-    pub fn tensor_cores(self) -> bool {
-        self != Self::Fp32
-    }
-
     /// The bound on `|C - reference| / sum |a * b|` for an inner dimension `k`, where the
     /// reference is the float64 product of [`Precision::reference_inputs`]:
     /// - FP32 and BF16: `k * f32::EPSILON`, the accumulation's rounding (BF16 products are
@@ -163,13 +158,11 @@ mod tests {
     }
 
     #[test]
-    fn split_tf32_competes_with_fp32_and_every_reduced_precision_needs_tensor_cores() {
+    fn split_tf32_competes_with_fp32_and_shares_its_reference() {
         assert_eq!(Precision::Tf32x3.baseline(), Precision::Fp32);
         for p in [Precision::Fp32, Precision::Bf16, Precision::Tf32] {
             assert_eq!(p.baseline(), p);
         }
-        assert!(!Precision::Fp32.tensor_cores());
-        assert!([Precision::Bf16, Precision::Tf32, Precision::Tf32x3].iter().all(|p| p.tensor_cores()));
         assert_eq!(Precision::Tf32x3.name(), "tf32x3");
         for p in [Precision::Fp32, Precision::Tf32, Precision::Tf32x3] {
             assert_eq!(p.reference_precision(), Precision::Fp32);

@@ -79,7 +79,7 @@ impl InputSets {
 
 /// What the planner needs of `gpu`.
 pub fn device_of(gpu: &Gpu) -> MatmulDevice {
-    MatmulDevice { sm_count: gpu.info().sm_count }
+    MatmulDevice { sm_count: gpu.info().sm_count, tensor_cores: gpu.hopper_status().is_ok() }
 }
 
 /// Launches `variant` on the matrices as the planner plans it (asynchronously, on the GPU's

@@ -4,14 +4,19 @@ use super::precision::Precision;
 use super::shape::MatmulShape;
 use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
 
-/// The GPU matmul variants: `auto` (the planner's choice) and each kernel family.
+/// The GPU matmul variants: `auto` and `auto_tf32x3` (the planner's choices) and each kernel
+/// family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub enum MatmulVariant {
     /// The planner picks the kernel and its configuration from the shape and the device
-    /// ([`super::plan`]).
+    /// ([`super::plan`]), among the FP32 kernels.
     Auto,
+    /// As `auto`, but on Hopper the compute-bound shapes with enough tiles run `wgmma_tf32x3`
+    /// (split-TF32 on the tensor cores: FP32-class products, about twice cuBLAS FP32's speed at
+    /// 4096^3, with 3-5x FP32's observed error). An opt-in, as emulated FP32 is in cuBLAS.
+    AutoTf32x3,
     /// One thread per output, operands straight from global memory.
     Naive,
     /// The Guide's shared-memory tiles, 16x16.
@@ -48,9 +53,10 @@ pub enum MatmulVariant {
 }
 
 impl MatmulVariant {
-    /// Every variant: `auto` first, then the kernels simplest first.
-    pub const ALL: [Self; 12] = [
+    /// Every variant: the planners first, then the kernels simplest first.
+    pub const ALL: [Self; 13] = [
         Self::Auto,
+        Self::AutoTf32x3,
         Self::Naive,
         Self::Tiled16,
         Self::Tiled32,
@@ -64,12 +70,15 @@ impl MatmulVariant {
         Self::WgmmaTf32x3,
     ];
 
-    /// The kernel families, without `auto`: [`Self::ALL`] after its first entry.
+    /// The planners: the variants that pick a kernel family rather than name one.
+    pub const PLANNERS: [Self; 2] = [Self::Auto, Self::AutoTf32x3];
+
+    /// The kernel families: [`Self::ALL`] after the [`Self::PLANNERS`].
     pub const KERNELS: [Self; 11] = {
         let mut kernels = [Self::Naive; 11];
         let mut i = 0;
         while i < kernels.len() {
-            kernels[i] = Self::ALL[i + 1];
+            kernels[i] = Self::ALL[i + Self::PLANNERS.len()];
             i += 1;
         }
         kernels
@@ -79,6 +88,7 @@ impl MatmulVariant {
     pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
+            Self::AutoTf32x3 => "auto_tf32x3",
             Self::Naive => "naive",
             Self::Tiled16 => "tiled16",
             Self::Tiled32 => "tiled32",
@@ -99,7 +109,7 @@ impl MatmulVariant {
     /// the split); `None` for `auto`, which runs whichever kernel it plans.
     pub fn kernel(self) -> Option<&'static str> {
         match self {
-            Self::Auto => None,
+            Self::Auto | Self::AutoTf32x3 => None,
             Self::Naive => Some(kernels::matmul::naive::KERNEL),
             Self::Tiled16 => Some(kernels::matmul::tiled::KERNEL_TILE16),
             Self::Tiled32 => Some(kernels::matmul::tiled::KERNEL_TILE32),
@@ -114,14 +124,21 @@ impl MatmulVariant {
     }
 
     /// The precision of the variant's products: FP32 for all but the tensor-core variants (and
-    /// `auto`, which never picks a tensor-core variant).
+    /// `auto`, which never picks a tensor-core variant); `auto_tf32x3` is held to split-TF32's
+    /// bound, which its FP32 choices meet too.
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 => Precision::Bf16,
             Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
-            Self::WgmmaTf32x3 => Precision::Tf32x3,
+            Self::WgmmaTf32x3 | Self::AutoTf32x3 => Precision::Tf32x3,
             _ => Precision::Fp32,
         }
+    }
+
+    /// Whether the variant runs only on Hopper's tensor cores (the `sm_90a` module); the planners
+    /// run anywhere, `auto_tf32x3` falling back to `auto`'s choice.
+    pub fn needs_tensor_cores(self) -> bool {
+        matches!(self, Self::WgmmaBf16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed | Self::WgmmaTf32x3)
     }
 
     /// Whether the kernel splits `k` over the grid's z dimension (and so takes a `k_chunk`).
@@ -158,7 +175,18 @@ mod tests {
         assert_eq!(MatmulVariant::WgmmaTf32x3.precision().baseline(), Precision::Fp32);
         assert_eq!(MatmulVariant::WgmmaTf32x3.kernel(), MatmulVariant::WgmmaTf32.kernel());
         assert_eq!(MatmulVariant::Auto.kernel(), None);
-        assert_eq!(&MatmulVariant::ALL[1..], &MatmulVariant::KERNELS);
+        assert_eq!(MatmulVariant::AutoTf32x3.kernel(), None);
+        assert_eq!(MatmulVariant::AutoTf32x3.precision(), Precision::Tf32x3);
+        assert_eq!(&MatmulVariant::ALL[..2], &MatmulVariant::PLANNERS);
+        assert_eq!(&MatmulVariant::ALL[2..], &MatmulVariant::KERNELS);
+    }
+
+    #[test]
+    fn only_the_wgmma_kernels_need_tensor_cores() {
+        let needing: Vec<&str> =
+            MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
+        assert_eq!(needing, ["wgmma_bf16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
+        assert!(MatmulVariant::KERNELS.iter().all(|v| v.needs_tensor_cores() == (v.precision() != Precision::Fp32)));
     }
 
     #[test]
