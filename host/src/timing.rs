@@ -45,7 +45,14 @@ impl Timing {
 /// on an H100, the first tier timed after a CPU histogram had a median 15% above its minimum. It
 /// also outlasts the spinning of idle CPU thread pools (rayon's workers yield for a few rounds,
 /// then sleep), so the host thread that enqueues the timed launches has its core to itself.
-pub const MIN_WARMUP: std::time::Duration = std::time::Duration::from_millis(50);
+pub const MIN_WARMUP: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The warm-up's launches run back to back in bursts of about this long, waited for one at a
+/// time: only continuous work brings the clocks up. A warm-up that waited for each launch of a
+/// 10 us kernel left the GPU idle most of the time: in one suite run cuBLAS at 256^3 then read
+/// 0.074 ms against 0.012 in the next, about the ratio of the H100's idle clock (345 MHz) to its
+/// boost (1980 MHz).
+pub const WARMUP_BURST_MS: f64 = 5.0;
 
 /// A timed sample spans at least this long: for shorter launches, several run back to back
 /// between one pair of events. An event pair around each single launch of a few microseconds
@@ -57,13 +64,20 @@ pub const MAX_LAUNCHES_PER_SAMPLE: usize = 1000;
 
 /// Launches per sample for launches of about `launch_ms` each: enough to span [`MIN_SAMPLE_MS`].
 pub fn launches_per_sample(launch_ms: f64) -> usize {
+    launches_to_span(launch_ms, MIN_SAMPLE_MS)
+}
+
+/// Launches of about `launch_ms` each that span `span_ms`: at least one, at most
+/// [`MAX_LAUNCHES_PER_SAMPLE`].
+pub fn launches_to_span(launch_ms: f64, span_ms: f64) -> usize {
     if launch_ms.is_nan() || launch_ms <= 0.0 {
         return MAX_LAUNCHES_PER_SAMPLE;
     }
-    ((MIN_SAMPLE_MS / launch_ms).ceil() as usize).clamp(1, MAX_LAUNCHES_PER_SAMPLE)
+    ((span_ms / launch_ms).ceil() as usize).clamp(1, MAX_LAUNCHES_PER_SAMPLE)
 }
 
-/// Runs `launch(i)` untimed at least `warmup` times and for at least [`MIN_WARMUP`], then takes
+/// Runs `launch(i)` untimed at least `warmup` times and for at least [`MIN_WARMUP`], in
+/// back-to-back bursts of about [`WARMUP_BURST_MS`] (sized from the bursts before), then takes
 /// `repeat` samples between CUDA events on the GPU's stream, each the mean of
 /// [`launches_per_sample`] back-to-back launches, and summarises them. `i` counts every call, so
 /// a caller can rotate through several input sets. Fails on the first launch or kernel error.
@@ -75,12 +89,16 @@ pub fn time_launches(
 ) -> Result<Timing> {
     let repeat = repeat.max(1);
     let start = std::time::Instant::now();
-    let mut calls = 0;
+    let (mut calls, mut burst) = (0, 1);
     while calls < warmup || start.elapsed() < MIN_WARMUP {
-        launch(calls)?;
-        // Waiting for each warm-up run makes the elapsed time the GPU's, not the enqueue time.
+        let began = std::time::Instant::now();
+        for _ in 0..burst {
+            launch(calls)?;
+            calls += 1;
+        }
+        // Waiting for each burst makes the elapsed time the GPU's, not the enqueue time.
         gpu.synchronize()?;
-        calls += 1;
+        burst = launches_to_span(began.elapsed().as_secs_f64() * 1e3 / burst as f64, WARMUP_BURST_MS);
     }
     let ctx = gpu.context();
     // Timing needs events created without CU_EVENT_DISABLE_TIMING (cudarc's default).
@@ -143,6 +161,14 @@ mod tests {
         assert_eq!(launches_per_sample(0.01), 50);
         assert_eq!(launches_per_sample(0.0001), MAX_LAUNCHES_PER_SAMPLE);
         assert_eq!(launches_per_sample(0.0), MAX_LAUNCHES_PER_SAMPLE);
+    }
+
+    #[test]
+    fn warm_up_bursts_of_short_launches_run_back_to_back_for_the_burst_span() {
+        assert_eq!(launches_to_span(0.01, WARMUP_BURST_MS), 500);
+        assert_eq!(launches_to_span(22.0, WARMUP_BURST_MS), 1);
+        assert_eq!(launches_to_span(1.0, WARMUP_BURST_MS), 5);
+        assert_eq!(launches_to_span(f64::NAN, WARMUP_BURST_MS), MAX_LAUNCHES_PER_SAMPLE);
     }
 
     #[test]
