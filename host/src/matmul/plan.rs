@@ -34,9 +34,15 @@
 //!   split at least [`WARP_TILED_MIN_CHUNK`] long) within [`WARP_TILED_SPLIT_SLACK`] of the
 //!   least estimate, and splits only when that saves at least [`WARP_TILED_SPLIT_GAIN`].
 //! - `sgemm`: no split when the tiles fill the `slots` = [`sgemm::BLOCKS_PER_SM`] x SMs block
-//!   slots. Otherwise the same estimate, each split at least [`SGEMM_MIN_CHUNK`] long, within
-//!   [`SGEMM_SPLIT_SLACK`] of the least, and only when it saves at least a fifth
-//!   ([`SGEMM_SPLIT_GAIN`]): each split costs a pass over `splits x m x n` partial sums.
+//!   slots. Otherwise `s` splits (each at least [`SGEMM_MIN_CHUNK`] long) take an estimated
+//!   `ceil(tiles * s / slots) * (k / s + SGEMM_BLOCK_OVERHEAD_K) + s * m * n *
+//!   SGEMM_REDUCE_K_PER_VALUE`, in columns of `k` of one wave: every block pays a fixed cost
+//!   beside its share of `k`, and the reduction reads `s x m x n` partial sums. The planner takes
+//!   the fewest `s` within [`SGEMM_SPLIT_SLACK`] of the least estimate, and splits only when that
+//!   saves at least a fifth ([`SGEMM_SPLIT_GAIN`]). The two constants are fitted to `sgemm` at
+//!   512^3 by split (1 to 64: 0.061, 0.037, 0.023, 0.017, 0.020, 0.019, 0.023, 0.027, 0.055 ms
+//!   for 1, 2, 4, 8, 12, 16, 24, 32, 64 splits), and predict 128^3's best near 16 splits of 8
+//!   (measured: 0.007 ms with 12 to 32 splits, 0.009 with 4, 0.016 unsplit).
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
@@ -83,12 +89,20 @@ pub const WARP_TILED_SPLIT_GAIN: f64 = 0.95;
 /// 0.077 ms with 16 splits of 256 (128 blocks) and in 0.044 ms with 64 splits of 64 (before
 /// `_16` was double-buffered).
 pub const FEW_ROWS_PANEL_MIN_CHUNK: u32 = 64;
-/// Shortest split of `sgemm`: four 8-deep slices per block.
-pub const SGEMM_MIN_CHUNK: u32 = 32;
+/// Shortest split of `sgemm`: one 8-deep slice per block (the estimate below weighs the cost of
+/// short splits).
+pub const SGEMM_MIN_CHUNK: u32 = 8;
 /// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
 pub const SGEMM_SPLIT_GAIN: f64 = 0.8;
-/// `sgemm` takes the fewest splits whose estimated time is within this factor of the least.
-pub const SGEMM_SPLIT_SLACK: f64 = 1.1;
+/// `sgemm` takes the fewest splits whose estimated time is within this factor of the least:
+/// the least itself, since the estimate already charges each split its reduction.
+pub const SGEMM_SPLIT_SLACK: f64 = 1.0;
+/// An `sgemm` block's cost besides its columns of `k` (prologue, epilogue, scheduling), in
+/// columns of `k`: fitted at 512^3 (about 3.6 us, at 0.097 us per column).
+pub const SGEMM_BLOCK_OVERHEAD_K: f64 = 37.0;
+/// The split-K reduction's cost per partial sum, in columns of `k` of one wave of `sgemm`
+/// blocks: fitted at 512^3 (about 0.9 us per split of 512 x 512 partial sums).
+pub const SGEMM_REDUCE_K_PER_VALUE: f64 = 3.5e-5;
 
 /// What the planner needs to know of the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,13 +341,29 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
         // splits, 1.22 ms without).
         return (SplitK::none(shape.k), format!("{} fill the {slots} block slots: no split", count(tiles, "tile")));
     }
-    let rule = SplitRule {
-        min_chunk: SGEMM_MIN_CHUNK,
-        max_splits: super::split_k::MAX_SPLITS,
-        slack: SGEMM_SPLIT_SLACK,
-        gain: SGEMM_SPLIT_GAIN,
+    let values = (shape.m * shape.n) as f64;
+    let cost = |s: SplitK| {
+        let waves = (tiles * s.splits as u64).div_ceil(slots) as f64;
+        waves * (s.k_chunk as f64 + SGEMM_BLOCK_OVERHEAD_K)
+            + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE } else { 0.0 }
     };
-    wave_split(shape, tiles, slots, rule)
+    let most = (shape.k as u32 / SGEMM_MIN_CHUNK).clamp(1, super::split_k::MAX_SPLITS);
+    let candidates: Vec<(SplitK, f64)> =
+        (1..=most).map(|s| SplitK::about(shape.k, s, SGEMM_MIN_CHUNK)).map(|s| (s, cost(s))).collect();
+    let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let unsplit = cost(SplitK::none(shape.k));
+    let (best, estimate) = *candidates.iter().find(|c| c.1 <= SGEMM_SPLIT_SLACK * least).expect("one candidate");
+    if best.splits > 1 && estimate <= SGEMM_SPLIT_GAIN * unsplit {
+        let why = format!(
+            "{} on {slots} block slots: {} splits of k take an estimated {:.1}% of the unsplit time (reduction included)",
+            count(tiles, "tile"),
+            best.splits,
+            100.0 * estimate / unsplit
+        );
+        (best, why)
+    } else {
+        (SplitK::none(shape.k), format!("{} on {slots} block slots: no split", count(tiles, "tile")))
+    }
 }
 
 /// The `sgemm_warp_tiled` split with the fewest estimated waves-times-depth (module
@@ -510,7 +540,7 @@ mod tests {
         let p = auto(512, 512, 512);
         assert_eq!(p.variant, MatmulVariant::Sgemm);
         assert!(p.reason.contains("32 blocks in 2 splits of k on 264 block slots fill 12%"), "{p}");
-        assert_eq!(p.split.unwrap().splits, 16, "{p}");
+        assert_eq!(p.split.unwrap().splits, 8, "{p}");
         assert_eq!(auto(128, 65_536, 128).variant, MatmulVariant::Sgemm);
     }
 
@@ -542,8 +572,11 @@ mod tests {
         assert!(p.split.unwrap().splits >= 128, "{p}");
         let p = auto(128, 65_536, 128);
         assert!(p.split.unwrap().splits >= 128, "{p}");
-        // 16 tiles, k = 512: 16 splits of the shortest chunk.
-        assert_eq!(auto(512, 512, 512).split.unwrap(), SplitK { splits: 16, k_chunk: 32 });
+        // 16 tiles, k = 512: 8 splits of 64, where the reduction of more splits costs more than
+        // their shorter blocks save (measured: 0.017 ms against 0.019 with 16 splits of 32).
+        assert_eq!(auto(512, 512, 512).split.unwrap(), SplitK { splits: 8, k_chunk: 64 });
+        // One tile, k = 128: 16 splits of one slice (measured 0.007 ms, against 0.009 with 4).
+        assert_eq!(auto(128, 128, 128).split.unwrap(), SplitK { splits: 16, k_chunk: 8 });
         // Short k cannot be split below the shortest chunk.
         assert_eq!(auto(4097, 20, 8193).split.unwrap().splits, 1);
         // A full wave and a partial one (344 tiles): sgemm itself does not split, measured.
