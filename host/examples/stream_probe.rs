@@ -2,7 +2,11 @@
 //! place (cuMemHostRegister) and unlocking it, by threads and region size, with and without
 //! copies running; pread into pinned buffers by threads and piece size, with and without copies.
 //!
-//! `cargo run --release -p host --example stream_probe -- FILE [GiB]`
+//! `cargo run --release -p host --example stream_probe -- FILE [GiB]`; with a third argument
+//! `copies`, copy rates from each kind of page-locked memory and copies of the mapped file into
+//! pinned buffers; with `pipeline`, threads that copy pieces into their own rings of pinned
+//! buffers and enqueue each piece's copy themselves, in the configurations that `PIPELINE` lists
+//! (`threads:piece_KiB:slots:plain|nt`, comma-separated).
 use cudarc::driver::{CudaContext, sys};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
