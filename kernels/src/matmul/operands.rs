@@ -87,6 +87,27 @@ pub fn tf32x3_position(kk: u32, part: u32, k: u32, chunk: u32) -> u32 {
     let len = if k - start < chunk { k - start } else { chunk };
     3 * start + part * len + (kk - start)
 }
+
+/// Where part `part` of element `(r, c)` of a `rows x cols` operand goes in its split copy, and
+/// which half it takes (`small_parts` bit `part` set: `a_small`). `k` runs along the rows
+/// (`B`, whose copy is `3k x cols`) or along the columns (`A`, `rows x 3k`).
+#[inline(always)]
+pub fn tf32x3_destination(
+    (r, c): (u32, u32),
+    part: u32,
+    (rows, cols): (u32, u32),
+    k_along_rows: bool,
+    small_parts: u32,
+    chunk: u32,
+) -> ((u32, u32), bool) {
+    let small = small_parts >> part & 1 != 0;
+    if k_along_rows {
+        ((tf32x3_position(r, part, rows, chunk), c), small)
+    } else {
+        ((r, tf32x3_position(c, part, cols, chunk)), small)
+    }
+}
+
 /// Threads per block of the grid-stride copies.
 pub const COPY_THREADS: u32 = 256;
 /// Side of a transposed tile.
@@ -154,7 +175,6 @@ crate::gpu_kernel! {
     ) {
         use crate::device::thread;
         let k_along_rows = k_along_rows != 0;
-        let k = if k_along_rows { rows } else { cols };
         let col_step = thread::grid_dim_x() * thread::block_dim_x();
         let mut r = thread::block_idx_y();
         while r < rows {
@@ -163,12 +183,9 @@ crate::gpu_kernel! {
                 // SAFETY: r < rows, c < cols: inside src.
                 let (big, small) = split_tf32(unsafe { *src.add(r as usize * cols as usize + c as usize) });
                 for part in 0..3 {
-                    let v = if small_parts >> part & 1 != 0 { small } else { big };
-                    let (dr, dc) = if k_along_rows {
-                        (tf32x3_position(r, part, k, chunk), c)
-                    } else {
-                        (r, tf32x3_position(c, part, k, chunk))
-                    };
+                    let ((dr, dc), takes_small) =
+                        tf32x3_destination((r, c), part, (rows, cols), k_along_rows, small_parts, chunk);
+                    let v = if takes_small { small } else { big };
                     // SAFETY: tf32x3_position is below 3k, so (dr, dc) is inside the 3k x ld
                     // (B) or rows x ld with ld >= 3k (A) destination; each (element, part) has
                     // its own position, written by one thread.
@@ -335,20 +352,15 @@ mod tests {
         small_parts: u32,
         chunk: u32,
     ) -> Vec<f32> {
-        let k = if k_along_rows { rows } else { cols };
         let out_rows = if k_along_rows { 3 * rows } else { rows };
         let mut dst = vec![0.0f32; (out_rows * ld) as usize];
         for r in 0..rows {
             for c in 0..cols {
                 let (big, small) = split_tf32(src[(r * cols + c) as usize]);
                 for part in 0..3 {
-                    let v = if small_parts >> part & 1 != 0 { small } else { big };
-                    let (dr, dc) = if k_along_rows {
-                        (tf32x3_position(r, part, k, chunk), c)
-                    } else {
-                        (r, tf32x3_position(c, part, k, chunk))
-                    };
-                    dst[(dr * ld + dc) as usize] = v;
+                    let ((dr, dc), takes_small) =
+                        tf32x3_destination((r, c), part, (rows, cols), k_along_rows, small_parts, chunk);
+                    dst[(dr * ld + dc) as usize] = if takes_small { small } else { big };
                 }
             }
         }
