@@ -347,23 +347,13 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
         waves * (s.k_chunk as f64 + SGEMM_BLOCK_OVERHEAD_K)
             + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE } else { 0.0 }
     };
-    let most = (shape.k as u32 / SGEMM_MIN_CHUNK).clamp(1, super::split_k::MAX_SPLITS);
-    let candidates: Vec<(SplitK, f64)> =
-        (1..=most).map(|s| SplitK::about(shape.k, s, SGEMM_MIN_CHUNK)).map(|s| (s, cost(s))).collect();
-    let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    let unsplit = cost(SplitK::none(shape.k));
-    let (best, estimate) = *candidates.iter().find(|c| c.1 <= SGEMM_SPLIT_SLACK * least).expect("one candidate");
-    if best.splits > 1 && estimate <= SGEMM_SPLIT_GAIN * unsplit {
-        let why = format!(
-            "{} on {slots} block slots: {} splits of k take an estimated {:.1}% of the unsplit time (reduction included)",
-            count(tiles, "tile"),
-            best.splits,
-            100.0 * estimate / unsplit
-        );
-        (best, why)
-    } else {
-        (SplitK::none(shape.k), format!("{} on {slots} block slots: no split", count(tiles, "tile")))
-    }
+    let rule = SplitRule {
+        min_chunk: SGEMM_MIN_CHUNK,
+        max_splits: super::split_k::MAX_SPLITS,
+        slack: SGEMM_SPLIT_SLACK,
+        gain: SGEMM_SPLIT_GAIN,
+    };
+    best_split(shape, tiles, slots, rule, cost, " (reduction included)")
 }
 
 /// The `sgemm_warp_tiled` split with the fewest estimated waves-times-depth (module
@@ -377,7 +367,9 @@ fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
         slack: WARP_TILED_SPLIT_SLACK,
         gain: WARP_TILED_SPLIT_GAIN,
     };
-    wave_split(shape, tiles, slots, rule)
+    // `s` splits take `ceil(tiles * s / slots) / s` of the unsplit time.
+    let cost = |s: SplitK| (tiles * s.splits as u64).div_ceil(slots) as f64 / s.splits as f64;
+    best_split(shape, tiles, slots, rule, cost, "")
 }
 
 /// A register-tiled kernel's bounds on its split of `k`.
@@ -387,30 +379,38 @@ struct SplitRule {
     /// Most splits.
     max_splits: u32,
     /// The fewest splits whose estimate is within this factor of the least are taken: every
-    /// split adds partial sums to write and read, which the wave count does not see.
+    /// split adds partial sums to write and read, which a wave count does not see.
     slack: f64,
     /// Split only when the estimate falls to this fraction of the unsplit one or less.
     gain: f64,
 }
 
-/// The split of `k` for `tiles` tiles on `slots` block slots under `rule`: `s` splits take an
-/// estimated `ceil(tiles * s / slots) / s` of the unsplit time (module documentation).
-fn wave_split(shape: MatmulShape, tiles: u64, slots: u64, rule: SplitRule) -> (SplitK, String) {
-    let cost = |s: u32| (tiles * s as u64).div_ceil(slots) as f64 / s as f64;
+/// The split of `k` for `tiles` tiles on `slots` block slots under `rule`, by `cost`, an
+/// estimate of a split's time (module documentation): the fewest splits within the rule's slack
+/// of the least estimate, when that saves the rule's gain; `note` qualifies the estimate in the
+/// reason.
+fn best_split(
+    shape: MatmulShape,
+    tiles: u64,
+    slots: u64,
+    rule: SplitRule,
+    cost: impl Fn(SplitK) -> f64,
+    note: &str,
+) -> (SplitK, String) {
     let most = (shape.k as u32 / rule.min_chunk).clamp(1, rule.max_splits);
-    let candidates: Vec<(u32, f64)> =
-        (1..=most).map(|s| SplitK::about(shape.k, s, rule.min_chunk).splits).map(|s| (s, cost(s))).collect();
+    let candidates: Vec<(SplitK, f64)> =
+        (1..=most).map(|s| SplitK::about(shape.k, s, rule.min_chunk)).map(|s| (s, cost(s))).collect();
     let least = candidates.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    let best = *candidates.iter().find(|c| c.1 <= rule.slack * least).expect("at least one split count");
-    if best.0 > 1 && best.1 <= rule.gain * cost(1) {
-        let s = SplitK::about(shape.k, best.0, rule.min_chunk);
+    let unsplit = cost(SplitK::none(shape.k));
+    let (best, estimate) = *candidates.iter().find(|c| c.1 <= rule.slack * least).expect("at least one split count");
+    if best.splits > 1 && estimate <= rule.gain * unsplit {
         let why = format!(
-            "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time",
+            "{} on {slots} block slots: {} splits of k take {:.1}% of the unsplit time{note}",
             count(tiles, "tile"),
-            s.splits,
-            100.0 * cost(s.splits) / cost(1)
+            best.splits,
+            100.0 * estimate / unsplit
         );
-        (s, why)
+        (best, why)
     } else {
         (SplitK::none(shape.k), format!("{} on {slots} block slots: no split", count(tiles, "tile")))
     }
