@@ -34,8 +34,8 @@ pub struct BenchArgs {
     pub suite: bool,
     /// The planner the suite runs: auto (the FP32 kernels) or auto_tf32x3 (auto, but split-TF32
     /// on the tensor cores where it is faster; an opt-in).
-    #[arg(long, value_enum, default_value_t = SuitePlanner::Auto)]
-    pub planner: SuitePlanner,
+    #[arg(long, default_value = "auto", value_parser = parse_planner)]
+    pub planner: MatmulVariant,
     /// Values per histogram (2^k accepted).
     #[arg(long, value_name = "N", default_value = "2^26", value_parser = parse_values)]
     pub values: usize,
@@ -175,24 +175,12 @@ fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// The planners `--planner` takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum SuitePlanner {
-    /// `auto`: the FP32 kernels.
-    Auto,
-    /// `auto_tf32x3`: `auto`, with `wgmma_tf32x3` where it is faster.
-    AutoTf32x3,
-}
-
-impl SuitePlanner {
-    /// The matmul variant it names.
-    pub fn variant(self) -> MatmulVariant {
-        match self {
-            Self::Auto => MatmulVariant::Auto,
-            Self::AutoTf32x3 => MatmulVariant::AutoTf32x3,
-        }
-    }
+/// One of [`MatmulVariant::PLANNERS`], by name.
+fn parse_planner(text: &str) -> Result<MatmulVariant, String> {
+    MatmulVariant::PLANNERS.into_iter().find(|p| p.name() == text).ok_or_else(|| {
+        let names: Vec<&str> = MatmulVariant::PLANNERS.iter().map(|p| p.name()).collect();
+        format!("`{text}`: the suite runs a planner, one of {}", names.join(", "))
+    })
 }
 
 impl BenchArgs {
@@ -216,7 +204,7 @@ impl BenchArgs {
             sizes,
             bins,
             suite: parse_sizes(suite).map_err(anyhow::Error::msg)?.0,
-            suite_planner: self.planner.variant(),
+            suite_planner: self.planner,
             histogram_values: self.values,
             warmup: self.warmup as usize,
             repeat: self.repeat as usize,

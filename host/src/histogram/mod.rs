@@ -290,6 +290,16 @@ impl std::fmt::Display for HistogramPlan {
 }
 
 impl HistogramPlan {
+    /// The grid of the tier's kernel (the bins pass, in the bucketed and sorted tiers): `blocks`
+    /// blocks of `threads_per_block`, with `shared_bytes` of dynamic shared memory.
+    pub fn launch_config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (self.threads_per_block, 1, 1),
+            shared_mem_bytes: self.shared_bytes,
+        }
+    }
+
     /// Why the planner chose this tier, in words (for `--plan`).
     pub fn reason(&self, limits: &HistogramLimits, forced: bool) -> String {
         if forced {
@@ -785,12 +795,6 @@ pub fn launch_into(
     let func = prepared_function(gpu, plan, input.element)?;
     let Binning { nbins, lo, hi, scale } = input.binning;
     let aggregate = plan.aggregate as u32;
-    let config = |blocks: u32, threads: u32, shared: u32| LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: shared,
-    };
-    let (blocks, threads, shared) = (plan.blocks, plan.threads_per_block, plan.shared_bytes);
     let bytes = input.bytes;
     match plan.tier {
         HistogramTier::Shared => {
@@ -801,14 +805,14 @@ pub fn launch_into(
             // SAFETY: kernel contract (kernels::histogram): input holds n values of the kernel's
             // type (checked above), counts holds nbins counters, copies is a power of two up to
             // 32 and the launch provides nbins * copies * 4 bytes of shared memory.
-            unsafe { launch.launch(config(blocks, threads, shared)) }?;
+            unsafe { launch.launch(plan.launch_config()) }?;
         }
         HistogramTier::Global => {
             let mut launch = stream.launch_builder(&func);
             launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
             launch.arg(&aggregate);
             // SAFETY: kernel contract: input holds n values, counts holds nbins counters.
-            unsafe { launch.launch(config(blocks, threads, 0)) }?;
+            unsafe { launch.launch(LaunchConfig { shared_mem_bytes: 0, ..plan.launch_config() }) }?;
         }
         HistogramTier::Bucketed => {
             let s = BucketScratch::ensure(gpu, scratch, n, 1)?;
@@ -820,7 +824,7 @@ pub fn launch_into(
             let tiles = sorted::tiles(n, tile);
             let buckets = bucketed::bucket_count(nbins, plan.bucket_shift);
             let s = BucketScratch::ensure(gpu, scratch, sorted::keys_len(n, tile), sorted::table_len(buckets, tiles))?;
-            launch_sorted(gpu, plan, stream, input, counts, s, &func)?;
+            launch_sorted(gpu, plan, stream, input, counts, s, &func, threads)?;
         }
         HistogramTier::Cluster => {
             let (input_ptr, _input_sync) = bytes.device_ptr(stream);
@@ -927,11 +931,7 @@ fn launch_bucketed(
     let aggregate = plan.aggregate as u32;
     let mut launch = stream.launch_builder(bins_pass);
     launch.arg(&s.keys).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&aggregate);
-    let cfg = LaunchConfig {
-        grid_dim: (plan.blocks, 1, 1),
-        block_dim: (plan.threads_per_block, 1, 1),
-        shared_mem_bytes: plan.shared_bytes,
-    };
+    let cfg = plan.launch_config();
     // SAFETY: kernel contract: keys and bucket counts are complete, counts holds nbins zeroed
     // counters, the launch provides 2^shift * 4 bytes of shared memory.
     unsafe { launch.launch(cfg) }?;
@@ -951,7 +951,9 @@ fn tile_sort_threads(gpu: &Gpu, element: InputType, threads: u32) -> Result<u32>
     Ok(threads.min(most))
 }
 
-/// The sorted tier's two passes on `stream`; `bins_pass` is the prepared bins-pass kernel.
+/// The sorted tier's two passes on `stream`; `bins_pass` is the prepared bins-pass kernel, and
+/// the tile sort runs `threads` threads per block (from [`tile_sort_threads`]).
+#[allow(clippy::too_many_arguments)]
 fn launch_sorted(
     gpu: &Gpu,
     plan: &HistogramPlan,
@@ -960,12 +962,12 @@ fn launch_sorted(
     counts: &mut CudaSlice<u32>,
     s: &mut BucketScratch,
     bins_pass: &CudaFunction,
+    threads: u32,
 ) -> Result<()> {
     stream.memset_zeros(&mut s.bucket_counts)?;
     let (element, n) = (input.element, input.n);
     let Binning { nbins, lo, hi, scale } = input.binning;
     let shift = plan.bucket_shift;
-    let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
     let buckets = bucketed::bucket_count(nbins, shift);
     if plan.blocks <= buckets {
         return Err(HostError::InvalidInput(format!(
@@ -994,11 +996,7 @@ fn launch_sorted(
     unsafe { launch.launch(cfg) }?;
     let mut launch = stream.launch_builder(bins_pass);
     launch.arg(&s.keys).arg(&s.table).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&n).arg(&tile);
-    let cfg = LaunchConfig {
-        grid_dim: (plan.blocks, 1, 1),
-        block_dim: (plan.threads_per_block, 1, 1),
-        shared_mem_bytes: plan.shared_bytes,
-    };
+    let cfg = plan.launch_config();
     // SAFETY: kernel contract: the tile sort completed on this stream with the same n, shift and
     // tile; counts holds nbins counters; the grid has more than `buckets` blocks and the launch
     // provides 2^shift * 4 bytes of shared memory.
