@@ -380,6 +380,36 @@ fn tf32x3_block_orders_compared_by_error() {
     }
 }
 
+/// `wgmma_tf32x3` (what `auto` runs on wide shapes on Hopper) against cuBLAS FP32, both against
+/// the float64 product: on inputs of both signs and on same-sign inputs, where the tensor cores'
+/// truncating additions would drift over a long `k` if their sums were not added in `f32` every
+/// 32 of `k`, its largest error is no larger than cuBLAS FP32's.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tf32x3_is_at_least_as_accurate_as_cublas_fp32_on_mixed_and_same_sign_inputs() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 against fp32"));
+    if gpu.hopper_status().is_err() {
+        return;
+    }
+    let blas = host::cublas::Sgemm::new(&gpu).unwrap();
+    for (m, k, n) in [(1024, 4096, 1024), (2048, 8192, 2048)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        for same_sign in [false, true] {
+            let mut a = random_matrix(&mut rng, m * k);
+            let mut b = random_matrix(&mut rng, k * n);
+            if same_sign {
+                a.iter_mut().chain(b.iter_mut()).for_each(|v| *v = v.abs());
+            }
+            let reference = MatmulReference::new(&a, &b, m, k, n);
+            let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+            let x3 = reference.max_error(&matmul::run(&gpu, MatmulVariant::WgmmaTf32x3, &mut mats).unwrap());
+            let fp32 = reference.max_error(&blas.run(&gpu, &mut mats).unwrap());
+            eprintln!("{shape}, same sign {same_sign}: wgmma_tf32x3 {x3:.2e}, cublas fp32 {fp32:.2e}");
+            assert!(x3 <= fp32, "{shape}, same sign {same_sign}: wgmma_tf32x3 {x3:.2e} > cublas fp32 {fp32:.2e}");
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn tf32x3_operands_that_do_not_fit_are_refused_naming_them() {
@@ -416,7 +446,7 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
         let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        let plan = matmul::plan(MatmulVariant::Auto, shape, device).unwrap();
+        let plan = matmul::plan(MatmulVariant::AutoFp32, shape, device).unwrap();
         assert!(plan.reduce.is_some(), "{shape} was meant to exercise a split: {plan}");
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }

@@ -67,7 +67,7 @@ pub struct BenchConfig {
     pub bins: Vec<usize>,
     /// Shapes of the suite, in report order.
     pub suite: Vec<MatmulShape>,
-    /// The planner the suite runs: `auto`, or the opt-in `auto_tf32x3`.
+    /// The planner the suite runs: `auto`, or `auto_fp32` (the FP32 CUDA-core kernels only).
     pub suite_planner: MatmulVariant,
     /// Values per histogram.
     pub histogram_values: usize,

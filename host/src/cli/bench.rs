@@ -32,8 +32,8 @@ pub struct BenchArgs {
         "skip_matmul", "skip_histogram", "skip_suite",
     ])]
     pub suite: bool,
-    /// The planner the suite runs: auto (the FP32 kernels) or auto_tf32x3 (auto, but split-TF32
-    /// on the tensor cores where it is faster; an opt-in).
+    /// The planner the suite runs: auto (split-TF32 on Hopper's tensor cores where it is faster,
+    /// the FP32 kernels elsewhere) or auto_fp32 (the FP32 CUDA-core kernels only).
     #[arg(long, default_value = "auto", value_parser = parse_planner)]
     pub planner: MatmulVariant,
     /// Values per histogram (2^k accepted).
@@ -378,8 +378,8 @@ mod tests {
         let quick = parse(&["--suite", "--quick"]).unwrap().config(vec![]).unwrap();
         assert_eq!(quick.suite, parse_sizes(bench::QUICK_SUITE_SHAPES).unwrap().0);
         assert_eq!(config.suite_planner, MatmulVariant::Auto);
-        let x3 = parse(&["--suite", "--planner", "auto_tf32x3"]).unwrap().config(vec![]).unwrap();
-        assert_eq!(x3.suite_planner, MatmulVariant::AutoTf32x3);
+        let fp32 = parse(&["--suite", "--planner", "auto_fp32"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(fp32.suite_planner, MatmulVariant::AutoFp32);
         assert!(parse(&["--planner", "sgemm"]).is_err());
         assert_eq!(quick.suite.len(), 4);
     }

@@ -43,11 +43,13 @@ pub struct MatmulArgs {
     /// Write C, as the first variant of --variant computed it, to this .npy file (with --a --b).
     #[arg(long, requires = "a", value_name = "C.npy")]
     pub out: Option<PathBuf>,
-    /// Variants to run: auto (the planner's choice, FP32), auto_tf32x3 (auto, but wgmma_tf32x3
-    /// where it is faster: on Hopper, wide shapes with k >= 128 and 96 tiles or more), naive, tiled16, tiled32, sgemm,
+    /// Variants to run: auto (the planner's choice: on Hopper wgmma_tf32x3 for wide shapes with
+    /// k >= 64 and 80 tiles or more, else as auto_fp32), auto_fp32 (the planner's choice among
+    /// the FP32 CUDA-core kernels), naive, tiled16, tiled32, sgemm,
     /// sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
     /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
-    /// wgmma_tf32x3 (split-TF32, FP32-class, timed against cuBLAS FP32), a comma-separated list,
+    /// wgmma_tf32x3 (split-TF32 with f32 sums, at or below FP32's error, timed against cuBLAS
+    /// FP32), a comma-separated list,
     /// or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
@@ -317,7 +319,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         }
         let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &plan, &mut mats[i % sets]))?;
         let note = match variant {
-            MatmulVariant::Auto | MatmulVariant::AutoTf32x3 => {
+            MatmulVariant::Auto | MatmulVariant::AutoFp32 => {
                 let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
                 format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
             }

@@ -1,8 +1,10 @@
 //! The matmul planner: from a variant, the shape and the device to the kernel, its grid and its
-//! split of `k`. `auto` picks the kernel family by these rules, first match wins:
+//! split of `k`. `auto` picks the kernel family by these rules, first match wins; `auto_fp32`
+//! skips the first:
 //!
 //! | shape | kernel | why |
 //! | --- | --- | --- |
+//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `wgmma_tf32x3` | split-TF32 on the tensor cores, its sums added in `f32` every 32 of `k`: measured at or below cuBLAS FP32's error, 0.56-0.89x its time on the suite's wide shapes |
 //! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
@@ -119,15 +121,15 @@ impl MatmulDevice {
     pub const H100: Self = Self { sm_count: 132, tensor_cores: true };
 }
 
-/// Shortest `k` for which `auto_tf32x3` runs `wgmma_tf32x3`: shorter products are mostly the
-/// split and the output (measured: 4097x129x8193 ran 0.76 x cuBLAS FP32 against `auto`'s
-/// 1.13; shorter `k` has not been measured).
-pub const SPLIT_TF32_MIN_K: usize = 128;
-/// Fewest tiles of `wgmma_tf32x3` (128 x 256 of `C^T`, one block per SM) for which
-/// `auto_tf32x3` runs it: with fewer, too many SMs idle (measured, x cuBLAS FP32, against
-/// `auto`'s choice: 2048^3, 128 tiles, 0.55 against 1.06; 512x4096x11008, 172 tiles, 0.82
-/// against 1.03; 1000x800x1200, 40 tiles, 1.02 against 0.92).
-pub const SPLIT_TF32_MIN_TILES: u32 = 96;
+/// Shortest `k` for which `auto` runs `wgmma_tf32x3` (measured, x cuBLAS FP32, against
+/// `auto_fp32`'s choice: 8192x64x8192 0.56 against 0.86, 4097x129x8193 0.89 against 1.13;
+/// shorter `k` has not been measured).
+pub const SPLIT_TF32_MIN_K: usize = 64;
+/// Fewest tiles of `wgmma_tf32x3` (128 x 128, one block per SM) for which `auto` runs it: with
+/// fewer, too many SMs idle (measured, x cuBLAS FP32, against `auto_fp32`'s choice: 1000x800x1200,
+/// 80 tiles, 0.78 against 0.91; at 64 tiles a draw, 1024^3 0.93 against 0.96 and
+/// 1024x4096x1024 1.06 against 1.03; 512^3, 16 tiles, 1.94 against 1.15).
+pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 
 /// A launch plan: which kernel, its grid, its split of `k`, and the reduction that follows a
 /// split.
@@ -188,8 +190,8 @@ pub fn plan_with(
 ) -> Result<MatmulPlan> {
     let sm = device.sm_count.max(1);
     let (variant, why) = match variant {
-        MatmulVariant::Auto => choose_kernel(shape, sm),
-        MatmulVariant::AutoTf32x3 => choose_split_tf32(shape, device),
+        MatmulVariant::Auto => choose_split_tf32(shape, device),
+        MatmulVariant::AutoFp32 => choose_kernel(shape, sm),
         v => (v, format!("{} requested", v.name())),
     };
     let kernel = match variant {
@@ -229,7 +231,7 @@ pub fn plan_with(
             (super::wgmma::plan(shape, device, kernel)?, None, String::new())
         }
         MatmulVariant::WgmmaTf32x3 => (super::wgmma::plan_tf32x3(shape, device)?, None, String::new()),
-        MatmulVariant::Auto | MatmulVariant::AutoTf32x3 => {
+        MatmulVariant::Auto | MatmulVariant::AutoFp32 => {
             unreachable!("the planners resolve to a kernel family above")
         }
     };
@@ -275,13 +277,13 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     }
 }
 
-/// The kernel family `auto_tf32x3` runs: `wgmma_tf32x3` on a device with tensor cores when the
+/// The kernel family `auto` runs: `wgmma_tf32x3` on a device with tensor cores when the
 /// shape is wide on both sides, `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least
-/// [`SPLIT_TF32_MIN_TILES`]; otherwise `auto`'s choice, with why not.
+/// [`SPLIT_TF32_MIN_TILES`]; otherwise `auto_fp32`'s choice, with why not.
 fn choose_split_tf32(shape: MatmulShape, device: MatmulDevice) -> (MatmulVariant, String) {
-    // `wgmma_tf32` tiles `C^T`: BLOCK_M of `n` by BLOCK_N of `m`.
-    let tiles =
-        (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64) * (shape.m as u64).div_ceil(wgmma_tiles::BLOCK_N as u64);
+    // `wgmma_tf32_promoted` tiles `C^T`: BLOCK_M of `n` by PROMOTED_BLOCK_ROWS of `m`.
+    let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
+        * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
     let why_not = if !device.tensor_cores {
         "no tensor-core kernels on this device".to_string()
     } else if shape.m <= FEW_ROWS_MAX_M as usize || shape.n <= FEW_COLS_MAX_N as usize {
@@ -289,10 +291,10 @@ fn choose_split_tf32(shape: MatmulShape, device: MatmulDevice) -> (MatmulVariant
     } else if shape.k < SPLIT_TF32_MIN_K {
         format!("k = {} < {SPLIT_TF32_MIN_K}", shape.k)
     } else if tiles < SPLIT_TF32_MIN_TILES as u64 {
-        format!("{} of 128x256 < {SPLIT_TF32_MIN_TILES}", count(tiles, "tile"))
+        format!("{} of 128x128 < {SPLIT_TF32_MIN_TILES}", count(tiles, "tile"))
     } else {
         let why = format!(
-            "compute-bound on tensor cores: k = {} and {} of 128x256: split-TF32",
+            "compute-bound on tensor cores: k = {} and {} of 128x128: split-TF32",
             shape.k,
             count(tiles, "tile")
         );
@@ -420,49 +422,55 @@ fn best_split(
 mod tests {
     use super::*;
 
-    fn auto(m: usize, k: usize, n: usize) -> MatmulPlan {
-        plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100).unwrap()
+    fn auto_fp32(m: usize, k: usize, n: usize) -> MatmulPlan {
+        plan(MatmulVariant::AutoFp32, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100).unwrap()
     }
 
     #[test]
-    fn auto_tf32x3_runs_split_tf32_on_wide_long_products_of_many_tiles() {
-        let h100 = |m, k, n| plan(MatmulVariant::AutoTf32x3, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
-        // 128, 172, 288, 512, 1089 and 2048 tiles of 128x256; k from 129.
+    fn auto_runs_split_tf32_on_wide_products_of_many_tiles() {
+        let h100 = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
+        // 80 to 4096 tiles of 128x128; k from 64.
         for (m, k, n) in [
+            (1000, 800, 1200),
             (2048, 2048, 2048),
             (512, 4096, 11008),
             (3000, 3000, 3000),
             (4096, 4096, 4096),
             (4097, 129, 8193),
+            (8192, 64, 8192),
             (8192, 8192, 8192),
         ] {
             let p = h100(m, k, n).unwrap();
-            assert_eq!((p.variant, p.kernel), (MatmulVariant::WgmmaTf32x3, kernels::matmul::wgmma::KERNEL_TF32), "{p}");
+            assert_eq!(
+                (p.variant, p.kernel),
+                (MatmulVariant::WgmmaTf32x3, kernels::matmul::wgmma::KERNEL_TF32_PROMOTED),
+                "{p}"
+            );
             assert!(p.reason.contains("split-TF32"), "{p}");
         }
-        // Too few tiles (40, 32, 1), k too short, a narrow side: auto's choice and why not.
+        // Too few tiles (64, 16, 1), k too short, a narrow side: auto_fp32's choice and why not.
         for (m, k, n, why) in [
-            (1000, 800, 1200, "40 tiles of 128x256 < 96"),
-            (1024, 1024, 1024, "32 tiles"),
+            (1024, 1024, 1024, "64 tiles of 128x128 < 80"),
+            (512, 512, 512, "16 tiles of 128x128 < 80"),
             (64, 8192, 64, "1 tile of"),
             (128, 65_536, 128, "1 tile of"),
-            (8192, 64, 8192, "k = 64 < 128"),
+            (8192, 32, 8192, "k = 32 < 64"),
             (16, 16_384, 16_384, "narrow"),
             (65_536, 4096, 1, "narrow"),
             (3, 100_000, 5, "narrow"),
         ] {
-            let (p, a) = (h100(m, k, n).unwrap(), auto(m, k, n));
+            let (p, a) = (h100(m, k, n).unwrap(), auto_fp32(m, k, n));
             assert_eq!((p.variant, p.kernel, p.split), (a.variant, a.kernel, a.split), "{p}");
             assert!(p.reason.starts_with("not split-TF32") && p.reason.contains(why), "{p}");
         }
     }
 
     #[test]
-    fn auto_tf32x3_without_tensor_cores_is_auto() {
+    fn auto_without_tensor_cores_is_auto_fp32() {
         let device = MatmulDevice { tensor_cores: false, ..MatmulDevice::H100 };
         for (m, k, n) in [(4096, 4096, 4096), (8192, 8192, 8192), (512, 4096, 11008)] {
             let shape = MatmulShape::new(m, k, n).unwrap();
-            let (p, a) = (plan(MatmulVariant::AutoTf32x3, shape, device).unwrap(), auto(m, k, n));
+            let (p, a) = (plan(MatmulVariant::Auto, shape, device).unwrap(), auto_fp32(m, k, n));
             assert_eq!((p.variant, p.split), (a.variant, a.split), "{p}");
             assert!(p.reason.contains("no tensor-core kernels on this device"), "{p}");
         }
@@ -470,44 +478,44 @@ mod tests {
 
     #[test]
     fn auto_streams_a_for_thin_outputs_gemv_included() {
-        let p = auto(65_536, 4096, 1);
+        let p = auto_fp32(65_536, 4096, 1);
         assert_eq!((p.variant, p.split.unwrap().splits, p.reduce.is_none()), (MatmulVariant::FewCols, 1, true));
         assert_eq!(p.kernel, "matmul_few_cols_1");
         // Three rows of A cannot fill the GPU: k is split, and the partials reduced.
-        let p = auto(3, 100_000, 5);
+        let p = auto_fp32(3, 100_000, 5);
         assert_eq!(p.variant, MatmulVariant::FewCols);
         assert!(p.split.unwrap().splits > 64 && p.reduce.is_some(), "{p}");
-        assert_eq!(auto(100, 100, 16).variant, MatmulVariant::FewCols);
+        assert_eq!(auto_fp32(100, 100, 16).variant, MatmulVariant::FewCols);
     }
 
     #[test]
     fn auto_streams_b_for_short_outputs() {
-        let p = auto(1, 4096, 65_536);
+        let p = auto_fp32(1, 4096, 65_536);
         assert_eq!((p.variant, p.kernel), (MatmulVariant::FewRows, "matmul_few_rows_1"));
-        assert_eq!(auto(5, 4096, 1000).kernel, "matmul_few_rows_8");
+        assert_eq!(auto_fp32(5, 4096, 1000).kernel, "matmul_few_rows_8");
         assert!(p.launch.grid_dim.0 as u64 * p.split.unwrap().splits as u64 >= 4 * 132);
-        let p = auto(16, 16_384, 16_384);
+        let p = auto_fp32(16, 16_384, 16_384);
         assert_eq!(p.variant, MatmulVariant::FewRows);
         assert!(p.split.unwrap().splits > 1);
         // 32 blocks per split: 16 splits fill the 528 slots of few_rows_8 (4 blocks per SM), 12
         // the 396 of few_rows_16 (3 per SM); one more would leave blocks to a second wave.
         for (m, splits) in [(8, 16), (12, 12), (16, 12)] {
-            let p = auto(m, 16_384, 16_384);
+            let p = auto_fp32(m, 16_384, 16_384);
             assert_eq!((p.launch.grid_dim.0, p.split.unwrap().splits), (32, splits), "{p}");
             assert!(p.to_string().contains("(one wave)"), "{p}");
         }
         // Small products: 8 blocks per split, 64 splits of the shortest chunk (64) for few_rows_8.
-        assert_eq!(auto(8, 4096, 4096).split.unwrap(), SplitK { splits: 64, k_chunk: 64 });
-        assert!(auto(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
+        assert_eq!(auto_fp32(8, 4096, 4096).split.unwrap(), SplitK { splits: 64, k_chunk: 64 });
+        assert!(auto_fp32(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
         // The register-only kernels round up: 128 blocks per split, 5 splits.
-        assert_eq!(auto(1, 4096, 65_536).split.unwrap().splits, 5);
-        assert_eq!(auto(4, 4096, 65_536).split.unwrap().splits, 5);
+        assert_eq!(auto_fp32(1, 4096, 65_536).split.unwrap().splits, 5);
+        assert_eq!(auto_fp32(4, 4096, 65_536).split.unwrap().splits, 5);
     }
 
     #[test]
     fn auto_warp_tiles_large_squares_that_fill_their_waves() {
         for size in [2048, 4096, 8192] {
-            let p = auto(size, size, size);
+            let p = auto_fp32(size, size, size);
             assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, 1), "{size}: {p}");
             assert!(p.reduce.is_none() && p.reason.contains("97% of their waves"), "{p}");
         }
@@ -516,16 +524,16 @@ mod tests {
     #[test]
     fn auto_splits_k_of_the_warp_tiled_kernel_to_fill_its_waves() {
         // 512x4096x11008: 344 tiles, 1.3 waves unsplit (65%); 3 splits, 1032 blocks, 98%.
-        let p = auto(512, 4096, 11_008);
+        let p = auto_fp32(512, 4096, 11_008);
         assert_eq!((p.variant, p.split.unwrap()), (MatmulVariant::SgemmWarpTiled, SplitK { splits: 3, k_chunk: 1368 }));
         assert!(p.reduce.is_some() && p.reason.contains("1032 blocks in 3 splits of k"), "{p}");
         // 3000^3: 576 tiles; 4 splits (2.25 waves) are within 5% of 5 (2.2).
-        assert_eq!(auto(3000, 3000, 3000).split.unwrap().splits, 4);
+        assert_eq!(auto_fp32(3000, 3000, 3000).split.unwrap().splits, 4);
         // 6000^3: 2209 tiles, 8.4 waves; 2 splits even out the last one (8.5 waves of half depth).
-        assert_eq!(auto(6000, 6000, 6000).split.unwrap().splits, 2);
+        assert_eq!(auto_fp32(6000, 6000, 6000).split.unwrap().splits, 2);
         // Under one wave, down to 256-long splits: 1024^3 in 4, 1000x800x1200 in 3.
         for ((m, k, n), splits) in [((1024, 1024, 1024), 4), ((1000, 800, 1200), 3)] {
-            let p = auto(m, k, n);
+            let p = auto_fp32(m, k, n);
             assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, splits), "{p}");
         }
     }
@@ -533,15 +541,15 @@ mod tests {
     #[test]
     fn auto_keeps_eight_warp_blocks_for_short_k_and_for_too_few_tiles() {
         // Full waves but a short k.
-        let p = auto(4097, 129, 8193);
+        let p = auto_fp32(4097, 129, 8193);
         assert_eq!(p.variant, MatmulVariant::Sgemm);
         assert!(p.reason.contains("k = 129 < 512"), "{p}");
         // 16 tiles: even 2 splits of 256 fill 12% of a wave; sgemm splits deeper.
-        let p = auto(512, 512, 512);
+        let p = auto_fp32(512, 512, 512);
         assert_eq!(p.variant, MatmulVariant::Sgemm);
         assert!(p.reason.contains("32 blocks in 2 splits of k on 264 block slots fill 12%"), "{p}");
         assert_eq!(p.split.unwrap().splits, 8, "{p}");
-        assert_eq!(auto(128, 65_536, 128).variant, MatmulVariant::Sgemm);
+        assert_eq!(auto_fp32(128, 65_536, 128).variant, MatmulVariant::Sgemm);
     }
 
     #[test]
@@ -567,18 +575,18 @@ mod tests {
     #[test]
     fn auto_splits_k_of_sgemm_when_the_tiles_leave_sms_idle() {
         // One tile and a long k: many splits.
-        let p = auto(64, 8192, 64);
+        let p = auto_fp32(64, 8192, 64);
         assert_eq!(p.variant, MatmulVariant::Sgemm);
         assert!(p.split.unwrap().splits >= 128, "{p}");
-        let p = auto(128, 65_536, 128);
+        let p = auto_fp32(128, 65_536, 128);
         assert!(p.split.unwrap().splits >= 128, "{p}");
         // 16 tiles, k = 512: 8 splits of 64, where the reduction of more splits costs more than
         // their shorter blocks save (measured: 0.017 ms against 0.019 with 16 splits of 32).
-        assert_eq!(auto(512, 512, 512).split.unwrap(), SplitK { splits: 8, k_chunk: 64 });
+        assert_eq!(auto_fp32(512, 512, 512).split.unwrap(), SplitK { splits: 8, k_chunk: 64 });
         // One tile, k = 128: 16 splits of one slice (measured 0.007 ms, against 0.009 with 4).
-        assert_eq!(auto(128, 128, 128).split.unwrap(), SplitK { splits: 16, k_chunk: 8 });
+        assert_eq!(auto_fp32(128, 128, 128).split.unwrap(), SplitK { splits: 16, k_chunk: 8 });
         // Short k cannot be split below the shortest chunk.
-        assert_eq!(auto(4097, 20, 8193).split.unwrap().splits, 1);
+        assert_eq!(auto_fp32(4097, 20, 8193).split.unwrap().splits, 1);
         // A full wave and a partial one (344 tiles): sgemm itself does not split, measured.
         let shape = MatmulShape::new(512, 4096, 11_008).unwrap();
         assert_eq!(plan(MatmulVariant::Sgemm, shape, MatmulDevice::H100).unwrap().split.unwrap().splits, 1);

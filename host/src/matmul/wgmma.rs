@@ -11,9 +11,12 @@
 //!   that time is part of the measured time.
 //! - Split-TF32 (`wgmma_tf32x3`): every launch first splits `A` and `B` into `A'` (`m x 3k`) and
 //!   `B'` (`3k x n`) with `matmul_split_tf32x3` (part of the measured time), rows padded to 16
-//!   bytes, then runs `wgmma_tf32` unchanged on `(m, 3k, n)`; the order of the three k-blocks is
-//!   [`Tf32x3Order`]. The buffers hold 3x the inputs and are allocated once per
-//!   [`DeviceMatrices`], after checking free memory ([`ensure_tf32x3_fits`]).
+//!   bytes, then runs `wgmma_tf32_promoted` on `(m, 3k, n)`: `wgmma_tf32`'s product on 128 x 128
+//!   tiles, whose tensor-core accumulation restarts every 96 of `3k` and is added into `f32`
+//!   registers (the tensor cores add with truncation, which over all of `3k` drifts far past
+//!   FP32's error on same-sign data). The order of the three k-blocks is [`Tf32x3Order`]. The
+//!   buffers hold 3x the inputs and are allocated once per [`DeviceMatrices`], after checking
+//!   free memory ([`ensure_tf32x3_fits`]).
 //!
 //! The tensor maps live in global memory (see `kernels::device::tma`), encoded once per
 //! [`DeviceMatrices`] with `cuTensorMapEncodeTiled`.
@@ -32,7 +35,7 @@ use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_B
 use kernels::matmul::operands;
 use kernels::matmul::wgmma::{
     BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
-    THREADS,
+    PROMOTED_BLOCK_ROWS, PROMOTED_DYNAMIC_SHARED_BYTES, THREADS,
 };
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
@@ -154,11 +157,18 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
     })
 }
 
-/// [`plan`] of `wgmma_tf32x3`: `wgmma_tf32`'s grid (which depends on `m` and `n` only), after
+/// The plan of `wgmma_tf32x3`'s product, `wgmma_tf32_promoted`: one block per SM, at most one
+/// per tile of 128 x 128 (which depends on `m` and `n` only), `wgmma_tf32`'s threads, after
 /// checking that the tripled `k` fits the kernels' sizes.
 pub fn plan_tf32x3(shape: MatmulShape, device: MatmulDevice) -> Result<LaunchConfig> {
+    let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
     dim(3 * shape.k, "3k (the split operands' inner dimension)")?;
-    plan(shape, device, kernels::matmul::wgmma::KERNEL_TF32)
+    let tiles = kernels::matmul::wgmma::promoted_tiles(m, n);
+    Ok(LaunchConfig {
+        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
+        block_dim: (kernels::matmul::wgmma::TF32_THREADS, 1, 1),
+        shared_mem_bytes: PROMOTED_DYNAMIC_SHARED_BYTES,
+    })
 }
 
 /// `value` as the kernels' `u32`, or an error naming the dimension.
@@ -352,13 +362,14 @@ fn tf32_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a Tf32
     Ok(mats.tensor_core.tf32.as_ref().expect("prepared above"))
 }
 
-/// The maps of `wgmma_tf32`: `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of
-/// 32 of K by 256 rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
+/// The maps of `wgmma_tf32` (`a_box_rows` [`BLOCK_N`]) and `wgmma_tf32_promoted`
+/// ([`PROMOTED_BLOCK_ROWS`]): `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of 32 of
+/// K by `a_box_rows` rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
 /// registers) in boxes of 32 columns by 32 of K.
-pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize) -> [TensorMap2d; 2] {
+pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, a_box_rows: u32) -> [TensorMap2d; 2] {
     let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
     [
-        TensorMap2d { dims: [k, m], row_stride_bytes: (ld_a * 4) as u64, box_dims: [32, BLOCK_N], elem_bytes: 4 },
+        TensorMap2d { dims: [k, m], row_stride_bytes: (ld_a * 4) as u64, box_dims: [32, a_box_rows], elem_bytes: 4 },
         TensorMap2d {
             dims: [n, k],
             row_stride_bytes: (ld_b * 4) as u64,
@@ -381,7 +392,7 @@ fn tf32_rs_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a T
             device_address(gpu, a_padded.as_ref().unwrap_or(&mats.a)),
             device_address(gpu, b_padded.as_ref().unwrap_or(&mats.b)),
         ];
-        let [map_a, map_b] = tensor_maps_rs(s, ld_a, ld_b);
+        let [map_a, map_b] = tensor_maps_rs(s, ld_a, ld_b, BLOCK_N);
         let f32 = data_type(Operand::Tf32);
         let maps = upload_maps(gpu, &[(map_a, bases[0], f32), (map_b, bases[1], f32)])?;
         mats.tensor_core.tf32_rs = Some(Tf32RsOperands { a_padded, b_padded, ld_a, ld_b, maps });
@@ -421,7 +432,7 @@ fn tf32x3_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a mu
         let a = gpu.zeros::<f32>(s.m * ld_a)?;
         let b = gpu.zeros::<f32>(3 * s.k * ld_b)?;
         let tripled = MatmulShape::new(s.m, 3 * s.k, s.n)?;
-        let [map_a, map_b] = tensor_maps_rs(tripled, ld_a, ld_b);
+        let [map_a, map_b] = tensor_maps_rs(tripled, ld_a, ld_b, PROMOTED_BLOCK_ROWS);
         let f32 = data_type(Operand::Tf32);
         let maps = upload_maps(gpu, &[(map_a, device_address(gpu, &a), f32), (map_b, device_address(gpu, &b), f32)])?;
         mats.tensor_core.tf32x3 = Some(Tf32x3Operands { a, ld_a, b, ld_b, maps });
@@ -439,15 +450,15 @@ pub fn split_grid(rows: usize, cols: usize) -> LaunchConfig {
 }
 
 /// Launches `wgmma_tf32x3` with `cfg` (its plan, [`plan_tf32x3`]) on the matrices: the split of
-/// `A` and `B` into blocks in `order`, then `wgmma_tf32` on `(m, 3k, n)`.
+/// `A` and `B` into blocks in `order`, then `wgmma_tf32_promoted` on `(m, 3k, n)`.
 pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
     let s = mats.shape;
     let k3 = dim(3 * s.k, "3k (the split operands' inner dimension)")?;
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
-    let product = gpu.function(kernels::matmul::wgmma::KERNEL_TF32)?;
+    let product = gpu.function(kernels::matmul::wgmma::KERNEL_TF32_PROMOTED)?;
     product.set_attribute(
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        DYNAMIC_SHARED_BYTES as i32,
+        PROMOTED_DYNAMIC_SHARED_BYTES as i32,
     )?;
     let split = gpu.function(operands::KERNEL_SPLIT_TF32X3)?;
     tf32x3_operands(gpu, mats)?;
@@ -467,10 +478,10 @@ pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, or
     }
     let mut launch = gpu.stream().launch_builder(&product);
     launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n);
-    // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32) on (m, 3k, n): the maps
-    // describe A' and B' (written above on this stream) in the boxes tensor_maps_rs gives; C
-    // holds m*n f32 and overlaps neither; the plan gives TF32_THREADS threads and
-    // DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+    // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32_promoted) on (m, 3k, n):
+    // the maps describe A' and B' (written above on this stream) in the boxes tensor_maps_rs
+    // gives for PROMOTED_BLOCK_ROWS; C holds m*n f32 and overlaps neither; the plan gives
+    // TF32_THREADS threads and PROMOTED_DYNAMIC_SHARED_BYTES, allowed by the attribute above.
     unsafe { launch.launch(cfg) }?;
     Ok(())
 }
@@ -616,8 +627,8 @@ mod tests {
         let (ld_a, ld_b, bytes) = tf32x3_layout(s);
         assert_eq!((ld_a, ld_b), (2404, 1204));
         assert_eq!(bytes, 4 * (1000 * 2404 + 2403 * 1204));
-        let [a, b] = tensor_maps_rs(MatmulShape::new(s.m, 3 * s.k, s.n).unwrap(), ld_a, ld_b);
-        assert_eq!((a.dims, a.row_stride_bytes), ([2403, 1000], 9616));
+        let [a, b] = tensor_maps_rs(MatmulShape::new(s.m, 3 * s.k, s.n).unwrap(), ld_a, ld_b, PROMOTED_BLOCK_ROWS);
+        assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([2403, 1000], 9616, [32, 128]));
         assert_eq!((b.dims, b.row_stride_bytes), ([1203, 2403], 4816));
         a.check().unwrap();
         b.check().unwrap();
@@ -626,11 +637,18 @@ mod tests {
     }
 
     #[test]
-    fn tf32x3_plan_is_wgmma_tf32s_grid_and_refuses_a_tripled_k_past_the_kernels_sizes() {
+    fn tf32x3_plan_takes_one_block_per_128x128_tile_up_to_the_sms_and_refuses_a_tripled_k_past_the_kernels_sizes() {
         let s = MatmulShape::new(129, 7, 257).unwrap();
         let x3 = plan_tf32x3(s, MatmulDevice::H100).unwrap();
-        let rs = plan(s, MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32).unwrap();
-        assert_eq!((x3.grid_dim, x3.block_dim, x3.shared_mem_bytes), (rs.grid_dim, rs.block_dim, rs.shared_mem_bytes));
+        // C^T tiles: 257 columns of C in 3 of 128, 129 rows in 2 of 128.
+        assert_eq!(
+            (x3.grid_dim, x3.block_dim, x3.shared_mem_bytes),
+            ((6, 1, 1), (384, 1, 1), PROMOTED_DYNAMIC_SHARED_BYTES)
+        );
+        assert_eq!(
+            plan_tf32x3(MatmulShape::new(4096, 4096, 4096).unwrap(), MatmulDevice::H100).unwrap().grid_dim,
+            (132, 1, 1)
+        );
         let long = MatmulShape::new(1, 800_000_000, 1).unwrap();
         assert!(plan(long, MatmulDevice::H100, kernels::matmul::wgmma::KERNEL_TF32).is_ok());
         let err = plan_tf32x3(long, MatmulDevice::H100).unwrap_err().to_string();

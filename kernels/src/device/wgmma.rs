@@ -152,6 +152,16 @@ macro_rules! with_accumulator_indices {
     };
 }
 
+/// Accumulator register indices 1..64, for `n = 128` (as [`with_accumulator_indices`]).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! with_accumulator_indices_64 {
+    ($mac:ident ! ($($args:tt)*)) => {
+        $mac!($($args)*; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+            31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62
+            63)
+    };
+}
+
 /// One `wgmma.mma_async` with 128 `f32` accumulators (`n = 256`) in and out: `$head` is the
 /// instruction, `$tail` its immediate operands after `scale-d`.
 #[cfg(target_arch = "nvptx64")]
@@ -173,9 +183,10 @@ macro_rules! mma_n256 {
     };
 }
 
-/// One `wgmma.mma_async` with `A` from four registers and 128 `f32` accumulators.
+/// One `wgmma.mma_async` with `A` from four registers and the accumulators in and out (128 for
+/// `n = 256`, 64 for `n = 128`: the index list says which).
 #[cfg(target_arch = "nvptx64")]
-macro_rules! mma_n256_a_regs {
+macro_rules! mma_a_regs {
     ($head:literal, $tail:literal, $acc:ident, $a:expr, $b:expr, $scale_d:expr; $($i:literal)*) => {
         asm!(
             "{{",
@@ -200,7 +211,7 @@ macro_rules! mma_n256_a_regs {
 /// neither reads them before the wait nor moves their definitions across it (CUTLASS's
 /// `warpgroup_fence_operand`): the operands appear only in a PTX comment.
 #[cfg(target_arch = "nvptx64")]
-macro_rules! wait_n256 {
+macro_rules! wait_with_accumulators {
     ($n:expr, $acc:ident; $($i:literal)*) => {
         asm!(
             "wgmma.wait_group.sync.aligned {n};",
@@ -276,8 +287,31 @@ pub unsafe fn mma_m64n256k8_f32_tf32(acc: &mut [f32; 128], a: u64, b: u64, scale
 pub unsafe fn mma_m64n256k8_f32_tf32_a_regs(acc: &mut [f32; 128], a: [u32; 4], b: u64, scale_d: u32) {
     // SAFETY: the caller guarantees the warpgroup, the descriptor and the ordering.
     unsafe {
-        with_accumulator_indices!(mma_n256_a_regs!(
+        with_accumulator_indices!(mma_a_regs!(
             "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32",
+            "1, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {d0..d63}, {a0, a1, a2, a3}, b, p, 1, 1;`:
+/// as [`mma_m64n256k8_f32_tf32_a_regs`] with an 8 x 128 `B` (K-major, descriptor `b`) into a
+/// 64 x 128 tile of accumulators (the first 64 registers of [`accumulator_position`]'s layout).
+///
+/// # Safety
+/// As for [`mma_m64n256k8_f32_tf32_a_regs`]; `acc` is read only after a [`wait_group_n128`]
+/// covers this instruction.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n128k8_f32_tf32_a_regs(acc: &mut [f32; 64], a: [u32; 4], b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptor and the ordering.
+    unsafe {
+        with_accumulator_indices_64!(mma_a_regs!(
+            "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32",
             "1, 1",
             acc,
             a,
@@ -304,7 +338,16 @@ pub const fn a_fragment_position(thread: u32) -> (u32, u32) {
 #[inline(always)]
 pub fn wait_group<const N: u32>(acc: &mut [f32; 128]) {
     // SAFETY: a wait; the accumulators are only passed through.
-    unsafe { with_accumulator_indices!(wait_n256!(N, acc)) };
+    unsafe { with_accumulator_indices!(wait_with_accumulators!(N, acc)) };
+}
+
+/// [`wait_group`] for the 64 accumulators of an `n = 128` instruction
+/// ([`mma_m64n128k8_f32_tf32_a_regs`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
+    // SAFETY: a wait; the accumulators are only passed through.
+    unsafe { with_accumulator_indices_64!(wait_with_accumulators!(N, acc)) };
 }
 
 #[cfg(test)]

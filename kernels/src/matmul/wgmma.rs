@@ -60,8 +60,12 @@ pub const KERNEL_BF16: &str = "wgmma_bf16";
 pub const KERNEL_TF32_TRANSPOSED: &str = "wgmma_tf32_transposed";
 /// PTX symbol of the TF32 kernel that multiplies `C^T = B^T A^T` with `B^T` from registers.
 pub const KERNEL_TF32: &str = "wgmma_tf32";
+/// PTX symbol of the TF32 kernel that accumulates in the tensor cores for
+/// [`PROMOTE_K_TILES`] stages at a time and adds each such partial product into `f32`
+/// registers ([`gpu_promoted`]): the product of `wgmma_tf32x3`'s split operands.
+pub const KERNEL_TF32_PROMOTED: &str = "wgmma_tf32_promoted";
 /// The kernels of the sm_90a module.
-pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32];
+pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32, KERNEL_TF32_PROMOTED];
 /// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
 pub const TF32_THREADS: u32 = (CONSUMERS + 1) * 128;
@@ -75,13 +79,17 @@ pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 /// effect. The other two launch without it (154 registers from the driver's JIT), and ran
 /// faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with
 /// `.maxntid 288` (same process, alternating; 4096^3 within the spread).
-pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS)];
+pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS), (KERNEL_TF32_PROMOTED, TF32_THREADS)];
 /// `.maxntid` of every kernel in the checked build (`cargo xtask build-ptx` without
 /// `--release`): its bounds and overflow checks cost registers, and the driver's JIT gave the
 /// checked `wgmma_bf16` more than the 224 that 288 threads can have (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`);
 /// the cap makes the JIT fit the block (spilling if it must: the checked build is not timed).
-pub const CHECKED_MAX_THREADS: &[(&str, u32)] =
-    &[(KERNEL_BF16, THREADS), (KERNEL_TF32_TRANSPOSED, THREADS), (KERNEL_TF32, TF32_THREADS)];
+pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
+    (KERNEL_BF16, THREADS),
+    (KERNEL_TF32_TRANSPOSED, THREADS),
+    (KERNEL_TF32, TF32_THREADS),
+    (KERNEL_TF32_PROMOTED, TF32_THREADS),
+];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
 
@@ -124,6 +132,35 @@ pub const EPILOGUE_BYTES: u32 = CONSUMERS * EPILOGUE_BUFFERS * EPILOGUE_BOX_BYTE
 /// is not promised).
 pub const DYNAMIC_SHARED_BYTES: u32 = STAGES * STAGE_BYTES + EPILOGUE_BYTES + 2 * STAGES * mbarrier::BYTES + 1024;
 
+/// Rows of `C` per block tile of `wgmma_tf32_promoted` (the `n = 128` of its instruction, on
+/// `C^T`); its columns are [`BLOCK_M`], as in `wgmma_tf32`.
+pub const PROMOTED_BLOCK_ROWS: u32 = 128;
+/// Stages of `wgmma_tf32_promoted` that accumulate in the tensor cores before their sum is
+/// added into the `f32` registers: 3 x 32 = 96 of `K`, 32 products of each of the three
+/// split-TF32 parts when `K` is the split operands' `3k`. The tensor cores add with truncation,
+/// so an accumulation over all of `K` drifts with its length (on same-sign inputs, 40x FP32's
+/// error at `k = 4096`); the error of short runs added in `f32` stays at or below FP32's.
+/// Measured on the H100 (error / sum |a*b| on same-sign 1024x4096x1024, against cuBLAS FP32's
+/// 1.1e-6; time at 4096^3): 1, 2, 3 and 6 stages: 8.6e-7, 7.9e-7, 8.5e-7 and 1.4e-6; 1.69,
+/// 1.67, 1.49 and 1.58 ms.
+pub const PROMOTE_K_TILES: u32 = 3;
+/// Stages in `wgmma_tf32_promoted`'s ring.
+pub const PROMOTED_STAGES: u32 = 6;
+/// Tile rows per band of `wgmma_tf32_promoted`'s tile order.
+pub const PROMOTED_GROUP_M: u32 = 2;
+/// Bytes per stage of `wgmma_tf32_promoted`: 32 of `K` of [`BLOCK_M`] columns of `B` and of
+/// [`PROMOTED_BLOCK_ROWS`] rows of `A`.
+pub const PROMOTED_STAGE_BYTES: u32 = (BLOCK_M + PROMOTED_BLOCK_ROWS) * BLOCK_K_BYTES;
+/// Dynamic shared memory of `wgmma_tf32_promoted`: the ring, its barriers, and 1024 bytes to
+/// align the ring to the swizzle pattern.
+pub const PROMOTED_DYNAMIC_SHARED_BYTES: u32 =
+    PROMOTED_STAGES * PROMOTED_STAGE_BYTES + 2 * PROMOTED_STAGES * mbarrier::BYTES + 1024;
+
+/// Block tiles of `wgmma_tf32_promoted` over `C` (`m x n`).
+pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
+    n.div_ceil(BLOCK_M) * m.div_ceil(PROMOTED_BLOCK_ROWS)
+}
+
 /// The element type a kernel multiplies: bytes per element and `K` per instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operand {
@@ -159,10 +196,15 @@ pub const fn tiles(m: u32, n: u32) -> u32 {
 /// The `(tile row, tile column)` of tile `t` of `tiles_m x tiles_n`: bands of [`GROUP_M`] tile
 /// rows (the last band possibly narrower), column by column within a band.
 pub const fn tile_coords(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
-    let per_band = GROUP_M * tiles_n;
+    tile_coords_in_bands(t, tiles_m, tiles_n, GROUP_M)
+}
+
+/// [`tile_coords`] with bands of `group` tile rows.
+pub const fn tile_coords_in_bands(t: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
+    let per_band = group * tiles_n;
     let band = t / per_band;
-    let first = band * GROUP_M;
-    let rows = if tiles_m - first < GROUP_M { tiles_m - first } else { GROUP_M };
+    let first = band * group;
+    let rows = if tiles_m - first < group { tiles_m - first } else { group };
     let within = t % per_band;
     (first + within % rows, within / rows)
 }
@@ -622,6 +664,209 @@ mod gpu_rs {
 }
 
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+mod gpu_promoted {
+    use super::*;
+    use crate::device::wgmma::{self, Swizzle};
+    use crate::device::{mem, shared::SharedScalar, thread, tma};
+
+    /// `wgmma_tf32_promoted`: `C^T = B^T * A^T` as `wgmma_tf32` ([`gpu_rs`]), in block tiles of
+    /// [`BLOCK_M`] columns by [`PROMOTED_BLOCK_ROWS`] rows of `C` (`m64n128k8`), with a ring of
+    /// [`PROMOTED_STAGES`]. Each run of [`PROMOTE_K_TILES`] stages starts its accumulators from
+    /// zero (`scale-d` 0) and, once waited for, is added into 64 `f32` sums per thread, which
+    /// are what the tile stores.
+    #[inline(always)]
+    pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the launch gives PROMOTED_DYNAMIC_SHARED_BYTES of dynamic shared memory.
+        let window = unsafe {
+            crate::dynamic_shared_array!(WGMMA_PROMOTED_RING: u32, PROMOTED_DYNAMIC_SHARED_BYTES as usize / 4)
+        };
+        let base = (window.address_of(0) + 1023) & !1023;
+        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's 128
+        // rows x 32 of K.
+        let b_stage = |s: u32| base + s * PROMOTED_STAGE_BYTES;
+        let a_stage = |s: u32| b_stage(s) + BLOCK_M * BLOCK_K_BYTES;
+        let full = |s: u32| base + PROMOTED_STAGES * PROMOTED_STAGE_BYTES + s * mbarrier::BYTES;
+        let empty = |s: u32| full(PROMOTED_STAGES) + s * mbarrier::BYTES;
+        let tid = thread::thread_idx_x();
+        let warp = tid / 32;
+        if tid == 0 {
+            for s in 0..PROMOTED_STAGES {
+                // SAFETY: fresh barriers inside the dynamic window, used only after the fence
+                // and the block barrier below.
+                unsafe {
+                    mbarrier::init(full(s), 1);
+                    mbarrier::init(empty(s), CONSUMERS * 128);
+                }
+            }
+            tma::fence_proxy_async_shared();
+        }
+        thread::sync_threads();
+
+        // The transposed problem: its rows are C's columns.
+        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(PROMOTED_BLOCK_ROWS));
+        let tiles = tiles_r * tiles_c;
+        let k_tiles = k.div_ceil(32);
+        let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
+        let map_a = maps;
+        let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
+
+        if warp >= CONSUMERS * 4 {
+            wgmma::set_max_registers_dec::<TF32_PRODUCER_REGISTERS>();
+            if tid != CONSUMERS * 128 {
+                return;
+            }
+            // SAFETY: valid tensor maps in global memory (kernel contract).
+            unsafe {
+                tma::prefetch_tensormap(map_a);
+                tma::prefetch_tensormap(map_b);
+            }
+            let mut use_index = 0u32;
+            let mut tile = first;
+            while tile < tiles {
+                let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, PROMOTED_GROUP_M);
+                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * PROMOTED_BLOCK_ROWS) as i32);
+                for kt in 0..k_tiles {
+                    let s = use_index % PROMOTED_STAGES;
+                    let k0 = (kt * 32) as i32;
+                    // SAFETY: stage s is free once its empty phase completes; the full phase
+                    // expects exactly these boxes' bytes.
+                    unsafe {
+                        mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, PROMOTED_STAGES) ^ 1);
+                        mbarrier::arrive_expect_tx(full(s), PROMOTED_STAGE_BYTES);
+                        for j in 0..BLOCK_M / TF32_B_BOX_N {
+                            let dst = b_stage(s) + j * TF32_B_BOX_N * 4 * 32;
+                            tma::load_2d(dst, map_b, col0 + (j * TF32_B_BOX_N) as i32, k0, full(s));
+                        }
+                        tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
+                    }
+                    use_index += 1;
+                }
+                tile += step;
+            }
+            return;
+        }
+
+        wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
+        let wg = warp / 4;
+        let t = tid % 128;
+        let (fr, fc) = wgmma::a_fragment_position(t);
+        let j0 = wg * 64 + fr;
+        let j1 = j0 + 8;
+        let box0 = (j0 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j0 % TF32_B_BOX_N) * 4;
+        let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
+        // SAFETY: all-zero bits are 0.0 (a memset keeps the arrays in registers).
+        let mut acc: [f32; 64] = unsafe { core::mem::zeroed() };
+        let mut use_index = 0u32;
+        let mut tile = first;
+        while tile < tiles {
+            let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, PROMOTED_GROUP_M);
+            // SAFETY: as above.
+            let mut sum: [f32; 64] = unsafe { core::mem::zeroed() };
+            // One stage, as in `wgmma_tf32` (two expansions, so that consecutive stages load
+            // their fragments into different registers); a stage that ends a run of
+            // PROMOTE_K_TILES (or the tile) also waits for its group and adds the run into
+            // `sum`.
+            macro_rules! consume_stage {
+                ($kt:expr) => {{
+                    let kt: u32 = $kt;
+                    let s = use_index % PROMOTED_STAGES;
+                    // SAFETY: an initialised barrier; completes when the stage's bytes landed.
+                    unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, PROMOTED_STAGES)) };
+                    let bs = b_stage(s);
+                    let mut frag = [[0u32; 4]; 4];
+                    unroll!(kk in [0, 1, 2, 3] {
+                        let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
+                        // SAFETY: rows r0, r1 < 32 of the stage's B boxes, which the full
+                        // barrier made visible and which stay until this thread's arrival on
+                        // the empty barrier.
+                        unsafe {
+                            frag[kk] = [
+                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box0 % 4096) + box0 / 4096 * 4096),
+                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
+                            ];
+                        }
+                    });
+                    // Orders the fragment loads and the last reads of the accumulators (the
+                    // additions into `sum`) before the wgmma that overwrite them.
+                    wgmma::fence();
+                    let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                    let run_start = kt % PROMOTE_K_TILES == 0;
+                    unroll!(kk in [0, 1, 2, 3] {
+                        // The first instruction of a run replaces the accumulators.
+                        let scale_d = (!run_start || kk > 0) as u32;
+                        // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
+                        // stage stays until this thread's arrival, after a covering wait.
+                        unsafe {
+                            wgmma::mma_m64n128k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d)
+                        };
+                    });
+                    wgmma::commit_group();
+                    wgmma::wait_group_n128::<1>(&mut acc);
+                    if kt > 0 {
+                        // SAFETY: an initialised barrier expecting one arrival per consumer
+                        // thread; the group that read the previous stage has completed.
+                        unsafe { mbarrier::arrive(empty((use_index + PROMOTED_STAGES - 1) % PROMOTED_STAGES)) };
+                    }
+                    if kt % PROMOTE_K_TILES == PROMOTE_K_TILES - 1 || kt + 1 == k_tiles {
+                        wgmma::wait_group_n128::<0>(&mut acc);
+                        unroll!(i in [
+                            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+                            25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+                            48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+                        ] {
+                            sum[i] += acc[i];
+                        });
+                    }
+                    use_index += 1;
+                }};
+            }
+            let mut kt = 0;
+            while kt + 1 < k_tiles {
+                consume_stage!(kt);
+                consume_stage!(kt + 1);
+                kt += 2;
+            }
+            if kt < k_tiles {
+                consume_stage!(kt);
+            }
+            // SAFETY: as above, for the tile's last stage (its group was waited for with the
+            // last run).
+            unsafe { mbarrier::arrive(empty((use_index + PROMOTED_STAGES - 1) % PROMOTED_STAGES)) };
+
+            // As `wgmma_tf32`'s store, over 16 groups of 8 rows: register 4q + 2h + e of this
+            // thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h].
+            let row = tc * PROMOTED_BLOCK_ROWS + 2 * (t % 4);
+            let col = tr * BLOCK_M + wg * 64 + fr;
+            let (col_ok, col8_ok) = (col < n, col + 8 < n);
+            let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
+            let step8 = 8 * n as usize;
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                let r = row + 8 * q as u32;
+                unroll!(e in [0, 1] {
+                    if r + (e as u32) < m {
+                        let pe = p.wrapping_add(e * n as usize);
+                        // SAFETY: row r + e < m and the column checked: inside C; one owner
+                        // per element.
+                        unsafe {
+                            if col_ok {
+                                mem::store_global_f32(pe, sum[4 * q + e]);
+                            }
+                            if col8_ok {
+                                mem::store_global_f32(pe.wrapping_add(8), sum[4 * q + 2 + e]);
+                            }
+                        }
+                    }
+                });
+                p = p.wrapping_add(step8);
+            });
+            tile += step;
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 crate::hopper_kernel! {
     /// `C = A * B` from BF16 operands; see the [module documentation](self).
     ///
@@ -652,6 +897,18 @@ crate::hopper_kernel! {
         // SAFETY: the kernel contract is the body's.
         unsafe { gpu_rs::run(maps, c, m, k, n) }
     }
+
+    /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
+    /// added in `f32`; see [`gpu_promoted`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; the launch gives [`TF32_THREADS`] threads and [`PROMOTED_DYNAMIC_SHARED_BYTES`];
+    /// otherwise as the module documentation.
+    pub unsafe fn wgmma_tf32_promoted(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_promoted::run(maps, c, m, k, n) }
+    }
 }
 
 #[cfg(test)]
@@ -670,6 +927,8 @@ mod tests {
         // BF16 B arrives as BLOCK_N / 64 boxes of 64 x 64, filling its stage share.
         assert_eq!((BLOCK_N / BF16_B_BOX_N) * BF16_B_BOX_N * 64 * 2, STAGE_B_BYTES);
         assert_eq!(THREADS, 288);
+        assert_eq!(PROMOTED_STAGE_BYTES % 1024, 0);
+        const { assert!(PROMOTED_DYNAMIC_SHARED_BYTES <= 227 * 1024) };
     }
 
     #[test]
