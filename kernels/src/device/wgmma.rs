@@ -350,6 +350,78 @@ pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
     unsafe { with_accumulator_indices_64!(wait_with_accumulators!(N, acc)) };
 }
 
+/// One warpgroup's `f32` accumulators of a TF32 `m64nNk8` instruction with `A` in registers:
+/// `[f32; 128]` for `n = 256` ([`mma_m64n256k8_f32_tf32_a_regs`]), `[f32; 64]` for `n = 128`
+/// ([`mma_m64n128k8_f32_tf32_a_regs`]), so that one kernel body serves both widths.
+#[cfg(target_arch = "nvptx64")]
+pub trait Tf32Accumulators: Sized {
+    /// The instruction's `n`.
+    const N: u32;
+    /// Every accumulator 0.0.
+    fn zeroed() -> Self;
+    /// The instruction on these accumulators.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k8_f32_tf32_a_regs`].
+    unsafe fn mma_tf32_a_regs(&mut self, a: [u32; 4], b: u64, scale_d: u32);
+    /// [`wait_group`] with these accumulators as operands.
+    fn wait_group<const PENDING: u32>(&mut self);
+    /// Accumulator register `i` ([`accumulator_position`]'s order).
+    fn get(&self, i: usize) -> f32;
+    /// Adds every accumulator into the same register of `total` (unrolled: both stay in
+    /// registers).
+    fn add_into(&self, total: &mut Self);
+}
+
+/// `$total[i] += $run[i]` for every index of the list.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! add_each {
+    ($total:ident, $run:ident; $($i:literal)*) => {
+        $total[0] += $run[0];
+        $($total[$i] += $run[$i];)*
+    };
+}
+
+/// `Tf32Accumulators` for `[f32; $len]`: the instruction `$mma`, the wait `$wait`, the index
+/// list `$indices`.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! impl_tf32_accumulators {
+    ($len:literal, $n:literal, $mma:ident, $wait:ident, $indices:ident) => {
+        impl Tf32Accumulators for [f32; $len] {
+            const N: u32 = $n;
+            #[inline(always)]
+            fn zeroed() -> Self {
+                // SAFETY: all-zero bits are 0.0 (a memset, where a `[0.0; N]` literal may not
+                // stay in registers).
+                unsafe { core::mem::zeroed() }
+            }
+            #[inline(always)]
+            unsafe fn mma_tf32_a_regs(&mut self, a: [u32; 4], b: u64, scale_d: u32) {
+                // SAFETY: forwarded contract.
+                unsafe { $mma(self, a, b, scale_d) }
+            }
+            #[inline(always)]
+            fn wait_group<const PENDING: u32>(&mut self) {
+                $wait::<PENDING>(self)
+            }
+            #[inline(always)]
+            fn get(&self, i: usize) -> f32 {
+                self[i]
+            }
+            #[inline(always)]
+            fn add_into(&self, total: &mut Self) {
+                let run = self;
+                $indices!(add_each!(total, run));
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl_tf32_accumulators!(128, 256, mma_m64n256k8_f32_tf32_a_regs, wait_group, with_accumulator_indices);
+#[cfg(target_arch = "nvptx64")]
+impl_tf32_accumulators!(64, 128, mma_m64n128k8_f32_tf32_a_regs, wait_group_n128, with_accumulator_indices_64);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ pub const KERNEL_TF32_TRANSPOSED: &str = "wgmma_tf32_transposed";
 pub const KERNEL_TF32: &str = "wgmma_tf32";
 /// PTX symbol of the TF32 kernel that accumulates in the tensor cores for
 /// [`PROMOTE_K_TILES`] stages at a time and adds each such partial product into `f32`
-/// registers ([`gpu_promoted`]): the product of `wgmma_tf32x3`'s split operands.
+/// registers ([`gpu_rs`]): the product of `wgmma_tf32x3`'s split operands.
 pub const KERNEL_TF32_PROMOTED: &str = "wgmma_tf32_promoted";
 /// The kernels of the sm_90a module.
 pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32, KERNEL_TF32_PROMOTED];
@@ -472,28 +472,48 @@ mod gpu {
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 mod gpu_rs {
     use super::*;
-    use crate::device::wgmma::{self, Swizzle};
+    use crate::device::wgmma::{self, Swizzle, Tf32Accumulators};
     use crate::device::{mem, shared::SharedScalar, thread, tma};
 
-    /// `wgmma_tf32`: `C^T = B^T * A^T`, so that `A` (K-major) is the instruction's shared
-    /// `B` operand and `B` (row-major, so N-major) its `A` operand, loaded from shared memory
-    /// into registers in the fragment layout (TF32 takes no transpose from shared memory).
-    /// Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x [`BLOCK_N`] = 256 rows.
+    /// `wgmma_tf32` and `wgmma_tf32_promoted`: `C^T = B^T * A^T`, so that `A` (K-major) is the
+    /// instruction's shared `B` operand and `B` (row-major, so N-major) its `A` operand, loaded
+    /// from shared memory into registers in the fragment layout (TF32 takes no transpose from
+    /// shared memory). Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x
+    /// `Acc::N` rows (256 for `wgmma_tf32`, 128 for `wgmma_tf32_promoted`), a ring of `STAGES`,
+    /// tiles in bands of `GROUP` tile rows.
+    ///
+    /// With `PROMOTE > 0`, each run of `PROMOTE` stages starts its accumulators from zero
+    /// (`scale-d` 0) and, once waited for, is added into as many `f32` sums per thread, which
+    /// are what the tile stores ([`PROMOTE_K_TILES`]); with 0, one accumulation over all of `k`.
+    ///
+    /// # Safety
+    /// The kernel contract of `wgmma_tf32` (`Acc = [f32; 128]`, [`STAGES`], [`GROUP_M`], no
+    /// promotion) or of `wgmma_tf32_promoted` (`[f32; 64]`, [`PROMOTED_STAGES`],
+    /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]): an `A` box of `{32, Acc::N}`, and the
+    /// dynamic shared memory of `STAGES` stages.
     #[inline(always)]
-    pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
-        // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
+    pub(super) unsafe fn run<Acc: Tf32Accumulators, const STAGES_: u32, const GROUP: u32, const PROMOTE: u32>(
+        maps: *const u8,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+    ) {
+        let block_rows = Acc::N;
+        let stage_bytes = (BLOCK_M + block_rows) * BLOCK_K_BYTES;
+        // SAFETY: the launch gives the dynamic shared memory of STAGES_ stages (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RS_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
         let base = (window.address_of(0) + 1023) & !1023;
-        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's 256
-        // rows x 32 of K.
-        let b_stage = |s: u32| base + s * STAGE_BYTES;
+        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's
+        // `block_rows` rows x 32 of K.
+        let b_stage = |s: u32| base + s * stage_bytes;
         let a_stage = |s: u32| b_stage(s) + STAGE_A_BYTES;
-        let full = |s: u32| base + STAGES * STAGE_BYTES + s * mbarrier::BYTES;
-        let empty = |s: u32| full(STAGES) + s * mbarrier::BYTES;
+        let full = |s: u32| base + STAGES_ * stage_bytes + s * mbarrier::BYTES;
+        let empty = |s: u32| full(STAGES_) + s * mbarrier::BYTES;
         let tid = thread::thread_idx_x();
         let warp = tid / 32;
         if tid == 0 {
-            for s in 0..STAGES {
+            for s in 0..STAGES_ {
                 // SAFETY: fresh barriers inside the dynamic window, used only after the fence
                 // and the block barrier below.
                 unsafe {
@@ -506,7 +526,7 @@ mod gpu_rs {
         thread::sync_threads();
 
         // The transposed problem: its rows are C's columns.
-        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(BLOCK_N));
+        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(block_rows));
         let tiles = tiles_r * tiles_c;
         let k_tiles = k.div_ceil(32);
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
@@ -528,16 +548,16 @@ mod gpu_rs {
             let mut use_index = 0u32;
             let mut tile = first;
             while tile < tiles {
-                let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
-                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * BLOCK_N) as i32);
+                let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
+                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * block_rows) as i32);
                 for kt in 0..k_tiles {
-                    let s = use_index % STAGES;
+                    let s = use_index % STAGES_;
                     let k0 = (kt * 32) as i32;
                     // SAFETY: as in the other kernels: stage s is free once its empty phase
                     // completes; the full phase expects exactly these boxes' bytes.
                     unsafe {
-                        mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
-                        mbarrier::arrive_expect_tx(full(s), STAGE_BYTES);
+                        mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
+                        mbarrier::arrive_expect_tx(full(s), stage_bytes);
                         for j in 0..BLOCK_M / TF32_B_BOX_N {
                             let dst = b_stage(s) + j * TF32_B_BOX_N * 4 * 32;
                             tma::load_2d(dst, map_b, col0 + (j * TF32_B_BOX_N) as i32, k0, full(s));
@@ -560,25 +580,27 @@ mod gpu_rs {
         let j1 = j0 + 8;
         let box0 = (j0 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j0 % TF32_B_BOX_N) * 4;
         let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
-        // SAFETY: all-zero bits are 0.0 (a memset keeps the array in registers).
-        let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+        let mut acc = Acc::zeroed();
         let mut use_index = 0u32;
         let mut tile = first;
         while tile < tiles {
-            let (tr, tc) = tile_coords(tile, tiles_r, tiles_c);
+            let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
+            // The promoted runs' sums (unused without promotion).
+            let mut sum = Acc::zeroed();
             // One stage: its fragments loaded into registers, its 4 wgmma issued, then the group
             // before it waited for and its stage released. The PTX ISA leaves overwriting a
             // pending wgmma's A registers undefined: stages alternate between two expansions of
             // this macro, so that consecutive stages load into different PTX registers, and a
             // stage's registers are loaded again only after the wait that covers their group
             // (with one register set, loaded while the previous group was pending: wrong
-            // products, right under compute-sanitizer's serialisation).
+            // products, right under compute-sanitizer's serialisation). A stage that ends a
+            // promoted run (or the tile) also waits for its own group and adds the run into `sum`.
             macro_rules! consume_stage {
                 ($kt:expr) => {{
                     let kt: u32 = $kt;
-                    let s = use_index % STAGES;
+                    let s = use_index % STAGES_;
                     // SAFETY: an initialised barrier; completes when the stage's bytes landed.
-                    unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                    unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES_)) };
                     let bs = b_stage(s);
                     let mut frag = [[0u32; 4]; 4];
                     unroll!(kk in [0, 1, 2, 3] {
@@ -599,20 +621,25 @@ mod gpu_rs {
                     // wgmma that read them.
                     wgmma::fence();
                     let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                    // The first instruction of the tile (or of a promoted run) replaces the
+                    // accumulators.
+                    let run_start = if PROMOTE > 0 { kt % PROMOTE == 0 } else { kt == 0 };
                     unroll!(kk in [0, 1, 2, 3] {
-                        let scale_d = (kt > 0 || kk > 0) as u32;
+                        let scale_d = (!run_start || kk > 0) as u32;
                         // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
                         // stage stays until this thread's arrival, after a covering wait.
-                        unsafe {
-                            wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d)
-                        };
+                        unsafe { acc.mma_tf32_a_regs(frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d) };
                     });
                     wgmma::commit_group();
-                    wgmma::wait_group::<1>(&mut acc);
+                    acc.wait_group::<1>();
                     if kt > 0 {
                         // SAFETY: an initialised barrier expecting one arrival per consumer
                         // thread; the group that read the previous stage has completed.
-                        unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
+                        unsafe { mbarrier::arrive(empty((use_index + STAGES_ - 1) % STAGES_)) };
+                    }
+                    if PROMOTE > 0 && (kt % PROMOTE == PROMOTE - 1 || kt + 1 == k_tiles) {
+                        acc.wait_group::<0>();
+                        acc.add_into(&mut sum);
                     }
                     use_index += 1;
                 }};
@@ -626,240 +653,41 @@ mod gpu_rs {
             if kt < k_tiles {
                 consume_stage!(kt);
             }
-            wgmma::wait_group::<0>(&mut acc);
+            acc.wait_group::<0>();
             // SAFETY: as above, for the tile's last stage.
-            unsafe { mbarrier::arrive(empty((use_index + STAGES - 1) % STAGES)) };
+            unsafe { mbarrier::arrive(empty((use_index + STAGES_ - 1) % STAGES_)) };
 
             // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
             // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
             // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
-            let row = tc * BLOCK_N + 2 * (t % 4);
+            let row = tc * block_rows + 2 * (t % 4);
             let col = tr * BLOCK_M + wg * 64 + fr;
             let (col_ok, col8_ok) = (col < n, col + 8 < n);
             let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
             let step8 = 8 * n as usize;
             unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
                           26, 27, 28, 29, 30, 31] {
-                let r = row + 8 * q as u32;
-                unroll!(e in [0, 1] {
-                    if r + (e as u32) < m {
-                        let pe = p.wrapping_add(e * n as usize);
-                        // SAFETY: row r + e < m and the column checked: inside C; one owner
-                        // per element.
-                        unsafe {
-                            if col_ok {
-                                mem::store_global_f32(pe, acc[4 * q + e]);
+                // The instruction's N / 8 groups of rows.
+                if q < (Acc::N / 8) as usize {
+                    let r = row + 8 * q as u32;
+                    unroll!(e in [0, 1] {
+                        if r + (e as u32) < m {
+                            let pe = p.wrapping_add(e * n as usize);
+                            // SAFETY: row r + e < m and the column checked: inside C; one owner
+                            // per element.
+                            unsafe {
+                                let out = if PROMOTE > 0 { &sum } else { &acc };
+                                if col_ok {
+                                    mem::store_global_f32(pe, out.get(4 * q + e));
+                                }
+                                if col8_ok {
+                                    mem::store_global_f32(pe.wrapping_add(8), out.get(4 * q + 2 + e));
+                                }
                             }
-                            if col8_ok {
-                                mem::store_global_f32(pe.wrapping_add(8), acc[4 * q + 2 + e]);
-                            }
-                        }
-                    }
-                });
-                p = p.wrapping_add(step8);
-            });
-            tile += step;
-        }
-    }
-}
-
-#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
-mod gpu_promoted {
-    use super::*;
-    use crate::device::wgmma::{self, Swizzle};
-    use crate::device::{mem, shared::SharedScalar, thread, tma};
-
-    /// `wgmma_tf32_promoted`: `C^T = B^T * A^T` as `wgmma_tf32` ([`gpu_rs`]), in block tiles of
-    /// [`BLOCK_M`] columns by [`PROMOTED_BLOCK_ROWS`] rows of `C` (`m64n128k8`), with a ring of
-    /// [`PROMOTED_STAGES`]. Each run of [`PROMOTE_K_TILES`] stages starts its accumulators from
-    /// zero (`scale-d` 0) and, once waited for, is added into 64 `f32` sums per thread, which
-    /// are what the tile stores.
-    #[inline(always)]
-    pub(super) unsafe fn run(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
-        // SAFETY: the launch gives PROMOTED_DYNAMIC_SHARED_BYTES of dynamic shared memory.
-        let window = unsafe {
-            crate::dynamic_shared_array!(WGMMA_PROMOTED_RING: u32, PROMOTED_DYNAMIC_SHARED_BYTES as usize / 4)
-        };
-        let base = (window.address_of(0) + 1023) & !1023;
-        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's 128
-        // rows x 32 of K.
-        let b_stage = |s: u32| base + s * PROMOTED_STAGE_BYTES;
-        let a_stage = |s: u32| b_stage(s) + BLOCK_M * BLOCK_K_BYTES;
-        let full = |s: u32| base + PROMOTED_STAGES * PROMOTED_STAGE_BYTES + s * mbarrier::BYTES;
-        let empty = |s: u32| full(PROMOTED_STAGES) + s * mbarrier::BYTES;
-        let tid = thread::thread_idx_x();
-        let warp = tid / 32;
-        if tid == 0 {
-            for s in 0..PROMOTED_STAGES {
-                // SAFETY: fresh barriers inside the dynamic window, used only after the fence
-                // and the block barrier below.
-                unsafe {
-                    mbarrier::init(full(s), 1);
-                    mbarrier::init(empty(s), CONSUMERS * 128);
-                }
-            }
-            tma::fence_proxy_async_shared();
-        }
-        thread::sync_threads();
-
-        // The transposed problem: its rows are C's columns.
-        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(PROMOTED_BLOCK_ROWS));
-        let tiles = tiles_r * tiles_c;
-        let k_tiles = k.div_ceil(32);
-        let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
-        let map_a = maps;
-        let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
-
-        if warp >= CONSUMERS * 4 {
-            wgmma::set_max_registers_dec::<TF32_PRODUCER_REGISTERS>();
-            if tid != CONSUMERS * 128 {
-                return;
-            }
-            // SAFETY: valid tensor maps in global memory (kernel contract).
-            unsafe {
-                tma::prefetch_tensormap(map_a);
-                tma::prefetch_tensormap(map_b);
-            }
-            let mut use_index = 0u32;
-            let mut tile = first;
-            while tile < tiles {
-                let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, PROMOTED_GROUP_M);
-                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * PROMOTED_BLOCK_ROWS) as i32);
-                for kt in 0..k_tiles {
-                    let s = use_index % PROMOTED_STAGES;
-                    let k0 = (kt * 32) as i32;
-                    // SAFETY: stage s is free once its empty phase completes; the full phase
-                    // expects exactly these boxes' bytes.
-                    unsafe {
-                        mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, PROMOTED_STAGES) ^ 1);
-                        mbarrier::arrive_expect_tx(full(s), PROMOTED_STAGE_BYTES);
-                        for j in 0..BLOCK_M / TF32_B_BOX_N {
-                            let dst = b_stage(s) + j * TF32_B_BOX_N * 4 * 32;
-                            tma::load_2d(dst, map_b, col0 + (j * TF32_B_BOX_N) as i32, k0, full(s));
-                        }
-                        tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
-                    }
-                    use_index += 1;
-                }
-                tile += step;
-            }
-            return;
-        }
-
-        wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
-        let wg = warp / 4;
-        let t = tid % 128;
-        let (fr, fc) = wgmma::a_fragment_position(t);
-        let j0 = wg * 64 + fr;
-        let j1 = j0 + 8;
-        let box0 = (j0 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j0 % TF32_B_BOX_N) * 4;
-        let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
-        // SAFETY: all-zero bits are 0.0 (a memset keeps the arrays in registers).
-        let mut acc: [f32; 64] = unsafe { core::mem::zeroed() };
-        let mut use_index = 0u32;
-        let mut tile = first;
-        while tile < tiles {
-            let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, PROMOTED_GROUP_M);
-            // SAFETY: as above.
-            let mut sum: [f32; 64] = unsafe { core::mem::zeroed() };
-            // One stage, as in `wgmma_tf32` (two expansions, so that consecutive stages load
-            // their fragments into different registers); a stage that ends a run of
-            // PROMOTE_K_TILES (or the tile) also waits for its group and adds the run into
-            // `sum`.
-            macro_rules! consume_stage {
-                ($kt:expr) => {{
-                    let kt: u32 = $kt;
-                    let s = use_index % PROMOTED_STAGES;
-                    // SAFETY: an initialised barrier; completes when the stage's bytes landed.
-                    unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, PROMOTED_STAGES)) };
-                    let bs = b_stage(s);
-                    let mut frag = [[0u32; 4]; 4];
-                    unroll!(kk in [0, 1, 2, 3] {
-                        let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
-                        // SAFETY: rows r0, r1 < 32 of the stage's B boxes, which the full
-                        // barrier made visible and which stay until this thread's arrival on
-                        // the empty barrier.
-                        unsafe {
-                            frag[kk] = [
-                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box0 % 4096) + box0 / 4096 * 4096),
-                                u32::load_shared(bs + wgmma::swizzle_128b(r0 * 128 + box1 % 4096) + box1 / 4096 * 4096),
-                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box0 % 4096) + box0 / 4096 * 4096),
-                                u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
-                            ];
                         }
                     });
-                    // Orders the fragment loads and the last reads of the accumulators (the
-                    // additions into `sum`) before the wgmma that overwrite them.
-                    wgmma::fence();
-                    let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
-                    let run_start = kt % PROMOTE_K_TILES == 0;
-                    unroll!(kk in [0, 1, 2, 3] {
-                        // The first instruction of a run replaces the accumulators.
-                        let scale_d = (!run_start || kk > 0) as u32;
-                        // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
-                        // stage stays until this thread's arrival, after a covering wait.
-                        unsafe {
-                            wgmma::mma_m64n128k8_f32_tf32_a_regs(&mut acc, frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d)
-                        };
-                    });
-                    wgmma::commit_group();
-                    wgmma::wait_group_n128::<1>(&mut acc);
-                    if kt > 0 {
-                        // SAFETY: an initialised barrier expecting one arrival per consumer
-                        // thread; the group that read the previous stage has completed.
-                        unsafe { mbarrier::arrive(empty((use_index + PROMOTED_STAGES - 1) % PROMOTED_STAGES)) };
-                    }
-                    if kt % PROMOTE_K_TILES == PROMOTE_K_TILES - 1 || kt + 1 == k_tiles {
-                        wgmma::wait_group_n128::<0>(&mut acc);
-                        unroll!(i in [
-                            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
-                            25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
-                            48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
-                        ] {
-                            sum[i] += acc[i];
-                        });
-                    }
-                    use_index += 1;
-                }};
-            }
-            let mut kt = 0;
-            while kt + 1 < k_tiles {
-                consume_stage!(kt);
-                consume_stage!(kt + 1);
-                kt += 2;
-            }
-            if kt < k_tiles {
-                consume_stage!(kt);
-            }
-            // SAFETY: as above, for the tile's last stage (its group was waited for with the
-            // last run).
-            unsafe { mbarrier::arrive(empty((use_index + PROMOTED_STAGES - 1) % PROMOTED_STAGES)) };
-
-            // As `wgmma_tf32`'s store, over 16 groups of 8 rows: register 4q + 2h + e of this
-            // thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h].
-            let row = tc * PROMOTED_BLOCK_ROWS + 2 * (t % 4);
-            let col = tr * BLOCK_M + wg * 64 + fr;
-            let (col_ok, col8_ok) = (col < n, col + 8 < n);
-            let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
-            let step8 = 8 * n as usize;
-            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                let r = row + 8 * q as u32;
-                unroll!(e in [0, 1] {
-                    if r + (e as u32) < m {
-                        let pe = p.wrapping_add(e * n as usize);
-                        // SAFETY: row r + e < m and the column checked: inside C; one owner
-                        // per element.
-                        unsafe {
-                            if col_ok {
-                                mem::store_global_f32(pe, sum[4 * q + e]);
-                            }
-                            if col8_ok {
-                                mem::store_global_f32(pe.wrapping_add(8), sum[4 * q + 2 + e]);
-                            }
-                        }
-                    }
-                });
-                p = p.wrapping_add(step8);
+                    p = p.wrapping_add(step8);
+                }
             });
             tile += step;
         }
@@ -895,11 +723,11 @@ crate::hopper_kernel! {
     /// swizzle; otherwise as the module documentation.
     pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run(maps, c, m, k, n) }
+        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, m, k, n) }
     }
 
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
-    /// added in `f32`; see [`gpu_promoted`].
+    /// added in `f32`; see [`gpu_rs`].
     ///
     /// # Safety
     /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
@@ -907,7 +735,7 @@ crate::hopper_kernel! {
     /// otherwise as the module documentation.
     pub unsafe fn wgmma_tf32_promoted(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_promoted::run(maps, c, m, k, n) }
+        unsafe { gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(maps, c, m, k, n) }
     }
 }
 
