@@ -12,8 +12,9 @@ pub enum Precision {
     /// `f32` operands of which the tensor cores use the TF32 part (10-bit mantissa).
     Tf32,
     /// `f32` operands split into two TF32 halves, `a = a_big + a_small` (split-TF32, "3xTF32"),
-    /// multiplied as `A_big B_big + A_big B_small + A_small B_big` on TF32 tensor cores: FP32-class
-    /// results, compared with cuBLAS FP32.
+    /// multiplied as `A_big B_big + A_big B_small + A_small B_big` on TF32 tensor cores, the
+    /// tensor cores' sums added in `f32` every 32 of `k`: measured at or below FP32's error, and
+    /// compared with cuBLAS FP32.
     Tf32x3,
 }
 
@@ -39,7 +40,8 @@ impl Precision {
     }
 
     /// The precision of the cuBLAS row a variant of this precision is timed against: its own,
-    /// except split-TF32, which claims FP32-class results and so competes with cuBLAS FP32.
+    /// except split-TF32, whose results are at FP32's error or below and so compete with cuBLAS
+    /// FP32.
     pub fn baseline(self) -> Self {
         match self {
             Self::Tf32x3 => Self::Fp32,

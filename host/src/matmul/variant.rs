@@ -45,7 +45,7 @@ pub enum MatmulVariant {
     /// The same as `wgmma_bf16`'s kernel in TF32, after transposing `B` on the GPU (part of
     /// the measured time). Compared with cuBLAS TF32.
     WgmmaTf32Transposed,
-    /// FP32-class products on TF32 tensor cores by the split-TF32 method ("3xTF32"): each
+    /// Products at FP32's error or below on TF32 tensor cores by the split-TF32 method ("3xTF32"): each
     /// operand split on the GPU into a TF32 part and the remainder, `a = a_big + a_small`
     /// (`matmul_split_tf32x3`, part of the measured time), and `A_small B_big + A_big B_small +
     /// A_big B_big` computed as one product with `k` tripled by `wgmma_tf32_promoted`

@@ -67,9 +67,9 @@ pub struct Tf32x3Operands {
 }
 
 /// The order of the three k-blocks of the split operands, which is the order in which
-/// `wgmma_tf32` accumulates the three products (it walks `k` upwards into one accumulator per
-/// element). The small products are about `2^-11` of the big one: accumulated first, their sum
-/// stays small and its rounding errors with it.
+/// `wgmma_tf32_promoted` accumulates the three products (it walks `k` upwards, in runs added
+/// into one `f32` sum per element). The small products are about `2^-11` of the big one:
+/// accumulated first, their sum stays small and its rounding errors with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tf32x3Order {
     /// `[A_small B_big | A_big B_small | A_big B_big]`, each block all of `k`.
