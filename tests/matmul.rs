@@ -11,6 +11,19 @@ use host::{Gpu, HostError};
 use rand::Rng;
 use support::{fresh_rng, gpu};
 
+/// The GPU and a fresh generator for `test` when the tensor-core kernels run here (compute
+/// capability 9.0), else `None`, saying why the test is skipped.
+fn hopper_gpu(test: &str) -> Option<(Gpu, rand::rngs::StdRng)> {
+    let (gpu, rng) = (gpu(), fresh_rng(test));
+    match gpu.hopper_status() {
+        Ok(_) => Some((gpu, rng)),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
 /// Whether `variant` can run on `gpu`: the tensor-core variants need compute capability 9.0.
 fn runs_here(gpu: &Gpu, variant: MatmulVariant) -> bool {
     !variant.needs_tensor_cores() || gpu.hopper_status().is_ok()
@@ -184,11 +197,7 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("tensor cores"));
-    if let Err(why) = gpu.hopper_status() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("tensor cores") else { return };
     for shape in [(1, 1, 1), (128, 64, 256), (129, 65, 257), (127, 33, 255), (3, 7, 5), (200, 129, 9), (1, 300, 1)] {
         assert_plans_match_cpu(&gpu, &mut rng, shape, tensor_core_plans);
     }
@@ -199,10 +208,7 @@ fn tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn tensor_core_variants_give_equal_results_on_every_run() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("tensor-core determinism"));
-    if gpu.hopper_status().is_err() {
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("tensor-core determinism") else { return };
     let (m, k, n) = (1000, 1000, 1000);
     let shape = MatmulShape::new(m, k, n).unwrap();
     let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
@@ -225,10 +231,7 @@ fn assert_runs_bitwise_equal(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatr
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("bf16 rounding"));
-    if gpu.hopper_status().is_err() {
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("bf16 rounding") else { return };
     let (m, k, n) = (37, 45, 3);
     let mut a = random_matrix(&mut rng, m * k);
     // Ties, NaN, infinities, subnormals and the largest finite value.
@@ -254,10 +257,7 @@ fn gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
 #[ignore = "needs an NVIDIA GPU"]
 fn gpu_tf32x3_split_equals_the_cpu_split_bit_for_bit() {
     use kernels::matmul::operands::{SPLIT_B, split_tf32, tf32x3_position};
-    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 split"));
-    if gpu.hopper_status().is_err() {
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 split") else { return };
     let (m, k, n) = (37, 45, 3);
     let mut a = random_matrix(&mut rng, m * k);
     // Ties, NaN (one with payload only in the bits TF32 drops), infinities, subnormals, zeros and
@@ -312,10 +312,7 @@ fn gpu_tf32x3_split_equals_the_cpu_split_bit_for_bit() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn tf32x3_propagates_infinities_and_nan_as_fp32_does() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 non-finite"));
-    if gpu.hopper_status().is_err() {
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 non-finite") else { return };
     let (m, k, n) = (70, 300, 90);
     let (mut a, mut b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
     a[3 * k + 2] = f32::INFINITY;
@@ -353,10 +350,7 @@ fn tf32x3_propagates_infinities_and_nan_as_fp32_does() {
 #[ignore = "needs an NVIDIA GPU"]
 fn tf32x3_block_orders_compared_by_error() {
     use matmul::wgmma::{Tf32x3Order, launch_tf32x3};
-    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 orders"));
-    if gpu.hopper_status().is_err() {
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 orders") else { return };
     let blas = host::cublas::Sgemm::new(&gpu).unwrap();
     for (m, k, n) in [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 16_384, 1024), (64, 262_144, 64)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
@@ -387,10 +381,7 @@ fn tf32x3_block_orders_compared_by_error() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn tf32x3_is_at_least_as_accurate_as_cublas_fp32_on_mixed_and_same_sign_inputs() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("tf32x3 against fp32"));
-    if gpu.hopper_status().is_err() {
-        return;
-    }
+    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 against fp32") else { return };
     let blas = host::cublas::Sgemm::new(&gpu).unwrap();
     for (m, k, n) in [(1024, 4096, 1024), (2048, 8192, 2048)] {
         let shape = MatmulShape::new(m, k, n).unwrap();

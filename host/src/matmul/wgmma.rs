@@ -142,33 +142,30 @@ pub struct Tf32Operands {
 }
 
 /// One block per SM (a block takes most of an SM's shared memory), at most one per tile:
-/// [`THREADS`] threads, [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32`
-/// tiles `C^T`, so its tiles are 128 columns by 256 rows.
+/// [`THREADS`] threads and [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32` and
+/// `wgmma_tf32_promoted` tile `C^T` (128 columns by 256 rows, or by 128) with `TF32_THREADS`
+/// threads; `wgmma_tf32_promoted` takes [`PROMOTED_DYNAMIC_SHARED_BYTES`].
 pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
+    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, TF32_THREADS, promoted_tiles, tiles};
     let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
     dim(shape.k, "k")?;
-    let rs = kernel == kernels::matmul::wgmma::KERNEL_TF32;
-    let tiles = if rs { kernels::matmul::wgmma::tiles(n, m) } else { kernels::matmul::wgmma::tiles(m, n) };
-    let threads = if rs { kernels::matmul::wgmma::TF32_THREADS } else { THREADS };
+    let (tiles, threads, shared_mem_bytes) = match kernel {
+        KERNEL_TF32 => (tiles(n, m), TF32_THREADS, DYNAMIC_SHARED_BYTES),
+        KERNEL_TF32_PROMOTED => (promoted_tiles(m, n), TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
+        _ => (tiles(m, n), THREADS, DYNAMIC_SHARED_BYTES),
+    };
     Ok(LaunchConfig {
         grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
         block_dim: (threads, 1, 1),
-        shared_mem_bytes: DYNAMIC_SHARED_BYTES,
+        shared_mem_bytes,
     })
 }
 
-/// The plan of `wgmma_tf32x3`'s product, `wgmma_tf32_promoted`: one block per SM, at most one
-/// per tile of 128 x 128 (which depends on `m` and `n` only), `wgmma_tf32`'s threads, after
-/// checking that the tripled `k` fits the kernels' sizes.
+/// [`plan`] of `wgmma_tf32x3`'s product, `wgmma_tf32_promoted` (which depends on `m` and `n`
+/// only), after checking that the tripled `k` fits the kernels' sizes.
 pub fn plan_tf32x3(shape: MatmulShape, device: MatmulDevice) -> Result<LaunchConfig> {
-    let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
     dim(3 * shape.k, "3k (the split operands' inner dimension)")?;
-    let tiles = kernels::matmul::wgmma::promoted_tiles(m, n);
-    Ok(LaunchConfig {
-        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
-        block_dim: (kernels::matmul::wgmma::TF32_THREADS, 1, 1),
-        shared_mem_bytes: PROMOTED_DYNAMIC_SHARED_BYTES,
-    })
+    plan(shape, device, kernels::matmul::wgmma::KERNEL_TF32_PROMOTED)
 }
 
 /// `value` as the kernels' `u32`, or an error naming the dimension.
@@ -458,7 +455,7 @@ pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, or
     let product = gpu.function(kernels::matmul::wgmma::KERNEL_TF32_PROMOTED)?;
     product.set_attribute(
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        PROMOTED_DYNAMIC_SHARED_BYTES as i32,
+        cfg.shared_mem_bytes as i32,
     )?;
     let split = gpu.function(operands::KERNEL_SPLIT_TF32X3)?;
     tf32x3_operands(gpu, mats)?;
@@ -512,7 +509,7 @@ pub fn launch(gpu: &Gpu, kernel: &'static str, cfg: LaunchConfig, mats: &mut Dev
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
     func.set_attribute(
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        DYNAMIC_SHARED_BYTES as i32,
+        cfg.shared_mem_bytes as i32,
     )?;
     if kernel == kernels::matmul::wgmma::KERNEL_TF32 {
         tf32_rs_operands(gpu, mats)?;
