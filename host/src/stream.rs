@@ -329,7 +329,7 @@ pub fn histogram_file(
     }
     check_chunk_bytes(chunk_bytes, read)?;
     check_chunk_bytes(piece_bytes, read)?;
-    let bins = plan.bins as usize;
+    let bins = plan.bins() as usize;
     let n = file.len();
     // Mapped chunks start on page boundaries of the file (their pages are locked one chunk at a
     // time, and a page cannot be locked twice), so the first chunk is shorter by the data's offset

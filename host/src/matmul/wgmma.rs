@@ -21,7 +21,7 @@
 //! The tensor maps live in global memory (see `kernels::device::tma`), encoded once per
 //! [`DeviceMatrices`] with `cuTensorMapEncodeTiled`.
 
-use super::plan::MatmulDevice;
+use super::plan::{MatmulDevice, MatmulPlan};
 use super::run::DeviceMatrices;
 use super::shape::MatmulShape;
 use crate::error::{HostError, Result};
@@ -32,11 +32,11 @@ use cudarc::driver::sys::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_BYTES, padded_row_len};
-use kernels::matmul::operands;
 use kernels::matmul::wgmma::{
     BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
     PROMOTED_BLOCK_ROWS, PROMOTED_DYNAMIC_SHARED_BYTES, THREADS,
 };
+use kernels::matmul::{operands, tf32x3};
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
 #[derive(Default)]
@@ -53,17 +53,32 @@ pub struct TensorCoreOperands {
 }
 
 /// The split operands of `wgmma_tf32x3`: `A'` (`m x ld_a`, `ld_a >= 3k`) and `B'` (`3k x
-/// ld_b`), rows padded to 16 bytes; their contents are written by every launch.
+/// ld_b`), rows padded to 16 bytes, their tensor maps, and the guard its scan writes
+/// (`kernels::matmul::tf32x3`); the contents are written by every launch.
 pub struct Tf32x3Operands {
-    /// `A'`.
-    pub a: CudaSlice<f32>,
-    /// Row length of `a`.
-    pub ld_a: usize,
-    /// `B'`.
-    pub b: CudaSlice<f32>,
-    /// Row length of `b`.
-    pub ld_b: usize,
+    a: CudaSlice<f32>,
+    ld_a: usize,
+    b: CudaSlice<f32>,
+    ld_b: usize,
     maps: CudaSlice<u64>,
+    guard: CudaSlice<u32>,
+}
+
+impl Tf32x3Operands {
+    /// `A'` and its row length.
+    pub fn a(&self) -> (&CudaSlice<f32>, usize) {
+        (&self.a, self.ld_a)
+    }
+
+    /// `B'` and its row length.
+    pub fn b(&self) -> (&CudaSlice<f32>, usize) {
+        (&self.b, self.ld_b)
+    }
+
+    /// The guard's words (`kernels::matmul::tf32x3::GUARD_WORDS`) as the last scan left them.
+    pub fn guard(&self) -> &CudaSlice<u32> {
+        &self.guard
+    }
 }
 
 /// The order of the three k-blocks of the split operands, which is the order in which
@@ -93,11 +108,11 @@ impl Tf32x3Order {
     /// The order `wgmma_tf32x3` runs.
     pub const DEFAULT: Self = Self::SmallFirst;
 
-    /// `matmul_split_tf32x3`'s `small_parts` for `A'` (`B'` is always [`operands::SPLIT_B`]).
+    /// `matmul_split_tf32x3`'s `small_parts` for `A'` (`B'` is always [`tf32x3::SPLIT_B`]).
     pub fn a_small_parts(self) -> u32 {
         match self {
-            Self::SmallFirst | Self::InterleavedSmallFirst => operands::SPLIT_A_SMALL_FIRST,
-            Self::SmallLast | Self::InterleavedSmallLast => operands::SPLIT_A_SMALL_LAST,
+            Self::SmallFirst | Self::InterleavedSmallFirst => tf32x3::SPLIT_A_SMALL_FIRST,
+            Self::SmallLast | Self::InterleavedSmallLast => tf32x3::SPLIT_A_SMALL_LAST,
         }
     }
 
@@ -146,16 +161,25 @@ pub struct Tf32Operands {
 /// `wgmma_tf32_promoted` tile `C^T` (128 columns by 256 rows, or by 128) with `TF32_THREADS`
 /// threads; `wgmma_tf32_promoted` takes [`PROMOTED_DYNAMIC_SHARED_BYTES`].
 pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
-    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, TF32_THREADS, promoted_tiles, tiles};
-    let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
+    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, PROMOTED_BLOCK_ROWS, TF32_THREADS};
+    let (m, n) = (dim(shape.m, "m")? as u64, dim(shape.n, "n")? as u64);
     dim(shape.k, "k")?;
-    let (tiles, threads, shared_mem_bytes) = match kernel {
-        KERNEL_TF32 => (tiles(n, m), TF32_THREADS, DYNAMIC_SHARED_BYTES),
-        KERNEL_TF32_PROMOTED => (promoted_tiles(m, n), TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
-        _ => (tiles(m, n), THREADS, DYNAMIC_SHARED_BYTES),
+    // Tiles of (rows of C) x (columns of C).
+    let ((rows, cols), threads, shared_mem_bytes) = match kernel {
+        KERNEL_TF32 => ((BLOCK_N, BLOCK_M), TF32_THREADS, DYNAMIC_SHARED_BYTES),
+        KERNEL_TF32_PROMOTED => ((PROMOTED_BLOCK_ROWS, BLOCK_M), TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
+        _ => ((BLOCK_M, BLOCK_N), THREADS, DYNAMIC_SHARED_BYTES),
     };
+    // The kernels count tiles in u32 and step through them by the grid.
+    let tiles = m.div_ceil(rows as u64) * n.div_ceil(cols as u64);
+    if tiles > i32::MAX as u64 {
+        return Err(HostError::InvalidInput(format!(
+            "{shape} needs {tiles} tiles of {rows}x{cols}: {kernel} takes at most {}",
+            i32::MAX
+        )));
+    }
     Ok(LaunchConfig {
-        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
+        grid_dim: ((tiles as u32).min(device.sm_count.max(1)), 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes,
     })
@@ -432,7 +456,8 @@ fn tf32x3_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a mu
         let [map_a, map_b] = tensor_maps_rs(tripled, ld_a, ld_b, PROMOTED_BLOCK_ROWS);
         let f32 = data_type(Operand::Tf32);
         let maps = upload_maps(gpu, &[(map_a, device_address(gpu, &a), f32), (map_b, device_address(gpu, &b), f32)])?;
-        mats.tensor_core.tf32x3 = Some(Tf32x3Operands { a, ld_a, b, ld_b, maps });
+        let guard = gpu.zeros::<u32>(tf32x3::GUARD_WORDS)?;
+        mats.tensor_core.tf32x3 = Some(Tf32x3Operands { a, ld_a, b, ld_b, maps, guard });
     }
     Ok(mats.tensor_core.tf32x3.as_mut().expect("prepared above"))
 }
@@ -446,9 +471,24 @@ pub fn split_grid(rows: usize, cols: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: (x, y, 1), block_dim: (operands::COPY_THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// Launches `wgmma_tf32x3` with `cfg` (its plan, [`plan_tf32x3`]) on the matrices: the split of
-/// `A` and `B` into blocks in `order`, then `wgmma_tf32_promoted` on `(m, 3k, n)`.
-pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
+/// The grid of `matmul_tf32x3_scan` over `A` and `B`: `blockIdx.y` picks the operand, x
+/// covers the larger one in 16-byte loads, at most 8 blocks per SM (grid-striding beyond).
+pub fn scan_grid(shape: MatmulShape, sm_count: u32) -> LaunchConfig {
+    let len = (shape.m as u64 * shape.k as u64).max(shape.k as u64 * shape.n as u64);
+    let per_block = 4 * tf32x3::SCAN_THREADS as u64;
+    let x = len.div_ceil(per_block).clamp(1, 8 * sm_count.max(1) as u64) as u32;
+    LaunchConfig { grid_dim: (x, 2, 1), block_dim: (tf32x3::SCAN_THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Launches a `wgmma_tf32x3` plan on the matrices: the guard's scan of `A` and `B`, the split of
+/// both into blocks in `order` (scaled as the guard decided), `wgmma_tf32_promoted` on
+/// `(m, 3k, n)`, and the plan's FP32 fallback, which runs only where the guard refused the split
+/// path; all on the stream, with no synchronisation.
+pub fn launch_tf32x3(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
+    let fallback = plan.fallback().ok_or_else(|| {
+        HostError::InvalidInput(format!("{}: a split-TF32 plan without its FP32 fallback", plan.variant().name()))
+    })?;
+    let cfg = plan.launch_config();
     let s = mats.shape;
     let k3 = dim(3 * s.k, "3k (the split operands' inner dimension)")?;
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
@@ -457,30 +497,40 @@ pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, or
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         cfg.shared_mem_bytes as i32,
     )?;
-    let split = gpu.function(operands::KERNEL_SPLIT_TF32X3)?;
+    let (scan, split) = (gpu.function(tf32x3::KERNEL_SCAN)?, gpu.function(tf32x3::KERNEL_SPLIT)?);
     tf32x3_operands(gpu, mats)?;
     let ops = mats.tensor_core.tf32x3.as_mut().expect("prepared above");
+    // The scan reduces into zeroed words and counts its blocks from zero.
+    gpu.fill_u32_pattern(&mut ops.guard, 0)?;
+    let mut launch = gpu.stream().launch_builder(&scan);
+    launch.arg(&mats.a).arg(&mats.b).arg(&m).arg(&k).arg(&n).arg(&ops.guard);
+    // SAFETY: A and B hold m*k and k*n f32; the guard holds GUARD_WORDS u32, zeroed above on this
+    // stream; the grid is (x, 2) of SCAN_THREADS.
+    unsafe { launch.launch(scan_grid(s, gpu.info().sm_count)) }?;
     let chunk = order.chunk(k);
     for (src, dst, rows, cols, ld, k_along_rows, parts) in [
         (&mats.a, &mut ops.a, m, k, ops.ld_a, 0u32, order.a_small_parts()),
-        (&mats.b, &mut ops.b, k, n, ops.ld_b, 1u32, operands::SPLIT_B),
+        (&mats.b, &mut ops.b, k, n, ops.ld_b, 1u32, tf32x3::SPLIT_B),
     ] {
         let ld = ld as u32;
         let mut launch = gpu.stream().launch_builder(&split);
         launch.arg(src).arg(dst).arg(&rows).arg(&cols).arg(&ld).arg(&k_along_rows).arg(&parts).arg(&chunk);
+        launch.arg(&ops.guard);
         // SAFETY: src is A (m x k) or B (k x n); dst is A' (m x ld_a, ld_a >= 3k) or B' (3k x
         // ld_b, ld_b >= n), allocated for this shape by tf32x3_operands, a separate allocation;
-        // 3k < 2^31 (checked above); chunk >= 1.
+        // 3k < 2^31 (checked above); chunk >= 1; the guard was written by the scan above.
         unsafe { launch.launch(split_grid(rows as usize, cols as usize)) }?;
     }
     let mut launch = gpu.stream().launch_builder(&product);
-    launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n);
+    launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n).arg(&ops.guard);
     // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32_promoted) on (m, 3k, n):
     // the maps describe A' and B' (written above on this stream) in the boxes tensor_maps_rs
     // gives for PROMOTED_BLOCK_ROWS; C holds m*n f32 and overlaps neither; the plan gives
-    // TF32_THREADS threads and PROMOTED_DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+    // TF32_THREADS threads and PROMOTED_DYNAMIC_SHARED_BYTES, allowed by the attribute above;
+    // the guard was written by the scan above.
     unsafe { launch.launch(cfg) }?;
-    Ok(())
+    let guard = device_address(gpu, &ops.guard);
+    super::run::launch_fp32(gpu, fallback, mats, guard)
 }
 
 /// Copies `src` (`rows x cols`) into rows of `ld` (`matmul_pad_rows`), on the stream.
@@ -662,7 +712,7 @@ mod tests {
 
     #[test]
     fn every_order_pairs_the_blocks_of_a_and_b_into_the_three_products() {
-        use operands::{SPLIT_B, tf32x3_position};
+        use tf32x3::{SPLIT_B, tf32x3_position};
         for order in Tf32x3Order::ALL {
             for k in [1u32, 31, 32, 33, 100] {
                 let chunk = order.chunk(k);
