@@ -250,11 +250,11 @@ fn hopper_gpu_tf32x3_split_scales_and_splits_as_the_cpu_bit_for_bit() {
     let (gpu, mut rng) = hopper_gpu("tf32x3 split");
     let (m, k, n) = (37, 45, 3);
     let mut a = random_matrix(&mut rng, m * k);
-    // Ties, subnormals, zeros and large values, every one finite, so that the guard takes the
-    // split path, with scales.
-    a[..10].copy_from_slice(&[1.0 + 1.0 / 2048.0, -1e-40, 3.0e30, -2.5e30, 0.0, -0.0, 1e-45, 1.5, 1e20, -7e-30]);
+    // Ties, a subnormal, zeros and large values, every one finite and their ranges together
+    // within what the guard's scaling holds, so that it takes the split path, with scales.
+    a[..10].copy_from_slice(&[1.0 + 1.0 / 2048.0, -1e-40, 3.0e9, -2.5e9, 0.0, -0.0, 2e-40, 1.5, 1e10, -7e-30]);
     let mut b = random_matrix(&mut rng, k * n);
-    b[..4].copy_from_slice(&[1e-45, -3.0e8, f32::from_bits(0x0040_1fff), 65504.0]);
+    b[..4].copy_from_slice(&[1e-5, -3.0e4, 1.0 + 1.0 / 2048.0, 65504.0]);
     let shape = MatmulShape::new(m, k, n).unwrap();
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
     let plan = matmul::plan(MatmulVariant::WgmmaTf32x3, shape, matmul::device_of(&gpu)).unwrap();
@@ -265,6 +265,8 @@ fn hopper_gpu_tf32x3_split_scales_and_splits_as_the_cpu_bit_for_bit() {
     let Decision::Split(scales) = Decision::from_word(guard[GUARD_DECISION]) else {
         panic!("the guard refused finite inputs of a moderate range: {guard:x?}")
     };
+    // A's subnormal values need scaling: pass 1 wrote the scaled split.
+    assert_ne!((scales.a, scales.b), (0, 0), "{scales:?}");
     let ((da, ld_a), (db, ld_b)) = (ops.a(), ops.b());
     let (ga, gb) = (gpu.download(da).unwrap(), gpu.download(db).unwrap());
     let (k32, chunk) = (k as u32, order.chunk(k as u32));

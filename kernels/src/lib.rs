@@ -67,7 +67,6 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::operands::KERNEL_TO_BF16,
     matmul::operands::KERNEL_TRANSPOSE,
     matmul::operands::KERNEL_PAD,
-    matmul::tf32x3::KERNEL_SCAN,
     matmul::tf32x3::KERNEL_SPLIT,
 ];
 

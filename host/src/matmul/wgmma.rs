@@ -462,28 +462,20 @@ fn tf32x3_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a mu
     Ok(mats.tensor_core.tf32x3.as_mut().expect("prepared above"))
 }
 
-/// The grid of `matmul_split_tf32x3` over a `rows x cols` source: blocks of
-/// [`operands::COPY_THREADS`] along the columns (at most 64 per row, striding beyond), one
-/// block row per source row up to CUDA's grid limit (striding beyond).
-pub fn split_grid(rows: usize, cols: usize) -> LaunchConfig {
-    let x = cols.div_ceil(operands::COPY_THREADS as usize).clamp(1, 64) as u32;
-    let y = rows.clamp(1, super::shape::MAX_GRID_Y as usize) as u32;
-    LaunchConfig { grid_dim: (x, y, 1), block_dim: (operands::COPY_THREADS, 1, 1), shared_mem_bytes: 0 }
+/// The grid of `matmul_split_tf32x3` for `shape` on `sm_count` SMs: `A` and `B` in one launch
+/// (`blockIdx.z`), a few blocks per SM each (`kernels::matmul::tf32x3::split_grid_blocks`).
+pub fn split_grid(shape: MatmulShape, sm_count: u32) -> LaunchConfig {
+    let widest = shape.k.max(shape.n).min(u32::MAX as usize) as u32;
+    let most_rows = shape.m.max(shape.k).min(u32::MAX as usize) as u32;
+    let grid_dim = tf32x3::split_grid_blocks(widest, most_rows, sm_count);
+    LaunchConfig { grid_dim, block_dim: (tf32x3::SPLIT_THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// The grid of `matmul_tf32x3_scan` over `A` and `B`: `blockIdx.y` picks the operand, x
-/// covers the larger one in 16-byte loads, at most 8 blocks per SM (grid-striding beyond).
-pub fn scan_grid(shape: MatmulShape, sm_count: u32) -> LaunchConfig {
-    let len = (shape.m as u64 * shape.k as u64).max(shape.k as u64 * shape.n as u64);
-    let per_block = 4 * tf32x3::SCAN_THREADS as u64;
-    let x = len.div_ceil(per_block).clamp(1, 8 * sm_count.max(1) as u64) as u32;
-    LaunchConfig { grid_dim: (x, 2, 1), block_dim: (tf32x3::SCAN_THREADS, 1, 1), shared_mem_bytes: 0 }
-}
-
-/// Launches a `wgmma_tf32x3` plan on the matrices: the guard's scan of `A` and `B`, the split of
-/// both into blocks in `order` (scaled as the guard decided), `wgmma_tf32_promoted` on
-/// `(m, 3k, n)`, and the plan's FP32 fallback, which runs only where the guard refused the split
-/// path; all on the stream, with no synchronisation.
+/// Launches a `wgmma_tf32x3` plan on the matrices: the split of `A` and `B` into blocks in
+/// `order` with the guard's range reduction and decision (pass 0), the scaled split where the
+/// decision needs one (pass 1), `wgmma_tf32_promoted` on `(m, 3k, n)`, and the plan's FP32
+/// fallback, which runs only where the guard refused the split path; all on the stream, with no
+/// synchronisation.
 pub fn launch_tf32x3(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
     let fallback = plan.fallback().ok_or_else(|| {
         HostError::InvalidInput(format!("{}: a split-TF32 plan without its FP32 fallback", plan.variant().name()))
@@ -497,29 +489,23 @@ pub fn launch_tf32x3(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices, or
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         cfg.shared_mem_bytes as i32,
     )?;
-    let (scan, split) = (gpu.function(tf32x3::KERNEL_SCAN)?, gpu.function(tf32x3::KERNEL_SPLIT)?);
+    let split = gpu.function(tf32x3::KERNEL_SPLIT)?;
     tf32x3_operands(gpu, mats)?;
     let ops = mats.tensor_core.tf32x3.as_mut().expect("prepared above");
-    // The scan reduces into zeroed words and counts its blocks from zero.
+    // Pass 0 reduces into zeroed words and counts its blocks from zero.
     gpu.fill_u32_pattern(&mut ops.guard, 0)?;
-    let mut launch = gpu.stream().launch_builder(&scan);
-    launch.arg(&mats.a).arg(&mats.b).arg(&m).arg(&k).arg(&n).arg(&ops.guard);
-    // SAFETY: A and B hold m*k and k*n f32; the guard holds GUARD_WORDS u32, zeroed above on this
-    // stream; the grid is (x, 2) of SCAN_THREADS.
-    unsafe { launch.launch(scan_grid(s, gpu.info().sm_count)) }?;
-    let chunk = order.chunk(k);
-    for (src, dst, rows, cols, ld, k_along_rows, parts) in [
-        (&mats.a, &mut ops.a, m, k, ops.ld_a, 0u32, order.a_small_parts()),
-        (&mats.b, &mut ops.b, k, n, ops.ld_b, 1u32, tf32x3::SPLIT_B),
-    ] {
-        let ld = ld as u32;
+    let (chunk, parts) = (order.chunk(k), order.a_small_parts());
+    let (ld_a, ld_b) = (ops.ld_a as u32, ops.ld_b as u32);
+    let grid = split_grid(s, gpu.info().sm_count);
+    for pass in [0u32, 1] {
         let mut launch = gpu.stream().launch_builder(&split);
-        launch.arg(src).arg(dst).arg(&rows).arg(&cols).arg(&ld).arg(&k_along_rows).arg(&parts).arg(&chunk);
-        launch.arg(&ops.guard);
-        // SAFETY: src is A (m x k) or B (k x n); dst is A' (m x ld_a, ld_a >= 3k) or B' (3k x
-        // ld_b, ld_b >= n), allocated for this shape by tf32x3_operands, a separate allocation;
-        // 3k < 2^31 (checked above); chunk >= 1; the guard was written by the scan above.
-        unsafe { launch.launch(split_grid(rows as usize, cols as usize)) }?;
+        launch.arg(&mats.a).arg(&mats.b).arg(&mut ops.a).arg(&mut ops.b).arg(&m).arg(&k).arg(&n);
+        launch.arg(&ld_a).arg(&ld_b).arg(&parts).arg(&chunk).arg(&pass).arg(&mut ops.guard);
+        // SAFETY: A and B hold m*k and k*n f32; A' (m x ld_a, ld_a >= 3k) and B' (3k x ld_b, ld_b
+        // >= n), rows padded to 16 bytes, were allocated for this shape by tf32x3_operands,
+        // separate allocations; 3k < 2^31 (checked above); chunk >= 1; the guard was zeroed above
+        // on this stream before pass 0, and pass 1 follows it; the grid is split_grid's.
+        unsafe { launch.launch(grid) }?;
     }
     let mut launch = gpu.stream().launch_builder(&product);
     launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n).arg(&ops.guard);
@@ -703,11 +689,13 @@ mod tests {
     }
 
     #[test]
-    fn split_grid_covers_the_columns_in_256_thread_blocks_and_strides_past_the_grid_limits() {
-        let g = split_grid(4096, 4096);
-        assert_eq!((g.grid_dim, g.block_dim), ((16, 4096, 1), (operands::COPY_THREADS, 1, 1)));
-        assert_eq!(split_grid(1, 1).grid_dim, (1, 1, 1));
-        assert_eq!(split_grid(100_000, 100_000).grid_dim, (64, 65_535, 1));
+    fn split_grid_takes_both_operands_in_a_few_blocks_per_sm() {
+        let g = split_grid(MatmulShape::new(4096, 4096, 4096).unwrap(), 132);
+        // 4096 columns in 4 blocks of 1024, 264 rows of blocks: 8 blocks per SM and operand.
+        assert_eq!((g.grid_dim, g.block_dim), ((4, 264, 2), (tf32x3::SPLIT_THREADS, 1, 1)));
+        assert_eq!(split_grid(MatmulShape::new(1, 1, 1).unwrap(), 132).grid_dim, (1, 1, 2));
+        let wide = split_grid(MatmulShape::new(3, 5, 10_000_000).unwrap(), 132);
+        assert_eq!(wide.grid_dim, (1056, 1, 2));
     }
 
     #[test]

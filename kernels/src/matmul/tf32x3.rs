@@ -1,5 +1,5 @@
 //! The operands of the split-TF32 ("3xTF32") product, and the guard that keeps it to FP32's
-//! contract on every input: `matmul_tf32x3_scan` and `matmul_split_tf32x3`.
+//! contract on every input: `matmul_split_tf32x3`.
 //!
 //! The product `wgmma_tf32_promoted` ([`super::wgmma`]) multiplies `A'` (`m x 3k`) by `B'`
 //! (`3k x n`) on TF32 tensor cores. Each element `v` of `A` and `B` is first scaled by a power of
@@ -14,44 +14,65 @@
 //! The tensor cores flush subnormal values to zero and overflow where `f32` would not (a
 //! rounded-up `big * big` past `f32::MAX`), and an infinity times a zero `small` half is NaN where
 //! FP32 has only `inf * b`. So the split path runs only where it provably keeps FP32's contract,
-//! and an FP32 CUDA-core kernel runs instead everywhere else, decided on the GPU:
+//! and an FP32 CUDA-core kernel runs instead everywhere else, decided on the GPU, with no extra
+//! pass over the inputs in the common case:
 //!
-//! 1. `matmul_tf32x3_scan` reads `A` and `B` once and reduces, per operand, the largest absolute
-//!    value and the smallest non-zero one (as `f32` bit patterns: for non-negative floats the
-//!    order of the bits is the order of the values, and a NaN or an infinity has bits at or above
+//! 1. `matmul_split_tf32x3` pass 0 splits `A` and `B` unscaled (one launch, `blockIdx.z` the
+//!    operand) and, as it reads them, reduces per operand the largest absolute value and the
+//!    smallest non-zero one (as `f32` bit patterns: for non-negative floats the order of the bits
+//!    is the order of the values, and a NaN or an infinity has bits at or above
 //!    [`INFINITY_BITS`]) into the guard words; the last block to finish turns them into the
 //!    decision ([`tf32x3_scales`], [`Decision`]) and stores it in [`GUARD_DECISION`].
-//! 2. `matmul_split_tf32x3` and `wgmma_tf32_promoted` return at once unless the decision is the
-//!    split path; the FP32 kernels launched after them with the same guard (`sgemm`,
-//!    `sgemm_warp_tiled`, `matmul_split_k_reduce`) return at once unless it is not.
+//! 2. Pass 1 splits again, scaled, only where the decision's scales are not `(0, 0)` (inputs whose
+//!    magnitudes lie outside the range the unscaled split holds: rare); otherwise it returns.
+//! 3. `wgmma_tf32_promoted` returns at once unless the decision is the split path; the FP32 kernels
+//!    launched after it with the same guard (`sgemm`, `sgemm_warp_tiled`, the narrow kernels,
+//!    `matmul_split_k_reduce`) return at once unless it is not.
 //!
 //! [`tf32x3_scales`] accepts the split path when every input is finite, `C` cannot overflow in
 //! any order of summation, and scales exist that put every scaled operand's split halves and
 //! every partial product at or above `2^-126` (so no flush to zero can happen) and every partial
-//! sum below `2^127` (so no overflow can happen). Then the products are exact, and the error of
-//! `C` is that of the split and of the accumulation alone (`host::matmul::Precision::Tf32x3`),
-//! plus one rounding when `C` itself is subnormal.
+//! sum below `2^127` (so no overflow can happen); it prefers no scaling where that holds. Then the
+//! products are exact, and the error of `C` is that of the split and of the accumulation alone
+//! (`host::matmul::Precision::Tf32x3`), plus one rounding when `C` itself is subnormal.
 //!
 //! # Thread mapping
-//! `scan`: a 2-D grid, `blockIdx.y` 0 for `A` and 1 for `B`, grid-stride loops of 16-byte loads
-//! along x (scalar loads for a ragged tail or an unaligned base), a warp reduction
-//! (`redux.sync.max`), one atomic per warp-reduced block and word, and a block counter that elects
-//! the last block. `split`: blocks of [`COPY_THREADS`](super::operands::COPY_THREADS) threads, grid-stride loops over columns (x)
-//! and rows (y), one thread per source element, its three writes coalesced with its neighbours'.
+//! A 3-D grid: `blockIdx.z` 0 for `A`, 1 for `B`; blocks of [`SPLIT_THREADS`] threads,
+//! grid-stride loops over rows (y) and groups of 4 columns (x). With rows of a multiple of 4
+//! elements (and, for `A`, the chunk too), a thread reads its 4 elements with one 16-byte load and
+//! writes each part with one 16-byte store; otherwise one element at a time. Pass 0 reduces the
+//! range in registers, then per warp (`redux.sync.max`) and per block, with one atomic per block
+//! and word and a block counter that elects the last block; the grid is sized to a few blocks per
+//! SM ([`split_grid_blocks`]) so that these atomics stay few.
 //!
 //! # Safety
-//! `scan`: `a` and `b` hold `m * k` and `k * n` `f32`, `guard` [`GUARD_WORDS`] `u32` zeroed before
-//! the launch, the block is [`SCAN_THREADS`] threads and the grid `(x, 2)`. `split`: `src` holds
-//! `rows * cols` elements, `dst` `rows * ld` with `ld >= 3 * cols` (along columns, `A`) or
-//! `3 * rows * ld` with `ld >= cols` (along rows, `B`), `3 * k < 2^32`, `dst` overlaps nothing
-//! else, and `guard` holds a decision the scan of the same `A` and `B` wrote.
+//! `a` and `b` hold `m * k` and `k * n` `f32`; `a_split` holds `m * ld_a` with `ld_a >= 3k` and
+//! `ld_a % 4 == 0`, `b_split` `3k * ld_b` with `ld_b >= n` and `ld_b % 4 == 0`, both 16-byte
+//! aligned, overlapping nothing else; `3k < 2^32`; `chunk >= 1`; `guard` holds [`GUARD_WORDS`]
+//! `u32`, zeroed before pass 0, and pass 1 follows pass 0 of the same operands; the block is
+//! [`SPLIT_THREADS`] threads and the grid's z is 2.
 
-/// PTX symbol of the range scan.
-pub const KERNEL_SCAN: &str = "matmul_tf32x3_scan";
-/// PTX symbol of the split copy.
+/// PTX symbol of the split copy (with the guard's range reduction).
 pub const KERNEL_SPLIT: &str = "matmul_split_tf32x3";
-/// Threads per block of the scan.
-pub const SCAN_THREADS: u32 = 256;
+/// Threads per block of the split.
+pub const SPLIT_THREADS: u32 = 256;
+/// Blocks per SM and operand of the split's grid: enough 16-byte loads in flight for the copy
+/// bandwidth, few enough blocks that their atomics on the guard stay cheap.
+pub const SPLIT_BLOCKS_PER_SM: u32 = 8;
+
+/// The split's grid for `rows x cols` operands (the larger of `A` and `B` sets the shape):
+/// `(x, y, 2)` with `x` blocks of 4 x [`SPLIT_THREADS`] columns along a row (at most what the
+/// widest row needs) and `y` rows, about [`SPLIT_BLOCKS_PER_SM`] blocks per SM and operand.
+pub const fn split_grid_blocks(widest_cols: u32, most_rows: u32, sm_count: u32) -> (u32, u32, u32) {
+    let per_block = 4 * SPLIT_THREADS;
+    let x_needed = widest_cols.div_ceil(per_block);
+    let blocks = SPLIT_BLOCKS_PER_SM * if sm_count == 0 { 1 } else { sm_count };
+    let x = if x_needed < blocks { x_needed } else { blocks };
+    let x = if x == 0 { 1 } else { x };
+    let y = blocks / x;
+    let y = if y > most_rows { most_rows } else { y };
+    (x, if y == 0 { 1 } else { y }, 2)
+}
 /// The guard's words: four reductions, the block counter and the decision.
 pub const GUARD_WORDS: usize = 6;
 /// Guard word: the largest absolute value of `A`, as `f32` bits.
@@ -63,9 +84,9 @@ pub const GUARD_A_MIN: usize = 1;
 pub const GUARD_B_MAX: usize = 2;
 /// Guard word: [`GUARD_A_MIN`] of `B`.
 pub const GUARD_B_MIN: usize = 3;
-/// Guard word: blocks of the scan that have finished.
+/// Guard word: blocks of pass 0 of the split that have finished.
 pub const GUARD_BLOCKS_DONE: usize = 4;
-/// Guard word: the [`Decision`] the last block of the scan stored (0 before it: the FP32 path).
+/// Guard word: the [`Decision`] the last block of pass 0 stored (0 before it: the FP32 path).
 pub const GUARD_DECISION: usize = 5;
 
 /// Bits of `f32::INFINITY`: absolute values at or above these are infinities and NaNs.
@@ -150,7 +171,8 @@ impl Decision {
 /// The decision for inner dimension `k` and an operand range of `guard` (the words
 /// [`GUARD_A_MAX`] to [`GUARD_B_MIN`]), by the rules in the [module documentation](self):
 /// `None` (the FP32 path) for non-finite inputs, for a `C` that might overflow, and for ranges
-/// too wide for any scale; otherwise the scales, centred between the limits.
+/// too wide for any scale; otherwise `(0, 0)` where the unscaled split holds the range, else
+/// scales centred between the limits.
 pub const fn tf32x3_scales(guard: [u32; 4], k: u32) -> Option<Tf32x3Scales> {
     let [a_max, a_min, b_max, b_min] = guard;
     if a_max >= INFINITY_BITS || b_max >= INFINITY_BITS {
@@ -173,6 +195,16 @@ pub const fn tf32x3_scales(guard: [u32; 4], k: u32) -> Option<Tf32x3Scales> {
     let s_hi = MAX_SUM_EXPONENT - 2 - ceil_log2(3 * k as u64) - a_hi - b_hi;
     if s_lo > s_hi {
         return None;
+    }
+    // No scaling where it keeps every limit: pass 0's unscaled split then stands.
+    if s_lo <= 0
+        && s_hi >= 0
+        && a_lo >= MIN_SCALED_EXPONENT
+        && b_lo >= MIN_SCALED_EXPONENT
+        && a_hi <= MAX_SCALED_EXPONENT
+        && b_hi <= MAX_SCALED_EXPONENT
+    {
+        return Some(Tf32x3Scales { a: 0, b: 0 });
     }
     let s = (s_lo + s_hi).div_euclid(2);
     // a within each operand's own limits (and b = s - a within B's), as a power that f32 holds.
@@ -303,14 +335,14 @@ pub fn tf32x3_destination(
     }
 }
 
-/// The decision the guard at `guard` holds, read by the kernels that run after the scan.
+/// The decision the guard at `guard` holds, read by the kernels that run after pass 0.
 ///
 /// # Safety
-/// `guard` points to the [`GUARD_WORDS`] words of a finished scan (an earlier launch).
+/// `guard` points to the [`GUARD_WORDS`] words of a finished pass 0 (an earlier launch).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn decision_at(guard: *const u32) -> Decision {
-    // SAFETY: the caller guarantees the guard; the scan finished in an earlier launch.
+    // SAFETY: the caller guarantees the guard; pass 0 finished in an earlier launch.
     Decision::from_word(unsafe { *guard.add(GUARD_DECISION) })
 }
 
@@ -326,49 +358,170 @@ pub unsafe fn split_path_taken(guard: *const u32) -> bool {
     !guard.is_null() && matches!(unsafe { decision_at(guard) }, Decision::Split(_))
 }
 
+/// One operand of the split: its source, destination and layout.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct SplitOperand {
+    src: *const f32,
+    dst: *mut f32,
+    rows: u32,
+    cols: u32,
+    ld: u32,
+    k_along_rows: bool,
+    small_parts: u32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl SplitOperand {
+    /// Splits the 4 elements of row `r` from column `c4` (those below `cols`), each multiplied
+    /// by `scale`, into the destination; returns their guard words. `VEC`: one 16-byte load and
+    /// one 16-byte store per part.
+    ///
+    /// # Safety
+    /// The kernel contract; `r < rows`, `c4 < cols`, `c4 % 4 == 0`; with `VEC`, `cols % 4 == 0`
+    /// and (along columns) the 4 destinations of a part contiguous and 16-byte aligned.
+    #[inline(always)]
+    unsafe fn split4<const VEC: bool>(self, r: u32, c4: u32, scale: f32, chunk: u32) -> (u32, u32) {
+        use crate::device::mem;
+        let at = r as usize * self.cols as usize + c4 as usize;
+        let values = if VEC {
+            // SAFETY: cols % 4 == 0 and c4 % 4 == 0: four elements inside row r, 16-byte aligned.
+            unsafe { mem::load_global_nc_v4_f32(self.src.add(at)) }
+        } else {
+            let mut v = [0.0f32; 4];
+            for (e, v) in v.iter_mut().enumerate() {
+                if c4 + (e as u32) < self.cols {
+                    // SAFETY: inside row r.
+                    *v = unsafe { mem::load_global_nc_f32(self.src.add(at + e)) };
+                }
+            }
+            v
+        };
+        let (mut most, mut least) = (0u32, 0u32);
+        let mut halves = [(0.0f32, 0.0f32); 4];
+        for e in 0..4 {
+            let (hi, lo) = guard_words_of(values[e]);
+            most = if hi > most { hi } else { most };
+            least = if lo > least { lo } else { least };
+            halves[e] = split_tf32(values[e] * scale);
+        }
+        for part in 0..3 {
+            let takes_small = self.small_parts >> part & 1 != 0;
+            let pick = |e: usize| if takes_small { halves[e].1 } else { halves[e].0 };
+            let ((dr, dc), _) =
+                tf32x3_destination((r, c4), part, (self.rows, self.cols), self.k_along_rows, self.small_parts, chunk);
+            if VEC {
+                // SAFETY: the 4 destinations of this part are contiguous from (dr, dc), 16-byte
+                // aligned (caller), inside the destination (tf32x3_position < 3k); each
+                // (element, part) has its own position, written by one thread.
+                unsafe {
+                    mem::store_global_v4_f32(
+                        self.dst.add(dr as usize * self.ld as usize + dc as usize),
+                        [pick(0), pick(1), pick(2), pick(3)],
+                    )
+                };
+            } else {
+                for e in 0..4u32 {
+                    if c4 + e < self.cols {
+                        let ((dr, dc), _) = tf32x3_destination(
+                            (r, c4 + e),
+                            part,
+                            (self.rows, self.cols),
+                            self.k_along_rows,
+                            self.small_parts,
+                            chunk,
+                        );
+                        // SAFETY: as above, one element.
+                        unsafe { *self.dst.add(dr as usize * self.ld as usize + dc as usize) = pick(e as usize) };
+                    }
+                }
+            }
+        }
+        (most, least)
+    }
+
+    /// Splits the rows and column groups of this block's share of the grid-stride loops; returns
+    /// the guard words of what it read.
+    ///
+    /// # Safety
+    /// As [`Self::split4`], for the kernel's grid.
+    #[inline(always)]
+    unsafe fn split_share<const VEC: bool>(self, scale: f32, chunk: u32) -> (u32, u32) {
+        use crate::device::thread;
+        let (mut most, mut least) = (0u32, 0u32);
+        let col_step = 4 * thread::grid_dim_x() * SPLIT_THREADS;
+        let mut r = thread::block_idx_y();
+        while r < self.rows {
+            let mut c4 = 4 * (thread::block_idx_x() * SPLIT_THREADS + thread::thread_idx_x());
+            while c4 < self.cols {
+                // SAFETY: r < rows, c4 < cols, c4 % 4 == 0; VEC as the caller checked.
+                let (hi, lo) = unsafe { self.split4::<VEC>(r, c4, scale, chunk) };
+                most = if hi > most { hi } else { most };
+                least = if lo > least { lo } else { least };
+                c4 += col_step;
+            }
+            r += thread::grid_dim_y();
+        }
+        (most, least)
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 crate::gpu_kernel! {
-    /// The range scan of `A` (`m x k`) and `B` (`k x n`) into `guard`, and the decision; see the
-    /// [module documentation](self).
+    /// The split copies of `A` (`m x k`, `blockIdx.z == 0`) and `B` (`k x n`, `blockIdx.z ==
+    /// 1`) into `A'` and `B'`: pass 0 unscaled, reducing their ranges into `guard` and deciding;
+    /// pass 1 scaled, only where the decision's scales are not `(0, 0)`; see the
+    /// [module documentation](self), [`split_tf32`] and [`tf32x3_position`].
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn matmul_tf32x3_scan(a: *const f32, b: *const f32, m: u32, k: u32, n: u32, guard: *mut u32) {
-        use crate::device::{atomic, mem, thread, warp};
-        let words = crate::shared_array!(MATMUL_TF32X3_SCAN_WARPS: [u32; 2 * (SCAN_THREADS / 32) as usize]);
-        let operand_b = thread::block_idx_y() == 1;
-        let (src, len) = if operand_b { (b, k as u64 * n as u64) } else { (a, m as u64 * k as u64) };
-        let (mut most, mut least) = (0u32, 0u32);
-        let mut add = |v: f32| {
-            let (hi, lo) = guard_words_of(v);
-            most = if hi > most { hi } else { most };
-            least = if lo > least { lo } else { least };
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn matmul_split_tf32x3(
+        a: *const f32,
+        b: *const f32,
+        a_split: *mut f32,
+        b_split: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        ld_a: u32,
+        ld_b: u32,
+        a_small_parts: u32,
+        chunk: u32,
+        pass: u32,
+        guard: *mut u32,
+    ) {
+        use crate::device::{atomic, thread, warp};
+        let operand_b = thread::block_idx_z() == 1;
+        let op = if operand_b {
+            SplitOperand { src: b, dst: b_split, rows: k, cols: n, ld: ld_b, k_along_rows: true, small_parts: SPLIT_B }
+        } else {
+            SplitOperand { src: a, dst: a_split, rows: m, cols: k, ld: ld_a, k_along_rows: false, small_parts: a_small_parts }
         };
-        let step = thread::grid_dim_x() as u64 * SCAN_THREADS as u64;
-        let first = thread::block_idx_x() as u64 * SCAN_THREADS as u64 + thread::thread_idx_x() as u64;
-        // 16-byte loads over the whole vectors of an aligned base, single loads for the rest.
-        let vectors = if (src as usize).is_multiple_of(16) { len / 4 } else { 0 };
-        let mut i = first;
-        while i < vectors {
-            // SAFETY: i < len / 4: the four floats are inside the operand, 16-byte aligned.
-            let v = unsafe { mem::load_global_nc_v4_f32(src.add(4 * i as usize)) };
-            add(v[0]);
-            add(v[1]);
-            add(v[2]);
-            add(v[3]);
-            i += step;
+        let scale = if pass == 0 {
+            1.0
+        } else {
+            // SAFETY: pass 0 of these operands finished in an earlier launch (kernel contract).
+            match unsafe { decision_at(guard) } {
+                Decision::Split(s) if s.a != 0 || s.b != 0 => power_of_two(if operand_b { s.b } else { s.a }),
+                _ => return,
+            }
+        };
+        // Rows of 4-element multiples (and, along A's columns, chunks of them) move in 16 bytes.
+        let vec = op.cols.is_multiple_of(4) && (op.k_along_rows || chunk.is_multiple_of(4));
+        // SAFETY: the kernel contract; vec checked above (ld % 4 == 0 and aligned bases are the
+        // contract's), uniform across the launch.
+        let (most, least) =
+            unsafe { if vec { op.split_share::<true>(scale, chunk) } else { op.split_share::<false>(scale, chunk) } };
+        if pass != 0 {
+            return;
         }
-        let mut i = 4 * vectors + first;
-        while i < len {
-            // SAFETY: i < len: inside the operand.
-            add(unsafe { mem::load_global_nc_f32(src.add(i as usize)) });
-            i += step;
-        }
+        let words = crate::shared_array!(MATMUL_SPLIT_TF32X3_WARPS: [u32; 2 * (SPLIT_THREADS / 32) as usize]);
         let (tid, lane) = (thread::thread_idx_x(), warp::lane_id());
-        // SAFETY: every thread of the block reaches these reductions (no thread has returned).
+        // SAFETY: every thread of the block reaches these reductions (none has returned in pass 0).
         let (most, least) = unsafe { (warp::reduce_max_u32(most), warp::reduce_max_u32(least)) };
         if lane == 0 {
-            // SAFETY: 2 * warp + 1 < 2 * SCAN_THREADS / 32.
+            // SAFETY: 2 * warp + 1 < 2 * SPLIT_THREADS / 32.
             unsafe {
                 words.store(2 * (tid / 32) as usize, most);
                 words.store(2 * (tid / 32) as usize + 1, least);
@@ -380,14 +533,14 @@ crate::gpu_kernel! {
             return;
         }
         let (mut most, mut least) = (0u32, 0u32);
-        for w in 0..(SCAN_THREADS / 32) as usize {
+        for w in 0..(SPLIT_THREADS / 32) as usize {
             // SAFETY: inside the array, written before the barrier.
             let (hi, lo) = unsafe { (words.load(2 * w), words.load(2 * w + 1)) };
             most = if hi > most { hi } else { most };
             least = if lo > least { lo } else { least };
         }
         let (max_word, min_word) = if operand_b { (GUARD_B_MAX, GUARD_B_MIN) } else { (GUARD_A_MAX, GUARD_A_MIN) };
-        // SAFETY (this block and the next): guard holds GUARD_WORDS words (kernel contract).
+        // SAFETY (this block and those below): guard holds GUARD_WORDS words (kernel contract).
         unsafe {
             atomic::global_fetch_max_u32(guard.add(max_word), most);
             atomic::global_fetch_max_u32(guard.add(min_word), least);
@@ -395,7 +548,7 @@ crate::gpu_kernel! {
         // This block's maxima reach the GPU before its count does: the block that counts last
         // then reads every block's.
         thread::thread_fence();
-        let blocks = thread::grid_dim_x() * thread::grid_dim_y();
+        let blocks = thread::grid_dim_x() * thread::grid_dim_y() * 2;
         // SAFETY: as above.
         if unsafe { atomic::global_fetch_add_u32(guard.add(GUARD_BLOCKS_DONE), 1) } == blocks - 1 {
             thread::thread_fence();
@@ -410,52 +563,6 @@ crate::gpu_kernel! {
             };
             // SAFETY: as above; read only by later launches.
             unsafe { *guard.add(GUARD_DECISION) = decision.to_word() };
-        }
-    }
-
-    /// The split copy of `src` (`rows x cols`, row-major) into `dst`, scaled as the guard's
-    /// decision says (nothing is written on the FP32 path); `k_along_rows` says which dimension is
-    /// `k` (`0`: columns, for `A`; otherwise rows, for `B`); see the
-    /// [module documentation](self), [`split_tf32`] and [`tf32x3_position`].
-    ///
-    /// # Safety
-    /// See the module documentation; `chunk >= 1`.
-    pub unsafe fn matmul_split_tf32x3(
-        src: *const f32,
-        dst: *mut f32,
-        rows: u32,
-        cols: u32,
-        ld: u32,
-        k_along_rows: u32,
-        small_parts: u32,
-        chunk: u32,
-        guard: *const u32,
-    ) {
-        use crate::device::thread;
-        // SAFETY: the scan of these operands wrote the guard (kernel contract).
-        let Decision::Split(scales) = (unsafe { decision_at(guard) }) else { return };
-        let k_along_rows = k_along_rows != 0;
-        let scale = power_of_two(if k_along_rows { scales.b } else { scales.a });
-        let col_step = thread::grid_dim_x() * thread::block_dim_x();
-        let mut r = thread::block_idx_y();
-        while r < rows {
-            let mut c = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
-            while c < cols {
-                // SAFETY: r < rows, c < cols: inside src. The guard's limits make the scaled
-                // value normal and finite, so the multiplication is exact.
-                let (big, small) = split_tf32(unsafe { *src.add(r as usize * cols as usize + c as usize) } * scale);
-                for part in 0..3 {
-                    let ((dr, dc), takes_small) =
-                        tf32x3_destination((r, c), part, (rows, cols), k_along_rows, small_parts, chunk);
-                    let v = if takes_small { small } else { big };
-                    // SAFETY: tf32x3_position is below 3k, so (dr, dc) is inside the 3k x ld
-                    // (B) or rows x ld with ld >= 3k (A) destination; each (element, part) has
-                    // its own position, written by one thread.
-                    unsafe { *dst.add(dr as usize * ld as usize + dc as usize) = v };
-                }
-                c += col_step;
-            }
-            r += thread::grid_dim_y();
         }
     }
 }
