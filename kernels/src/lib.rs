@@ -63,11 +63,21 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::TYPED_KERNELS[3].tile_sort,
     histogram::bucketed::KERNEL_BUCKET_BINS,
     histogram::sorted::KERNEL_SORTED_BINS,
+    histogram::KERNEL_WIDEN_ADD,
     saxpy::KERNEL,
     matmul::operands::KERNEL_TO_BF16,
     matmul::operands::KERNEL_TRANSPOSE,
     matmul::operands::KERNEL_PAD,
     matmul::tf32x3::KERNEL_SPLIT,
+    matmul::convert::CONVERT_KERNELS[0].1,
+    matmul::convert::CONVERT_KERNELS[1].1,
+    matmul::convert::CONVERT_KERNELS[2].1,
+    matmul::convert::CONVERT_KERNELS[3].1,
+    matmul::convert::CONVERT_KERNELS[4].1,
+    matmul::convert::CONVERT_KERNELS[5].1,
+    matmul::convert::EPILOGUE_KERNELS[0].1,
+    matmul::convert::EPILOGUE_KERNELS[1].1,
+    matmul::convert::EPILOGUE_KERNELS[2].1,
 ];
 
 /// The PTX symbol of every kernel of the second module, built for `sm_90a` with the `hopper`

@@ -659,6 +659,29 @@ pub(crate) mod device_code {
     );
 }
 
+/// PTX symbol of the widening add of `u32` counters into `u64` ones.
+pub const KERNEL_WIDEN_ADD: &str = "histogram_widen_add";
+
+#[cfg(target_arch = "nvptx64")]
+crate::gpu_kernel! {
+    /// `dst[i] += src[i]` for `i < n`, `u32` into `u64`: the counters of one launch (at most
+    /// `u32::MAX` values) added into totals that no input size overflows. A grid-stride loop, one
+    /// thread per counter.
+    ///
+    /// # Safety
+    /// `src` holds `n` `u32` and `dst` `n` `u64`, not overlapping, and nothing else writes `dst`
+    /// during the launch.
+    pub unsafe fn histogram_widen_add(src: *const u32, dst: *mut u64, n: u32) {
+        use crate::device::thread;
+        let mut i = thread::index_1d();
+        while i < n as u64 {
+            // SAFETY: i < n: inside both buffers; one thread per counter.
+            unsafe { *dst.add(i as usize) += *src.add(i as usize) as u64 };
+            i += thread::grid_size_1d();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ macro_rules! unroll {
     };
 }
 
+pub mod convert;
 #[cfg(target_arch = "nvptx64")]
 mod guarded;
 pub mod naive;

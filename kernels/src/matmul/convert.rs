@@ -1,0 +1,304 @@
+//! The layouts and element types around the product kernels, on the GPU: an operand copied into
+//! the row-major form a product kernel takes (transposed, compacted from a leading dimension,
+//! converted between `f32`, BF16 and F16), and the epilogue that forms `D = alpha * acc + beta *
+//! C` in `D`'s element type and leading dimension.
+//!
+//! - `matmul_convert_<from>_<to>`: `dst[r * dst_ld + c] = convert(x(r, c))` for `r < rows`,
+//!   `c < cols`, where `x(r, c) = src[r * src_ld + c]`, or `src[c * src_ld + r]` when
+//!   `transposed != 0`. Conversions: to `f32` exactly (BF16 and F16 widen without rounding), to
+//!   BF16 rounded to nearest, ties to even (`half::bf16::from_f32`), between equal types a copy.
+//!   Padding columns of `dst` are not written.
+//! - `matmul_epilogue_<to>`: `d[r * ldd + c] = convert(alpha * acc[r * n + c] + beta * x)` with
+//!   `x = c_in[r * ldc + c]` (as `f32`), one rounding of `alpha * acc + beta * x` (a fused
+//!   multiply-add), then the conversion to F16 or BF16 rounds once more; with `beta == 0` `c_in`
+//!   is not read (it may hold NaN, as cuBLAS allows).
+//!
+//! # Thread mapping
+//! `convert`: [`TILE`] x [`TILE`] tiles through shared memory (one padding column against bank
+//! conflicts), blocks of [`TILE`] x [`TILE_ROWS`] threads, grid `(ceil(cols / TILE), ceil(rows /
+//! TILE))` (grid-striding past CUDA's y limit): reads run along the source's rows and writes
+//! along the destination's, both coalesced, transposed or not. `epilogue`: a grid-stride loop of
+//! [`EPILOGUE_THREADS`]-thread blocks, one thread per element.
+//!
+//! # Safety
+//! `convert`: `src` holds the `rows x cols` matrix as described (`(rows - 1) * src_ld + cols`
+//! elements, or `(cols - 1) * src_ld + rows` transposed), `dst` holds `(rows - 1) * dst_ld +
+//! cols` elements and overlaps nothing the kernel reads; the block is `TILE x TILE_ROWS`.
+//! `epilogue`: `acc` holds `m * n` `f32`, `d` `(m - 1) * ldd + n` elements, `c_in` (read only when
+//! `beta != 0`) `(m - 1) * ldc + n`; `d` overlaps `acc` nowhere and `c_in` only exactly (in
+//! place: `c_in == d`, `ldc == ldd`).
+
+/// Side of a tile of the conversion.
+pub const TILE: u32 = 32;
+/// Thread rows per conversion block (each thread moves `TILE / TILE_ROWS` elements).
+pub const TILE_ROWS: u32 = 8;
+/// Threads per epilogue block.
+pub const EPILOGUE_THREADS: u32 = 256;
+
+/// The conversions of operands, by (source, destination) type name: `f32`, `bf16`, `f16`.
+pub const CONVERT_KERNELS: &[((&str, &str), &str)] = &[
+    (("f32", "f32"), "matmul_convert_f32_f32"),
+    (("f32", "bf16"), "matmul_convert_f32_bf16"),
+    (("bf16", "bf16"), "matmul_convert_bf16_bf16"),
+    (("bf16", "f32"), "matmul_convert_bf16_f32"),
+    (("f16", "f16"), "matmul_convert_f16_f16"),
+    (("f16", "f32"), "matmul_convert_f16_f32"),
+];
+
+/// The epilogues, by the type of `C` and `D`.
+pub const EPILOGUE_KERNELS: &[(&str, &str)] =
+    &[("f32", "matmul_epilogue_f32"), ("bf16", "matmul_epilogue_bf16"), ("f16", "matmul_epilogue_f16")];
+
+/// The conversion kernel from `from` to `to` (type names), if there is one. (Host only: string
+/// comparison would call `memcmp`, which the PTX cannot link.)
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn convert_kernel(from: &str, to: &str) -> Option<&'static str> {
+    CONVERT_KERNELS.iter().find(|((f, t), _)| *f == from && *t == to).map(|(_, name)| *name)
+}
+
+/// The epilogue kernel writing `to` (a type name). (Host only, as [`convert_kernel`].)
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn epilogue_kernel(to: &str) -> Option<&'static str> {
+    EPILOGUE_KERNELS.iter().find(|(t, _)| *t == to).map(|(_, name)| *name)
+}
+
+/// An element type in memory: its `f32` value and back.
+#[cfg(target_arch = "nvptx64")]
+trait Element: Copy {
+    fn widen(self) -> f32;
+    fn narrow(x: f32) -> Self;
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Element for f32 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        x
+    }
+}
+
+/// A BF16 value in memory, as its 16 bits (the kernels' parameter type for BF16 buffers).
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct Bf16(pub u16);
+
+#[cfg(target_arch = "nvptx64")]
+impl Element for Bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        crate::device::math::bf16_to_f32(self.0)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        Bf16(crate::device::math::f32_to_bf16_rn(x))
+    }
+}
+
+/// An IEEE half in memory, as its 16 bits (the kernels' parameter type for F16 buffers).
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct F16(pub u16);
+
+#[cfg(target_arch = "nvptx64")]
+impl Element for F16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        crate::device::math::f16_to_f32(self.0)
+    }
+    #[inline(always)]
+    fn narrow(x: f32) -> Self {
+        F16(crate::device::math::f32_to_f16_rn(x))
+    }
+}
+
+/// The tiled conversion; see the module documentation.
+///
+/// # Safety
+/// The module documentation's contract.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn convert<S: Element, D: Element>(
+    src: *const S,
+    dst: *mut D,
+    rows: u32,
+    cols: u32,
+    src_ld: u32,
+    transposed: u32,
+    dst_ld: u32,
+) {
+    use crate::device::thread;
+    // One declaration for every instantiation: each kernel gets its own block-shared copy.
+    let tile = crate::shared_array!(MATMUL_CONVERT_TILE: [f32; (TILE * (TILE + 1)) as usize]);
+    let (tx, ty) = (thread::thread_idx_x(), thread::thread_idx_y());
+    let c0 = thread::block_idx_x() * TILE;
+    let mut r0 = thread::block_idx_y() * TILE;
+    while r0 < rows {
+        // The source's rows run along the destination's columns when transposed: read along
+        // whichever is contiguous in the source.
+        let mut y = ty;
+        while y < TILE {
+            // Source coordinates of tile element (y, tx): its row-major position, or transposed.
+            let (r, c) = if transposed != 0 { (r0 + tx, c0 + y) } else { (r0 + y, c0 + tx) };
+            if r < rows && c < cols {
+                let at = if transposed != 0 {
+                    c as usize * src_ld as usize + r as usize
+                } else {
+                    r as usize * src_ld as usize + c as usize
+                };
+                // SAFETY: r < rows, c < cols: inside the source (contract); the tile index is
+                // below TILE * (TILE + 1).
+                unsafe { tile.store((y * (TILE + 1) + tx) as usize, (*src.add(at)).widen()) };
+            }
+            y += TILE_ROWS;
+        }
+        // The tile is written by all threads and read, possibly transposed, by others.
+        thread::sync_threads();
+        let mut y = ty;
+        while y < TILE {
+            let (r, c) = (r0 + y, c0 + tx);
+            if r < rows && c < cols {
+                let at = if transposed != 0 { tx * (TILE + 1) + y } else { y * (TILE + 1) + tx };
+                // SAFETY: the element was stored above; (r, c) is inside dst; one thread per
+                // element.
+                unsafe { *dst.add(r as usize * dst_ld as usize + c as usize) = D::narrow(tile.load(at as usize)) };
+            }
+            y += TILE_ROWS;
+        }
+        // The next tile row overwrites the tile only once every thread has read it.
+        thread::sync_threads();
+        r0 += thread::grid_dim_y() * TILE;
+    }
+}
+
+/// The epilogue; see the module documentation.
+///
+/// # Safety
+/// The module documentation's contract.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn epilogue<D: Element>(
+    acc: *const f32,
+    c_in: *const D,
+    d: *mut D,
+    m: u32,
+    n: u32,
+    ldc: u32,
+    ldd: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    use crate::device::{math, thread};
+    let total = m as u64 * n as u64;
+    let mut i = thread::index_1d();
+    while i < total {
+        let (r, c) = (i / n as u64, i % n as u64);
+        // SAFETY: i < m * n: inside acc.
+        let product = alpha * unsafe { *acc.add(i as usize) };
+        let value = if beta != 0.0 {
+            // SAFETY: (r, c) inside C (contract); read before the write below of the same
+            // element, by the same thread, when C is D.
+            let x = unsafe { (*c_in.add((r * ldc as u64 + c) as usize)).widen() };
+            math::fma(beta, x, product)
+        } else {
+            product
+        };
+        // SAFETY: (r, c) inside D; one thread per element.
+        unsafe { *d.add((r * ldd as u64 + c) as usize) = D::narrow(value) };
+        i += thread::grid_size_1d();
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! convert_kernels {
+    ($($name:ident: $s:ty => $d:ty),* $(,)?) => {
+        crate::gpu_kernel! {
+            $(
+                /// A tiled conversion; see the [module documentation](self).
+                ///
+                /// # Safety
+                /// See the module documentation.
+                pub unsafe fn $name(
+                    src: *const $s,
+                    dst: *mut $d,
+                    rows: u32,
+                    cols: u32,
+                    src_ld: u32,
+                    transposed: u32,
+                    dst_ld: u32
+                ) {
+                    // SAFETY: forwarded kernel contract.
+                    unsafe { convert::<$s, $d>(src, dst, rows, cols, src_ld, transposed, dst_ld) }
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+convert_kernels! {
+    matmul_convert_f32_f32: f32 => f32,
+    matmul_convert_f32_bf16: f32 => Bf16,
+    matmul_convert_bf16_bf16: Bf16 => Bf16,
+    matmul_convert_bf16_f32: Bf16 => f32,
+    matmul_convert_f16_f16: F16 => F16,
+    matmul_convert_f16_f32: F16 => f32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! epilogue_kernels {
+    ($($name:ident: $d:ty),* $(,)?) => {
+        crate::gpu_kernel! {
+            $(
+                /// `D = alpha * acc + beta * C`; see the [module documentation](self).
+                ///
+                /// # Safety
+                /// See the module documentation.
+                pub unsafe fn $name(
+                    acc: *const f32,
+                    c_in: *const $d,
+                    d: *mut $d,
+                    m: u32,
+                    n: u32,
+                    ldc: u32,
+                    ldd: u32,
+                    alpha: f32,
+                    beta: f32
+                ) {
+                    // SAFETY: forwarded kernel contract.
+                    unsafe { epilogue::<$d>(acc, c_in, d, m, n, ldc, ldd, alpha, beta) }
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+epilogue_kernels! {
+    matmul_epilogue_f32: f32,
+    matmul_epilogue_bf16: Bf16,
+    matmul_epilogue_f16: F16,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operand_conversion_and_epilogue_has_a_kernel_and_only_those() {
+        for (from, to) in [("f32", "f32"), ("f32", "bf16"), ("bf16", "f32"), ("f16", "f32"), ("bf16", "bf16")] {
+            assert!(convert_kernel(from, to).is_some(), "{from} -> {to}");
+        }
+        assert_eq!(convert_kernel("f32", "f16"), None);
+        for to in ["f32", "bf16", "f16"] {
+            assert!(epilogue_kernel(to).unwrap().ends_with(to));
+        }
+    }
+}
