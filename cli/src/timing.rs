@@ -81,12 +81,12 @@ pub fn launches_to_span(launch_ms: f64, span_ms: f64) -> usize {
 /// `repeat` samples between CUDA events on the GPU's stream, each the mean of
 /// [`launches_per_sample`] back-to-back launches, and summarises them. `i` counts every call, so
 /// a caller can rotate through several input sets. Fails on the first launch or kernel error.
-pub fn time_launches(
+pub fn time_launches<E: From<hopper_kernels::Error> + From<cudarc::driver::DriverError>>(
     gpu: &Gpu,
     warmup: usize,
     repeat: usize,
-    mut launch: impl FnMut(usize) -> Result<()>,
-) -> Result<Timing> {
+    mut launch: impl FnMut(usize) -> Result<(), E>,
+) -> Result<Timing, E> {
     let repeat = repeat.max(1);
     let start = std::time::Instant::now();
     let (mut calls, mut burst) = (0, 1);
@@ -114,7 +114,7 @@ pub fn time_launches(
     end.record(gpu.stream())?;
     gpu.synchronize()?;
     let batch = launches_per_sample(f64::from(begin.elapsed_ms(&end)?) / PROBE as f64);
-    let events = (0..2 * repeat).map(|_| event()).collect::<Result<Vec<_>, _>>()?;
+    let events = (0..2 * repeat).map(|_| event()).collect::<Result<Vec<_>, cudarc::driver::DriverError>>()?;
     for pair in events.chunks(2) {
         pair[0].record(gpu.stream())?;
         for _ in 0..batch {
@@ -127,7 +127,7 @@ pub fn time_launches(
     let samples = events
         .chunks(2)
         .map(|p| p[0].elapsed_ms(&p[1]).map(|ms| f64::from(ms) / batch as f64))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, cudarc::driver::DriverError>>()?;
     let mut timing = Timing::from_samples(samples).expect("repeat >= 1");
     timing.launches_per_sample = batch;
     Ok(timing)

@@ -6,7 +6,7 @@
 //! cargo run --release --example histogram -- values.npy 1024   # an int32 .npy file, 1024 bins
 //! ```
 
-use host::reference::{ValueDistribution, histogram_cpu, histogram_input};
+use hopper_kernels::reference::{ValueDistribution, histogram_cpu, histogram_input};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -20,16 +20,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> host::Result<()> {
+fn run(args: &[String]) -> hopper_kernels::Result<()> {
     if let [path, rest @ ..] = args {
         let bins = match rest.first() {
-            Some(b) => b.parse().map_err(|_| host::HostError::InvalidInput(format!("`{b}` is not a bin count")))?,
+            Some(b) => {
+                b.parse().map_err(|_| hopper_kernels::Error::InvalidArgument(format!("`{b}` is not a bin count")))?
+            }
             None => 256,
         };
         // The file is checked before the GPU is opened, so a bad one is reported as such anywhere.
-        host::io::DataFile::open(Path::new(path), None)?;
-        let gpu = host::Gpu::open(0)?;
-        let counts = host::histogram_file(&gpu, Path::new(path), None, bins)?;
+        hopper_kernels::io::DataFile::open(Path::new(path), None)?;
+        let gpu = hopper_kernels::Gpu::open(0)?;
+        let counts = hopper_kernels::histogram_file(&gpu, Path::new(path), None, bins)?;
         println!(
             "{path}: {} values in {bins} bins; first bins {:?}",
             counts.iter().sum::<u64>(),
@@ -37,9 +39,9 @@ fn run(args: &[String]) -> host::Result<()> {
         );
         return Ok(());
     }
-    let gpu = host::Gpu::open(0)?;
+    let gpu = hopper_kernels::Gpu::open(0)?;
     let values = histogram_input(1, 1 << 24, 256, ValueDistribution::Normal);
-    let counts = host::histogram(&gpu, &values, 256)?;
+    let counts = hopper_kernels::histogram(&gpu, &values, 256)?;
     let same = counts == histogram_cpu(&values, 256);
     println!("{} normal values in 256 bins on {}: equal to the CPU's: {same}", values.len(), gpu.info().name);
     Ok(())

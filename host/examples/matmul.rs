@@ -5,8 +5,8 @@
 //! cargo run --release --example matmul -- a.npy b.npy c.npy  # your float32 .npy files
 //! ```
 
-use host::io::{self, Matrix};
-use host::reference::{MatmulReference, random_matrix};
+use hopper_kernels::io::{self, Matrix};
+use hopper_kernels::reference::{MatmulReference, random_matrix};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> host::Result<()> {
+fn run(args: &[String]) -> hopper_kernels::Result<()> {
     // Files first: a bad file is reported before the GPU is opened.
     let (a, b) = match args {
         [a, b] | [a, b, _] => (io::read_matrix(Path::new(a))?, io::read_matrix(Path::new(b))?),
@@ -32,7 +32,7 @@ fn run(args: &[String]) -> host::Result<()> {
             )
         }
         _ => {
-            return Err(host::HostError::InvalidInput(format!(
+            return Err(hopper_kernels::Error::InvalidArgument(format!(
                 "{} arguments: give none (random matrices), A.npy B.npy, or A.npy B.npy C.npy",
                 args.len()
             )));
@@ -40,8 +40,8 @@ fn run(args: &[String]) -> host::Result<()> {
     };
     // The output's temporary file is created before the work, so an unwritable one fails first.
     let out = args.get(2).map(|c| io::OutputFile::create(Path::new(c))).transpose()?;
-    let gpu = host::Gpu::open(0)?;
-    let c = host::matmul(&gpu, &a, &b)?;
+    let gpu = hopper_kernels::Gpu::open(0)?;
+    let c = hopper_kernels::matmul(&gpu, &a, &b)?;
     let reference = MatmulReference::new(&a.data, &b.data, a.rows, a.cols, b.cols);
     println!(
         "C = A ({}x{}) * B ({}x{}) on {}: largest error {:.1e} (bound {:.1e})",

@@ -7,11 +7,11 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let run = || -> host::Result<()> {
-        let gpu = host::Gpu::open(0)?;
+    let run = || -> hopper_kernels::Result<()> {
+        let gpu = hopper_kernels::Gpu::open(0)?;
         let x: Vec<f32> = (0..1_000_000).map(|i| i as f32).collect();
         let y = vec![1.0f32; x.len()];
-        let out = host::saxpy::saxpy(&gpu, 2.0, &x, &y)?;
+        let out = hopper_kernels::saxpy::saxpy(&gpu, 2.0, &x, &y)?;
         println!("saxpy of {} values on {}: y[3] = 2 * 3 + 1 = {}", x.len(), gpu.info().name, out[3]);
         Ok(())
     };

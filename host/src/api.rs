@@ -1,22 +1,22 @@
 //! The library's front door for other crates: open a GPU, multiply two matrices, histogram a
-//! slice or a file. Errors are [`HostError`]s whose messages are the ones the `host` CLI prints.
+//! slice or a file. Errors are [`Error`]s whose messages are the ones the `host` CLI prints.
 
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::histogram::stream::{self, StreamOptions};
 use crate::histogram::{self, DeviceHistogram, PlanRequest, Values};
 use crate::io::{DataFile, ElementType, Matrix};
 use crate::matmul::{self, DeviceMatrices, MatmulShape, MatmulVariant};
-use crate::stream::{self, StreamOptions};
 use std::path::Path;
 
 /// `A * B` on the GPU with the planner's choice of kernel ([`MatmulVariant::Auto`]).
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// let gpu = host::Gpu::open(0)?;
-/// let a = host::Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
-/// let b = host::Matrix::new(3, 1, vec![1.0, 0.0, -1.0])?;
-/// let c = host::matmul(&gpu, &a, &b)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// let gpu = hopper_kernels::Gpu::open(0)?;
+/// let a = hopper_kernels::Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let b = hopper_kernels::Matrix::new(3, 1, vec![1.0, 0.0, -1.0])?;
+/// let c = hopper_kernels::matmul(&gpu, &a, &b)?;
 /// assert_eq!((c.rows, c.cols, c.data), (2, 1, vec![-2.0, -2.0]));
 /// # Ok(()) }
 /// ```
@@ -35,18 +35,15 @@ pub fn matmul_with(gpu: &Gpu, a: &Matrix, b: &Matrix, variant: MatmulVariant) ->
 /// The shape of `A * B`; fails unless `A`'s columns equal `B`'s rows and no side is 0.
 ///
 /// ```
-/// use host::Matrix;
+/// use hopper_kernels::Matrix;
 /// let a = Matrix::new(2, 3, vec![0.0; 6]).unwrap();
 /// let b = Matrix::new(4, 2, vec![0.0; 8]).unwrap();
-/// let err = host::matmul_shape(&a, &b).unwrap_err().to_string();
-/// assert_eq!(err, "invalid input: A is 2x3 and B is 4x2: A's columns (3) must equal B's rows (4)");
+/// let err = hopper_kernels::matmul_shape(&a, &b).unwrap_err().to_string();
+/// assert_eq!(err, "A is 2x3 and B is 4x2: A's columns (3) must equal B's rows (4)");
 /// ```
 pub fn matmul_shape(a: &Matrix, b: &Matrix) -> Result<MatmulShape> {
     if a.cols != b.rows {
-        return Err(HostError::InvalidInput(format!(
-            "A is {}x{} and B is {}x{}: A's columns ({}) must equal B's rows ({})",
-            a.rows, a.cols, b.rows, b.cols, a.cols, b.rows
-        )));
+        return Err(Error::ShapeMismatch { a: (a.rows, a.cols), b: (b.rows, b.cols) });
     }
     MatmulShape::new(a.rows, a.cols, b.cols)
 }
@@ -56,9 +53,9 @@ pub fn matmul_shape(a: &Matrix, b: &Matrix) -> Result<MatmulShape> {
 /// at once; for inputs larger than the GPU's memory use [`histogram_file`].
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// let gpu = host::Gpu::open(0)?;
-/// let counts = host::histogram(&gpu, &[0, 1, 1, 7, -3], 4)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// let gpu = hopper_kernels::Gpu::open(0)?;
+/// let counts = hopper_kernels::histogram(&gpu, &[0, 1, 1, 7, -3], 4)?;
 /// assert_eq!(counts, [2, 2, 0, 1]);
 /// # Ok(()) }
 /// ```
@@ -74,12 +71,12 @@ pub fn histogram(gpu: &Gpu, values: &[i32], bins: usize) -> Result<Vec<u32>> {
 /// last bin, values outside the range and NaN left out), which they need and integers refuse.
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// use host::histogram::Values;
-/// let gpu = host::Gpu::open(0)?;
-/// assert_eq!(host::histogram_of(&gpu, Values::U8(&[0, 1, 1, 255]), 4, None)?, [1, 2, 0, 1]);
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::Values;
+/// let gpu = hopper_kernels::Gpu::open(0)?;
+/// assert_eq!(hopper_kernels::histogram_of(&gpu, Values::U8(&[0, 1, 1, 255]), 4, None)?, [1, 2, 0, 1]);
 /// let floats = [0.0, 0.5, 1.0, 2.0, f32::NAN];
-/// assert_eq!(host::histogram_of(&gpu, Values::F32(&floats), 2, Some((0.0, 1.0)))?, [1, 2]);
+/// assert_eq!(hopper_kernels::histogram_of(&gpu, Values::F32(&floats), 2, Some((0.0, 1.0)))?, [1, 2]);
 /// # Ok(()) }
 /// ```
 pub fn histogram_of(gpu: &Gpu, values: Values<'_>, bins: usize, range: Option<(f32, f32)>) -> Result<Vec<u32>> {

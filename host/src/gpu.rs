@@ -1,12 +1,13 @@
 //! The opened GPU: context, stream, the loaded PTX module, and what the planners need to know
 //! about the device.
 
-use crate::error::{HostError, Result, format_bytes};
+use crate::error::{Error, Result};
 use crate::ptx;
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits, sys};
 use cudarc::nvrtc::Ptx;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The compute capability whose devices run `sm_90a` code (the `wgmma` kernels): 9.0 exactly,
 /// since architecture-specific (`a`) code runs on no other.
@@ -47,7 +48,7 @@ pub struct DeviceInfo {
 /// machine, as the planners are pure functions of the device's properties.
 ///
 /// ```
-/// use host::gpu::DeviceModel;
+/// use hopper_kernels::gpu::DeviceModel;
 /// let h200: DeviceModel = "h200".parse().unwrap();
 /// assert_eq!(h200.info().sm_count, 132);
 /// assert!("a100".parse::<DeviceModel>().unwrap_err().contains("h100, h200"));
@@ -115,36 +116,68 @@ impl DeviceInfo {
     }
 }
 
-/// An opened GPU with the kernels' PTX module loaded.
+/// The kernels' modules loaded into one context, and the functions looked up so far.
+struct Modules {
+    main: Arc<CudaModule>,
+    /// The `sm_90a` module, or why it is not loaded (another compute capability, or no PTX).
+    hopper: std::result::Result<Arc<CudaModule>, String>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+}
+
+/// A GPU to run the kernels on: a CUDA context with the kernels' PTX loaded, and the stream
+/// every operation through it is enqueued on (non-blocking, never the legacy default stream).
+/// It opens its own context ([`Gpu::open`]) or works in the caller's ([`Gpu::from_stream`]);
+/// [`Gpu::with_stream`] gives the same modules on another stream, cheaply. Nothing it does
+/// synchronizes the stream unless its documentation says so, so work through it can be captured
+/// in a CUDA graph.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// // Your own cudarc context and stream:
+/// let ctx = cudarc::driver::CudaContext::new(0)?;
+/// let stream = ctx.new_stream()?;
+/// let gpu = hopper_kernels::Gpu::from_stream(stream.clone())?;
+/// assert!(std::sync::Arc::ptr_eq(gpu.stream(), &stream));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
-    /// The `sm_90a` module, or why it is not loaded (another compute capability, or no PTX).
-    hopper: std::result::Result<Arc<CudaModule>, String>,
-    info: DeviceInfo,
+    modules: Arc<Modules>,
+    info: Arc<DeviceInfo>,
     ptx_info: ptx::PtxInfo,
 }
 
 impl Gpu {
-    /// Opens device `ordinal` and loads the embedded PTX. Fails with a clear error when there is
-    /// no driver, no such device, a device older than the PTX's target, or no usable PTX.
+    /// Opens device `ordinal` in a context of its own, loads the embedded PTX and makes a
+    /// non-blocking stream. Fails with a clear error when there is no driver, no such device, a
+    /// device older than the PTX's target, or no usable PTX.
     pub fn open(ordinal: usize) -> Result<Self> {
         let ctx = open_context(ordinal)?;
+        let stream = ctx.new_stream()?;
+        Self::from_stream(stream)
+    }
+
+    /// Works in `stream`'s context and enqueues on `stream`: the caller's cudarc context and
+    /// stream, shared with the rest of their program.
+    pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        let ctx = stream.context().clone();
         let info = describe(&ctx)?;
         let ptx_text = ptx::embedded()?;
         let ptx_info = ptx::info()?;
         if let Some(needed) = ptx::arch_capability(&ptx_info.arch)
             && info.compute_capability < needed
         {
-            return Err(HostError::DeviceTooOld {
+            return Err(Error::DeviceTooOld {
                 device: info.name.clone(),
-                major: info.compute_capability.0,
-                minor: info.compute_capability.1,
+                capability: info.compute_capability,
                 ptx_arch: ptx_info.arch.clone(),
             });
         }
-        let module = ctx.load_module(Ptx::from_src(ptx_text)).map_err(HostError::PtxLoad)?;
+        let main = ctx
+            .load_module(Ptx::from_src(ptx_text))
+            .map_err(|source| Error::PtxLoad { module: ptx::MAIN_MODULE, source })?;
         let hopper = if info.compute_capability != HOPPER_CAPABILITY {
             Err(format!(
                 "its kernels use wgmma, which exists only on compute capability 9.0 (sm_90a), and {} has {}.{}",
@@ -156,8 +189,19 @@ impl Gpu {
                 Err(e) => Err(e.to_string()),
             }
         };
-        let stream = ctx.default_stream();
-        Ok(Self { ctx, stream, module, hopper, info, ptx_info })
+        let modules = Arc::new(Modules { main, hopper, functions: Mutex::new(HashMap::new()) });
+        Ok(Self { ctx, stream, modules, info: Arc::new(info), ptx_info })
+    }
+
+    /// The same context and modules, enqueueing on `stream` instead; fails unless `stream`
+    /// belongs to this GPU's context.
+    pub fn with_stream(&self, stream: Arc<CudaStream>) -> Result<Self> {
+        if !Arc::ptr_eq(stream.context(), &self.ctx) {
+            return Err(Error::InvalidArgument(
+                "the stream belongs to another CUDA context than this GPU's modules".into(),
+            ));
+        }
+        Ok(Self { stream, ..self.clone() })
     }
 
     /// Description of the device.
@@ -175,41 +219,48 @@ impl Gpu {
         &self.ctx
     }
 
-    /// The stream every launch of this host goes to.
+    /// The stream every operation through this GPU is enqueued on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
 
-    /// A kernel of the loaded modules, by its PTX symbol; a Hopper kernel
-    /// (`kernels::HOPPER_KERNEL_NAMES`) on a device that cannot load the `sm_90a` module is an
-    /// [`HostError::HopperUnavailable`] that says why.
+    /// A kernel of the loaded modules, by its PTX symbol, looked up once per context; a Hopper
+    /// kernel (`kernels::HOPPER_KERNEL_NAMES`) on a device that cannot load the `sm_90a` module
+    /// is an [`Error::HopperUnavailable`] that says why.
     pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
-        if kernels::HOPPER_KERNEL_NAMES.contains(&name) {
-            let module = self
+        let mut functions = self.modules.functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(f) = functions.get(name) {
+            return Ok(f.clone());
+        }
+        let module = if kernels::HOPPER_KERNEL_NAMES.contains(&name) {
+            self.modules
                 .hopper
                 .as_ref()
-                .map_err(|why| HostError::HopperUnavailable { kernel: name, reason: why.clone() })?;
-            return module.load_function(name).map_err(|source| HostError::KernelMissing { name, source });
-        }
-        self.module.load_function(name).map_err(|source| HostError::KernelMissing { name, source })
+                .map_err(|why| Error::HopperUnavailable { kernel: name, reason: why.clone() })?
+        } else {
+            &self.modules.main
+        };
+        let f = module.load_function(name).map_err(|source| Error::KernelMissing { name, source })?;
+        functions.insert(name, f.clone());
+        Ok(f)
     }
 
     /// Whether the `sm_90a` module (the `wgmma` kernels) is loaded, or why not.
     pub fn hopper_status(&self) -> std::result::Result<(), &str> {
-        self.hopper.as_ref().map(|_| ()).map_err(String::as_str)
+        self.modules.hopper.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
-    /// Fails with [`HostError::OutOfDeviceMemory`] unless `bytes` fit in the memory free now.
+    /// Fails with [`Error::OutOfDeviceMemory`] unless `bytes` fit in the memory free now.
     pub fn ensure_fits(&self, what: &str, bytes: u64) -> Result<()> {
         let (free, total) = self.ctx.mem_get_info()?;
         // Leave room for the context's own allocations and fragmentation.
         let usable = (free as u64).saturating_sub(64 << 20);
         if bytes > usable {
-            return Err(HostError::OutOfDeviceMemory {
+            return Err(Error::OutOfDeviceMemory {
                 what: what.to_string(),
-                needed: format_bytes(bytes),
-                free: format_bytes(free as u64),
-                total: format_bytes(total as u64),
+                needed: bytes,
+                free: free as u64,
+                total: total as u64,
             });
         }
         Ok(())
@@ -233,7 +284,12 @@ impl Gpu {
     /// Fills a 4-byte-element buffer with one bit pattern (`cuMemsetD32Async`), e.g. NaN to
     /// poison an output so that an element no thread wrote fails the check.
     pub fn fill_u32_pattern<T: DeviceRepr>(&self, buf: &mut CudaSlice<T>, pattern: u32) -> Result<()> {
-        assert_eq!(size_of::<T>(), 4, "fill_u32_pattern takes 4-byte elements");
+        if size_of::<T>() != 4 {
+            return Err(Error::InvalidArgument(format!(
+                "fill_u32_pattern fills 4-byte elements, the buffer's are {} bytes",
+                size_of::<T>()
+            )));
+        }
         let len = buf.len();
         let (ptr, _sync) = cudarc::driver::DevicePtrMut::device_ptr_mut(buf, &self.stream);
         // SAFETY: `ptr` addresses `len` 4-byte elements of a live allocation on this stream.
@@ -241,7 +297,19 @@ impl Gpu {
         Ok(())
     }
 
-    /// Waits for all work on the stream, returning the first asynchronous error (a kernel fault).
+    /// Fails with [`Error::NeedsLaunchBeforeCapture`] while the stream is being captured into a
+    /// CUDA graph: called before a launch allocates (scratch, tensor maps), which a capture
+    /// cannot record.
+    pub fn ensure_not_capturing(&self, what: &'static str) -> Result<()> {
+        use sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        if self.stream.capture_status()? != CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(Error::NeedsLaunchBeforeCapture { what });
+        }
+        Ok(())
+    }
+
+    /// Waits for all work on the stream, returning the first asynchronous error (a kernel fault):
+    /// the one call here that blocks the host.
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.stream.synchronize()?)
     }
@@ -250,14 +318,14 @@ impl Gpu {
 fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
     // SAFETY: only probes whether the driver library can be loaded.
     if !unsafe { sys::is_culib_present() } {
-        return Err(HostError::NoDriver);
+        return Err(Error::NoDriver);
     }
-    let count = CudaContext::device_count()?;
-    if count <= 0 {
-        return Err(HostError::NoDevice(count));
+    let count = CudaContext::device_count()?.max(0) as usize;
+    if count == 0 {
+        return Err(Error::NoDevice);
     }
-    if ordinal >= count as usize {
-        return Err(HostError::NoSuchDevice { ordinal, count });
+    if ordinal >= count {
+        return Err(Error::NoSuchDevice { ordinal, count });
     }
     Ok(CudaContext::new(ordinal)?)
 }

@@ -6,7 +6,7 @@
 //! the file and the problem. An output is written under a temporary name beside its target and
 //! renamed into place only when complete, so a failure never leaves half a file behind.
 
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 use npyz::WriterBuilder;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom};
@@ -19,7 +19,7 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// Element types of histogram inputs: only those the histogram kernels count. A kernel for a new
 /// input type adds its variant here (name, `.npy` dtype, size), and `--type`, `.npy` dtype
 /// selection and the error messages that list the supported types follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ElementType {
     /// Unsigned bytes (`.npy` dtype `|u1`).
     U8,
@@ -77,6 +77,8 @@ impl ElementType {
     }
 }
 
+named_enum!(ElementType, "value type");
+
 /// A row-major (C order) `f32` matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
@@ -93,7 +95,7 @@ impl Matrix {
     /// exactly `rows * cols` of them.
     pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Self> {
         if rows.checked_mul(cols) != Some(data.len()) {
-            return Err(HostError::InvalidInput(format!(
+            return Err(Error::InvalidArgument(format!(
                 "a {rows}x{cols} matrix has {} values, not {}",
                 rows as u128 * cols as u128,
                 data.len()
@@ -116,8 +118,8 @@ struct NpyLayout {
     file_len: u64,
 }
 
-fn file_error(path: &Path, problem: impl Into<String>) -> HostError {
-    HostError::File { path: path.to_path_buf(), problem: problem.into() }
+fn file_error(path: &Path, problem: impl Into<String>) -> Error {
+    Error::File { path: path.to_path_buf(), problem: problem.into() }
 }
 
 fn open(path: &Path) -> Result<File> {
@@ -207,12 +209,12 @@ fn check_data_len(path: &Path, layout: &NpyLayout, size: u64) -> Result<u64> {
 /// shorter or longer than the shape.
 ///
 /// ```
-/// # fn main() -> host::Result<()> {
+/// # fn main() -> hopper_kernels::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("a.npy");
-/// let a = host::io::Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
-/// host::io::write_matrix(&path, &a)?;
-/// assert_eq!(host::io::read_matrix(&path)?, a);
+/// let a = hopper_kernels::io::Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// hopper_kernels::io::write_matrix(&path, &a)?;
+/// assert_eq!(hopper_kernels::io::read_matrix(&path)?, a);
 /// # Ok(()) }
 /// ```
 pub fn read_matrix(path: &Path) -> Result<Matrix> {
@@ -311,7 +313,7 @@ impl OutputFile {
         let path = self.path.clone();
         let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
         if count != Some(values.len() as u64) {
-            return Err(HostError::InvalidInput(format!(
+            return Err(Error::InvalidArgument(format!(
                 "shape {shape:?} holds {} values, but {} were given",
                 count.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string()),
                 values.len()
@@ -358,7 +360,7 @@ impl DataFile {
     /// its shape.
     pub fn open_npy(path: &Path) -> Result<Self> {
         let layout = read_npy_layout(path).map_err(|e| match e {
-            HostError::File { path, problem } if problem.starts_with("not a .npy file") => HostError::File {
+            Error::File { path, problem } if problem.starts_with("not a .npy file") => Error::File {
                 path,
                 problem: format!("{problem}; for a raw little-endian file give its type with --type"),
             },
@@ -448,7 +450,7 @@ impl DataFile {
         self.expect(ElementType::I32)?;
         let end = first.checked_add(out.len() as u64).filter(|&end| end <= self.len);
         if end.is_none() {
-            return Err(HostError::InvalidInput(format!(
+            return Err(Error::InvalidArgument(format!(
                 "values {first}..{} lie beyond the {} of {}",
                 first as u128 + out.len() as u128,
                 self.len,
@@ -468,7 +470,7 @@ impl DataFile {
         let size = self.element.size();
         let count = out.len() as u64 / size;
         if !(out.len() as u64).is_multiple_of(size) || first.checked_add(count).is_none_or(|end| end > self.len) {
-            return Err(HostError::InvalidInput(format!(
+            return Err(Error::InvalidArgument(format!(
                 "{} bytes from value {first}: not whole {} values inside the {} of {}",
                 out.len(),
                 self.element.name(),

@@ -2,7 +2,7 @@
 //! module (`sm_90`) and the Hopper module (`sm_90a`, the `wgmma` kernels), which the driver
 //! loads only on devices of compute capability 9.0.
 
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.json"));
@@ -11,10 +11,15 @@ const HOPPER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.p
 const HOPPER_MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.json"));
 const HOPPER_PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/ptx_sm90a_problem.rs"));
 
-/// The embedded PTX text, or why there is none (missing or stale when the host was built).
+/// The name of the main module (`sm_90`).
+pub const MAIN_MODULE: &str = "kernels";
+/// The name of the Hopper module (`sm_90a`, the `wgmma` kernels).
+pub const HOPPER_MODULE: &str = "kernels_sm90a";
+
+/// The embedded PTX text, or why there is none (missing or stale when the library was built).
 pub fn embedded() -> Result<&'static str> {
     match PROBLEM {
-        Some(problem) => Err(HostError::PtxUnavailable(problem.to_string())),
+        Some(problem) => Err(Error::PtxUnavailable { module: MAIN_MODULE, reason: problem.to_string() }),
         None => Ok(PTX),
     }
 }
@@ -33,13 +38,14 @@ pub struct PtxInfo {
 /// The manifest of the embedded PTX.
 pub fn info() -> Result<PtxInfo> {
     embedded()?;
-    serde_json::from_str(MANIFEST).map_err(|e| HostError::PtxUnavailable(format!("unreadable PTX manifest: {e}")))
+    serde_json::from_str(MANIFEST)
+        .map_err(|e| Error::PtxUnavailable { module: MAIN_MODULE, reason: format!("unreadable PTX manifest: {e}") })
 }
 
 /// The embedded Hopper (`sm_90a`) PTX text, or why there is none.
 pub fn embedded_hopper() -> Result<&'static str> {
     match HOPPER_PROBLEM {
-        Some(problem) => Err(HostError::PtxUnavailable(format!("the sm_90a module: {problem}"))),
+        Some(problem) => Err(Error::PtxUnavailable { module: HOPPER_MODULE, reason: problem.to_string() }),
         None => Ok(HOPPER_PTX),
     }
 }
@@ -48,7 +54,7 @@ pub fn embedded_hopper() -> Result<&'static str> {
 pub fn hopper_info() -> Result<PtxInfo> {
     embedded_hopper()?;
     serde_json::from_str(HOPPER_MANIFEST)
-        .map_err(|e| HostError::PtxUnavailable(format!("unreadable sm_90a PTX manifest: {e}")))
+        .map_err(|e| Error::PtxUnavailable { module: HOPPER_MODULE, reason: format!("unreadable PTX manifest: {e}") })
 }
 
 /// The compute capability `sm_XY` names, as `(X, Y)`.

@@ -141,10 +141,13 @@ pub fn sample_rows(m: usize, count: usize) -> Vec<usize> {
 
 /// Exact histogram of `values` into `bins` bins; values below 0 count in bin 0 and values at or
 /// above `bins` in the last bin (the Guide's clamping), by the kernels' own
-/// [`kernels::histogram::bin_of`].
+/// [`kernels::histogram::bin_of`]. No bins count nothing (an empty histogram); bins past
+/// `i32::MAX` stay empty, as no value reaches them.
 pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
-    assert!(bins >= 1, "a histogram needs at least one bin");
-    let nbins = u32::try_from(bins).expect("at most u32::MAX bins");
+    if bins == 0 {
+        return Vec::new();
+    }
+    let nbins = u32::try_from(bins).unwrap_or(u32::MAX);
     let mut counts = vec![0u32; bins];
     for &v in values {
         counts[kernels::histogram::bin_of(v, nbins) as usize] += 1;
@@ -153,7 +156,7 @@ pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
 }
 
 /// How histogram input values are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ValueDistribution {
     /// Uniform over `0..bins`.
@@ -165,6 +168,23 @@ pub enum ValueDistribution {
     /// Zipf over `1..=bins` (exponent 1.1), shifted to start at 0: a few bins take most values.
     Zipf,
 }
+
+impl ValueDistribution {
+    /// Every distribution.
+    pub const ALL: [Self; 4] = [Self::Uniform, Self::Normal, Self::Constant, Self::Zipf];
+
+    /// The name `--dist` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uniform => "uniform",
+            Self::Normal => "normal",
+            Self::Constant => "constant",
+            Self::Zipf => "zipf",
+        }
+    }
+}
+
+named_enum!(ValueDistribution, "distribution");
 
 /// `n` histogram input values for `bins` bins, drawn in parallel from `seed`.
 pub fn histogram_input(seed: u64, n: usize, bins: usize, dist: ValueDistribution) -> Vec<i32> {

@@ -1,7 +1,7 @@
 //! Launches `kernels::saxpy` (`y = a * x + y`): the launcher of the README's worked example of
 //! adding a kernel.
 
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use kernels::saxpy::{BLOCK, KERNEL, MAX_BLOCKS};
@@ -16,7 +16,7 @@ pub fn launch_config(n: usize) -> LaunchConfig {
 /// `y = a * x + y` on the GPU; returns the new `y`. Fails unless `x` and `y` have one length.
 pub fn saxpy(gpu: &Gpu, a: f32, x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
     if x.len() != y.len() {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "x holds {} values and y {}: saxpy needs one length",
             x.len(),
             y.len()

@@ -7,7 +7,7 @@
 //! subnormal, huge, mixed), every element the split path computes is within FP32's bound, and
 //! inputs the split cannot honour are refused.
 
-use host::matmul::Precision;
+use hopper_kernels::matmul::Precision;
 use kernels::matmul::tf32x3::{
     TF32_MASK, Tf32x3Scales, guard_words_of, power_of_two, scale_by_power_of_two, split_tf32, tf32x3_scales,
 };

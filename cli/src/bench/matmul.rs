@@ -6,9 +6,8 @@ use super::report::{CheckMethod, MatmulRow, MatmulRowKind, MatmulSection, Matmul
 use super::{BenchConfig, FULL_CHECK_MAX_MACS, SAMPLED_CHECK_ROWS};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{
-    self, DeviceMatrices, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision,
-};
+use crate::inputs::InputSets;
+use crate::matmul::{self, DeviceMatrices, GemmPlan, MatmulShape, MatmulVariant, PlanOptions, Precision};
 use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, sample_rows};
 use crate::timing::{Timing, time_launches};
 use anyhow::Context;
@@ -78,12 +77,12 @@ fn check_status(error: f64, tolerance: f64) -> RowStatus {
 /// kernel past its narrow side, any kernel past CUDA's grid limits), the skipped status of its
 /// row, with the planner's reason: a row that says why, not the end of the run.
 pub fn plan_or_skip(
+    gpu: &Gpu,
     variant: MatmulVariant,
     shape: MatmulShape,
-    device: MatmulDevice,
     options: PlanOptions,
-) -> Result<MatmulPlan, RowStatus> {
-    matmul::plan_with(variant, shape, device, options)
+) -> Result<GemmPlan, RowStatus> {
+    matmul::plan_gemm(gpu, variant, shape, options)
         .map_err(|refusal| RowStatus::Skipped { reason: refusal.to_string() })
 }
 
@@ -113,7 +112,7 @@ impl GpuTiming {
 pub fn measure_plan(
     gpu: &Gpu,
     name: &str,
-    plan: &MatmulPlan,
+    plan: &GemmPlan,
     mats: &mut [DeviceMatrices],
     reference: &SampledMatmulReference,
     timing: &GpuTiming,
@@ -126,7 +125,7 @@ pub fn measure_plan(
     let tolerance = precision.tolerance(mats[0].shape().k);
     // The plan is made once: planning before every launch would time the planner too.
     let row = checked_then_timed(gpu, name, MatmulRowKind::Gpu, method, mats, error, tolerance, timing, |mats| {
-        matmul::launch_plan(gpu, plan, mats)
+        Ok(matmul::launch_plan(gpu, plan, mats)?)
     })?;
     Ok(row.with_precision(precision))
 }
@@ -143,7 +142,7 @@ fn checked_then_timed(
     error: f64,
     tolerance: f64,
     timing: &GpuTiming,
-    mut launch: impl FnMut(&mut DeviceMatrices) -> crate::Result<()>,
+    mut launch: impl FnMut(&mut DeviceMatrices) -> anyhow::Result<()>,
 ) -> anyhow::Result<MatmulRow> {
     let flops = mats[0].shape().flops();
     let sets = mats.len();
@@ -275,7 +274,6 @@ fn measure_shape(
     progress.inc(1);
 
     let timing = GpuTiming::new(config, sets);
-    let device = matmul::device_of(gpu);
     // BF16 rows are checked against the product of the BF16-rounded inputs (made when needed).
     let mut bf16_reference = None;
     for variant in MatmulVariant::ALL {
@@ -292,7 +290,7 @@ fn measure_shape(
             Precision::Bf16 => &*bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check)),
             Precision::Fp32 | Precision::Tf32 | Precision::Tf32x3 => &reference,
         };
-        rows.push(match plan_or_skip(variant, shape, device, PlanOptions::default()) {
+        rows.push(match plan_or_skip(gpu, variant, shape, PlanOptions::default()) {
             Ok(plan) => {
                 let row = measure_plan(gpu, variant.name(), &plan, &mut mats, reference, &timing)?;
                 // Which kernel a planner ran, and why, is the point of its row; the others run
@@ -324,6 +322,7 @@ fn measure_shape(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matmul::MatmulDevice;
 
     #[test]
     fn check_is_full_up_to_2048_cubed_and_sampled_above() {
@@ -337,30 +336,21 @@ mod tests {
     }
 
     #[test]
-    fn narrow_kernels_are_skipped_with_the_planners_reason_where_they_cannot_run() {
+    fn narrow_kernels_refuse_wide_shapes_with_the_reason_their_rows_record() {
         let square = MatmulShape::new(256, 256, 256).unwrap();
         for variant in MatmulVariant::ALL {
-            match plan_or_skip(variant, square, MatmulDevice::H100, PlanOptions::default()) {
+            match matmul::plan(variant, square, MatmulDevice::H100) {
                 Ok(plan) => assert!(variant.supports(square), "{}: {plan}", variant.name()),
-                Err(RowStatus::Skipped { reason }) => {
-                    assert!(!variant.supports(square), "{}: {reason}", variant.name());
-                    let refusal = matmul::plan(variant, square, MatmulDevice::H100).unwrap_err();
-                    assert_eq!(reason, refusal.to_string());
-                }
-                Err(other) => panic!("{}: {other:?}", variant.name()),
+                Err(refusal) => assert!(!variant.supports(square), "{}: {refusal}", variant.name()),
             }
         }
-        let Err(RowStatus::Skipped { reason }) =
-            plan_or_skip(MatmulVariant::FewRows, square, MatmulDevice::H100, PlanOptions::default())
-        else {
-            panic!("few_rows planned 256 rows")
-        };
+        let reason = matmul::plan(MatmulVariant::FewRows, square, MatmulDevice::H100).unwrap_err().to_string();
         assert!(reason.contains("at most 16 rows"), "{reason}");
         // A GEMV row: few_rows runs it, few_cols cannot, auto picks few_rows.
         let gemv = MatmulShape::new(1, 4096, 65_536).unwrap();
-        assert!(plan_or_skip(MatmulVariant::FewRows, gemv, MatmulDevice::H100, PlanOptions::default()).is_ok());
-        assert!(plan_or_skip(MatmulVariant::FewCols, gemv, MatmulDevice::H100, PlanOptions::default()).is_err());
-        let auto = plan_or_skip(MatmulVariant::Auto, gemv, MatmulDevice::H100, PlanOptions::default()).unwrap();
+        assert!(matmul::plan(MatmulVariant::FewRows, gemv, MatmulDevice::H100).is_ok());
+        assert!(matmul::plan(MatmulVariant::FewCols, gemv, MatmulDevice::H100).is_err());
+        let auto = matmul::plan(MatmulVariant::Auto, gemv, MatmulDevice::H100).unwrap();
         assert_eq!(auto.variant(), MatmulVariant::FewRows);
     }
 

@@ -27,7 +27,8 @@ pub fn measure(gpu: &Gpu, bytes: u64, warmup: usize, repeat: usize) -> anyhow::R
         anyhow::bail!("the device-to-device copy is wrong at word {i}: {} instead of {}", copied[i], pattern[i]);
     }
     drop((copied, pattern));
-    let timing = time_launches(gpu, warmup, repeat, |_| Ok(gpu.stream().memcpy_dtod(&src, &mut dst)?))
-        .context("timing the device-to-device copy")?;
+    let timing =
+        time_launches(gpu, warmup, repeat, |_| -> crate::Result<()> { Ok(gpu.stream().memcpy_dtod(&src, &mut dst)?) })
+            .context("timing the device-to-device copy")?;
     Ok(CopyBandwidth::new(bytes, timing))
 }

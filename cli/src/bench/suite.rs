@@ -8,7 +8,8 @@ use super::matmul::{CUBLAS, GpuTiming, check_method, measure_cublas, measure_pla
 use super::report::{CopyBandwidth, MatmulRow, MatmulRowKind, SuiteSection, SuiteShapeResult};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy};
+use crate::inputs::InputSets;
+use crate::matmul::{MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy};
 use anyhow::Context;
 use indicatif::ProgressBar;
 use rand::SeedableRng;
@@ -61,10 +62,10 @@ fn measure_shape(
     let planner = suite_planner_name(config.suite_policy);
     progress.set_message(format!("suite {shape}: {planner}"));
     let options = PlanOptions { policy: config.suite_policy, split: None };
-    let (kernel, auto) = match plan_or_skip(MatmulVariant::Auto, shape, matmul::device_of(gpu), options) {
+    let (kernel, auto) = match plan_or_skip(gpu, MatmulVariant::Auto, shape, options) {
         Ok(plan) => {
             let row = measure_plan(gpu, &planner, &plan, &mut mats, &reference, &timing)?;
-            (Some(plan.variant().name().to_string()), row.with_plan(plan.to_string()))
+            (Some(plan.kernel_plan().variant().name().to_string()), row.with_plan(plan.kernel_plan().to_string()))
         }
         Err(skipped) => {
             (None, MatmulRow::unmeasured(&planner, MatmulRowKind::Gpu, timing.method.clone(), skipped, None))

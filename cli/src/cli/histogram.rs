@@ -55,7 +55,7 @@ pub struct HistogramArgs {
     /// The values' type: of the random values (default i32), or of a raw (headerless,
     /// little-endian) --input file. Integers count value v in bin v (clamped into the edge bins);
     /// f32 counts in even bins over --range.
-    #[arg(long = "type", value_enum)]
+    #[arg(long = "type")]
     pub value_type: Option<ElementType>,
     /// f32 only: LO,HI; values in [LO, HI] count (HI in the last bin), others and NaN are left out.
     #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
@@ -77,7 +77,7 @@ pub struct HistogramArgs {
     /// How --input reaches the GPU: copy (the mapped file copied into pinned buffers), pinned
     /// (read into pinned buffers), mapped (its pages page-locked in
     /// place, no CPU copy) or mixed (copy and mapped at once) (default: copy).
-    #[arg(long, value_enum)]
+    #[arg(long)]
     pub read: Option<ReadMode>,
     /// Threads that page-lock chunks of --input in place, mapped and mixed (1 to 64; default 4).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -107,7 +107,7 @@ pub struct HistogramArgs {
     #[arg(long)]
     pub bins: usize,
     /// How the input values are drawn.
-    #[arg(long, value_enum, default_value_t = ValueDistribution::Uniform)]
+    #[arg(long, default_value_t = ValueDistribution::Uniform)]
     pub dist: ValueDistribution,
     /// Where the counters live: chosen by the planner, or forced.
     #[arg(long, value_enum, default_value_t = TierChoice::Auto)]
@@ -232,6 +232,14 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A progress bar over `bytes` bytes.
+fn progress_bar(bytes: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(bytes);
+    let template = "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}, {eta} left";
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("a valid template"));
+    bar
+}
+
 /// Prints the plan for a device model, which needs no GPU.
 fn print_model_plan(model: DeviceModel, args: &HistogramArgs, request: PlanRequest) -> anyhow::Result<()> {
     let limits = histogram::HistogramLimits::of_model(model);
@@ -289,17 +297,19 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let readers = if read.reads() { args.readers.map_or(defaults.readers, |r| r as usize) } else { 0 };
     let ahead = args.ahead.map_or(defaults.ahead, |a| a as usize);
     let piece_bytes = stream::piece_bytes_for(chunk_bytes, args.piece.unwrap_or(defaults.piece_bytes));
-    let options = StreamOptions {
-        chunk_bytes,
-        streams,
-        lockers,
-        readers,
-        piece_bytes,
-        ahead,
-        read,
-        progress: file.bytes() >= 1 << 30,
+    let options = StreamOptions { chunk_bytes, streams, lockers, readers, piece_bytes, ahead, read };
+    // A progress bar for inputs of 1 GiB or more, fed as chunks are counted.
+    let bar = (file.bytes() >= 1 << 30).then(|| progress_bar(file.bytes()));
+    let mut progress = |bytes| {
+        if let Some(bar) = &bar {
+            bar.inc(bytes);
+        }
     };
-    let report = stream::histogram_file(&gpu, &plan, &file, binning, options)?;
+    let report = stream::histogram_file_with_progress(&gpu, &plan, &file, binning, options, &mut progress);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
     let piece = format_bytes(piece_bytes);
     let how = match read {
         ReadMode::Mapped => format!("{lockers} lockers, pieces of {piece}, {ahead} page-locked in place at once"),

@@ -2,19 +2,20 @@
 //! cuBLAS, each timed with CUDA events and optionally checked against a float64 reference.
 
 use crate::cublas::Sgemm;
-use crate::error::{HostError, format_bytes};
+use crate::error::{Error, format_bytes};
 use crate::gpu::DeviceModel;
 use crate::gpu::Gpu;
+use crate::inputs::InputSets;
 use crate::io::{self, Matrix, OutputFile};
 use crate::matmul::DeviceMatrices;
 use crate::matmul::{
-    self, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy,
-    SplitK, split_k,
+    self, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy, SplitK,
+    split_k,
 };
 use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
 use crate::timing::rotation_sets;
 use crate::timing::{Timing, time_launches};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -97,7 +98,7 @@ fn plan_variant(
     let split = SplitK::about(shape.k, wanted, split_k::CHUNK_GRANULE);
     let plan = matmul::plan_with(variant, shape, device, PlanOptions { split: Some(split), ..options })?;
     if plan.split().is_none() && plan.fallback().and_then(MatmulPlan::split).is_none() {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows and few_cols do)",
             plan.variant().name()
         )));
@@ -127,7 +128,7 @@ pub fn parse_variants(text: &str) -> Result<VariantSelection, String> {
     }
     let mut chosen = Vec::new();
     for name in text.split(',').map(str::trim) {
-        let v = MatmulVariant::from_str(name, true).map_err(|_| {
+        let v = name.parse::<MatmulVariant>().map_err(|_| {
             let names: Vec<&str> = MatmulVariant::ALL.iter().map(|v| v.name()).collect();
             format!("unknown variant `{name}`: choose from {}, or all", names.join(", "))
         })?;
@@ -159,7 +160,7 @@ pub struct Row {
 pub fn read_inputs(a_path: &Path, b_path: &Path) -> anyhow::Result<(Matrix, Matrix, MatmulShape)> {
     let (a, b) = (io::read_matrix(a_path)?, io::read_matrix(b_path)?);
     if a.cols != b.rows {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "{} is {}x{} and {} is {}x{}: A's columns ({}) must equal B's rows ({})",
             a_path.display(),
             a.rows,
@@ -173,7 +174,7 @@ pub fn read_inputs(a_path: &Path, b_path: &Path) -> anyhow::Result<(Matrix, Matr
         .into());
     }
     let shape = MatmulShape::new(a.rows, a.cols, b.cols).map_err(|e| {
-        HostError::InvalidInput(format!("{} ({}x{}) times {}: {e}", a_path.display(), a.rows, a.cols, b_path.display()))
+        Error::InvalidArgument(format!("{} ({}x{}) times {}: {e}", a_path.display(), a.rows, a.cols, b_path.display()))
     })?;
     Ok((a, b, shape))
 }
@@ -213,7 +214,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     let gpu = Gpu::open(device)?;
     let info = gpu.info();
     if args.plan {
-        print_plans(matmul::device_of(&gpu), &info.name, shape, args);
+        print_plans(MatmulDevice::of_gpu(&gpu), &info.name, shape, args);
         return Ok(());
     }
     let (host_a, host_b, mut mats) = match files {
@@ -308,7 +309,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         // Planned once: the check and every timed launch run this plan, so the planner's own
         // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
         // row's note; any other planning error ends the command.
-        let plan = match plan_variant(matmul::device_of(&gpu), variant, shape, args.precision, args.split_k) {
+        let plan = match plan_variant(MatmulDevice::of_gpu(&gpu), variant, shape, args.precision, args.split_k) {
             Ok(plan) => plan,
             Err(e) if !variant.supports(shape) || (args.split_k.is_some() && !variant.splits_k()) => {
                 rows.push(row(None, None, e.to_string(), variant.precision()));
@@ -316,15 +317,17 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             }
             Err(e) => return Err(e.into()),
         };
+        let options = PlanOptions { policy: args.precision, split: plan.split().filter(|_| args.split_k.is_some()) };
+        let gemm = matmul::plan_gemm(&gpu, variant, shape, options)?;
         // The planned kernel's precision: its bound and its cuBLAS baseline.
-        let precision = plan.precision();
+        let precision = gemm.precision();
         let reference = match precision.reference_precision() {
             Precision::Fp32 => reference.clone(),
             p => reference_for(p),
         };
         // The first variant that runs computes the output file's C.
         let c = if reference.is_some() || out.is_some() {
-            Some(matmul::run_plan(&gpu, &plan, &mut mats[0])?)
+            Some(matmul::run_plan(&gpu, &gemm, &mut mats[0])?)
         } else {
             None
         };
@@ -338,13 +341,13 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
                 println!("wrote C ({}x{}, computed by {}) to {path}", shape.m, shape.n, variant.name());
             }
         }
-        let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &plan, &mut mats[i % sets]))?;
+        let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &gemm, &mut mats[i % sets]))?;
         let note = match variant {
             MatmulVariant::Auto => {
                 let split = plan.split().filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
                 format!("{}: ran {}{}", args.precision, plan.variant().name(), split.unwrap_or_default())
             }
-            MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once, untimed), FP32 accumulate".into(),
+            MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
             MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
             MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
             MatmulVariant::WgmmaTf32x3 => "split-TF32 (3xTF32) tensor cores; the split timed, vs cuBLAS FP32".into(),
@@ -362,27 +365,44 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     }
     let blas = Sgemm::new(&gpu);
     for precision in precisions {
-        let (name, note) = match precision {
-            Precision::Fp32 | Precision::Tf32x3 => ("cublas sgemm", "FP32, no TF32"),
-            Precision::Bf16 => ("cublas bf16", "cublasGemmEx, BF16 inputs, FP32 compute"),
-            Precision::Tf32 => ("cublas tf32", "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32"),
-        };
-        let row = |timing, error, note: String| Row { name: name.into(), timing, error, note, precision };
-        match &blas {
-            Ok(blas) => {
-                let reference = match precision.reference_precision() {
-                    Precision::Fp32 => reference.clone(),
-                    p => reference_for(p),
-                };
-                let error = match &reference {
-                    Some(r) => Some(r.max_error(&blas.run_in(&gpu, precision, &mut mats[0])?)),
-                    None => None,
-                };
-                let timing =
-                    time_launches(&gpu, warmup, repeat, |i| blas.launch_in(&gpu, precision, &mut mats[i % sets]))?;
-                rows.push(row(Some(timing), error, note.into()));
-            }
-            Err(e) => rows.push(row(None, None, format!("unavailable: {e}"))),
+        // cublasGemmEx, then cuBLASLt with its heuristic's best algorithm (what PyTorch runs).
+        for lt in [false, true] {
+            let (name, note) = match (precision, lt) {
+                (Precision::Fp32 | Precision::Tf32x3, false) => ("cublas sgemm", "FP32, no TF32"),
+                (Precision::Bf16, false) => ("cublas bf16", "cublasGemmEx, BF16 inputs, FP32 compute"),
+                (Precision::Tf32, false) => ("cublas tf32", "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32"),
+                (Precision::Fp32 | Precision::Tf32x3, true) => ("cublaslt fp32", "cuBLASLt, heuristic's best, FP32"),
+                (Precision::Bf16, true) => ("cublaslt bf16", "cuBLASLt, heuristic's best, BF16 inputs"),
+                (Precision::Tf32, true) => ("cublaslt tf32", "cuBLASLt, heuristic's best, FAST_TF32"),
+            };
+            let row = |timing, error, note: String| Row { name: name.into(), timing, error, note, precision };
+            let blas = match &blas {
+                Ok(blas) if !lt || blas.has_lt() => blas,
+                Ok(_) => {
+                    rows.push(row(None, None, "unavailable: libcublasLt.so was not found".into()));
+                    continue;
+                }
+                Err(e) => {
+                    rows.push(row(None, None, format!("unavailable: {e}")));
+                    continue;
+                }
+            };
+            let reference = match precision.reference_precision() {
+                Precision::Fp32 => reference.clone(),
+                p => reference_for(p),
+            };
+            let run = |mats: &mut DeviceMatrices| {
+                if lt { blas.run_lt(&gpu, precision, mats) } else { blas.run_in(&gpu, precision, mats) }
+            };
+            let error = match &reference {
+                Some(r) => Some(r.max_error(&run(&mut mats[0])?)),
+                None => None,
+            };
+            let timing = time_launches(&gpu, warmup, repeat, |i| -> anyhow::Result<()> {
+                let mats = &mut mats[i % sets];
+                if lt { blas.launch_lt(&gpu, precision, mats) } else { blas.launch_in(&gpu, precision, mats) }
+            })?;
+            rows.push(row(Some(timing), error, note.into()));
         }
     }
 
@@ -394,7 +414,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             .map(|row| format!("{} (bound {:.2e})", row.name, row.precision.tolerance(shape.k)))
             .collect();
         if !failed.is_empty() {
-            return Err(HostError::InvalidInput(format!(
+            return Err(Error::InvalidArgument(format!(
                 "check failed: {} exceeded the error bound (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20; TF32x3 is about (118 + k / 64) * f32::EPSILON)",
                 failed.join(", ")
             ))
@@ -413,27 +433,30 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
 /// The report table: time, rate and ratio to the cuBLAS row of the row's baseline precision
 /// ([`Precision::baseline`]) per row.
 pub fn render(shape: MatmulShape, rows: &[Row]) -> String {
-    let cublas_ms = |p: Precision| {
+    let baseline_ms = |prefix: &str, p: Precision| {
         rows.iter()
-            .find(|r| r.name.starts_with("cublas") && r.precision == p.baseline())
+            .find(|r| r.name.starts_with(prefix) && r.precision == p.baseline())
             .and_then(|r| r.timing)
             .map(|t| t.median_ms)
     };
+    let cublas_ms = |p: Precision| baseline_ms("cublas ", p);
+    let lt_ms = |p: Precision| baseline_ms("cublaslt ", p);
     let mut out = format!(
-        "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
-        "variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "max error", "note"
+        "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
+        "variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "x cuBLASLt", "max error", "note"
     );
     for row in rows {
         let cell = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         let t = row.timing;
         out += &format!(
-            "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
+            "{:<24} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
             row.name,
             cell(t.map(|t| format!("{:.3}", t.median_ms))),
             cell(t.map(|t| format!("{:.3}", t.min_ms))),
             cell(t.map(|t| format!("{:.3}", t.max_ms))),
             cell(t.map(|t| format!("{:.0}", shape.flops() / (t.median_ms * 1e6)))),
             cell(t.zip(cublas_ms(row.precision)).map(|(t, c)| format!("{:.2}", t.median_ms / c))),
+            cell(t.zip(lt_ms(row.precision)).map(|(t, c)| format!("{:.2}", t.median_ms / c))),
             cell(row.error.map(|e| format!("{e:.1e}"))),
             row.note
         );

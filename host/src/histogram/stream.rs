@@ -15,11 +15,13 @@
 //! overflow), they are added into `u64` totals on the host and zeroed; [`plan_chunks`] marks
 //! those chunks.
 
-use crate::error::{HostError, Result, format_bytes};
+use crate::error::{Error, Result, format_bytes};
 use crate::gpu::Gpu;
-use crate::histogram::{self, Binning, BucketScratch, DeviceInput, HistogramPlan, InputType, ValuesBuf};
+use crate::histogram::{
+    self, Binning, BucketScratch, DeviceCounters, DeviceInput, HistogramPlan, InputType, ValuesBuf,
+};
 use crate::io::DataFile;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice, sys};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice, sys};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -62,7 +64,7 @@ pub struct Chunk {
 /// into them. No chunks for `n = 0`.
 ///
 /// ```
-/// use host::stream::plan_chunks;
+/// use hopper_kernels::histogram::stream::plan_chunks;
 /// let chunks = plan_chunks(10, 4, 0, u32::MAX as u64).unwrap();
 /// let lens: Vec<u64> = chunks.iter().map(|c| c.len).collect();
 /// assert_eq!(lens, [4, 4, 2]);
@@ -70,17 +72,15 @@ pub struct Chunk {
 /// ```
 pub fn plan_chunks(n: u64, chunk: u64, lead: u64, flush_limit: u64) -> Result<Vec<Chunk>> {
     if chunk == 0 {
-        return Err(HostError::InvalidInput("a chunk of 0 values: chunks need at least one value".into()));
+        return Err(Error::InvalidArgument("a chunk of 0 values: chunks need at least one value".into()));
     }
     if chunk > flush_limit {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "chunks of {chunk} values exceed the {flush_limit} values the u32 counters take between flushes"
         )));
     }
     if lead >= chunk {
-        return Err(HostError::InvalidInput(format!(
-            "a lead of {lead} values leaves nothing of a {chunk}-value chunk"
-        )));
+        return Err(Error::InvalidArgument(format!("a lead of {lead} values leaves nothing of a {chunk}-value chunk")));
     }
     let mut chunks = Vec::with_capacity(n.div_ceil(chunk) as usize + 1);
     let mut since_flush = 0u64;
@@ -121,7 +121,7 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
 /// pieces are locked in place (whole pages), of 16 bytes otherwise (whole 16-byte loads).
 ///
 /// ```
-/// use host::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
+/// use hopper_kernels::histogram::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
 /// assert!(check_chunk_bytes(256 << 20, ReadMode::Mapped).is_ok());
 /// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Pinned).is_ok());
 /// assert!(check_chunk_bytes(PAGE_BYTES + 16, ReadMode::Mapped).is_err());
@@ -129,7 +129,7 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
 pub fn check_chunk_bytes(chunk_bytes: u64, read: ReadMode) -> Result<()> {
     let granule = if read.locks() { PAGE_BYTES } else { 16 };
     if chunk_bytes < granule || !chunk_bytes.is_multiple_of(granule) {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "a chunk of {chunk_bytes} bytes: use a positive multiple of {granule} bytes ({})",
             if read.locks() { "whole pages, locked in place" } else { "whole 16-byte loads" }
         )));
@@ -160,12 +160,10 @@ pub struct StreamOptions {
     pub ahead: usize,
     /// How chunks reach the copy engine.
     pub read: ReadMode,
-    /// Show a progress bar (on a terminal).
-    pub progress: bool,
 }
 
 /// How a streamed file's chunks reach the copy engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMode {
     /// The file is mapped, and each chunk's pages are page-locked in place (read-only), so the
     /// copy engine reads the page cache directly: no CPU copy of the data.
@@ -180,7 +178,22 @@ pub enum ReadMode {
     Mixed,
 }
 
+named_enum!(ReadMode, "read mode");
+
 impl ReadMode {
+    /// Every mode.
+    pub const ALL: [Self; 4] = [Self::Mapped, Self::Pinned, Self::Copy, Self::Mixed];
+
+    /// The name `--read` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mapped => "mapped",
+            Self::Pinned => "pinned",
+            Self::Copy => "copy",
+            Self::Mixed => "mixed",
+        }
+    }
+
     /// Whether chunks are page-locked in place (then they start on [`PAGE_BYTES`] boundaries).
     pub fn locks(self) -> bool {
         matches!(self, ReadMode::Mapped | ReadMode::Mixed)
@@ -215,7 +228,6 @@ impl Default for StreamOptions {
             piece_bytes: DEFAULT_PIECE_BYTES,
             ahead: 16,
             read: ReadMode::Copy,
-            progress: false,
         }
     }
 }
@@ -312,10 +324,22 @@ pub fn histogram_file(
     binning: Binning,
     options: StreamOptions,
 ) -> Result<StreamReport> {
+    histogram_file_with_progress(gpu, plan, file, binning, options, &mut |_| {})
+}
+
+/// [`histogram_file`], calling `progress` with the bytes of each chunk once it is counted (on the
+/// calling thread): a progress bar's feed.
+pub fn histogram_file_with_progress(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    file: &DataFile,
+    binning: Binning,
+    options: StreamOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<StreamReport> {
     let element = file.element().input_type();
     let size = element.size() as u64;
-    let StreamOptions { chunk_bytes, streams: stream_count, lockers, readers, piece_bytes, ahead, read, progress } =
-        options;
+    let StreamOptions { chunk_bytes, streams: stream_count, lockers, readers, piece_bytes, ahead, read } = options;
     let lockers = if read.locks() { lockers } else { 0 };
     let readers = if read.reads() { readers } else { 0 };
     if stream_count < 2
@@ -323,7 +347,7 @@ pub fn histogram_file(
         || (lockers > 0 && ahead < stream_count.max(lockers))
         || (read.reads() && readers == 0)
     {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "{stream_count} streams, {lockers} lockers, {readers} readers and {ahead} chunks locked ahead ({read:?}): streaming needs at least 2 streams, a thread for each way of reading, and room to lock a chunk per stream and per locker"
         )));
     }
@@ -371,7 +395,7 @@ pub fn histogram_file(
         binning,
         counts: gpu.zeros(bins)?,
         totals: &mut totals,
-        bar: progress.then(|| progress_bar(file.bytes())),
+        progress,
     };
     // The zeroed buffers and counters are complete before the streams use them.
     gpu.synchronize()?;
@@ -383,9 +407,6 @@ pub fn histogram_file(
     let result = stream_chunks(gpu, plan, file, &chunks, &pieces, &mut counter, producers, &tallies, &mut start);
     let seconds = start.elapsed().as_secs_f64();
     let setup_s = (start - setup).as_secs_f64();
-    if let Some(bar) = counter.bar.take() {
-        bar.finish_and_clear();
-    }
     result?;
     Ok(StreamReport {
         counts: totals,
@@ -453,7 +474,7 @@ impl Lanes {
 /// the copy, later on the slot's stream, cannot overwrite values not yet counted.
 ///
 /// ```
-/// use host::stream::copies_wait_for_counts;
+/// use hopper_kernels::histogram::stream::copies_wait_for_counts;
 /// assert_eq!(copies_wait_for_counts(1, 2), 0);
 /// assert_eq!(copies_wait_for_counts(2, 2), 1);
 /// assert_eq!(copies_wait_for_counts(7, 3), 5);
@@ -508,7 +529,7 @@ struct Counter<'a> {
     binning: Binning,
     counts: CudaSlice<u32>,
     totals: &'a mut Vec<u64>,
-    bar: Option<indicatif::ProgressBar>,
+    progress: &'a mut dyn FnMut(u64),
 }
 
 impl Counter<'_> {
@@ -517,9 +538,18 @@ impl Counter<'_> {
     fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk) -> Result<()> {
         let slot = chunk.index % self.lanes.streams.len();
         let stream = &self.lanes.streams[slot];
-        let input =
-            DeviceInput { bytes: &self.device[slot], element: self.element, binning: self.binning, n: chunk.len };
-        histogram::launch_into(gpu, plan, stream, &input, &mut self.counts, &mut self.scratch[slot])?;
+        {
+            let (values, _values_sync) = self.device[slot].device_ptr(stream);
+            let bins = self.counts.len();
+            let (counts, _counts_sync) = self.counts.device_ptr_mut(stream);
+            // SAFETY: the chunk buffer (an allocation: 16-byte aligned) holds the chunk's len
+            // values, copied on this stream before; the counters hold bins u32; both live for
+            // the run.
+            let (input, counters) = unsafe {
+                (DeviceInput::new(values, self.element, self.binning, chunk.len), DeviceCounters::new(counts, bins))
+            };
+            histogram::launch_into(gpu, plan, stream, &input, counters, &mut self.scratch[slot])?;
+        }
         if chunk.flush_after {
             self.synchronize()?;
             let stream = &self.lanes.streams[0];
@@ -530,9 +560,7 @@ impl Counter<'_> {
                 *t += p as u64;
             }
         }
-        if let Some(bar) = &self.bar {
-            bar.inc(self.element.size() as u64 * chunk.len);
-        }
+        (self.progress)(self.element.size() as u64 * chunk.len);
         Ok(())
     }
 
@@ -604,7 +632,7 @@ pub struct Piece {
 /// in order.
 ///
 /// ```
-/// use host::stream::{plan_chunks, plan_pieces};
+/// use hopper_kernels::histogram::stream::{plan_chunks, plan_pieces};
 /// let chunks = plan_chunks(10, 4, 0, u32::MAX as u64).unwrap();
 /// let pieces = plan_pieces(&chunks, 2, 0).unwrap();
 /// let lens: Vec<u64> = pieces.iter().map(|p| p.len).collect();
@@ -612,7 +640,7 @@ pub struct Piece {
 /// ```
 pub fn plan_pieces(chunks: &[Chunk], piece: u64, lead: u64) -> Result<Vec<Piece>> {
     if piece == 0 || lead >= piece {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "pieces of {piece} values with a lead of {lead}: pieces need more values than the lead"
         )));
     }
@@ -633,7 +661,7 @@ pub fn plan_pieces(chunks: &[Chunk], piece: u64, lead: u64) -> Result<Vec<Piece>
 /// whole chunks.
 ///
 /// ```
-/// use host::stream::piece_bytes_for;
+/// use hopper_kernels::histogram::stream::piece_bytes_for;
 /// assert_eq!(piece_bytes_for(256 << 20, 64 << 20), 64 << 20);
 /// assert_eq!(piece_bytes_for(96 << 20, 64 << 20), 96 << 20);
 /// ```
@@ -718,18 +746,17 @@ fn stream_chunks(
     let ctx = gpu.context();
     let size = file.element().size() as usize;
     let handle = file.reopen()?;
-    let map =
-        if lockers > 0 || from_map {
-            // SAFETY: a read-only mapping of a file this process does not write. Another process
-            // that truncated the file during the run could make reads past its new end fault; that
-            // is the documented limit of mapped reads (ReadMode::Pinned has none).
-            Some(unsafe { memmap2::Mmap::map(&handle) }.map_err(|e| HostError::File {
-                path: file.path().to_path_buf(),
-                problem: format!("cannot map it: {e}"),
-            })?)
-        } else {
-            None
-        };
+    let map = if lockers > 0 || from_map {
+        // SAFETY: a read-only mapping of a file this process does not write. Another process
+        // that truncated the file during the run could make reads past its new end fault; that
+        // is the documented limit of mapped reads (ReadMode::Pinned has none).
+        Some(
+            unsafe { memmap2::Mmap::map(&handle) }
+                .map_err(|e| Error::File { path: file.path().to_path_buf(), problem: format!("cannot map it: {e}") })?,
+        )
+    } else {
+        None
+    };
     let base = map.as_ref().map_or(0, |m| m.as_ptr() as usize);
     let map_len = map.as_ref().map_or(0, |m| m.len() as u64);
     let data_offset = file.data_offset();
@@ -781,7 +808,7 @@ fn stream_chunks(
         // them all, the tokens close and lockers waiting for one stop.
         let unlocker = scope.spawn(move || -> Result<()> {
             let tokens = token_tx;
-            let mut outcome = ctx.bind_to_thread().map_err(HostError::from);
+            let mut outcome = ctx.bind_to_thread().map_err(Error::from);
             for done in unlock_rx {
                 let waited = Instant::now();
                 let synced = done.copied.synchronize();
@@ -791,7 +818,7 @@ fn stream_chunks(
                 // streams first had enqueuing it failed).
                 let unlocked = unsafe { unlock(done.pages) };
                 tally(&tallies.unlock_ns, unlocking);
-                outcome = outcome.and(synced.map_err(HostError::from)).and(unlocked);
+                outcome = outcome.and(synced.map_err(Error::from)).and(unlocked);
                 let _ = tokens.send(done.copied);
             }
             outcome
@@ -827,7 +854,7 @@ fn stream_chunks(
                     let sent = match locked {
                         Ok(()) => ready_tx.send(Ok(Ready::Locked(piece, pages, event))).is_ok(),
                         Err(e) => {
-                            let _ = ready_tx.send(Err(HostError::InvalidInput(format!(
+                            let _ = ready_tx.send(Err(Error::InvalidArgument(format!(
                                 "cannot page-lock the mapped file for the copy engine ({e}): use --read pinned"
                             ))));
                             return;
@@ -860,7 +887,7 @@ fn stream_chunks(
                     }
                     let Some(&piece) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
                     let reading = Instant::now();
-                    let filled = synced.map_err(HostError::from).and_then(|()| {
+                    let filled = synced.map_err(Error::from).and_then(|()| {
                         if from_map {
                             let first = base + data_offset as usize + size * piece.first as usize;
                             // SAFETY: the piece's bytes lie in the mapping, which outlives this
@@ -912,7 +939,7 @@ fn stream_chunks(
                     while !early.contains_key(&piece.index) {
                         let got = ready_rx
                             .recv()
-                            .map_err(|_| HostError::InvalidInput("the file readers stopped".into()))??;
+                            .map_err(|_| Error::InvalidArgument("the file readers stopped".into()))??;
                         early.insert(got.index(), got);
                     }
                     tally(&tallies.ready_wait_ns, waited);
@@ -951,7 +978,7 @@ fn stream_chunks(
         // Every locked piece's copy is enqueued; the unlocker unlocks them as they finish.
         let synced = counter.synchronize();
         drop(unlock_tx);
-        let unlocked = unlocker.join().unwrap_or_else(|_| Err(HostError::InvalidInput("the unlocker panicked".into())));
+        let unlocked = unlocker.join().unwrap_or_else(|_| Err(Error::InvalidArgument("the unlocker panicked".into())));
         counted.and(synced).and(unlocked)
     });
     // Pieces prepared but never copied: locked ones are unlocked (one failed unlock neither skips
@@ -977,17 +1004,6 @@ fn fill(file: &DataFile, handle: &std::fs::File, buf: &mut Staging, piece: Piece
         file.read_bytes_at(handle, piece.first + (i * READ_PIECE_VALUES) as u64, part)?;
     }
     Ok(())
-}
-
-fn progress_bar(bytes: u64) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(bytes);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}, {eta} left",
-        )
-        .expect("a valid template"),
-    );
-    bar
 }
 
 /// The pinned host-to-device copy bandwidth, GB/s: `repeat` copies of `bytes` from page-locked

@@ -2,7 +2,7 @@
 //! ([`ValuesBuf`]), the checked [`Binning`] of a type, and the exact CPU histogram of any input.
 
 use super::{Binning, Element, InputType};
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 
 /// A borrowed slice of histogram input values: what the library API takes.
 #[derive(Debug, Clone, Copy)]
@@ -92,24 +92,24 @@ pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -
     super::check_bins(bins)?;
     let nbins = bins as u32;
     match (element, range) {
-        (InputType::F32, None) => Err(HostError::InvalidInput(
+        (InputType::F32, None) => Err(Error::InvalidArgument(
             "f32 values need a range LO, HI (`--range LO,HI` on the command line, `range` in the library): even bins over [LO, HI], as numpy.histogram".into(),
         )),
         (InputType::F32, Some((lo, hi))) => {
             if bins > MAX_F32_BINS {
-                return Err(HostError::InvalidInput(format!(
+                return Err(Error::InvalidArgument(format!(
                     "{bins} f32 bins: the bin is computed in f32, whose 24-bit significand tells at most {MAX_F32_BINS} bins apart (above 2^24 some bins could never be hit)"
                 )));
             }
             if !lo.is_finite() || !hi.is_finite() {
-                return Err(HostError::InvalidInput(format!("range {lo},{hi}: both ends must be finite")));
+                return Err(Error::InvalidArgument(format!("range {lo},{hi}: both ends must be finite")));
             }
             if lo >= hi {
-                return Err(HostError::InvalidInput(format!("range {lo},{hi}: LO must be below HI")));
+                return Err(Error::InvalidArgument(format!("range {lo},{hi}: LO must be below HI")));
             }
             let binning = Binning::range(nbins, lo, hi);
             if !(hi - lo).is_finite() || !binning.scale.is_finite() || binning.scale <= 0.0 {
-                return Err(HostError::InvalidInput(format!(
+                return Err(Error::InvalidArgument(format!(
                     "range {lo},{hi}: {bins} bins over it have no finite f32 width (HI - LO = {}, bins / (HI - LO) = {})",
                     hi - lo,
                     binning.scale
@@ -117,7 +117,7 @@ pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -
             }
             Ok(binning)
         }
-        (other, Some(_)) => Err(HostError::InvalidInput(format!(
+        (other, Some(_)) => Err(Error::InvalidArgument(format!(
             "--range applies to f32 values only; {} value v counts in bin v",
             other.name()
         ))),

@@ -53,7 +53,7 @@ use super::shape::MatmulShape;
 use super::split_k::{SplitK, reduce_plan};
 use super::variant::MatmulVariant;
 use super::{naive, sgemm, sgemm_warp_tiled, skinny, tiled};
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
     FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_blocks_per_sm,
@@ -252,11 +252,11 @@ pub struct PlanOptions {
 /// by the rules in the [module documentation](self).
 ///
 /// ```
-/// use host::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
 /// let p = plan(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
 /// assert_eq!(p.variant(), MatmulVariant::WgmmaTf32x3);
 /// assert_eq!(p.fallback().unwrap().variant(), MatmulVariant::SgemmWarpTiled);
-/// # Ok::<(), host::HostError>(())
+/// # Ok::<(), hopper_kernels::Error>(())
 /// ```
 pub fn plan(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) -> Result<MatmulPlan> {
     plan_with(variant, shape, device, PlanOptions::default())
@@ -298,7 +298,7 @@ pub fn plan_with(
     let kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
         MatmulVariant::FewCols => few_cols_kernel(shape.n as u32).unwrap_or(FEW_COLS_KERNELS[4].1),
-        v => v.kernel().ok_or_else(|| HostError::InvalidInput(format!("{} names no kernel", v.name())))?,
+        v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
     };
     let forced = |s: SplitK| (s, "split forced".to_string());
     let (launch, split, split_why) = match variant {
@@ -329,7 +329,7 @@ pub fn plan_with(
             (super::wgmma::plan(shape, device, kernel)?, None, String::new())
         }
         MatmulVariant::Auto | MatmulVariant::WgmmaTf32x3 => {
-            return Err(HostError::InvalidInput(format!("{} is planned above", variant.name())));
+            return Err(Error::InvalidArgument(format!("{} is planned above", variant.name())));
         }
     };
     if let Some(s) = split {
@@ -346,14 +346,14 @@ pub fn plan_with(
 fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
     let granule = super::split_k::CHUNK_GRANULE;
     if s.splits == 0 || s.k_chunk == 0 || !s.k_chunk.is_multiple_of(granule) {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "invalid split of k: {} splits of {} (a positive multiple of {granule})",
             s.splits, s.k_chunk
         )));
     }
     let (k, covered) = (shape.k as u64, s.splits as u64 * s.k_chunk as u64);
     if covered < k {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "{} splits of {} columns cover {covered} of k = {k}: a split's length is a u32 multiple of {granule}, \
              at most {}, so this k needs at least {} splits",
             s.splits,
@@ -363,14 +363,14 @@ fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
         )));
     }
     if (s.splits as u64 - 1) * s.k_chunk as u64 >= k {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "{} splits of {} columns leave splits past k = {k}",
             s.splits, s.k_chunk
         )));
     }
     let len = shape.m as u64 * shape.n as u64;
     if s.splits > 1 && len > u32::MAX as u64 {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "a split of k for {shape}: the split-K reduction takes m * n = {len} outputs, at most {} (u32)",
             u32::MAX
         )));

@@ -45,7 +45,7 @@ pub const F32_UNDERFLOW_UNIT: f64 = 1.0 / (1u128 << 100) as f64 / (1u64 << 50) a
 /// names what it guarantees on every input; `auto` then runs the fastest kernel that keeps it.
 ///
 /// ```
-/// use host::matmul::PrecisionPolicy;
+/// use hopper_kernels::matmul::PrecisionPolicy;
 /// assert_eq!(PrecisionPolicy::default(), PrecisionPolicy::High);
 /// assert_eq!("highest".parse::<PrecisionPolicy>().unwrap(), PrecisionPolicy::Highest);
 /// assert!("fast".parse::<PrecisionPolicy>().unwrap_err().contains("highest, high, medium"));

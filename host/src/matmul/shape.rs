@@ -1,9 +1,9 @@
 //! The problem every matmul kernel solves, and the grid arithmetic the planners share.
 
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 
 /// `C[m x n] = A[m x k] * B[k x n]`, row-major `f32`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct MatmulShape {
     /// Rows of `A` and `C`.
     pub m: usize,
@@ -18,13 +18,10 @@ impl MatmulShape {
     pub fn new(m: usize, k: usize, n: usize) -> Result<Self> {
         for (name, v) in [("m", m), ("k", k), ("n", n)] {
             if v == 0 {
-                return Err(HostError::InvalidInput(format!("{name} is 0: every matrix dimension must be at least 1")));
+                return Err(Error::ZeroDimension { name });
             }
             if v > u32::MAX as usize {
-                return Err(HostError::InvalidInput(format!(
-                    "{name} = {v} exceeds the kernels' limit of {}",
-                    u32::MAX
-                )));
+                return Err(Error::LimitExceeded { what: name.into(), value: v as u64, limit: u32::MAX as u64 });
             }
         }
         Ok(Self { m, k, n })
@@ -51,7 +48,7 @@ impl MatmulShape {
     pub fn check_lens(&self, a: usize, b: usize, c: usize) -> Result<()> {
         let (la, lb, lc) = self.lens();
         if (a, b, c) != (la, lb, lc) {
-            return Err(HostError::InvalidInput(format!(
+            return Err(Error::InvalidArgument(format!(
                 "matrix lengths A={a}, B={b}, C={c} do not match m={}, k={}, n={} (expected {la}, {lb}, {lc})",
                 self.m, self.k, self.n
             )));
@@ -74,7 +71,7 @@ pub fn grid_over_c(shape: MatmulShape, block_x: u32, block_y: u32) -> Result<(u3
     let gx = shape.n.div_ceil(block_x as usize);
     let gy = shape.m.div_ceil(block_y as usize);
     if gy > MAX_GRID_Y as usize || gx > i32::MAX as usize {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "{shape} needs a grid of {gx} x {gy} blocks; CUDA allows at most {} x {MAX_GRID_Y}",
             i32::MAX
         )));

@@ -2,7 +2,7 @@
 
 use super::shape::MatmulShape;
 use super::split_k::SplitK;
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
     FEW_COLS_MAX_N, FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS,
@@ -20,7 +20,7 @@ pub fn few_cols_blocks(shape: MatmulShape) -> usize {
 
 fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
     u32::try_from(blocks).ok().filter(|&b| b <= i32::MAX as u32).ok_or_else(|| {
-        HostError::InvalidInput(format!("{shape} needs {blocks} blocks of {what}; CUDA allows at most {}", i32::MAX))
+        Error::InvalidArgument(format!("{shape} needs {blocks} blocks of {what}; CUDA allows at most {}", i32::MAX))
     })
 }
 
@@ -52,7 +52,7 @@ fn narrow_blocks(
     shape: MatmulShape,
 ) -> Result<u32> {
     if len > limit as usize {
-        return Err(HostError::InvalidInput(format!(
+        return Err(Error::InvalidArgument(format!(
             "{kernel} multiplies at most {limit} {what}; {shape} has {side} = {len}: use auto or sgemm"
         )));
     }

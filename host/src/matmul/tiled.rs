@@ -1,7 +1,7 @@
 //! Launch planning for `kernels::matmul_tiled` (`matmul_tiled16`, `matmul_tiled32`).
 
 use super::shape::{MatmulShape, grid_over_c};
-use crate::error::{HostError, Result};
+use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 
 /// Tile sizes the PTX has a kernel for.
@@ -11,7 +11,7 @@ pub const TILES: [u32; 2] = [16, 32];
 /// shared memory (`kernels::matmul::tiled::shared_bytes`), so no dynamic shared memory.
 pub fn plan(tile: u32, shape: MatmulShape) -> Result<LaunchConfig> {
     if !TILES.contains(&tile) {
-        return Err(HostError::InvalidInput(format!("no tiled kernel for tile {tile}; tiles: {TILES:?}")));
+        return Err(Error::InvalidArgument(format!("no tiled kernel for tile {tile}; tiles: {TILES:?}")));
     }
     Ok(LaunchConfig { grid_dim: grid_over_c(shape, tile, tile)?, block_dim: (tile, tile, 1), shared_mem_bytes: 0 })
 }

@@ -6,9 +6,8 @@ use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
 
 /// The GPU matmul variants: `auto` (the planner's choice under a [`PrecisionPolicy`]) and each
 /// kernel family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum MatmulVariant {
     /// The planner picks the kernel and its configuration from the shape, the device and the
     /// precision policy ([`super::plan`]): under the default `high`, wide products on Hopper run
@@ -54,6 +53,8 @@ pub enum MatmulVariant {
     /// cuBLAS FP32.
     WgmmaTf32x3,
 }
+
+named_enum!(MatmulVariant, "matmul variant");
 
 impl MatmulVariant {
     /// Every variant: the planners first, then the kernels simplest first.
@@ -207,10 +208,11 @@ mod tests {
     }
 
     #[test]
-    fn cli_names_round_trip_through_clap() {
-        use clap::ValueEnum;
+    fn names_round_trip_through_from_str() {
         for v in MatmulVariant::ALL {
-            assert_eq!(MatmulVariant::from_str(v.name(), true).unwrap(), v);
+            assert_eq!(v.name().parse::<MatmulVariant>().unwrap(), v);
+            assert_eq!(v.to_string(), v.name());
         }
+        assert!("sgem".parse::<MatmulVariant>().unwrap_err().contains("choose from auto, naive"));
     }
 }

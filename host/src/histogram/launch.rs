@@ -1,0 +1,334 @@
+//! The launches of a planned histogram on device buffers: the tier's kernel (three passes for the
+//! bucketed tier, two for the sorted), adding into counters without zeroing them.
+
+use super::HistogramTier;
+use super::occupancy::{cluster_attribute, cluster_launch_config, prepared_function, tile_sort_threads};
+use super::plan::*;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kernels::histogram::bucketed::{self, SCATTER_THREADS};
+use kernels::histogram::shared_bytes;
+use kernels::histogram::sorted;
+use kernels::histogram::{Binning, InputType};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// The bucketed and sorted tiers' buffers: each value's low bits (bucket after bucket, or tile
+/// after tile sorted by bucket), per bucket its count and the scatter's cursor, and the sorted
+/// tier's table of where each bucket starts in each tile. One per stream that launches these
+/// tiers; allocated by [`launch_into`] on first use and grown when a launch needs more.
+pub struct BucketScratch {
+    keys: CudaSlice<u16>,
+    bucket_counts: CudaSlice<u32>,
+    cursors: CudaSlice<u32>,
+    table: CudaSlice<u32>,
+}
+
+impl BucketScratch {
+    /// Makes `scratch` hold at least `keys` keys and `table` table entries (reallocating both when
+    /// either is short), checking free memory first.
+    fn ensure<'a>(gpu: &Gpu, scratch: &'a mut Option<Self>, keys: u64, table: u64) -> Result<&'a mut Self> {
+        let (keys, table) = (keys.max(8), table.max(1));
+        if scratch.as_ref().is_none_or(|s| (s.keys.len() as u64) < keys || (s.table.len() as u64) < table) {
+            gpu.ensure_not_capturing("the bucketed and sorted histogram tiers' scratch")?;
+            *scratch = None;
+            let buckets = bucketed::MAX_BUCKETS as u64;
+            gpu.ensure_fits(
+                &format!("the bucketed tiers' scratch for {keys} keys and {table} table entries"),
+                2 * keys + 4 * table + 8 * buckets,
+            )?;
+            *scratch = Some(Self {
+                keys: gpu.zeros(keys as usize)?,
+                bucket_counts: gpu.zeros(buckets as usize)?,
+                cursors: gpu.zeros(buckets as usize)?,
+                table: gpu.zeros(table as usize)?,
+            });
+        }
+        Ok(scratch.as_mut().expect("allocated above"))
+    }
+}
+
+/// Values on the device as the kernels read them: a device address that holds `n` values of
+/// `element` (16-byte aligned where the kernels read 16 bytes at a time), counted by `binning`.
+/// Built only by [`DeviceInput::new`] (or from a checked device slice by [`super::Histogram`]),
+/// so a launch can trust it.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceInput {
+    address: u64,
+    element: InputType,
+    binning: Binning,
+    n: u64,
+}
+
+impl DeviceInput {
+    /// Values at `address`, `n` of `element`, counted by `binning`.
+    ///
+    /// # Safety
+    /// `address` is a live device allocation of this context holding at least `n` values of
+    /// `element`, 16-byte aligned, and nothing writes it until the launches that read it finish.
+    pub unsafe fn new(address: u64, element: InputType, binning: Binning, n: u64) -> Self {
+        Self { address, element, binning, n }
+    }
+
+    /// The values' type.
+    pub fn element(&self) -> InputType {
+        self.element
+    }
+
+    /// How many values.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+/// Counters on the device: `bins` `u32` at a device address.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceCounters {
+    address: u64,
+    bins: usize,
+}
+
+impl DeviceCounters {
+    /// `bins` counters at `address`.
+    ///
+    /// # Safety
+    /// `address` is a live device allocation of this context holding at least `bins` `u32`, that
+    /// nothing but histogram launches writes while they run.
+    pub unsafe fn new(address: u64, bins: usize) -> Self {
+        Self { address, bins }
+    }
+}
+
+/// Enqueues the planned kernel on `stream`, adding the counts of the `input` values into
+/// `counts` without zeroing them first: several launches, on any streams, add into one set of
+/// counters (the kernels add atomically). The bucketed tier keeps its buffers in `scratch`, one
+/// per stream. Nothing is launched for `n = 0`; more than `u32::MAX` values are refused (the
+/// counts and the bucketed tier's offsets are `u32`).
+pub fn launch_into(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &DeviceInput,
+    counts: DeviceCounters,
+    scratch: &mut Option<BucketScratch>,
+) -> Result<()> {
+    check_launch(plan, counts.bins, input.binning, input.n)?;
+    let n = input.n;
+    if n == 0 {
+        return Ok(());
+    }
+    let func = prepared_function(gpu, plan, input.element)?;
+    let Binning { nbins, lo, hi, scale } = input.binning;
+    let aggregate = plan.aggregate() as u32;
+    let (bytes, counts) = (&input.address, &counts.address);
+    match plan.tier() {
+        HistogramTier::Shared => {
+            let mut launch = stream.launch_builder(&func);
+            let shift = 0u32;
+            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+            let copies = plan.copies();
+            launch.arg(&shift).arg(&copies).arg(&aggregate);
+            // SAFETY: kernel contract (kernels::histogram): input holds n values of the kernel's
+            // type (checked above), counts holds nbins counters, copies is a power of two up to
+            // 32 and the launch provides nbins * copies * 4 bytes of shared memory.
+            unsafe { launch.launch(plan.launch_config()) }?;
+        }
+        HistogramTier::Global => {
+            let mut launch = stream.launch_builder(&func);
+            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+            launch.arg(&aggregate);
+            // SAFETY: kernel contract: input holds n values, counts holds nbins counters.
+            unsafe { launch.launch(LaunchConfig { shared_mem_bytes: 0, ..plan.launch_config() }) }?;
+        }
+        HistogramTier::Bucketed => {
+            let s = BucketScratch::ensure(gpu, scratch, n, 1)?;
+            launch_bucketed(gpu, plan, stream, input, counts, s, &func)?;
+        }
+        HistogramTier::Sorted => {
+            let threads = tile_sort_threads(gpu, input.element, plan.threads_per_block())?;
+            let tile = sorted::tile_values(threads, input.element.size());
+            let tiles = sorted::tiles(n, tile);
+            let buckets = bucketed::bucket_count(nbins, plan.bucket_shift());
+            let s = BucketScratch::ensure(gpu, scratch, sorted::keys_len(n, tile), sorted::table_len(buckets, tiles))?;
+            launch_sorted(gpu, plan, stream, input, counts, s, &func, threads)?;
+        }
+        HistogramTier::Cluster => {
+            let (mut input_ptr, mut n, mut counts, mut nbins, mut lo, mut hi, mut scale, mut per_block, mut aggregate) =
+                (*bytes, n, *counts, nbins, lo, hi, scale, plan.bins_per_block(), aggregate);
+            let mut params: [*mut c_void; 9] = [
+                (&mut input_ptr as *mut u64).cast(),
+                (&mut n as *mut u64).cast(),
+                (&mut counts as *mut u64).cast(),
+                (&mut nbins as *mut u32).cast(),
+                (&mut lo as *mut f32).cast(),
+                (&mut hi as *mut f32).cast(),
+                (&mut scale as *mut f32).cast(),
+                (&mut per_block as *mut u32).cast(),
+                (&mut aggregate as *mut u32).cast(),
+            ];
+            let mut attr = cluster_attribute(plan.cluster_size());
+            let config = cluster_launch_config(plan, stream, &mut attr);
+            // SAFETY: kernel contract: the parameters match histogram_cluster_*'s signature, the
+            // grid is a multiple of the cluster size, cluster_size * bins_per_block >= bins, and
+            // the dynamic shared memory is bins_per_block * 4 bytes.
+            unsafe {
+                sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut())
+                    .result()?
+            };
+        }
+    }
+    Ok(())
+}
+
+/// Fails unless a launch of `plan` can count `n` values by `binning` into `counts` counters: the
+/// bin counts agree, and `n` fits the kernels' `u32` counts and the bucketed tier's `u32` offsets.
+fn check_launch(plan: &HistogramPlan, counts: usize, binning: Binning, n: u64) -> Result<()> {
+    if plan.bins() as usize != counts || binning.nbins != plan.bins() {
+        return Err(Error::InvalidArgument(format!(
+            "the plan is for {} bins, the counters hold {counts} and the binning has {}",
+            plan.bins(),
+            binning.nbins
+        )));
+    }
+    if n > u32::MAX as u64 {
+        return Err(Error::LimitExceeded {
+            what: "values in one launch (the counters are u32)".into(),
+            value: n,
+            limit: u32::MAX as u64,
+        });
+    }
+    Ok(())
+}
+
+/// The bucketed tier's three passes on `stream`; `bins_pass` is the prepared bins-pass kernel.
+fn launch_bucketed(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &DeviceInput,
+    counts: &u64,
+    s: &mut BucketScratch,
+    bins_pass: &CudaFunction,
+) -> Result<()> {
+    stream.memset_zeros(&mut s.bucket_counts)?;
+    stream.memset_zeros(&mut s.cursors)?;
+    let (element, n) = (input.element, input.n);
+    let Binning { nbins, lo, hi, scale } = input.binning;
+    let (shift, copies, no_aggregate) = (plan.bucket_shift(), plan.copies(), 0u32);
+    let buckets = bucketed::bucket_count(nbins, shift);
+    let count_pass = gpu.function(element.kernels().shared)?;
+    let count_shared = shared_bytes(buckets * copies);
+    count_pass.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, count_shared as i32)?;
+    let mut launch = stream.launch_builder(&count_pass);
+    launch.arg(&input.address).arg(&n).arg(&mut s.bucket_counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+    launch.arg(&shift).arg(&copies).arg(&no_aggregate);
+    let cfg = LaunchConfig {
+        grid_dim: (plan.count_blocks(), 1, 1),
+        block_dim: (THREADS_PER_BLOCK, 1, 1),
+        shared_mem_bytes: count_shared,
+    };
+    // SAFETY: kernel contract (kernels::histogram) with `shift`: bucket_counts holds
+    // ((nbins - 1) >> shift) + 1 <= MAX_BUCKETS counters, and the launch provides that many
+    // times `copies` (a power of two up to 32) times 4 bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    let scatter = gpu.function(element.kernels().scatter)?;
+    let mut launch = stream.launch_builder(&scatter);
+    launch.arg(&input.address).arg(&n).arg(&nbins).arg(&lo).arg(&hi).arg(&scale).arg(&shift);
+    launch.arg(&s.bucket_counts).arg(&mut s.cursors).arg(&mut s.keys);
+    let cfg = LaunchConfig {
+        grid_dim: (plan.scatter_blocks(), 1, 1),
+        block_dim: (SCATTER_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: kernel contract (kernels::histogram::bucketed): the bucket counts are complete
+    // (same stream), cursors are zeroed, keys holds n u16, the block has SCATTER_THREADS threads.
+    unsafe { launch.launch(cfg) }?;
+    let aggregate = plan.aggregate() as u32;
+    let mut launch = stream.launch_builder(bins_pass);
+    launch.arg(&s.keys).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&aggregate);
+    let cfg = plan.launch_config();
+    // SAFETY: kernel contract: keys and bucket counts are complete, counts holds nbins zeroed
+    // counters, the launch provides 2^shift * 4 bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+/// The sorted tier's two passes on `stream`; `bins_pass` is the prepared bins-pass kernel, and
+/// the tile sort runs `threads` threads per block (from `tile_sort_threads`).
+#[allow(clippy::too_many_arguments)]
+fn launch_sorted(
+    gpu: &Gpu,
+    plan: &HistogramPlan,
+    stream: &Arc<CudaStream>,
+    input: &DeviceInput,
+    counts: &u64,
+    s: &mut BucketScratch,
+    bins_pass: &CudaFunction,
+    threads: u32,
+) -> Result<()> {
+    stream.memset_zeros(&mut s.bucket_counts)?;
+    let (element, n) = (input.element, input.n);
+    let Binning { nbins, lo, hi, scale } = input.binning;
+    let shift = plan.bucket_shift();
+    let buckets = bucketed::bucket_count(nbins, shift);
+    if plan.blocks() <= buckets {
+        return Err(Error::InvalidArgument(format!(
+            "the sorted tier's bins pass needs more than {buckets} blocks; the plan has {}",
+            plan.blocks()
+        )));
+    }
+    let tile = sorted::tile_values(threads, element.size());
+    let stage = sorted::stage_bytes(threads, element.size());
+    let tile_sort = gpu.function(element.kernels().tile_sort)?;
+    tile_sort.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, stage as i32)?;
+    let mut launch = stream.launch_builder(&tile_sort);
+    launch.arg(&input.address).arg(&n).arg(&nbins).arg(&lo).arg(&hi).arg(&scale).arg(&shift);
+    launch.arg(&mut s.keys).arg(&mut s.table).arg(&mut s.bucket_counts);
+    let tiles = sorted::tiles(n, tile);
+    let cfg = LaunchConfig {
+        grid_dim: ((plan.scatter_blocks() as u64).min(tiles) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: stage,
+    };
+    // SAFETY: kernel contract (kernels::histogram::sorted): input holds n <= u32::MAX values
+    // (check_launch), keys holds keys_len(n, tile) u16, table table_len(buckets, tiles) u32
+    // (BucketScratch::ensure), the totals are zeroed, buckets <= MAX_BUCKETS (the plan), threads
+    // is a multiple of 32 up to MAX_THREADS (the plan) that the kernel's registers allow, and the
+    // launch provides stage_bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    let mut launch = stream.launch_builder(bins_pass);
+    launch.arg(&s.keys).arg(&s.table).arg(&s.bucket_counts).arg(counts).arg(&nbins).arg(&shift).arg(&n).arg(&tile);
+    let cfg = plan.launch_config();
+    // SAFETY: kernel contract: the tile sort completed on this stream with the same n, shift and
+    // tile; counts holds nbins counters; the grid has more than `buckets` blocks and the launch
+    // provides 2^shift * 4 bytes of shared memory.
+    unsafe { launch.launch(cfg) }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launches_need_matching_bins_and_at_most_u32_max_values() {
+        let plan = plan_for(&crate::histogram::HistogramLimits::H100, 256, PlanRequest::default()).unwrap();
+        let b = Binning::integers(256);
+        assert!(check_launch(&plan, 256, b, 4).is_ok());
+        assert!(check_launch(&plan, 256, b, 0).is_ok());
+        let err = |r: Result<()>| r.unwrap_err().to_string();
+        assert!(err(check_launch(&plan, 255, b, 4)).contains("the counters hold 255"));
+        assert!(err(check_launch(&plan, 256, Binning::integers(7), 4)).contains("binning has 7"));
+        let max = u32::MAX as u64;
+        assert!(check_launch(&plan, 256, b, max).is_ok());
+        let over = err(check_launch(&plan, 256, b, max + 1));
+        assert!(over.contains("counters are u32"), "{over}");
+    }
+}

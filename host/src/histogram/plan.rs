@@ -1,0 +1,786 @@
+//! The pure planner: from the bin count, the request and the device's limits to the tier, its
+//! grid, copies, buckets and shared memory ([`plan_for`]), with the reasons `--plan` prints.
+
+use super::{HistogramLimits, HistogramTier};
+use crate::error::{Error, Result, format_bytes};
+use cudarc::driver::LaunchConfig;
+use kernels::histogram::InputType;
+use kernels::histogram::bucketed::{self, SCATTER_THREADS};
+use kernels::histogram::shared_bytes;
+use kernels::histogram::sorted::{self};
+
+/// Threads per block unless the request names another count.
+pub const THREADS_PER_BLOCK: u32 = 512;
+
+/// What the caller fixes of a plan; `None` leaves the choice to the planner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanRequest {
+    /// The tier.
+    pub tier: Option<HistogramTier>,
+    /// Blocks per cluster (cluster tier only).
+    pub cluster_size: Option<u32>,
+    /// Threads per block: a multiple of 32 up to 1024.
+    pub threads_per_block: Option<u32>,
+    /// Private copies per block (shared tier only): a power of two from 1 to 32.
+    pub copies: Option<u32>,
+    /// Whether warps merge warp-uniform bins before adding.
+    pub aggregate: Option<bool>,
+    /// The input type, where the planner's choice depends on it (`u8` values take 1024-thread
+    /// blocks in the shared tier; the sorted tier's tiles; the kernel whose occupancy sizes the
+    /// grid); `None` plans for `i32`.
+    pub element: Option<InputType>,
+    /// Bits of the bin below the bucket (bucketed and sorted tiers): buckets of `2^bits` bins.
+    pub bucket_shift: Option<u32>,
+}
+
+/// Portable cluster size limit; larger clusters need the non-portable function attribute.
+pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
+
+/// The narrowest bucket the planner uses in the bucketed tier, in bits of the bin: 2^14
+/// counters take 64 KiB, so three blocks of the bins pass share an SM.
+pub const MIN_BUCKET_SHIFT: u32 = 14;
+
+/// Waves of resident blocks the sorted tier's bins pass runs: the kernel shares the grid out among
+/// the buckets in proportion to their values, so a whole number of waves leaves no partial one
+/// (the resident blocks plus one per bucket put a uniform input's 56 last blocks in a second
+/// wave: 0.379 ms at 2^20 bins against 0.332 in one). Two waves of half-size parts let the SMs
+/// even out skew, where one heavy bucket's blocks pile on some SMs: measured on the H100 (2^26
+/// values, the final kernels) at 2^20 bins, uniform 0.346 ms against 0.336 in one wave, zipf
+/// 0.377 against 0.440 (1.09x uniform against 1.31x), constant 0.283 against 0.272; at 262,144
+/// bins zipf 0.332 against 0.364.
+pub const BINS_PASS_WAVES: u32 = 2;
+
+/// The narrowest bucket the planner uses in the sorted tier, in bits of the bin: every block of
+/// its bins pass zeroes and flushes `2^shift` counters, which narrow buckets keep cheap, while
+/// wide ones give each tile longer runs of keys to read and fewer buckets to rank. Measured on an
+/// H100 (2^26 values, `host histogram --tier sorted --bucket-bits`, with the one-wave bins pass and
+/// two-group ranking): at 2^20 bins 0.368 ms with buckets of 2^13 bins, 0.332 with 2^14, 0.361
+/// with 2^15 (128 KiB of counters: one bins-pass block per SM). Before those, at 262,144 bins
+/// 0.386, 0.378, 0.475; zipf at 65,536 bins 0.409, 0.388, 0.448.
+pub const MIN_SORTED_SHIFT: u32 = 14;
+
+/// Static shared memory of the sorted tier's bins pass (its per-thread segment tables, two words a thread), bytes.
+pub const SORTED_BINS_STATIC_SHARED: u32 = 8368;
+
+/// Static shared memory of the sorted tier's tile sort (bucket counters, offsets and the block's totals), bytes.
+pub const TILE_SORT_STATIC_SHARED: u32 = 3088;
+
+/// Static shared memory of the bucketed tier's scatter, bytes.
+pub const SCATTER_STATIC_SHARED: u32 = 36_880;
+
+/// Threads per block of the shared tier for `u8` values, 16 to a 16-byte load: on an H100,
+/// 2^28 values in 256 bins took 0.099 ms with 1024 threads against 0.112 ms with 512.
+pub const U8_SHARED_THREADS: u32 = 1024;
+
+/// Private copies the shared tier keeps at most: one per lane of a warp.
+pub const MAX_COPIES: u32 = 32;
+
+/// Blocks per SM the shared tier keeps resident when it chooses its copies: the copies take
+/// what shared memory that many blocks leave.
+pub const SHARED_BLOCKS_PER_SM: u32 = 4;
+
+/// A planned histogram launch.
+/// Built only by the planner ([`plan_for`], [`plan`], [`plan_with`]); its fields are read through
+/// the accessors of the same names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct HistogramPlan {
+    /// Where the counters live.
+    pub(super) tier: HistogramTier,
+    /// Blocks per cluster (1 outside the cluster tier).
+    pub(super) cluster_size: u32,
+    /// Blocks in the grid (a multiple of `cluster_size`; the bins pass of the bucketed tier).
+    pub(super) blocks: u32,
+    /// Threads per block.
+    pub(super) threads_per_block: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub(super) shared_bytes: u32,
+    /// Bins each block holds in shared memory (0 for the global tier; the bucket width for the
+    /// bucketed tier).
+    pub(super) bins_per_block: u32,
+    /// Bins of the histogram.
+    pub(super) bins: u32,
+    /// Private interleaved copies of the histogram per block (shared tier; the bucket counts of
+    /// the bucketed tier), 1 elsewhere.
+    pub(super) copies: u32,
+    /// Whether warps merge equal bins before adding.
+    pub(super) aggregate: bool,
+    /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
+    pub(super) bucket_shift: u32,
+    /// Blocks of the first pass that reads the values: the bucketed tier's scatter, the sorted
+    /// tier's tile sort (0 elsewhere).
+    pub(super) scatter_blocks: u32,
+    /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
+    pub(super) count_blocks: u32,
+}
+
+impl HistogramPlan {
+    /// Where the counters live.
+    pub fn tier(&self) -> HistogramTier {
+        self.tier
+    }
+
+    /// Blocks per cluster (1 outside the cluster tier).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster_size
+    }
+
+    /// Blocks in the grid (a multiple of `cluster_size`; the bins pass of the bucketed tier).
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Threads per block.
+    pub fn threads_per_block(&self) -> u32 {
+        self.threads_per_block
+    }
+
+    /// Dynamic shared memory per block, bytes.
+    pub fn shared_bytes(&self) -> u32 {
+        self.shared_bytes
+    }
+
+    /// Bins each block holds in shared memory (0 for the global tier; the bucket width for the
+    /// bucketed tier).
+    pub fn bins_per_block(&self) -> u32 {
+        self.bins_per_block
+    }
+
+    /// Bins of the histogram.
+    pub fn bins(&self) -> u32 {
+        self.bins
+    }
+
+    /// Private interleaved copies of the histogram per block (shared tier; the bucket counts of
+    /// the bucketed tier), 1 elsewhere.
+    pub fn copies(&self) -> u32 {
+        self.copies
+    }
+
+    /// Whether warps merge equal bins before adding.
+    pub fn aggregate(&self) -> bool {
+        self.aggregate
+    }
+
+    /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
+    pub fn bucket_shift(&self) -> u32 {
+        self.bucket_shift
+    }
+
+    /// Blocks of the first pass that reads the values: the bucketed tier's scatter, the sorted
+    /// tier's tile sort (0 elsewhere).
+    pub fn scatter_blocks(&self) -> u32 {
+        self.scatter_blocks
+    }
+
+    /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
+    pub fn count_blocks(&self) -> u32 {
+        self.count_blocks
+    }
+}
+
+impl std::fmt::Display for HistogramPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} tier", self.tier.name())?;
+        match self.tier {
+            HistogramTier::Cluster => write!(f, ", cluster of {} blocks", self.cluster_size)?,
+            HistogramTier::Bucketed => write!(
+                f,
+                ", {} buckets of {} bins; count {} blocks; scatter {} blocks x {} threads; bins pass",
+                bucketed::bucket_count(self.bins, self.bucket_shift),
+                1u32 << self.bucket_shift,
+                self.count_blocks,
+                self.scatter_blocks,
+                SCATTER_THREADS
+            )?,
+            HistogramTier::Sorted => write!(
+                f,
+                ", {} buckets of {} bins; tile sort {} blocks x {} threads; bins pass",
+                bucketed::bucket_count(self.bins, self.bucket_shift),
+                1u32 << self.bucket_shift,
+                self.scatter_blocks,
+                self.threads_per_block
+            )?,
+            _ => {}
+        }
+        write!(f, ", {} blocks x {} threads", self.blocks, self.threads_per_block)?;
+        if self.tier != HistogramTier::Global {
+            write!(
+                f,
+                ", {} shared per block ({} bins each",
+                format_bytes(self.shared_bytes as u64),
+                self.bins_per_block
+            )?;
+            if self.tier == HistogramTier::Shared && self.copies > 1 {
+                write!(f, ", {} copies", self.copies)?;
+            }
+            write!(f, ")")?;
+        }
+        if self.aggregate {
+            write!(f, ", warp-aggregated adds")?;
+        }
+        Ok(())
+    }
+}
+
+impl HistogramPlan {
+    /// The grid of the tier's kernel (the bins pass, in the bucketed and sorted tiers): `blocks`
+    /// blocks of `threads_per_block`, with `shared_bytes` of dynamic shared memory.
+    pub fn launch_config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (self.threads_per_block, 1, 1),
+            shared_mem_bytes: self.shared_bytes,
+        }
+    }
+
+    /// Why the planner chose this tier, in words (for `--plan`).
+    pub fn reason(&self, limits: &HistogramLimits, forced: bool) -> String {
+        if forced {
+            return format!("{} tier as requested", self.tier.name());
+        }
+        let bins = self.bins;
+        match self.tier {
+            HistogramTier::Shared => format!(
+                "{bins} bins fit in one block's shared memory ({} bins); {} interleaved copies fill what {} blocks per SM leave",
+                limits.block_capacity(),
+                self.copies,
+                SHARED_BLOCKS_PER_SM
+            ),
+            HistogramTier::Sorted => format!(
+                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                limits.block_capacity(),
+                limits.bucketed_capacity(),
+                bucketed::MAX_BUCKETS,
+                1u64 << limits.max_bucket_shift()
+            ),
+            HistogramTier::Cluster => format!(
+                "{bins} bins: the smallest cluster that holds them ({} bins per block)",
+                limits.block_capacity()
+            ),
+            HistogramTier::Bucketed => format!("{bins} bins in buckets of {} bins", 1u64 << self.bucket_shift),
+            HistogramTier::Global => format!(
+                "{bins} bins exceed the sorted tier's {} ({} buckets of {} bins)",
+                limits.bucketed_capacity(),
+                bucketed::MAX_BUCKETS,
+                1u64 << limits.max_bucket_shift()
+            ),
+        }
+    }
+}
+
+/// The shared tier's private copies for `bins` bins: the most (a power of two up to
+/// [`MAX_COPIES`]) that still let [`SHARED_BLOCKS_PER_SM`] blocks share an SM, at least 1.
+pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
+    let per_block = (limits.max_shared_per_sm / SHARED_BLOCKS_PER_SM).saturating_sub(limits.reserved_shared_per_block);
+    let mut copies = MAX_COPIES;
+    while copies > 1 && (bins as u64) * copies as u64 * 4 > per_block as u64 {
+        copies /= 2;
+    }
+    copies
+}
+
+/// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
+/// holds every bin, else the sorted tier while its buckets hold the bins, else the global tier
+/// (the cluster and bucketed tiers only when asked for). The request can fix the tier, the
+/// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
+/// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
+/// blocks as the device keeps resident at once, estimated here from threads and shared memory
+/// ([`plan_with`] replaces the estimate with the driver's occupancy for the kernel's registers).
+pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
+    let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element, bucket_shift } =
+        request;
+    let threads = threads_per_block.unwrap_or(THREADS_PER_BLOCK);
+    if threads == 0 || threads > 1024 || threads % 32 != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{threads} threads per block: use a multiple of 32 from 32 to 1024"
+        )));
+    }
+    check_bins(bins)?;
+    let capacity = limits.block_capacity() as usize;
+    if cluster_size.is_some() && forced.is_some_and(|t| t != HistogramTier::Cluster) {
+        return Err(Error::InvalidArgument("--cluster applies to the cluster tier only".into()));
+    }
+    if let Some(c) = copies
+        && (c == 0 || c > MAX_COPIES || !c.is_power_of_two())
+    {
+        return Err(Error::InvalidArgument(format!("{c} copies: use a power of two from 1 to {MAX_COPIES}")));
+    }
+    let tier = match (forced, cluster_size) {
+        (Some(tier), _) => tier,
+        (None, Some(_)) => HistogramTier::Cluster,
+        (None, None) if bins <= capacity => HistogramTier::Shared,
+        (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Sorted,
+        (None, None) => HistogramTier::Global,
+    };
+    if bucket_shift.is_some() && !matches!(tier, HistogramTier::Bucketed | HistogramTier::Sorted) {
+        return Err(Error::InvalidArgument(format!(
+            "--bucket-bits applies to the bucketed and sorted tiers only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
+    if copies.is_some() && tier != HistogramTier::Shared {
+        return Err(Error::InvalidArgument(format!(
+            "--copies applies to the shared tier only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
+    let bins32 = bins as u32;
+    let persistent = |shared: u32, threads: u32, cluster: u32| -> u32 {
+        let by_threads = limits.max_threads_per_sm / threads;
+        let by_shared =
+            if shared == 0 { u32::MAX } else { limits.max_shared_per_sm / (shared + limits.reserved_shared_per_block) };
+        let per_sm = by_threads.min(by_shared).max(1);
+        (limits.sm_count * per_sm / cluster).max(1) * cluster
+    };
+    let base = HistogramPlan {
+        tier,
+        cluster_size: 1,
+        blocks: 0,
+        threads_per_block: threads,
+        shared_bytes: 0,
+        bins_per_block: 0,
+        bins: bins32,
+        copies: 1,
+        aggregate: aggregate.unwrap_or(false),
+        bucket_shift: 0,
+        scatter_blocks: 0,
+        count_blocks: 0,
+    };
+    let element = element.unwrap_or(InputType::I32);
+    match tier {
+        HistogramTier::Shared => {
+            if bins > capacity {
+                return Err(Error::InvalidArgument(format!(
+                    "{bins} bins need {} of shared memory per block, but a block of this device gets at most {} ({capacity} bins): use the cluster, bucketed or global tier",
+                    format_bytes(4 * bins as u64),
+                    format_bytes(limits.max_shared_per_block_optin as u64)
+                )));
+            }
+            let threads = match (threads_per_block, element) {
+                (None, InputType::U8) => U8_SHARED_THREADS,
+                _ => threads,
+            };
+            let copies = copies.unwrap_or_else(|| copies_for(limits, bins32));
+            if bins * copies as usize > capacity {
+                return Err(Error::InvalidArgument(format!(
+                    "{copies} copies of {bins} bins need {} of shared memory per block, but a block of this device gets at most {}",
+                    format_bytes(4 * (bins * copies as usize) as u64),
+                    format_bytes(limits.max_shared_per_block_optin as u64)
+                )));
+            }
+            let shared = shared_bytes(bins32 * copies);
+            Ok(HistogramPlan {
+                blocks: persistent(shared, threads, 1),
+                threads_per_block: threads,
+                shared_bytes: shared,
+                bins_per_block: bins32,
+                copies,
+                ..base
+            })
+        }
+        HistogramTier::Cluster => {
+            if bins > capacity && limits.max_cluster_size <= 1 {
+                return Err(Error::InvalidArgument("this device has no thread-block clusters (sm_90 or later)".into()));
+            }
+            let smallest = bins.div_ceil(capacity) as u32;
+            let size = match cluster_size {
+                Some(c) if c == 0 || c > limits.max_cluster_size => {
+                    return Err(Error::InvalidArgument(format!(
+                        "cluster size {c}: this device allows 1 to {}",
+                        limits.max_cluster_size
+                    )));
+                }
+                Some(c) if c < smallest => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{bins} bins do not fit in a cluster of {c} blocks ({} bins each): it needs at least {smallest}",
+                        capacity
+                    )));
+                }
+                Some(c) => c,
+                None if smallest > limits.max_cluster_size => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{bins} bins exceed the largest cluster's shared memory ({} bins in {} blocks): use the bucketed or global tier",
+                        limits.cluster_capacity(),
+                        limits.max_cluster_size
+                    )));
+                }
+                None => smallest.max(1),
+            };
+            let per_block = bins32.div_ceil(size);
+            let shared = shared_bytes(per_block);
+            Ok(HistogramPlan {
+                // Free on uniform values (65,536 bins: 0.422 against 0.421 ms) and 4x faster on a
+                // constant input (0.246 against 0.980 ms): remote adds to one address serialize.
+                aggregate: aggregate.unwrap_or(true),
+                cluster_size: size,
+                blocks: persistent(shared, threads, size),
+                shared_bytes: shared,
+                bins_per_block: per_block,
+                ..base
+            })
+        }
+        HistogramTier::Bucketed => {
+            let shift = bucket_shift_for(limits, bins32, bucket_shift, MIN_BUCKET_SHIFT, tier)?;
+            let shared = shared_bytes(1 << shift);
+            let count_shared = shared_bytes(bucketed::bucket_count(bins32, shift) * MAX_COPIES);
+            Ok(HistogramPlan {
+                blocks: persistent(shared, threads, 1),
+                shared_bytes: shared,
+                bins_per_block: 1 << shift,
+                copies: MAX_COPIES,
+                // Off: same-address adds within a warp cost little in a block's own shared memory
+                // (2^20 bins: 0.832 ms uniform, 0.668 constant), and the test costs 3% on uniform.
+                bucket_shift: shift,
+                scatter_blocks: persistent(SCATTER_STATIC_SHARED, SCATTER_THREADS, 1),
+                count_blocks: persistent(count_shared, THREADS_PER_BLOCK, 1),
+                ..base
+            })
+        }
+        HistogramTier::Sorted => {
+            if threads > sorted::MAX_THREADS {
+                return Err(Error::InvalidArgument(format!(
+                    "{threads} threads per block: the sorted tier takes at most {}",
+                    sorted::MAX_THREADS
+                )));
+            }
+            let shift = bucket_shift_for(limits, bins32, bucket_shift, MIN_SORTED_SHIFT, tier)?;
+            let shared = shared_bytes(1 << shift);
+            let stage = sorted::stage_bytes(threads, element.size()) + TILE_SORT_STATIC_SHARED;
+            Ok(HistogramPlan {
+                // Whole waves (BINS_PASS_WAVES), at least one block per bucket beyond the share.
+                blocks: (BINS_PASS_WAVES * persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1))
+                    .max(bucketed::bucket_count(bins32, shift) + 1),
+                shared_bytes: shared,
+                bins_per_block: 1 << shift,
+                bucket_shift: shift,
+                scatter_blocks: persistent(stage, threads, 1),
+                ..base
+            })
+        }
+        HistogramTier::Global => Ok(HistogramPlan { blocks: persistent(0, threads, 1), ..base }),
+    }
+}
+
+/// The bucket width, in bits of the bin, for `bins` bins in `tier` (bucketed or sorted): the
+/// requested one, checked, or the narrowest from `min_shift` with at most
+/// [`bucketed::MAX_BUCKETS`] buckets whose counters fit one block's shared memory.
+fn bucket_shift_for(
+    limits: &HistogramLimits,
+    bins: u32,
+    requested: Option<u32>,
+    min_shift: u32,
+    tier: HistogramTier,
+) -> Result<u32> {
+    let widest = limits.max_bucket_shift();
+    if let Some(shift) = requested {
+        if shift == 0 || shift > widest {
+            return Err(Error::InvalidArgument(format!(
+                "buckets of 2^{shift} bins: use 1 to {widest} bits (2^{widest} counters fill one block's shared memory)"
+            )));
+        }
+        let buckets = bucketed::bucket_count(bins, shift);
+        if buckets > bucketed::MAX_BUCKETS {
+            return Err(Error::InvalidArgument(format!(
+                "{bins} bins in buckets of 2^{shift} make {buckets} buckets; the {} tier takes at most {}: use at least {} bits",
+                tier.name(),
+                bucketed::MAX_BUCKETS,
+                bucketed::bucket_shift(bins, 1).map_or(widest, |s| s)
+            )));
+        }
+        return Ok(shift);
+    }
+    bucketed::bucket_shift(bins, min_shift.min(widest)).filter(|&s| s <= widest).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{bins} bins exceed the {} tier's {} ({} buckets of {} bins in one block's shared memory): use the global tier",
+            tier.name(),
+            limits.bucketed_capacity(),
+            bucketed::MAX_BUCKETS,
+            1u64 << widest
+        ))
+    })
+}
+
+/// Fails unless `bins` is a bin count the kernels address: 1 to `i32::MAX`.
+pub fn check_bins(bins: usize) -> Result<()> {
+    if bins == 0 {
+        return Err(Error::ZeroDimension { name: "bins" });
+    }
+    if bins > i32::MAX as usize {
+        return Err(Error::InvalidArgument(format!(
+            "{bins} bins: values are at most 32 bits, so at most {} bins can be hit",
+            i32::MAX
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use HistogramTier::*;
+
+    const H100: HistogramLimits = HistogramLimits::H100;
+    /// A smaller device: 48 KiB of shared memory per block, portable clusters of up to 8.
+    const SMALL: HistogramLimits = HistogramLimits {
+        sm_count: 20,
+        max_shared_per_block_optin: 49_152,
+        max_shared_per_sm: 65_536,
+        reserved_shared_per_block: 1024,
+        max_threads_per_sm: 1536,
+        max_cluster_size: 8,
+    };
+
+    #[test]
+    fn one_block_capacity_is_the_last_bin_count_of_the_shared_tier() {
+        let capacity = H100.block_capacity() as usize;
+        assert_eq!(capacity, 58_112);
+        let at = plan_for(&H100, capacity, PlanRequest::default()).unwrap();
+        assert_eq!((at.tier, at.shared_bytes, at.bins_per_block), (Shared, 232_448, 58_112));
+        let above = plan_for(&H100, capacity + 1, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.bucket_shift, above.bins_per_block), (Sorted, 14, 16_384));
+        let cluster = plan_for(&H100, capacity + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() });
+        assert_eq!(cluster.unwrap().cluster_size, 2);
+    }
+
+    #[test]
+    fn the_planner_sorts_every_bin_count_above_one_block_that_its_buckets_hold() {
+        let sorted = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap();
+        for bins in [58_113, 65_536, 131_072, 1 << 20, 256 << 14] {
+            let p = sorted(bins);
+            assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
+        }
+        // Past 256 buckets of 2^14 bins the buckets widen, up to what one block holds.
+        assert_eq!(sorted((256 << 14) + 1).bucket_shift, 15);
+        assert_eq!(sorted(256 << 15).bucket_shift, 15);
+        assert_eq!(sorted((256 << 15) + 1).tier, Global);
+        assert!(plan_for(&H100, 256, PlanRequest::default()).unwrap().tier == Shared);
+    }
+
+    #[test]
+    fn the_sorted_plans_bins_pass_is_two_waves_of_resident_blocks() {
+        let p = plan_for(&H100, 1 << 20, PlanRequest::default()).unwrap();
+        // 64 KiB of counters and the segment tables per block: shared memory allows 3 blocks per
+        // SM (the compiled kernel's registers allow 2, which plan_with asks the driver for).
+        assert_eq!((p.shared_bytes, p.blocks), (65_536, 2 * 3 * 132));
+        // A grid smaller than the buckets still has one block per bucket and one to share.
+        let tiny = HistogramLimits { sm_count: 1, ..H100 };
+        assert_eq!(plan_for(&tiny, 256 << 14, PlanRequest::default()).unwrap().blocks, 257);
+        // Each tile-sort block stages 4096 i32 keys and their ranks (16 KiB): 4 blocks per SM.
+        assert_eq!((p.threads_per_block, p.scatter_blocks), (512, 4 * 132));
+        let u8s = plan_for(&H100, 1 << 20, PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() });
+        assert_eq!(u8s.unwrap().threads_per_block, 512, "u8 takes 1024 threads in the shared tier only");
+        let text = p.to_string();
+        assert!(
+            text.starts_with("sorted tier, 64 buckets of 16384 bins; tile sort 528 blocks x 512 threads"),
+            "{text}"
+        );
+        let too_wide = PlanRequest { threads_per_block: Some(1024), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 1 << 20, too_wide).unwrap().threads_per_block, 1024);
+    }
+
+    #[test]
+    fn requested_bucket_widths_are_checked_against_the_bucket_count_and_one_block() {
+        let bits = |b| PlanRequest { bucket_shift: Some(b), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 1 << 20, bits(14)).unwrap().bucket_shift, 14);
+        let few = plan_for(&H100, 1 << 20, bits(11)).unwrap_err().to_string();
+        assert!(few.contains("512 buckets") && few.contains("at least 12 bits"), "{few}");
+        assert!(plan_for(&H100, 1 << 20, bits(16)).unwrap_err().to_string().contains("use 1 to 15 bits"));
+        assert!(plan_for(&H100, 1 << 20, bits(0)).is_err());
+        let forced = PlanRequest { tier: Some(Bucketed), ..bits(13) };
+        assert_eq!(plan_for(&H100, 1 << 20, forced).unwrap().bucket_shift, 13);
+        let shared = plan_for(&H100, 256, bits(12)).unwrap_err().to_string();
+        assert!(shared.contains("bucketed and sorted tiers only") && shared.contains("shared tier"), "{shared}");
+    }
+
+    #[test]
+    fn the_bucketed_tier_holds_256_buckets_of_the_widest_power_of_two_a_block_holds() {
+        assert_eq!(H100.max_bucket_shift(), 15);
+        assert_eq!(H100.bucketed_capacity(), 256 << 15);
+        let forced = PlanRequest { tier: Some(Bucketed), ..PlanRequest::default() };
+        let p = plan_for(&H100, 1 << 20, forced).unwrap();
+        assert_eq!((p.tier, p.bucket_shift, p.shared_bytes, p.bins_per_block), (Bucketed, 14, 65_536, 16_384));
+        // Estimates from threads and shared memory; plan_with asks the driver, which also counts
+        // registers (the scatter's 115 leave room for one block per SM).
+        assert_eq!((p.blocks, p.scatter_blocks, p.count_blocks), (3 * 132, 4 * 132, 4 * 132));
+        let widest = plan_for(&H100, 256 << 15, forced).unwrap();
+        assert_eq!((widest.tier, widest.bucket_shift), (Bucketed, 15));
+        let err = plan_for(&H100, (256 << 15) + 1, forced).unwrap_err().to_string();
+        assert!(err.contains("exceed the bucketed tier") && err.contains("global tier"), "{err}");
+        assert_eq!(plan_for(&H100, 300, forced).unwrap().bucket_shift, 14);
+    }
+
+    #[test]
+    fn shared_tier_copies_fill_what_four_blocks_per_sm_leave() {
+        assert_eq!(copies_for(&H100, 256), 32);
+        assert_eq!(copies_for(&H100, 1024), 8);
+        assert_eq!(copies_for(&H100, 4096), 2);
+        assert_eq!(copies_for(&H100, 8192), 1);
+        assert_eq!(copies_for(&H100, 58_112), 1);
+        let p = plan_for(&H100, 256, PlanRequest::default()).unwrap();
+        assert_eq!((p.copies, p.shared_bytes, p.blocks), (32, 32_768, 4 * 132));
+        let one = plan_for(&H100, 256, PlanRequest { copies: Some(1), ..PlanRequest::default() }).unwrap();
+        assert_eq!((one.copies, one.shared_bytes), (1, 1024));
+        let too_many = PlanRequest { copies: Some(32), ..PlanRequest::default() };
+        assert!(plan_for(&H100, 8192, too_many).unwrap_err().to_string().contains("32 copies of 8192 bins"));
+        for bad in [0, 3, 64] {
+            let r = PlanRequest { copies: Some(bad), ..PlanRequest::default() };
+            assert!(plan_for(&H100, 256, r).unwrap_err().to_string().contains("power of two"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn copies_are_refused_wherever_the_plan_is_not_the_shared_tier() {
+        let two = PlanRequest { copies: Some(2), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 4096, two).unwrap().copies, 2);
+        // The planner's own choice above one block's capacity: the copies would be dropped.
+        for (bins, tier) in [(100_000, "sorted"), (1 << 20, "sorted"), ((256 << 15) + 1, "global")] {
+            let err = plan_for(&H100, bins, two).unwrap_err().to_string();
+            assert!(err.contains("shared tier only") && err.contains(&format!("the {tier} tier")), "{err}");
+        }
+        let with_cluster = PlanRequest { cluster_size: Some(2), ..two };
+        assert!(plan_for(&H100, 4096, with_cluster).unwrap_err().to_string().contains("shared tier only"));
+        let forced = PlanRequest { tier: Some(Global), ..two };
+        assert!(plan_for(&H100, 256, forced).unwrap_err().to_string().contains("shared tier only"));
+    }
+
+    #[test]
+    fn copies_for_a_device_whose_reserve_exceeds_a_quarter_of_its_shared_memory_is_one() {
+        let tiny = HistogramLimits { max_shared_per_sm: 2048, reserved_shared_per_block: 1024, ..SMALL };
+        assert_eq!(copies_for(&tiny, 1), 1);
+    }
+
+    #[test]
+    fn u8_values_take_1024_thread_blocks_in_the_shared_tier_unless_asked_otherwise() {
+        let u8s = PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() };
+        let p = plan_for(&H100, 256, u8s).unwrap();
+        assert_eq!((p.threads_per_block, p.blocks, p.copies), (1024, 2 * 132, 32));
+        let asked = plan_for(&H100, 256, PlanRequest { threads_per_block: Some(256), ..u8s }).unwrap();
+        assert_eq!(asked.threads_per_block, 256);
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().threads_per_block, 512);
+    }
+
+    #[test]
+    fn plan_reason_names_the_capacity_or_crossover_that_decided() {
+        let why = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap().reason(&H100, false);
+        assert!(why(256).contains("fit in one block") && why(256).contains("32 interleaved copies"), "{}", why(256));
+        assert!(why(100_000).contains("exceed one block (58112 bins)"), "{}", why(100_000));
+        assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
+        assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
+        let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
+        assert_eq!(forced.reason(&H100, true), "global tier as requested");
+    }
+
+    #[test]
+    fn full_cluster_capacity_is_the_last_bin_count_of_a_forced_cluster_tier() {
+        let full = H100.cluster_capacity() as usize;
+        assert_eq!(full, 16 * 58_112);
+        let cluster = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        let at = plan_for(&H100, full, cluster).unwrap();
+        assert_eq!((at.tier, at.cluster_size, at.bins_per_block), (Cluster, 16, 58_112));
+        assert!(plan_for(&H100, full + 1, cluster).is_err());
+        assert_eq!(plan_for(&H100, full, PlanRequest::default()).unwrap().tier, Sorted);
+    }
+
+    #[test]
+    fn planner_picks_the_smallest_cluster_that_holds_the_bins() {
+        let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 65_536, forced).unwrap().cluster_size, 2);
+        assert_eq!(plan_for(&H100, 131_071, forced).unwrap().cluster_size, 3);
+        assert_eq!(plan_for(&H100, 196_608, forced).unwrap().cluster_size, 4);
+        assert_eq!(plan_for(&H100, 256, forced).unwrap().cluster_size, 1);
+    }
+
+    #[test]
+    fn smaller_device_moves_every_boundary_down() {
+        assert_eq!(SMALL.block_capacity(), 12_288);
+        assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
+        let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));
+        // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
+        let wide = plan_for(&SMALL, 1 << 21, PlanRequest::default()).unwrap();
+        assert_eq!((wide.tier, wide.bucket_shift), (Sorted, 13));
+        assert_eq!(plan_for(&SMALL, (1 << 21) + 1, PlanRequest::default()).unwrap().tier, Global);
+        assert_eq!(copies_for(&SMALL, 256), 8);
+        let forced = PlanRequest { tier: Some(Cluster), ..PlanRequest::default() };
+        assert_eq!(plan_for(&SMALL, 8 * 12_288, forced).unwrap().cluster_size, 8);
+        assert!(plan_for(&SMALL, 8 * 12_288 + 1, forced).is_err());
+    }
+
+    #[test]
+    fn grid_is_persistent_and_a_multiple_of_the_cluster() {
+        // 256 bins: threads limit residency to 2048 / 512 = 4 blocks per SM.
+        assert_eq!(plan_for(&H100, 256, PlanRequest::default()).unwrap().blocks, 4 * 132);
+        // 58112 bins: one block's 227 KiB leave room for one block per SM.
+        assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().copies, 1);
+        assert_eq!(plan_for(&H100, 58_112, PlanRequest::default()).unwrap().blocks, 132);
+        let c = plan_for(&H100, 131_072, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() }).unwrap();
+        assert_eq!(c.blocks % c.cluster_size, 0);
+        let global = PlanRequest { tier: Some(Global), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 1 << 20, global).unwrap().blocks, 4 * 132);
+    }
+
+    #[test]
+    fn forced_tiers_that_cannot_hold_the_bins_are_clear_errors() {
+        let err = plan_for(&H100, 58_113, PlanRequest { tier: Some(Shared), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("58113 bins need") && err.contains("cluster, bucketed or global tier"), "{err}");
+        let err = plan_for(&H100, 16 * 58_112 + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("largest cluster") && err.contains("bucketed or global tier"), "{err}");
+        let err = plan_for(&H100, 131_072, PlanRequest { cluster_size: Some(2), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at least 3"), "{err}");
+        let err = plan_for(&H100, 1000, PlanRequest { cluster_size: Some(17), ..PlanRequest::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("allows 1 to 16"), "{err}");
+        assert!(
+            plan_for(&H100, 1000, PlanRequest { tier: Some(Global), cluster_size: Some(2), ..PlanRequest::default() })
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn forced_tiers_that_hold_the_bins_are_honoured() {
+        let g = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
+        assert_eq!((g.tier, g.shared_bytes), (Global, 0));
+        let c = plan_for(&H100, 256, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() }).unwrap();
+        assert_eq!((c.tier, c.cluster_size, c.bins_per_block), (Cluster, 1, 256));
+        let guide = plan_for(&H100, 65_536, PlanRequest { cluster_size: Some(4), ..PlanRequest::default() }).unwrap();
+        assert_eq!((guide.cluster_size, guide.bins_per_block, guide.shared_bytes), (4, 16_384, 65_536));
+    }
+
+    #[test]
+    fn threads_per_block_are_validated_and_set_the_residency() {
+        let t = |n| PlanRequest { threads_per_block: Some(n), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 256, t(1024)).unwrap().blocks, 2 * 132);
+        assert_eq!(plan_for(&H100, 256, t(1024)).unwrap().threads_per_block, 1024);
+        for bad in [0, 48, 1056] {
+            assert!(plan_for(&H100, 256, t(bad)).unwrap_err().to_string().contains("multiple of 32"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn zero_and_unreachable_bin_counts_are_rejected() {
+        let err = plan_for(&H100, 0, PlanRequest::default()).unwrap_err();
+        assert!(matches!(err, Error::ZeroDimension { name: "bins" }), "{err}");
+        assert!(
+            plan_for(&H100, i32::MAX as usize + 1, PlanRequest::default()).unwrap_err().to_string().contains("32 bits")
+        );
+    }
+
+    #[test]
+    fn plan_description_names_tier_cluster_blocks_and_shared_memory() {
+        let text = plan_for(&H100, 65_536, PlanRequest { cluster_size: Some(4), ..PlanRequest::default() })
+            .unwrap()
+            .to_string();
+        assert!(text.starts_with("cluster tier, cluster of 4 blocks"), "{text}");
+        assert!(
+            text.contains("x 512 threads") && text.contains("64.00 KiB shared per block (16384 bins each)"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! Matrices converted between element types and layouts on the GPU, with the kernels the GEMM
+//! plans prepare operands with (`kernels::matmul::convert`).
+
+use super::desc::{GemmElement, Layout, Order};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use kernels::matmul::convert;
+
+/// Enqueues `dst = convert(src)` for a `rows x cols` matrix on `gpu`'s stream: `src` in
+/// `src_layout` (row- or column-major at its leading dimension), `dst` row-major at `dst_ld`
+/// (elements; at least `cols`). Conversions to `f32` are exact, to BF16 rounded to nearest, ties
+/// to even; between equal types a copy. `dst` may not overlap `src`.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{DType, Layout, convert_matrix};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
+/// let a = gpu.stream().clone_htod(&vec![1.5f32; 64 * 32])?;
+/// let mut a16 = gpu.stream().alloc_zeros::<half::bf16>(64 * 32)?;
+/// convert_matrix(&gpu, &a, Layout::row_major(DType::F32), &mut a16, 32, (64, 32))?;
+/// # Ok(()) }
+/// ```
+pub fn convert_matrix<S: GemmElement, D: GemmElement>(
+    gpu: &Gpu,
+    src: &impl DevicePtr<S>,
+    src_layout: Layout,
+    dst: &mut impl DevicePtrMut<D>,
+    dst_ld: usize,
+    (rows, cols): (usize, usize),
+) -> Result<()> {
+    if src_layout.dtype != S::DTYPE {
+        return Err(Error::DTypeMismatch { operand: "src", expected: src_layout.dtype, got: S::DTYPE });
+    }
+    let kernel = convert::convert_kernel(S::DTYPE.name(), D::DTYPE.name())
+        .ok_or_else(|| Error::Unsupported(format!("no conversion from {} to {}", S::DTYPE, D::DTYPE)))?;
+    if rows == 0 || cols == 0 {
+        return Err(Error::ZeroDimension { name: if rows == 0 { "rows" } else { "cols" } });
+    }
+    let min_src_ld = if src_layout.order == Order::RowMajor { cols } else { rows };
+    let src_ld = src_layout.leading((rows, cols));
+    if src_ld < min_src_ld {
+        return Err(Error::LeadingDimension { operand: "src", ld: src_ld, min: min_src_ld });
+    }
+    if dst_ld < cols {
+        return Err(Error::LeadingDimension { operand: "dst", ld: dst_ld, min: cols });
+    }
+    for (what, v) in [("rows", rows), ("cols", cols), ("src_ld", src_ld), ("dst_ld", dst_ld)] {
+        if v > u32::MAX as usize {
+            return Err(Error::LimitExceeded { what: what.into(), value: v as u64, limit: u32::MAX as u64 });
+        }
+    }
+    let needed = src_layout.span((rows, cols));
+    if src.len() < needed {
+        return Err(Error::BufferTooSmall { buffer: "src", len: src.len(), needed });
+    }
+    let needed = (rows - 1) * dst_ld + cols;
+    if dst.len() < needed {
+        return Err(Error::BufferTooSmall { buffer: "dst", len: dst.len(), needed });
+    }
+    let (src_bytes, dst_bytes) = (src.len() * S::DTYPE.size(), dst.len() * D::DTYPE.size());
+    let func = gpu.function(kernel)?;
+    let stream = gpu.stream();
+    let (src_ptr, _src_sync) = src.device_ptr(stream);
+    let (dst_ptr, _dst_sync) = dst.device_ptr_mut(stream);
+    if src_ptr < dst_ptr + dst_bytes as u64 && dst_ptr < src_ptr + src_bytes as u64 {
+        return Err(Error::Overlap { written: "dst", read: "src" });
+    }
+    // The kernel reads the source row-major at its leading dimension, or transposed.
+    let transposed = (src_layout.order == Order::ColMajor) as u32;
+    let (r, c, sld, dld) = (rows as u32, cols as u32, src_ld as u32, dst_ld as u32);
+    let mut builder = stream.launch_builder(&func);
+    builder.arg(&src_ptr).arg(&dst_ptr).arg(&r).arg(&c).arg(&sld).arg(&transposed).arg(&dld);
+    let tile = convert::TILE as usize;
+    let cfg = LaunchConfig {
+        grid_dim: (cols.div_ceil(tile) as u32, rows.div_ceil(tile).min(super::MAX_GRID_Y as usize) as u32, 1),
+        block_dim: (convert::TILE, convert::TILE_ROWS, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the convert kernel's contract, checked above: the source holds the matrix at its
+    // leading dimension, the destination (rows - 1) * dst_ld + cols elements, no overlap; the
+    // block is TILE x TILE_ROWS.
+    unsafe { builder.launch(cfg) }?;
+    Ok(())
+}

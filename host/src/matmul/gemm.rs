@@ -1,0 +1,843 @@
+//! [`GemmPlan`]: a [`GemmDesc`] checked and planned once, then launched on device buffers, on the
+//! caller's stream, as often as needed.
+//!
+//! Planning reduces the descriptor to the problem the product kernels take, `C' = A' B'` with
+//! `A'` (`m' x k`), `B'` (`k x n'`) and `C'` (`m' x n'`) row-major:
+//! - a column-major `D` is computed as the row-major `D^T = op(B)^T op(A)^T` (cuBLAS's trick in
+//!   reverse), so `m' = n`, `n' = m` and the operands swap;
+//! - each of `A'` and `B'` is a user operand as it lies, or transposed; where the kernel takes that
+//!   memory as it is (element type, leading dimension, alignment), it reads it in place, otherwise
+//!   a conversion kernel (`kernels::matmul::convert`) writes the form it takes into the workspace;
+//! - the kernel writes `D` itself when `D` is the `f32` row-major packed `C'` and `alpha = 1`,
+//!   `beta = 0`; otherwise it writes `C'` into the workspace and the epilogue forms `D = alpha C'
+//!   + beta C` in `D`'s type and layout.
+//!
+//! A batch runs its products one after another on the stream, each at its operands' strides, with
+//! the one workspace. Everything the launch needs is looked up at planning: kernel functions,
+//! their shared-memory attributes, the workspace's layout; tensor maps are encoded once per set
+//! of buffer addresses and kept (they depend on nothing else).
+
+use super::desc::{DType, GemmDesc, Layout, Order};
+use super::plan::{MatmulDevice, MatmulPlan, PlanOptions, plan_with};
+use super::precision::PrecisionPolicy;
+use super::shape::MatmulShape;
+use super::variant::MatmulVariant;
+use super::wgmma::{self, TensorMap2d};
+use super::{Precision, launch};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::CUtensorMapDataType;
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use kernels::device::tma::padded_row_len;
+use kernels::matmul::convert;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// How a product kernel takes an operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `f32`, rows packed (the CUDA-core kernels, the split-TF32 split).
+    F32Packed,
+    /// `f32`, rows a multiple of 16 bytes (the TMA's stride rule).
+    F32Rows16,
+    /// BF16, rows a multiple of 16 bytes.
+    Bf16Rows16,
+}
+
+impl Format {
+    fn dtype(self) -> DType {
+        match self {
+            Self::F32Packed | Self::F32Rows16 => DType::F32,
+            Self::Bf16Rows16 => DType::Bf16,
+        }
+    }
+
+    /// The leading dimension it takes for rows of `cols` elements.
+    fn ld(self, cols: usize) -> usize {
+        match self {
+            Self::F32Packed => cols,
+            Self::F32Rows16 => padded_row_len(cols, 4),
+            Self::Bf16Rows16 => padded_row_len(cols, 2),
+        }
+    }
+
+    /// Whether memory of `dtype` with leading dimension `ld` and batch stride `stride` is taken
+    /// as it lies (its base address checked at launch where the TMA reads it).
+    fn takes_in_place(self, dtype: DType, ld: usize, stride: usize, batch: usize) -> bool {
+        let bytes = |x: usize| x * dtype.size();
+        dtype == self.dtype()
+            && match self {
+                Self::F32Packed => true,
+                Self::F32Rows16 | Self::Bf16Rows16 => {
+                    bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16))
+                }
+            }
+    }
+}
+
+/// Which user operand a canonical operand comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    A,
+    B,
+}
+
+/// One canonical operand (`A'` or `B'`): `rows x cols` row-major in the kernel's format, read
+/// from a user operand as it lies or through a conversion into the workspace.
+#[derive(Debug, Clone, Copy)]
+struct OperandPlan {
+    source: Source,
+    /// The canonical operand is the source's row-major view transposed.
+    transposed: bool,
+    rows: usize,
+    cols: usize,
+    /// The source's leading dimension, elements.
+    src_ld: usize,
+    format: Format,
+    /// The canonical leading dimension.
+    ld: usize,
+    /// The conversion kernel and the workspace offset it writes at; `None`: read in place.
+    convert: Option<(&'static str, usize)>,
+}
+
+/// The epilogue `D = alpha C' + beta C`.
+#[derive(Debug, Clone, Copy)]
+struct EpiloguePlan {
+    kernel: &'static str,
+    /// Workspace offset of `C'` (`m' x n'` `f32`).
+    acc: usize,
+}
+
+/// Workspace regions, bytes from its start (each 256-byte aligned).
+#[derive(Debug, Clone, Copy, Default)]
+struct Regions {
+    split_k: usize,
+    tf32x3_a: usize,
+    tf32x3_b: usize,
+    guard: usize,
+    total: usize,
+}
+
+/// Grows a layout of 256-byte aligned regions.
+struct Allocator(usize);
+
+impl Allocator {
+    fn take(&mut self, bytes: usize) -> usize {
+        let at = self.0.next_multiple_of(256);
+        self.0 = at + bytes;
+        at
+    }
+}
+
+/// A [`GemmDesc`] checked and planned for one GPU; see the [module documentation](self).
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::matmul::{GemmDesc, GemmPlan};
+/// let gpu = Gpu::open(0)?;
+/// let plan = GemmPlan::new(&gpu, GemmDesc::new(256, 256, 256))?;
+/// let stream = gpu.stream();
+/// let a = stream.clone_htod(&vec![1.0f32; 256 * 256])?;
+/// let b = stream.clone_htod(&vec![0.5f32; 256 * 256])?;
+/// let mut d = stream.alloc_zeros::<f32>(256 * 256)?;
+/// let mut workspace = stream.alloc_zeros::<u8>(plan.workspace_bytes().max(1))?;
+/// for _ in 0..10 {
+///     plan.launch(&gpu, &a, &b, &mut d, &mut workspace)?; // enqueued only
+/// }
+/// assert_eq!(stream.clone_dtoh(&d)?[0], 128.0);
+/// # Ok(()) }
+/// ```
+pub struct GemmPlan {
+    desc: GemmDesc,
+    /// The canonical shape `m' x k x n'`.
+    shape: MatmulShape,
+    kernel: MatmulPlan,
+    left: OperandPlan,
+    right: OperandPlan,
+    /// The right operand is `B'^T` (`n' x k`), for `wgmma_tf32_transposed`.
+    right_transposed: bool,
+    epilogue: Option<EpiloguePlan>,
+    regions: Regions,
+    functions: HashMap<&'static str, CudaFunction>,
+    context: std::sync::Arc<cudarc::driver::CudaContext>,
+    /// Tensor maps by the addresses they describe, uploaded once each.
+    maps: Mutex<HashMap<[u64; 3], CudaSlice<u64>>>,
+    precision: Precision,
+}
+
+/// Where split-TF32's operands lie in a workspace: byte offsets of `A''` (`m' x ld_a` `f32`),
+/// `B''` (`3k x ld_b`) and the guard's words (`kernels::matmul::tf32x3::GUARD_WORDS` `u32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tf32x3Regions {
+    /// `A''`'s offset, bytes.
+    pub a: usize,
+    /// `A''`'s leading dimension, elements.
+    pub ld_a: usize,
+    /// `B''`'s offset, bytes.
+    pub b: usize,
+    /// `B''`'s leading dimension, elements.
+    pub ld_b: usize,
+    /// The guard's offset, bytes.
+    pub guard: usize,
+}
+
+/// Most sets of buffer addresses whose tensor maps a plan keeps.
+const MAP_CACHE_ENTRIES: usize = 1024;
+
+impl GemmPlan {
+    /// Checks `desc` (the cuBLASLt/CUTLASS `can_implement`: dimensions, leading dimensions,
+    /// element types, the kernel's limits) and plans it for `gpu`: nothing is enqueued. Every
+    /// refusal names its reason.
+    pub fn new(gpu: &Gpu, desc: GemmDesc) -> Result<Self> {
+        Self::new_for(gpu, desc, MatmulDevice::of_gpu(gpu))
+    }
+
+    fn new_for(gpu: &Gpu, desc: GemmDesc, device: MatmulDevice) -> Result<Self> {
+        let skeleton = Skeleton::new(&desc, device)?;
+        let mut functions = HashMap::new();
+        for name in skeleton.kernel_names() {
+            functions.insert(name, gpu.function(name)?);
+        }
+        // The tensor-core kernels take more than 48 KiB of dynamic shared memory: allowed once.
+        let cfg = skeleton.kernel.launch_config();
+        if skeleton.kernel.variant().needs_tensor_cores() {
+            let f = &functions[skeleton.kernel.kernel()];
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                cfg.shared_mem_bytes as i32,
+            )?;
+        }
+        let Skeleton { desc, shape, kernel, left, right, right_transposed, epilogue, regions, precision } = skeleton;
+        Ok(Self {
+            desc,
+            shape,
+            kernel,
+            left,
+            right,
+            right_transposed,
+            epilogue,
+            regions,
+            functions,
+            context: gpu.context().clone(),
+            maps: Mutex::new(HashMap::new()),
+            precision,
+        })
+    }
+
+    /// The descriptor.
+    pub fn desc(&self) -> &GemmDesc {
+        &self.desc
+    }
+
+    /// The product kernel's plan, on the canonical shape ([`GemmPlan::canonical_shape`]).
+    pub fn kernel_plan(&self) -> &MatmulPlan {
+        &self.kernel
+    }
+
+    /// `m' x k x n'` of the row-major product the kernels compute (`n x k x m` when `D` is
+    /// column-major).
+    pub fn canonical_shape(&self) -> MatmulShape {
+        self.shape
+    }
+
+    /// The precision of the products: the kernel's for `f32` operands; BF16 and F16 operands
+    /// are multiplied exactly and accumulated in `f32`, FP32's or BF16's bound.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Bytes of workspace a launch needs (possibly 0).
+    pub fn workspace_bytes(&self) -> usize {
+        self.regions.total
+    }
+
+    /// For a `wgmma_tf32x3` plan, where a launch leaves the split operands and the guard in the
+    /// workspace (what the tests read back to check the split bit for bit).
+    pub fn tf32x3_regions(&self) -> Option<Tf32x3Regions> {
+        (self.kernel.variant() == MatmulVariant::WgmmaTf32x3).then(|| {
+            let (ld_a, ld_b, _) = wgmma::tf32x3_layout(self.shape);
+            Tf32x3Regions { a: self.regions.tf32x3_a, ld_a, b: self.regions.tf32x3_b, ld_b, guard: self.regions.guard }
+        })
+    }
+
+    /// Enqueues `D = alpha op(A) op(B) + beta D` (`D` read where `beta != 0`) on `gpu`'s stream;
+    /// see [`GemmPlan::launch_with_c`].
+    pub fn launch<TA: super::GemmElement, TB: super::GemmElement, TD: super::GemmElement>(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<TA>,
+        b: &impl DevicePtr<TB>,
+        d: &mut impl DevicePtrMut<TD>,
+        workspace: &mut impl DevicePtrMut<u8>,
+    ) -> Result<()> {
+        self.enqueue(gpu, a, b, None::<&CudaSlice<TD>>, d, workspace)
+    }
+
+    /// Enqueues `D = alpha op(A) op(B) + beta C` on `gpu`'s stream, after checking the buffers
+    /// against the descriptor: element types, lengths for the layouts and batch, the workspace's
+    /// size, and that `D` overlaps none of the buffers the launch reads (`C` only by being `D`).
+    /// Nothing is synchronized: the call returns once the work is enqueued.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_with_c<TA: super::GemmElement, TB: super::GemmElement, TD: super::GemmElement>(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<TA>,
+        b: &impl DevicePtr<TB>,
+        c: &impl DevicePtr<TD>,
+        d: &mut impl DevicePtrMut<TD>,
+        workspace: &mut impl DevicePtrMut<u8>,
+    ) -> Result<()> {
+        self.enqueue(gpu, a, b, Some(c), d, workspace)
+    }
+
+    fn enqueue<TA: super::GemmElement, TB: super::GemmElement, TD: super::GemmElement>(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<TA>,
+        b: &impl DevicePtr<TB>,
+        c: Option<&impl DevicePtr<TD>>,
+        d: &mut impl DevicePtrMut<TD>,
+        workspace: &mut impl DevicePtrMut<u8>,
+    ) -> Result<()> {
+        let desc = &self.desc;
+        for (operand, expected, got) in [("A", desc.a.dtype, TA::DTYPE), ("B", desc.b.dtype, TB::DTYPE)] {
+            if expected != got {
+                return Err(Error::DTypeMismatch { operand, expected, got });
+            }
+        }
+        if desc.d.dtype != TD::DTYPE {
+            return Err(Error::DTypeMismatch { operand: "D", expected: desc.d.dtype, got: TD::DTYPE });
+        }
+        if !std::sync::Arc::ptr_eq(gpu.context(), &self.context) {
+            return Err(Error::InvalidArgument("the plan was made for another CUDA context".into()));
+        }
+        let batch = desc.batch;
+        let needed = [
+            ("A", a.len(), desc.a.needed_elements(desc.a_rows_cols(), batch)),
+            ("B", b.len(), desc.b.needed_elements(desc.b_rows_cols(), batch)),
+            ("D", d.len(), desc.d.needed_elements(desc.d_rows_cols(), batch)),
+            ("workspace", workspace.len(), self.regions.total),
+        ];
+        for (buffer, len, needed) in needed {
+            if len < needed {
+                return Err(Error::BufferTooSmall { buffer, len, needed });
+            }
+        }
+        if let Some(c) = c
+            && c.len() < desc.d.needed_elements(desc.d_rows_cols(), batch)
+        {
+            let needed = desc.d.needed_elements(desc.d_rows_cols(), batch);
+            return Err(Error::BufferTooSmall { buffer: "C", len: c.len(), needed });
+        }
+        let (a_len, b_len, d_len) = (a.len(), b.len(), d.len());
+        let c_len = c.map_or(0, |c| c.len());
+        let stream = gpu.stream();
+        let (a_ptr, _a_sync) = a.device_ptr(stream);
+        let (b_ptr, _b_sync) = b.device_ptr(stream);
+        let c_ptr = c.map(|c| c.device_ptr(stream));
+        let (d_ptr, _d_sync) = d.device_ptr_mut(stream);
+        let (ws_ptr, _ws_sync) = workspace.device_ptr_mut(stream);
+        let ranges = Ranges {
+            a: (a_ptr, a_len * TA::DTYPE.size()),
+            b: (b_ptr, b_len * TB::DTYPE.size()),
+            d: (d_ptr, d_len * TD::DTYPE.size()),
+            workspace: (ws_ptr, self.regions.total),
+        };
+        ranges.check(c_ptr.as_ref().map(|(p, _)| (*p, c_len * TD::DTYPE.size())))?;
+        let c_addr = c_ptr.as_ref().map_or(d_ptr, |(p, _)| *p);
+        for i in 0..batch {
+            let addresses = Addresses {
+                a: a_ptr + (i * desc.a.stride(desc.a_rows_cols()) * TA::DTYPE.size()) as u64,
+                b: b_ptr + (i * desc.b.stride(desc.b_rows_cols()) * TB::DTYPE.size()) as u64,
+                c: c_addr + (i * desc.d.stride(desc.d_rows_cols()) * TD::DTYPE.size()) as u64,
+                d: d_ptr + (i * desc.d.stride(desc.d_rows_cols()) * TD::DTYPE.size()) as u64,
+                workspace: ws_ptr,
+            };
+            self.enqueue_one(gpu, addresses)?;
+        }
+        Ok(())
+    }
+
+    /// One product of the batch, at `at`.
+    fn enqueue_one(&self, gpu: &Gpu, at: Addresses) -> Result<()> {
+        let operand = |o: &OperandPlan| -> Result<u64> {
+            let src = match o.source {
+                Source::A => at.a,
+                Source::B => at.b,
+            };
+            let Some((kernel, offset)) = o.convert else {
+                if o.format != Format::F32Packed && !src.is_multiple_of(16) {
+                    return Err(Error::Unsupported(format!(
+                        "{:?}'s address {src:#x} is not 16-byte aligned, which the tensor-core kernels' TMA needs (allocations are; keep views at 16-byte offsets)",
+                        o.source
+                    )));
+                }
+                return Ok(src);
+            };
+            let dst = at.workspace + offset as u64;
+            let (rows, cols, src_ld, ld) = (o.rows as u32, o.cols as u32, o.src_ld as u32, o.ld as u32);
+            let transposed = o.transposed as u32;
+            let mut builder = gpu.stream().launch_builder(&self.functions[kernel]);
+            builder.arg(&src).arg(&dst).arg(&rows).arg(&cols).arg(&src_ld).arg(&transposed).arg(&ld);
+            // SAFETY: the convert kernel's contract: the source holds the rows x cols matrix at
+            // its leading dimension (lengths checked against the descriptor), the destination is
+            // the workspace region the plan laid out for rows x ld elements, disjoint from every
+            // operand (checked); the block is TILE x TILE_ROWS.
+            unsafe { builder.launch(convert_grid(o.rows, o.cols)) }?;
+            Ok(dst)
+        };
+        let (a, b) = (operand(&self.left)?, operand(&self.right)?);
+        let c = match self.epilogue {
+            Some(e) => at.workspace + e.acc as u64,
+            None => at.d,
+        };
+        let product = launch::Product {
+            a,
+            b,
+            c,
+            ld_a: self.left.ld,
+            ld_b: self.right.ld,
+            split_k: at.workspace + self.regions.split_k as u64,
+            tf32x3: (at.workspace + self.regions.tf32x3_a as u64, at.workspace + self.regions.tf32x3_b as u64),
+            guard: at.workspace + self.regions.guard as u64,
+        };
+        launch::product(gpu, &self.kernel, &self.functions, &product, self.right_transposed, |addresses, list| {
+            self.tensor_maps(gpu, addresses, list)
+        })?;
+        if let Some(e) = self.epilogue {
+            let (m, n) = (self.shape.m as u32, self.shape.n as u32);
+            let ld = self.desc.d.leading(self.desc.d_rows_cols()) as u32;
+            let (alpha, beta) = (self.desc.alpha, self.desc.beta);
+            let mut builder = gpu.stream().launch_builder(&self.functions[e.kernel]);
+            builder.arg(&c).arg(&at.c).arg(&at.d).arg(&m).arg(&n).arg(&ld).arg(&ld).arg(&alpha).arg(&beta);
+            // SAFETY: the epilogue's contract: C' is the workspace's m' x n' f32 region written
+            // above on this stream; C and D hold the m' x n' row-major view at D's leading
+            // dimension (lengths checked), D overlaps neither C' nor, but exactly, C.
+            unsafe { builder.launch(epilogue_grid(self.shape.m * self.shape.n, gpu.info().sm_count)) }?;
+        }
+        Ok(())
+    }
+
+    /// The device copy of the tensor maps `list` describes, uploaded on first use of these
+    /// `addresses`.
+    fn tensor_maps(
+        &self,
+        gpu: &Gpu,
+        addresses: [u64; 3],
+        list: &[(TensorMap2d, u64, CUtensorMapDataType)],
+    ) -> Result<u64> {
+        let mut maps = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(m) = maps.get(&addresses) {
+            return Ok(m.device_ptr(gpu.stream()).0);
+        }
+        gpu.ensure_not_capturing("a GEMM plan's tensor maps for new buffer addresses")?;
+        if maps.len() >= MAP_CACHE_ENTRIES {
+            // Stream-ordered frees: a launch in flight keeps reading its maps until it ends.
+            maps.clear();
+        }
+        let uploaded = wgmma::upload_maps(gpu, list)?;
+        let ptr = uploaded.device_ptr(gpu.stream()).0;
+        maps.insert(addresses, uploaded);
+        Ok(ptr)
+    }
+}
+
+impl std::fmt::Display for GemmPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = &self.desc;
+        let name = |o: &OperandPlan| match (o.source, o.transposed) {
+            (Source::A, false) => "A",
+            (Source::A, true) => "A^T",
+            (Source::B, false) => "B",
+            (Source::B, true) => "B^T",
+        };
+        write!(f, "{} product{} of {}", d.batch, if d.batch == 1 { "" } else { "s" }, self.shape)?;
+        for (label, o) in [("A'", &self.left), ("B'", &self.right)] {
+            match o.convert {
+                Some((kernel, _)) => write!(f, "; {label} = {} via {kernel}", name(o))?,
+                None => write!(f, "; {label} = {} in place", name(o))?,
+            }
+        }
+        write!(f, "; {}", self.kernel)?;
+        if let Some(e) = self.epilogue {
+            write!(f, "; then {} (alpha {}, beta {})", e.kernel, d.alpha, d.beta)?;
+        }
+        Ok(())
+    }
+}
+
+/// Device addresses of one product of a batch.
+#[derive(Clone, Copy)]
+struct Addresses {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    workspace: u64,
+}
+
+/// The byte ranges a launch touches.
+struct Ranges {
+    a: (u64, usize),
+    b: (u64, usize),
+    d: (u64, usize),
+    workspace: (u64, usize),
+}
+
+impl Ranges {
+    /// Refuses overlaps where a launch writes one buffer while it reads another: `D` and the
+    /// workspace against `A`, `B` and each other; `C` against `D` unless it is `D` itself.
+    fn check(&self, c: Option<(u64, usize)>) -> Result<()> {
+        let overlap =
+            |(p, n): (u64, usize), (q, m): (u64, usize)| n > 0 && m > 0 && p < q + m as u64 && q < p + n as u64;
+        let written = [("D", self.d), ("workspace", self.workspace)];
+        let mut read = vec![("A", self.a), ("B", self.b)];
+        if let Some(c) = c
+            && c.0 != self.d.0
+        {
+            read.push(("C", c));
+        }
+        for (w, wr) in written {
+            for &(r, rr) in &read {
+                if overlap(wr, rr) {
+                    return Err(Error::Overlap { written: w, read: r });
+                }
+            }
+        }
+        if overlap(self.d, self.workspace) {
+            return Err(Error::Overlap { written: "D", read: "workspace" });
+        }
+        Ok(())
+    }
+}
+
+/// The convert kernel's grid over a `rows x cols` destination.
+fn convert_grid(rows: usize, cols: usize) -> LaunchConfig {
+    let tile = convert::TILE as usize;
+    let x = cols.div_ceil(tile).max(1) as u32;
+    let y = rows.div_ceil(tile).clamp(1, super::shape::MAX_GRID_Y as usize) as u32;
+    LaunchConfig { grid_dim: (x, y, 1), block_dim: (convert::TILE, convert::TILE_ROWS, 1), shared_mem_bytes: 0 }
+}
+
+/// The epilogue's grid-stride launch over `elements`.
+fn epilogue_grid(elements: usize, sm_count: u32) -> LaunchConfig {
+    let threads = convert::EPILOGUE_THREADS as usize;
+    let blocks = elements.div_ceil(threads).clamp(1, 16 * sm_count.max(1) as usize) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (convert::EPILOGUE_THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// What a plan is made of, before the GPU's functions are looked up: pure, so that planning is
+/// tested (and `--plan` works) without a GPU.
+struct Skeleton {
+    desc: GemmDesc,
+    shape: MatmulShape,
+    kernel: MatmulPlan,
+    left: OperandPlan,
+    right: OperandPlan,
+    right_transposed: bool,
+    epilogue: Option<EpiloguePlan>,
+    regions: Regions,
+    precision: Precision,
+}
+
+impl Skeleton {
+    fn new(desc: &GemmDesc, device: MatmulDevice) -> Result<Self> {
+        check(desc)?;
+        // The canonical problem: D row-major, or D^T = op(B)^T op(A)^T.
+        let col_major = desc.d.order == Order::ColMajor;
+        let (m, n, k) = if col_major { (desc.n, desc.m, desc.k) } else { (desc.m, desc.n, desc.k) };
+        let shape = MatmulShape::new(m, k, n)?;
+        // op(X) = S_X or S_X^T, where S_X is X's memory read row-major at its leading dimension.
+        let flips = |t: bool, l: &Layout| t ^ (l.order == Order::ColMajor);
+        let (a_t, b_t) = (flips(desc.transpose_a, &desc.a), flips(desc.transpose_b, &desc.b));
+        let (left_src, left_t, right_src, right_t) =
+            if col_major { (Source::B, !b_t, Source::A, !a_t) } else { (Source::A, a_t, Source::B, b_t) };
+        let inputs = desc.a.dtype;
+        let (variant, kernel) = choose_kernel(desc, shape, device, inputs)?;
+        let (left_format, right_format, right_transposed) = formats(variant);
+        let precision = match inputs {
+            DType::F32 => kernel.precision(),
+            DType::Bf16 | DType::F16 if variant == MatmulVariant::WgmmaBf16 => Precision::Bf16,
+            // 16-bit operands are exact in TF32 and in f32: the products are exact.
+            DType::Bf16 | DType::F16 => Precision::Fp32,
+        };
+        let layout_of = |s: Source| match s {
+            Source::A => (desc.a, desc.a_rows_cols()),
+            Source::B => (desc.b, desc.b_rows_cols()),
+        };
+        let mut alloc = Allocator(0);
+        let mut operand = |source: Source, transposed: bool, rows: usize, cols: usize, format: Format| {
+            let (layout, dims) = layout_of(source);
+            let (src_ld, src_stride) = (layout.leading(dims), layout.stride(dims));
+            let ld = format.ld(cols);
+            // In place: as it lies, packed for the CUDA-core kernels, any 16-byte stride for the TMA.
+            let in_place = !transposed && (src_ld == ld || format != Format::F32Packed);
+            let convert = if in_place && format.takes_in_place(layout.dtype, src_ld, src_stride, desc.batch) {
+                None
+            } else {
+                let kernel = convert::convert_kernel(layout.dtype.name(), format.dtype().name()).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "{variant} takes {} operands; {source:?} is {}",
+                        format.dtype(),
+                        layout.dtype
+                    ))
+                })?;
+                Some((kernel, alloc.take(rows * ld * format.dtype().size())))
+            };
+            let ld = if convert.is_some() { ld } else { src_ld };
+            Ok::<_, Error>(OperandPlan { source, transposed, rows, cols, src_ld, format, ld, convert })
+        };
+        let left = operand(left_src, left_t, m, k, left_format)?;
+        // wgmma_tf32_transposed takes B'^T (n' x k).
+        let right = if right_transposed {
+            operand(right_src, !right_t, n, k, right_format)?
+        } else {
+            operand(right_src, right_t, k, n, right_format)?
+        };
+        let direct = desc.d.dtype == DType::F32
+            && desc.d.leading(desc.d_rows_cols()) == n
+            && desc.alpha == 1.0
+            && desc.beta == 0.0;
+        let epilogue = if direct {
+            None
+        } else {
+            let kernel = convert::epilogue_kernel(desc.d.dtype.name()).expect("an epilogue per output type");
+            Some(EpiloguePlan { kernel, acc: alloc.take(m * n * 4) })
+        };
+        let mut regions = Regions { split_k: alloc.take(4 * kernel.workspace_floats()), ..Regions::default() };
+        if variant == MatmulVariant::WgmmaTf32x3 {
+            let (ld_a, ld_b, _) = wgmma::tf32x3_layout(shape);
+            regions.tf32x3_a = alloc.take(4 * m * ld_a);
+            regions.tf32x3_b = alloc.take(4 * 3 * k * ld_b);
+            regions.guard = alloc.take(4 * kernels::matmul::tf32x3::GUARD_WORDS);
+        }
+        regions.total = alloc.0;
+        Ok(Self { desc: *desc, shape, kernel, left, right, right_transposed, epilogue, regions, precision })
+    }
+
+    /// Every kernel a launch of this plan runs.
+    fn kernel_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = launch::kernels_of(&self.kernel);
+        names.extend(self.left.convert.iter().chain(&self.right.convert).map(|(k, _)| *k));
+        names.extend(self.epilogue.iter().map(|e| e.kernel));
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+}
+
+/// The descriptor's own rules: dimensions, leading dimensions, element types, the kernels' `u32`
+/// sizes.
+fn check(desc: &GemmDesc) -> Result<()> {
+    for (name, v) in [("m", desc.m), ("n", desc.n), ("k", desc.k), ("batch", desc.batch)] {
+        if v == 0 {
+            return Err(Error::ZeroDimension { name });
+        }
+        if v > u32::MAX as usize {
+            return Err(Error::LimitExceeded { what: name.into(), value: v as u64, limit: u32::MAX as u64 });
+        }
+    }
+    for (operand, layout, dims) in
+        [("A", &desc.a, desc.a_rows_cols()), ("B", &desc.b, desc.b_rows_cols()), ("D", &desc.d, desc.d_rows_cols())]
+    {
+        let min = match layout.order {
+            Order::RowMajor => dims.1,
+            Order::ColMajor => dims.0,
+        };
+        let ld = layout.leading(dims);
+        if ld < min {
+            return Err(Error::LeadingDimension { operand, ld, min });
+        }
+        if ld > u32::MAX as usize {
+            return Err(Error::LimitExceeded {
+                what: format!("{operand}'s leading dimension"),
+                value: ld as u64,
+                limit: u32::MAX as u64,
+            });
+        }
+        let needed = layout.needed_elements(dims, desc.batch);
+        if needed as u128 * layout.dtype.size() as u128 >= (1u128 << 62) {
+            return Err(Error::LimitExceeded {
+                what: format!("{operand}'s elements"),
+                value: needed as u64,
+                limit: (1u64 << 62) / layout.dtype.size() as u64,
+            });
+        }
+    }
+    if desc.a.dtype != desc.b.dtype {
+        return Err(Error::Unsupported(format!(
+            "A is {} and B is {}: the kernels multiply operands of one type",
+            desc.a.dtype, desc.b.dtype
+        )));
+    }
+    if !desc.alpha.is_finite() || !desc.beta.is_finite() {
+        return Err(Error::InvalidArgument(format!("alpha = {} and beta = {} must be finite", desc.alpha, desc.beta)));
+    }
+    Ok(())
+}
+
+/// The product kernel for the canonical shape: the descriptor's, or `auto`'s for the operands'
+/// type (`f32` under its policy; BF16 on `wgmma_bf16` where `high` would take the tensor cores;
+/// F16, exact in TF32, on `wgmma_tf32` there; both on the FP32 kernels elsewhere, exactly).
+fn choose_kernel(
+    desc: &GemmDesc,
+    shape: MatmulShape,
+    device: MatmulDevice,
+    inputs: DType,
+) -> Result<(MatmulVariant, MatmulPlan)> {
+    let options = PlanOptions { policy: desc.policy, split: desc.split_k };
+    if desc.variant != MatmulVariant::Auto || inputs == DType::F32 {
+        if desc.variant == MatmulVariant::WgmmaBf16 && inputs == DType::F16 {
+            return Err(Error::Unsupported(
+                "wgmma_bf16 multiplies BF16 operands; F16 ones would lose 3 mantissa bits: use auto".into(),
+            ));
+        }
+        let plan = plan_with(desc.variant, shape, device, options)?;
+        return Ok((plan.variant(), plan));
+    }
+    // 16-bit operands: the tensor cores where `high` takes them for f32, else the FP32 kernels.
+    let high = plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy: PrecisionPolicy::High, ..options })?;
+    let variant = if high.variant() == MatmulVariant::WgmmaTf32x3 {
+        if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaTf32 }
+    } else {
+        MatmulVariant::Auto
+    };
+    let policy = PrecisionPolicy::Highest;
+    let plan = plan_with(variant, shape, device, PlanOptions { policy, ..options })?;
+    Ok((plan.variant(), plan))
+}
+
+/// How `variant` takes `A'` and `B'`, and whether it takes `B'^T`.
+fn formats(variant: MatmulVariant) -> (Format, Format, bool) {
+    match variant {
+        MatmulVariant::WgmmaBf16 => (Format::Bf16Rows16, Format::Bf16Rows16, false),
+        MatmulVariant::WgmmaTf32 => (Format::F32Rows16, Format::F32Rows16, false),
+        MatmulVariant::WgmmaTf32Transposed => (Format::F32Rows16, Format::F32Rows16, true),
+        _ => (Format::F32Packed, Format::F32Packed, false),
+    }
+}
+
+impl MatmulDevice {
+    /// What the planner needs of `gpu`.
+    pub fn of_gpu(gpu: &Gpu) -> Self {
+        Self { sm_count: gpu.info().sm_count, tensor_cores: gpu.hopper_status().is_ok() }
+    }
+}
+
+/// Plans `desc` for a device the planner knows without a GPU (for `--plan` and tests): the
+/// plan's description, or why there is none.
+pub fn describe_plan(desc: &GemmDesc, device: MatmulDevice) -> Result<String> {
+    let s = Skeleton::new(desc, device)?;
+    let mut text = format!("{} product(s) of {}: {}", desc.batch, s.shape, s.kernel);
+    for (label, o) in [("A'", &s.left), ("B'", &s.right)] {
+        if let Some((kernel, _)) = o.convert {
+            text += &format!("; {label} via {kernel}");
+        }
+    }
+    if let Some(e) = s.epilogue {
+        text += &format!("; then {}", e.kernel);
+    }
+    text += &format!("; workspace {} bytes", s.regions.total);
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skeleton(desc: GemmDesc) -> Skeleton {
+        Skeleton::new(&desc, MatmulDevice::H200).unwrap()
+    }
+
+    #[test]
+    fn packed_row_major_f32_runs_in_place_with_no_epilogue_and_no_workspace_but_the_kernels() {
+        let s = skeleton(GemmDesc::new(300, 200, 100).variant(MatmulVariant::Sgemm));
+        assert!(s.left.convert.is_none() && s.right.convert.is_none() && s.epilogue.is_none());
+        assert_eq!(s.regions.total, 4 * s.kernel.workspace_floats());
+        assert_eq!((s.shape.m, s.shape.k, s.shape.n), (300, 100, 200));
+    }
+
+    #[test]
+    fn a_column_major_d_swaps_the_operands_and_transposes_the_problem() {
+        let col = Layout::col_major(DType::F32);
+        let s = skeleton(GemmDesc::new(300, 200, 100).a(col).b(col).d(col).variant(MatmulVariant::Sgemm));
+        // D^T = B^T A^T: column-major B (100 x 200) read row-major is B^T, as the kernel takes it.
+        assert_eq!((s.shape.m, s.shape.k, s.shape.n), (200, 100, 300));
+        assert_eq!((s.left.source, s.left.transposed, s.left.convert.is_none()), (Source::B, false, true));
+        assert_eq!((s.right.source, s.right.transposed, s.right.convert.is_none()), (Source::A, false, true));
+        assert!(s.epilogue.is_none());
+    }
+
+    #[test]
+    fn transposes_leading_dimensions_and_other_types_go_through_the_workspace() {
+        let s = skeleton(GemmDesc::new(64, 32, 128).transpose_a(true).variant(MatmulVariant::Sgemm));
+        assert!(s.left.transposed && s.left.convert.unwrap().0 == "matmul_convert_f32_f32");
+        let s =
+            skeleton(GemmDesc::new(64, 32, 128).b(Layout::row_major(DType::F32).ld(40)).variant(MatmulVariant::Sgemm));
+        assert!(s.right.convert.is_some() && s.left.convert.is_none());
+        let bf16 = Layout::row_major(DType::Bf16);
+        let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).variant(MatmulVariant::Sgemm));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_bf16_f32");
+        // BF16 in BF16 on the tensor cores: in place.
+        let s = skeleton(GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16));
+        assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaBf16);
+        assert!(s.left.convert.is_none() && s.right.convert.is_none());
+        assert_eq!(s.precision, Precision::Bf16);
+        // F16 on TF32 tensor cores, exactly.
+        let f16 = Layout::row_major(DType::F16);
+        let s = skeleton(GemmDesc::new(4096, 4096, 4096).a(f16).b(f16));
+        assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaTf32);
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f16_f32");
+        assert_eq!(s.precision, Precision::Fp32);
+    }
+
+    #[test]
+    fn alpha_beta_and_16_bit_outputs_take_the_epilogue() {
+        for desc in [
+            GemmDesc::new(8, 8, 8).alpha_beta(2.0, 0.0),
+            GemmDesc::new(8, 8, 8).alpha_beta(1.0, 1.0),
+            GemmDesc::new(8, 8, 8).d(Layout::row_major(DType::Bf16)),
+            GemmDesc::new(8, 8, 8).d(Layout::row_major(DType::F32).ld(9)),
+        ] {
+            let s = skeleton(desc);
+            let e = s.epilogue.unwrap();
+            assert!(e.acc + 8 * 8 * 4 <= s.regions.total);
+        }
+    }
+
+    #[test]
+    fn the_descriptor_is_checked_before_anything_is_planned() {
+        let err = |d: GemmDesc| Skeleton::new(&d, MatmulDevice::H200).err().unwrap();
+        assert!(matches!(err(GemmDesc::new(0, 1, 1)), Error::ZeroDimension { name: "m" }));
+        assert!(matches!(err(GemmDesc::new(1, 1, 1).batch(0)), Error::ZeroDimension { name: "batch" }));
+        let e = err(GemmDesc::new(4, 4, 8).a(Layout::row_major(DType::F32).ld(7)));
+        assert!(matches!(e, Error::LeadingDimension { operand: "A", ld: 7, min: 8 }), "{e}");
+        let e = err(GemmDesc::new(4, 4, 8).b(Layout::row_major(DType::Bf16)));
+        assert!(e.to_string().contains("A is f32 and B is bf16"), "{e}");
+        let f16 = Layout::row_major(DType::F16);
+        let e = err(GemmDesc::new(4, 4, 8).a(f16).b(f16).variant(MatmulVariant::WgmmaBf16));
+        assert!(e.to_string().contains("F16"), "{e}");
+        assert!(matches!(err(GemmDesc::new(4, 4, 4).alpha_beta(f32::NAN, 0.0)), Error::InvalidArgument(_)));
+    }
+
+    #[test]
+    fn overlapping_buffers_are_refused_and_in_place_c_is_not() {
+        let r = Ranges { a: (0, 100), b: (100, 100), d: (300, 100), workspace: (500, 100) };
+        assert!(r.check(None).is_ok());
+        assert!(r.check(Some((300, 100))).is_ok(), "C is D: in place");
+        assert!(matches!(r.check(Some((350, 100))), Err(Error::Overlap { written: "D", read: "C" })));
+        let r = Ranges { a: (0, 100), b: (100, 100), d: (150, 100), workspace: (500, 100) };
+        assert!(matches!(r.check(None), Err(Error::Overlap { written: "D", read: "B" })));
+        let r = Ranges { a: (0, 100), b: (100, 100), d: (300, 100), workspace: (350, 100) };
+        assert!(matches!(r.check(None), Err(Error::Overlap { written: "D", read: "workspace" })));
+    }
+
+    #[test]
+    fn batches_of_tensor_core_operands_with_misaligned_strides_are_copied() {
+        let bf16 = Layout::row_major(DType::Bf16);
+        let odd = GemmDesc::new(4096, 4096, 4096).a(bf16.batch_stride(4096 * 4096 + 1)).b(bf16).batch(2);
+        let s = skeleton(odd);
+        assert!(s.left.convert.is_some() && s.right.convert.is_none());
+    }
+}

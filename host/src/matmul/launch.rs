@@ -1,0 +1,215 @@
+//! The launches of a planned product on device addresses: the CUDA-core kernels and their split-K
+//! reduction, the tensor-core kernels with their tensor maps, and split-TF32's split, product and
+//! guarded FP32 fallback. [`super::GemmPlan`] checks every buffer before it calls these, which is
+//! what makes each `unsafe` launch below sound.
+
+use super::plan::MatmulPlan;
+use super::shape::MatmulShape;
+use super::variant::MatmulVariant;
+use super::wgmma::{self, TensorMap2d, Tf32x3Order};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::{self, CUtensorMapDataType};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use kernels::matmul::tf32x3;
+use kernels::matmul::wgmma::{BLOCK_N, Operand, PROMOTED_BLOCK_ROWS};
+use std::collections::HashMap;
+
+/// Device addresses of one canonical product `C' = A' B'` and its workspace regions.
+pub(super) struct Product {
+    /// `A'` (`m x k`, row-major at `ld_a`).
+    pub a: u64,
+    /// `B'` (`k x n` at `ld_b`; `B'^T`, `n x k`, for `wgmma_tf32_transposed`).
+    pub b: u64,
+    /// `C'` (`m x n`, packed).
+    pub c: u64,
+    /// `A'`'s leading dimension, elements.
+    pub ld_a: usize,
+    /// `B'`'s.
+    pub ld_b: usize,
+    /// The split-K partials.
+    pub split_k: u64,
+    /// Split-TF32's `A''` and `B''`.
+    pub tf32x3: (u64, u64),
+    /// Split-TF32's guard.
+    pub guard: u64,
+}
+
+/// Every kernel `plan` launches.
+pub(super) fn kernels_of(plan: &MatmulPlan) -> Vec<&'static str> {
+    let mut names = vec![plan.kernel()];
+    if plan.reduce().is_some() {
+        names.push(kernels::matmul::split_k::KERNEL);
+    }
+    if plan.variant() == MatmulVariant::WgmmaTf32x3 {
+        names.push(tf32x3::KERNEL_SPLIT);
+    }
+    if let Some(fallback) = plan.fallback() {
+        names.extend(kernels_of(fallback));
+    }
+    names
+}
+
+/// Launches `plan` on `p`: `maps` gives the device copy of a list of tensor maps for the
+/// addresses they describe.
+pub(super) fn product(
+    gpu: &Gpu,
+    plan: &MatmulPlan,
+    functions: &HashMap<&'static str, CudaFunction>,
+    p: &Product,
+    right_transposed: bool,
+    maps: impl Fn([u64; 3], &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<u64>,
+) -> Result<()> {
+    let s = plan.shape();
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    let tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
+        let key = [list[0].1, list[1].1, if c_in_maps { p.c } else { 0 }];
+        let maps = maps(key, &list)?;
+        let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
+        builder.arg(&maps).arg(&p.c).arg(&m).arg(&k).arg(&n);
+        // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe A' and B' (and
+        // C' where listed) as the plan laid them out, in the boxes and swizzle the kernel takes;
+        // C' holds m*n f32 and overlaps neither operand (checked by the plan); the launch config
+        // and its dynamic shared memory are the planner's, allowed when the plan was made.
+        unsafe { builder.launch(plan.launch_config()) }?;
+        Ok(())
+    };
+    match plan.variant() {
+        MatmulVariant::WgmmaBf16 => {
+            let [map_a, map_b] = wgmma::tensor_maps(s, Operand::Bf16, p.ld_a, p.ld_b);
+            let mut list = vec![(map_a, p.a, bf16_type), (map_b, p.b, bf16_type)];
+            let c_map = wgmma::c_map(s);
+            if let Some(map_c) = c_map {
+                if !p.c.is_multiple_of(16) {
+                    return Err(Error::Unsupported(format!(
+                        "D's address {:#x} is not 16-byte aligned, which wgmma_bf16's TMA store needs",
+                        p.c
+                    )));
+                }
+                list.push((map_c, p.c, f32_type));
+            }
+            tensor_core(list, c_map.is_some())
+        }
+        MatmulVariant::WgmmaTf32 => {
+            let [map_a, map_b] = wgmma::tensor_maps_rs(s, p.ld_a, p.ld_b, BLOCK_N);
+            tensor_core(vec![(map_a, p.a, f32_type), (map_b, p.b, f32_type)], false)
+        }
+        MatmulVariant::WgmmaTf32Transposed => {
+            debug_assert!(right_transposed, "the plan gives wgmma_tf32_transposed B'^T");
+            let [map_a, map_bt] = wgmma::tensor_maps(s, Operand::Tf32, p.ld_a, p.ld_b);
+            tensor_core(vec![(map_a, p.a, f32_type), (map_bt, p.b, f32_type)], false)
+        }
+        MatmulVariant::WgmmaTf32x3 => tf32x3_product(gpu, plan, functions, p, maps, Tf32x3Order::DEFAULT),
+        _ => fp32(gpu, plan, functions, p, 0),
+    }
+}
+
+/// An FP32 plan: its kernel and, with a split, the reduction. `guard` is 0 (they run) or the
+/// address of a split-TF32 guard (they run only on its FP32 path).
+fn fp32(
+    gpu: &Gpu,
+    plan: &MatmulPlan,
+    functions: &HashMap<&'static str, CudaFunction>,
+    p: &Product,
+    guard: u64,
+) -> Result<()> {
+    let s = plan.shape();
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    let (split, reduce) = (plan.split(), plan.reduce());
+    // With a split the kernel writes its partial products to the workspace, and the reduction
+    // below writes C'; without one it writes C'.
+    let out = if reduce.is_some() { p.split_k } else { p.c };
+    let k_chunk = split.map(|s| s.k_chunk);
+    let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
+    builder.arg(&p.a).arg(&p.b).arg(&out).arg(&m).arg(&k).arg(&n);
+    // Only the kernels that split k take its chunk length and a guard.
+    if let Some(k_chunk) = &k_chunk {
+        builder.arg(k_chunk).arg(&guard);
+    }
+    // SAFETY: the kernel contracts (kernels::matmul docs): A' and B' hold m*k and k*n packed f32,
+    // the output is C' (m*n) or, with a split, the workspace region of splits*m*n the plan laid
+    // out, disjoint from both; the planner gives the kernel's block shape, a grid z equal to the
+    // splits and a k_chunk that is a positive multiple of 8; the guard is 0 or a finished split's.
+    unsafe { builder.launch(plan.launch_config()) }?;
+    if let (Some(split), Some(cfg)) = (split, reduce) {
+        let len = u32::try_from(s.m as u64 * s.n as u64).map_err(|_| Error::LimitExceeded {
+            what: "m * n of a split-K reduction".into(),
+            value: s.m as u64 * s.n as u64,
+            limit: u32::MAX as u64,
+        })?;
+        let splits = split.splits;
+        let mut builder = gpu.stream().launch_builder(&functions[kernels::matmul::split_k::KERNEL]);
+        builder.arg(&p.split_k).arg(&p.c).arg(&len).arg(&splits).arg(&guard);
+        // SAFETY: the workspace region holds splits*m*n floats written by the kernel above on
+        // the same stream, C' holds m*n; disjoint; the guard as above.
+        unsafe { builder.launch(cfg) }?;
+    }
+    Ok(())
+}
+
+/// The grid of `matmul_split_tf32x3` for `shape` on `sm_count` SMs: `A'` and `B'` in one launch
+/// (`blockIdx.z`), a few blocks per SM each (`kernels::matmul::tf32x3::split_grid_blocks`).
+pub fn split_grid(shape: MatmulShape, sm_count: u32) -> LaunchConfig {
+    let widest = shape.k.max(shape.n).min(u32::MAX as usize) as u32;
+    let most_rows = shape.m.max(shape.k).min(u32::MAX as usize) as u32;
+    let grid_dim = tf32x3::split_grid_blocks(widest, most_rows, sm_count);
+    LaunchConfig { grid_dim, block_dim: (tf32x3::SPLIT_THREADS, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// A `wgmma_tf32x3` plan: the split of `A'` and `B'` in `order` with the guard's range reduction
+/// and decision (pass 0), the scaled split where the decision needs one (pass 1),
+/// `wgmma_tf32_promoted` on `(m, 3k, n)`, and the plan's FP32 fallback, which runs only where the
+/// guard refused the split path; all on the stream, with no synchronisation.
+pub(super) fn tf32x3_product(
+    gpu: &Gpu,
+    plan: &MatmulPlan,
+    functions: &HashMap<&'static str, CudaFunction>,
+    p: &Product,
+    maps: impl Fn([u64; 3], &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<u64>,
+    order: Tf32x3Order,
+) -> Result<()> {
+    let fallback = plan.fallback().ok_or_else(|| {
+        Error::InvalidArgument(format!("{}: a split-TF32 plan without its FP32 fallback", plan.variant().name()))
+    })?;
+    let s = plan.shape();
+    let k3 = u32::try_from(3 * s.k).map_err(|_| Error::LimitExceeded {
+        what: "3k (the split operands' inner dimension)".into(),
+        value: 3 * s.k as u64,
+        limit: u32::MAX as u64,
+    })?;
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    let (ld_a, ld_b, _) = wgmma::tf32x3_layout(s);
+    let (split_a, split_b) = p.tf32x3;
+    // Pass 0 reduces into zeroed words and counts its blocks from zero.
+    // SAFETY: the guard region holds GUARD_WORDS u32 of the workspace, on this stream.
+    unsafe {
+        sys::cuMemsetD32Async(p.guard, 0, tf32x3::GUARD_WORDS, gpu.stream().cu_stream()).result()?;
+    }
+    let (chunk, parts) = (order.chunk(k), order.a_small_parts());
+    let (ld_a32, ld_b32) = (ld_a as u32, ld_b as u32);
+    let grid = split_grid(s, gpu.info().sm_count);
+    for pass in [0u32, 1] {
+        let mut builder = gpu.stream().launch_builder(&functions[tf32x3::KERNEL_SPLIT]);
+        builder.arg(&p.a).arg(&p.b).arg(&split_a).arg(&split_b).arg(&m).arg(&k).arg(&n);
+        builder.arg(&ld_a32).arg(&ld_b32).arg(&parts).arg(&chunk).arg(&pass).arg(&p.guard);
+        // SAFETY: A' and B' hold m*k and k*n packed f32; A'' (m x ld_a, ld_a >= 3k) and B'' (3k
+        // x ld_b, ld_b >= n), rows padded to 16 bytes, are workspace regions the plan laid out
+        // for this shape, 256-byte aligned and disjoint; 3k < 2^32 (checked above); chunk >= 1;
+        // the guard was zeroed above before pass 0, and pass 1 follows it; split_grid's grid.
+        unsafe { builder.launch(grid) }?;
+    }
+    let tripled = MatmulShape::new(s.m, 3 * s.k, s.n)?;
+    let [map_a, map_b] = wgmma::tensor_maps_rs(tripled, ld_a, ld_b, PROMOTED_BLOCK_ROWS);
+    let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    let maps = maps([split_a, split_b, 1], &[(map_a, split_a, f32_type), (map_b, split_b, f32_type)])?;
+    let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
+    builder.arg(&maps).arg(&p.c).arg(&m).arg(&k3).arg(&n).arg(&p.guard);
+    // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32_promoted) on (m, 3k, n):
+    // the maps describe A'' and B'' (written above on this stream) in the boxes tensor_maps_rs
+    // gives for PROMOTED_BLOCK_ROWS; C' holds m*n f32 and overlaps neither; the plan's launch
+    // config and shared memory, allowed when the plan was made; the guard was written above.
+    unsafe { builder.launch(plan.launch_config()) }?;
+    fp32(gpu, fallback, functions, p, p.guard)
+}
