@@ -2,12 +2,12 @@
 //! the float64 reference, and histograms of files streamed in several chunks (a ragged last one)
 //! equal to the CPU's exactly, for every tier.
 
-use host::histogram::{self, HistogramLimits, HistogramTier, InputType, PlanRequest, ValuesBuf};
-use host::io::{self, DataFile, ElementType, Matrix};
-use host::reference::{
+use hopper_kernels::histogram::stream::{self, ReadMode, StreamOptions};
+use hopper_kernels::histogram::{self, HistogramLimits, HistogramTier, InputType, PlanRequest, ValuesBuf};
+use hopper_kernels::io::{self, DataFile, ElementType, Matrix};
+use hopper_kernels::reference::{
     MatmulReference, ValueDistribution, histogram_cpu, histogram_input, histogram_input_of, random_matrix,
 };
-use host::stream::{self, ReadMode, StreamOptions};
 use rand::Rng;
 use std::path::Path;
 use support::{fresh_rng, gpu};
@@ -27,7 +27,7 @@ fn npy_matrices_multiply_within_the_float64_reference_bound_and_round_trip_c() {
         io::write_matrix(&a_path, &Matrix::new(m, k, random_matrix(&mut rng, m * k)).unwrap()).unwrap();
         io::write_matrix(&b_path, &Matrix::new(k, n, random_matrix(&mut rng, k * n)).unwrap()).unwrap();
         let (a, b) = (io::read_matrix(&a_path).unwrap(), io::read_matrix(&b_path).unwrap());
-        let c = host::matmul(&gpu, &a, &b).unwrap();
+        let c = hopper_kernels::matmul(&gpu, &a, &b).unwrap();
         let reference = MatmulReference::new(&a.data, &b.data, m, k, n);
         let error = reference.max_error(&c.data);
         assert!(error <= reference.tolerance(), "{m}x{k}x{n}: error {error:e} above {:e}", reference.tolerance());
@@ -41,7 +41,7 @@ fn npy_matrices_multiply_within_the_float64_reference_bound_and_round_trip_c() {
 fn mismatched_matrices_are_refused_with_both_shapes() {
     let gpu = gpu();
     let a = Matrix::new(2, 3, vec![1.0; 6]).unwrap();
-    let err = host::matmul(&gpu, &a, &a).unwrap_err().to_string();
+    let err = hopper_kernels::matmul(&gpu, &a, &a).unwrap_err().to_string();
     assert!(err.contains("A is 2x3 and B is 2x3"), "{err}");
 }
 
@@ -91,11 +91,15 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
                 piece_bytes: chunk_bytes as u64 / 4,
                 ahead: streams + 1,
                 read,
-                progress: false,
             };
-            let report =
-                stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins()), options)
-                    .unwrap();
+            let report = stream::histogram_file(
+                &gpu,
+                &plan,
+                &file,
+                hopper_kernels::histogram::Binning::integers(plan.bins()),
+                options,
+            )
+            .unwrap();
             assert_eq!(report.chunks, 6);
             let want: Vec<u64> = histogram_cpu(&values, bins).into_iter().map(u64::from).collect();
             if let Some(i) = report.counts.iter().zip(&want).position(|(g, w)| g != w) {
@@ -105,7 +109,7 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
                 );
             }
             assert_eq!(
-                stream::histogram_file_cpu(&file, &host::histogram::Binning::integers(bins as u32)).unwrap(),
+                stream::histogram_file_cpu(&file, &hopper_kernels::histogram::Binning::integers(bins as u32)).unwrap(),
                 want
             );
         }
@@ -129,19 +133,16 @@ fn streamed_histogram_with_readers_chunks_ahead_of_the_counting_equals_the_cpu()
     let plan = histogram::plan_with(&gpu, 512, PlanRequest::default()).unwrap();
     let want: Vec<u64> = histogram_cpu(&values, 512).into_iter().map(u64::from).collect();
     for (streams, read) in [(2, ReadMode::Copy), (3, ReadMode::Copy), (2, ReadMode::Pinned)] {
-        let options = StreamOptions {
-            chunk_bytes,
-            streams,
-            lockers: 2,
-            readers: 16,
-            piece_bytes: 4 << 10,
-            ahead: 4,
-            read,
-            progress: false,
-        };
-        let report =
-            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins()), options)
-                .unwrap();
+        let options =
+            StreamOptions { chunk_bytes, streams, lockers: 2, readers: 16, piece_bytes: 4 << 10, ahead: 4, read };
+        let report = stream::histogram_file(
+            &gpu,
+            &plan,
+            &file,
+            hopper_kernels::histogram::Binning::integers(plan.bins()),
+            options,
+        )
+        .unwrap();
         assert_eq!(report.chunks, 65, "{read:?}");
         assert_eq!(report.counts, want, "{streams} streams, {read:?}");
     }
@@ -155,8 +156,8 @@ fn streamed_histogram_of_a_npy_file_equals_the_library_histogram_of_its_values()
     let path = dir.path().join("values.npy");
     let values = histogram_input(rng.random(), 1_000_003, 1000, ValueDistribution::Zipf);
     io::write_npy(&path, &[1000, 1000], &values[..1_000_000]).unwrap();
-    let counts = host::histogram_file(&gpu, &path, None, 1000).unwrap();
-    let direct = host::histogram(&gpu, &values[..1_000_000], 1000).unwrap();
+    let counts = hopper_kernels::histogram_file(&gpu, &path, None, 1000).unwrap();
+    let direct = hopper_kernels::histogram(&gpu, &values[..1_000_000], 1000).unwrap();
     assert_eq!(counts, direct.into_iter().map(u64::from).collect::<Vec<_>>());
 }
 
@@ -167,7 +168,7 @@ fn streamed_histogram_of_an_empty_file_is_all_zero() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.bin");
     write_raw(&path, &[]);
-    assert_eq!(host::histogram_file(&gpu, &path, Some(ElementType::I32), 7).unwrap(), vec![0u64; 7]);
+    assert_eq!(hopper_kernels::histogram_file(&gpu, &path, Some(ElementType::I32), 7).unwrap(), vec![0u64; 7]);
 }
 
 #[test]
@@ -195,9 +196,14 @@ fn streamed_npy_file_of_several_mapped_chunks_after_its_header_equals_the_cpu() 
     // chunks not shortened): unaligned loads.
     for read in [ReadMode::Mapped, ReadMode::Copy, ReadMode::Mixed] {
         let options = StreamOptions { chunk_bytes: 1 << 20, piece_bytes: 256 << 10, read, ..StreamOptions::default() };
-        let report =
-            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins()), options)
-                .unwrap();
+        let report = stream::histogram_file(
+            &gpu,
+            &plan,
+            &file,
+            hopper_kernels::histogram::Binning::integers(plan.bins()),
+            options,
+        )
+        .unwrap();
         assert_eq!(report.chunks, 4, "{read:?}");
         assert_eq!(report.counts, want, "{read:?}");
     }
@@ -242,7 +248,6 @@ fn streamed_u8_u16_and_f32_files_equal_the_cpu_in_the_shared_and_bucketed_tiers(
                 piece_bytes: stream::DEFAULT_PIECE_BYTES,
                 ahead: 4,
                 read,
-                progress: false,
             };
             let report = stream::histogram_file(&gpu, &plan, &file, binning, options).unwrap();
             assert_eq!(report.chunks, 6, "{plan}");
@@ -255,6 +260,6 @@ fn streamed_u8_u16_and_f32_files_equal_the_cpu_in_the_shared_and_bucketed_tiers(
                 );
             }
         }
-        assert_eq!(host::histogram_file_over(&gpu, &path, None, bins, range).unwrap(), want);
+        assert_eq!(hopper_kernels::histogram_file_over(&gpu, &path, None, bins, range).unwrap(), want);
     }
 }

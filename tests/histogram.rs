@@ -2,12 +2,12 @@
 //! out-of-range values, empty and ragged inputs, skewed inputs, and a 2^28-value input; for every
 //! input type (`u8`, `u16`, `i32`, `f32` over a range, with its edge values, NaN and infinities).
 
-use host::histogram::{
+use hopper_kernels::histogram::{
     self, Binning, DeviceHistogram, HistogramLimits, HistogramTier, InputType, PlanRequest, Values, binning_for,
     histogram_cpu_of,
 };
-use host::reference::{ValueDistribution, histogram_cpu, histogram_input, histogram_input_of};
-use host::{Gpu, HostError};
+use hopper_kernels::reference::{ValueDistribution, histogram_cpu, histogram_input, histogram_input_of};
+use hopper_kernels::{Error, Gpu};
 use rand::Rng;
 use support::{fresh_rng, gpu};
 
@@ -154,7 +154,7 @@ fn a_2_pow_28_value_input_matches_cpu_in_every_tier() {
 fn zero_bins_and_forced_tiers_that_cannot_hold_the_bins_are_clear_errors() {
     let gpu = gpu();
     let err = histogram::plan(&gpu, 0, None).unwrap_err();
-    assert!(matches!(err, HostError::InvalidInput(_)) && err.to_string().contains("at least one bin"), "{err}");
+    assert!(matches!(err, Error::InvalidArgument(_)) && err.to_string().contains("at least one bin"), "{err}");
     let too_many = HistogramLimits::of(&gpu).unwrap().block_capacity() as usize + 1;
     let err = histogram::plan(&gpu, too_many, Some(HistogramTier::Shared)).unwrap_err();
     assert!(err.to_string().contains("shared memory per block"), "{err}");

@@ -2,14 +2,14 @@
 //! rectangular, ragged and random shapes, fresh random inputs each run, `C` poisoned with NaN
 //! before every launch; split-K plans bitwise reproducible. The tensor-core variants (on
 //! compute capability 9.0) are held to their precision's reference and bound
-//! (`host::matmul::Precision`).
+//! (`hopper_kernels::matmul::Precision`).
 
 use approx::relative_eq;
-use host::matmul::{
-    self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy, SplitK,
+use hopper_kernels::matmul::{
+    self, DeviceMatrices, GemmPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy, SplitK,
 };
-use host::reference::{MatmulReference, random_matrix};
-use host::{Gpu, HostError};
+use hopper_kernels::reference::{MatmulReference, random_matrix};
+use hopper_kernels::{Error, Gpu};
 use rand::Rng;
 use support::{fresh_rng, gpu, hopper_gpu};
 
@@ -21,17 +21,16 @@ fn runs_here(gpu: &Gpu, variant: MatmulVariant) -> bool {
 /// Every plan worth checking on `shape`: each variant that takes it as the planner plans it,
 /// and the split-K kernels with `k` forced into 2 and 3 ranges (when `k` is long enough), so
 /// that the split and the reduction run on every shape the tests cover.
-fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
-    let device = matmul::device_of(gpu);
+fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     let mut plans = Vec::new();
     for variant in MatmulVariant::ALL.into_iter().filter(|v| v.supports(shape) && runs_here(gpu, *v)) {
-        plans.push(matmul::plan(variant, shape, device).unwrap());
+        plans.push(matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap());
         if variant.splits_k() {
             for wanted in [2, 3] {
                 let split = SplitK::about(shape.k, wanted, 1);
                 if split.splits > 1 {
                     let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
-                    plans.push(matmul::plan_with(variant, shape, device, options).unwrap());
+                    plans.push(matmul::plan_gemm(gpu, variant, shape, options).unwrap());
                 }
             }
         }
@@ -51,7 +50,7 @@ fn assert_plans_match_cpu(
     gpu: &Gpu,
     rng: &mut impl Rng,
     (m, k, n): (usize, usize, usize),
-    plans: fn(&Gpu, MatmulShape) -> Vec<MatmulPlan>,
+    plans: fn(&Gpu, MatmulShape) -> Vec<GemmPlan>,
 ) {
     let shape = MatmulShape::new(m, k, n).unwrap();
     let (a, b) = (random_matrix(rng, m * k), random_matrix(rng, k * n));
@@ -174,10 +173,10 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
 }
 
 /// The plans of the tensor-core variants alone.
-fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
+fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed, MatmulVariant::WgmmaTf32x3]
         .into_iter()
-        .map(|v| matmul::plan(v, shape, matmul::device_of(gpu)).unwrap())
+        .map(|v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap())
         .collect()
 }
 
@@ -209,7 +208,7 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
 }
 
 /// Runs `plan` four times on the same inputs and asserts every `C` is bitwise the first.
-fn assert_runs_bitwise_equal(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices) {
+fn assert_runs_bitwise_equal(gpu: &Gpu, plan: &GemmPlan, mats: &mut DeviceMatrices) {
     let first = matmul::run_plan(gpu, plan, mats).unwrap();
     for _ in 0..3 {
         let again = matmul::run_plan(gpu, plan, mats).unwrap();
@@ -228,9 +227,10 @@ fn hopper_gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
     a[..6].copy_from_slice(&[1.0 + 1.0 / 256.0, f32::NAN, f32::INFINITY, -1e-40, f32::MAX, 1.0 + 3.0 / 256.0]);
     let b = random_matrix(&mut rng, k * n);
     let mut mats = DeviceMatrices::upload(&gpu, MatmulShape::new(m, k, n).unwrap(), &a, &b).unwrap();
-    let ops = matmul::wgmma::bf16_operands(&gpu, &mut mats).unwrap();
-    let (lda, ldb) = (ops.lda, ops.ldb);
-    let (ga, gb) = (gpu.download(&ops.a).unwrap(), gpu.download(&ops.b).unwrap());
+    let (da, db) = mats.bf16_operands(&gpu).unwrap();
+    let to_bits = |v: Vec<half::bf16>| v.into_iter().map(half::bf16::to_bits).collect::<Vec<u16>>();
+    let (ga, gb) = (to_bits(gpu.download(da).unwrap()), to_bits(gpu.download(db).unwrap()));
+    let (lda, ldb) = (k, n);
     for (host, dev, rows, cols, ld) in [(&a, &ga, m, k, lda), (&b, &gb, k, n, ldb)] {
         for r in 0..rows {
             for c in 0..ld {
@@ -257,18 +257,23 @@ fn hopper_gpu_tf32x3_split_scales_and_splits_as_the_cpu_bit_for_bit() {
     b[..4].copy_from_slice(&[1e-5, -3.0e4, 1.0 + 1.0 / 2048.0, 65504.0]);
     let shape = MatmulShape::new(m, k, n).unwrap();
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    let plan = matmul::plan(MatmulVariant::WgmmaTf32x3, shape, matmul::device_of(&gpu)).unwrap();
+    let plan = matmul::plan_gemm(&gpu, MatmulVariant::WgmmaTf32x3, shape, PlanOptions::default()).unwrap();
     matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
     let order = matmul::wgmma::Tf32x3Order::DEFAULT;
-    let ops = mats.split_operands().unwrap();
-    let guard = gpu.download(ops.guard()).unwrap();
+    let regions = plan.tf32x3_regions().unwrap();
+    let workspace = gpu.download(mats.workspace().unwrap()).unwrap();
+    let words = |at: usize, n: usize| -> Vec<u32> {
+        workspace[at..at + 4 * n].chunks(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect()
+    };
+    let guard = words(regions.guard, kernels::matmul::tf32x3::GUARD_WORDS);
     let Decision::Split(scales) = Decision::from_word(guard[GUARD_DECISION]) else {
         panic!("the guard refused finite inputs of a moderate range: {guard:x?}")
     };
     // A's subnormal values need scaling: pass 1 wrote the scaled split.
     assert_ne!((scales.a, scales.b), (0, 0), "{scales:?}");
-    let ((da, ld_a), (db, ld_b)) = (ops.a(), ops.b());
-    let (ga, gb) = (gpu.download(da).unwrap(), gpu.download(db).unwrap());
+    let (ld_a, ld_b) = (regions.ld_a, regions.ld_b);
+    let floats = |at: usize, n: usize| -> Vec<f32> { words(at, n).into_iter().map(f32::from_bits).collect() };
+    let (ga, gb) = (floats(regions.a, m * ld_a), floats(regions.b, 3 * k * ld_b));
     let (k32, chunk) = (k as u32, order.chunk(k as u32));
     for (host, dev, rows, cols, ld, k_along_rows, parts, scale) in
         [(&a, &ga, m, k, ld_a, false, order.a_small_parts(), scales.a), (&b, &gb, k, n, ld_b, true, SPLIT_B, scales.b)]
@@ -288,36 +293,6 @@ fn hopper_gpu_tf32x3_split_scales_and_splits_as_the_cpu_bit_for_bit() {
                 }
             }
         }
-    }
-}
-
-/// The order of the split operands' k-blocks against the float64 reference, beside FP32's
-/// errors (printed: run with --nocapture), every one within the bound.
-#[test]
-#[ignore = "needs an NVIDIA GPU"]
-fn hopper_tf32x3_block_orders_compared_by_error() {
-    use matmul::wgmma::{Tf32x3Order, launch_tf32x3};
-    let (gpu, mut rng) = hopper_gpu("tf32x3 orders");
-    let blas = host::cublas::Sgemm::new(&gpu).unwrap();
-    for (m, k, n) in [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 16_384, 1024), (64, 262_144, 64)] {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-        let reference = MatmulReference::new(&a, &b, m, k, n);
-        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        let plan = matmul::plan(MatmulVariant::WgmmaTf32x3, shape, matmul::device_of(&gpu)).unwrap();
-        let mut line = format!("tf32x3 orders {shape} (bound {:.1e}):", Precision::Tf32x3.tolerance(k));
-        for order in Tf32x3Order::ALL {
-            mats.poison_c(&gpu).unwrap();
-            launch_tf32x3(&gpu, &plan, &mut mats, order).unwrap();
-            gpu.synchronize().unwrap();
-            let err = reference.max_error(&gpu.download(mats.c()).unwrap());
-            line += &format!(" {order:?} {err:.2e}");
-            assert!(err <= Precision::Tf32x3.tolerance(k), "{order:?} on {shape}: {err}");
-        }
-        let warp_tiled = reference.max_error(&matmul::run(&gpu, MatmulVariant::SgemmWarpTiled, &mut mats).unwrap());
-        let cublas = reference.max_error(&blas.run(&gpu, &mut mats).unwrap());
-        let tf32 = reference.max_error(&matmul::run(&gpu, MatmulVariant::WgmmaTf32, &mut mats).unwrap());
-        eprintln!("{line}; sgemm_warp_tiled {warp_tiled:.2e}, cublas fp32 {cublas:.2e}, wgmma_tf32 {tf32:.2e}");
     }
 }
 
@@ -350,14 +325,18 @@ fn hopper_tf32x3_is_at_least_as_accurate_as_cublas_fp32_on_mixed_and_same_sign_i
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn tf32x3_operands_that_do_not_fit_are_refused_naming_them() {
+fn a_workspace_shorter_than_the_plan_takes_is_refused_before_anything_runs() {
     let gpu = gpu();
-    // A' and B' hold 3 (m k + k n) floats: 24 n^2 bytes for squares, twice the device's memory.
-    let side = ((2 * gpu.info().total_memory / 24) as f64).sqrt().ceil() as usize;
-    let err = matmul::wgmma::ensure_tf32x3_fits(&gpu, MatmulShape::new(side, side, side).unwrap()).unwrap_err();
-    assert!(matches!(err, HostError::OutOfDeviceMemory { .. }), "{err}");
-    let text = err.to_string();
-    assert!(text.contains("split-TF32 operands") && text.contains(&(3 * side).to_string()), "{text}");
+    let plan =
+        matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, MatmulShape::new(64, 8192, 64).unwrap(), PlanOptions::default())
+            .unwrap();
+    assert!(plan.workspace_bytes() > 0, "{plan}");
+    let s = gpu.stream();
+    let (a, b) = (s.alloc_zeros::<f32>(64 * 8192).unwrap(), s.alloc_zeros::<f32>(8192 * 64).unwrap());
+    let mut d = s.alloc_zeros::<f32>(64 * 64).unwrap();
+    let mut short = s.alloc_zeros::<u8>(plan.workspace_bytes() - 1).unwrap();
+    let err = plan.launch(&gpu, &a, &b, &mut d, &mut short).unwrap_err();
+    assert!(matches!(err, Error::BufferTooSmall { buffer: "workspace", .. }), "{err}");
 }
 
 #[test]
@@ -380,14 +359,13 @@ fn cublas_bf16_and_tf32_baselines_match_cpu_under_their_bounds() {
 #[ignore = "needs an NVIDIA GPU"]
 fn split_k_plans_give_bitwise_equal_results_on_every_run() {
     let (gpu, mut rng) = (gpu(), fresh_rng("split-k determinism"));
-    let device = matmul::device_of(&gpu);
     for (m, k, n) in [(1024, 1024, 1024), (64, 8192, 64), (3, 100_000, 5), (1, 4096, 65_536), (16, 16_384, 300)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
         let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
         let highest = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
-        let plan = matmul::plan_with(MatmulVariant::Auto, shape, device, highest).unwrap();
-        assert!(plan.reduce().is_some(), "{shape} was meant to exercise a split: {plan}");
+        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, highest).unwrap();
+        assert!(plan.kernel_plan().reduce().is_some(), "{shape} was meant to exercise a split: {plan}");
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
 }
@@ -414,7 +392,7 @@ fn matmul_larger_than_free_device_memory_is_refused_before_allocating() {
     let shape = MatmulShape::new(side, side, side).unwrap();
     assert!(shape.bytes() > gpu.info().total_memory);
     let err = gpu.ensure_fits(&format!("a {shape} matmul"), shape.bytes()).unwrap_err();
-    assert!(matches!(err, HostError::OutOfDeviceMemory { .. }), "{err}");
+    assert!(matches!(err, Error::OutOfDeviceMemory { .. }), "{err}");
     assert!(err.to_string().contains("free"), "{err}");
 }
 

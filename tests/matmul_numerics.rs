@@ -7,11 +7,11 @@
 //! guard's decision is checked too: the split path (with its scales) for finite inputs whose range
 //! it holds, the FP32 path for the rest.
 
-use host::Gpu;
-use host::matmul::{
-    self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy,
+use hopper_kernels::Gpu;
+use hopper_kernels::matmul::{
+    self, DeviceMatrices, GemmPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy,
 };
-use host::reference::{MatmulReference, random_matrix};
+use hopper_kernels::reference::{MatmulReference, random_matrix};
 use kernels::matmul::tf32x3::{Decision, GUARD_DECISION};
 use rand::Rng;
 use support::{fresh_rng, gpu};
@@ -49,24 +49,25 @@ enum Path {
 /// Every FP32-class plan for `shape` on `gpu`, named: `auto` under `high` and `highest`,
 /// `wgmma_tf32x3` where the tensor-core kernels run (on a compute capability 9.0 GPU they must),
 /// and each FP32 kernel that takes the shape.
-fn fp32_class_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<(String, MatmulPlan)> {
-    let device = matmul::device_of(gpu);
-    if gpu.info().compute_capability == host::gpu::HOPPER_CAPABILITY
+fn fp32_class_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<(String, GemmPlan)> {
+    let tensor_cores = gpu.hopper_status().is_ok();
+    if gpu.info().compute_capability == hopper_kernels::gpu::HOPPER_CAPABILITY
         && let Err(why) = gpu.hopper_status()
     {
         panic!("a Hopper GPU must run the split-TF32 kernels: {why}");
     }
     let mut plans = Vec::new();
     for policy in [PrecisionPolicy::High, PrecisionPolicy::Highest] {
-        let plan = matmul::plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy, split: None }).unwrap();
+        let plan = matmul::plan_gemm(gpu, MatmulVariant::Auto, shape, PlanOptions { policy, split: None }).unwrap();
         plans.push((format!("auto ({policy})"), plan));
     }
-    if device.tensor_cores {
-        plans.push(("wgmma_tf32x3".into(), matmul::plan(MatmulVariant::WgmmaTf32x3, shape, device).unwrap()));
+    let plan = |v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap();
+    if tensor_cores {
+        plans.push(("wgmma_tf32x3".into(), plan(MatmulVariant::WgmmaTf32x3)));
     }
     for v in MatmulVariant::KERNELS {
         if v.precision() == Precision::Fp32 && v.supports(shape) {
-            plans.push((v.name().into(), matmul::plan(v, shape, device).unwrap()));
+            plans.push((v.name().into(), plan(v)));
         }
     }
     plans
@@ -103,8 +104,12 @@ fn assert_fp32_contract(gpu: &Gpu, case: &str, a: &[f32], b: &[f32], path: Path)
                 classes[class as usize] += 1;
             }
         }
-        if plan.variant() == MatmulVariant::WgmmaTf32x3 {
-            let guard = gpu.download(mats.split_operands().unwrap().guard()).unwrap();
+        if let Some(regions) = plan.tf32x3_regions() {
+            let workspace = gpu.download(mats.workspace().unwrap()).unwrap();
+            let guard: Vec<u32> = workspace[regions.guard..regions.guard + 4 * kernels::matmul::tf32x3::GUARD_WORDS]
+                .chunks(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .collect();
             let decision = Decision::from_word(guard[GUARD_DECISION]);
             let took = if matches!(decision, Decision::Split(_)) { Path::Split } else { Path::Fp32 };
             assert_eq!(took, path, "{case}: {name}'s guard decided {decision:?} (range words {:x?})", &guard[..4]);

@@ -1,7 +1,7 @@
 //! Shared helpers of the integration tests: opening the GPU, fresh random inputs, and checks
 //! that read as specifications.
 
-use host::Gpu;
+use hopper_kernels::Gpu;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 

@@ -1,0 +1,335 @@
+//! The GEMM descriptor on device buffers, every combination: `D = alpha op(A) op(B) + beta C` with
+//! row- and column-major operands, transposes, leading dimensions past the packed ones, strided
+//! batches, alpha and beta, `f32`, BF16 and F16 operands and outputs; each result against the
+//! float64 product of the operands as stored, and where cuBLAS computes the same thing in one
+//! type, against `cublasGemmStridedBatched` too. `D` is poisoned with NaN where `beta = 0`.
+
+use cudarc::cublas::{CudaBlas, Gemm, StridedBatchedConfig, sys::cublasOperation_t};
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use half::{bf16, f16};
+use hopper_kernels::Gpu;
+use hopper_kernels::matmul::{DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulVariant, Order};
+use rand::Rng;
+use support::{fresh_rng, gpu};
+
+/// A value type of the tests: widened to `f64` for the reference, narrowed from `f32` draws.
+trait Value: GemmElement + DeviceRepr + ValidAsZeroBits + Default + Copy {
+    fn from_f32(x: f32) -> Self;
+    fn to_f64(self) -> f64;
+    /// Relative rounding of a result stored in this type.
+    const UNIT: f64;
+}
+
+impl Value for f32 {
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    const UNIT: f64 = 0.0;
+}
+
+impl Value for bf16 {
+    fn from_f32(x: f32) -> Self {
+        bf16::from_f32(x)
+    }
+    fn to_f64(self) -> f64 {
+        self.to_f32() as f64
+    }
+    const UNIT: f64 = 1.0 / 256.0;
+}
+
+impl Value for f16 {
+    fn from_f32(x: f32) -> Self {
+        f16::from_f32(x)
+    }
+    fn to_f64(self) -> f64 {
+        self.to_f32() as f64
+    }
+    const UNIT: f64 = 1.0 / 2048.0;
+}
+
+/// Element `(r, c)` of a `rows x cols` matrix stored in `layout`, batch `i`.
+fn at(layout: Layout, (rows, cols): (usize, usize), batch: usize, (r, c): (usize, usize)) -> usize {
+    let ld = layout.leading((rows, cols));
+    let within = match layout.order {
+        Order::RowMajor => r * ld + c,
+        Order::ColMajor => c * ld + r,
+    };
+    batch * layout.stride((rows, cols)) + within
+}
+
+/// Random values for every element a buffer of `desc`'s operand spans (padding included).
+fn draw<T: Value>(rng: &mut impl Rng, len: usize) -> Vec<T> {
+    (0..len).map(|_| T::from_f32(rng.random_range(-1.0f32..1.0))).collect()
+}
+
+/// Runs `desc` on random operands of types `TA` (A and B) and `TD` (C and D) and checks every
+/// element of every product against the float64 reference; returns `D` for comparisons.
+fn check<TA: Value, TD: Value>(gpu: &Gpu, rng: &mut impl Rng, desc: GemmDesc) -> Vec<TD> {
+    let (a_dims, b_dims, d_dims) = (desc.a_rows_cols(), desc.b_rows_cols(), desc.d_rows_cols());
+    let a: Vec<TA> = draw(rng, desc.a.needed_elements(a_dims, desc.batch));
+    let b: Vec<TA> = draw(rng, desc.b.needed_elements(b_dims, desc.batch));
+    let c: Vec<TD> = draw(rng, desc.d.needed_elements(d_dims, desc.batch));
+    let plan = GemmPlan::new(gpu, desc).unwrap_or_else(|e| panic!("{desc:?}: {e}"));
+    let s = gpu.stream();
+    let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+    // beta = 0: D starts as NaN, which must not leak into the result.
+    let start: Vec<TD> = if desc.beta == 0.0 { vec![TD::from_f32(f32::NAN); c.len()] } else { c.clone() };
+    let mut dd: CudaSlice<TD> = s.clone_htod(&start).unwrap();
+    let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+    plan.launch(gpu, &da, &db, &mut dd, &mut ws).unwrap_or_else(|e| panic!("{plan}: {e}"));
+    let got: Vec<TD> = s.clone_dtoh(&dd).unwrap();
+    let k = desc.k;
+    let bound = plan.precision().tolerance(k);
+    for i in 0..desc.batch {
+        for r in 0..desc.m {
+            for col in 0..desc.n {
+                let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
+                for kk in 0..k {
+                    let ra = if desc.transpose_a { (kk, r) } else { (r, kk) };
+                    let rb = if desc.transpose_b { (col, kk) } else { (kk, col) };
+                    let x = a[at(desc.a, a_dims, i, ra)].to_f64();
+                    let y = b[at(desc.b, b_dims, i, rb)].to_f64();
+                    sum += x * y;
+                    magnitude += (x * y).abs();
+                }
+                let di = at(desc.d, d_dims, i, (r, col));
+                let cv = if desc.beta == 0.0 { 0.0 } else { c[di].to_f64() };
+                let want = desc.alpha as f64 * sum + desc.beta as f64 * cv;
+                let scale = desc.alpha.abs() as f64 * magnitude + desc.beta.abs() as f64 * cv.abs();
+                let g = got[di].to_f64();
+                let tol = bound * scale + TD::UNIT * want.abs() + 4.0 * f32::EPSILON as f64 * scale + 1e-30;
+                assert!(
+                    (g - want).abs() <= tol,
+                    "{plan}: batch {i} D[{r}][{col}] = {g}, want {want} (error {:.2e} > {tol:.2e})",
+                    (g - want).abs()
+                );
+            }
+        }
+    }
+    // Padding between D's rows (or columns) and batches is left as it was.
+    let mut written = vec![false; got.len()];
+    for i in 0..desc.batch {
+        for r in 0..desc.m {
+            for col in 0..desc.n {
+                written[at(desc.d, d_dims, i, (r, col))] = true;
+            }
+        }
+    }
+    for (j, w) in written.iter().enumerate() {
+        if !w {
+            assert_eq!(got[j].to_f64().to_bits(), start[j].to_f64().to_bits(), "{plan}: padding element {j} changed");
+        }
+    }
+    got
+}
+
+/// Every order, transpose and padding combination of one type pair, batched and not, with and
+/// without alpha and beta.
+fn every_layout<TA: Value, TD: Value>(gpu: &Gpu, rng: &mut impl Rng, (m, n, k): (usize, usize, usize)) {
+    let (ta, td) = (TA::DTYPE, TD::DTYPE);
+    for order_a in [Order::RowMajor, Order::ColMajor] {
+        for order_b in [Order::RowMajor, Order::ColMajor] {
+            for order_d in [Order::RowMajor, Order::ColMajor] {
+                for (transpose_a, transpose_b) in [(false, false), (true, false), (false, true), (true, true)] {
+                    for (pad, batch, (alpha, beta)) in [(0, 1, (1.0, 0.0)), (3, 3, (-0.5, 2.0))] {
+                        let layout = |dtype, order, dims: (usize, usize)| {
+                            let packed = if order == Order::RowMajor { dims.1 } else { dims.0 };
+                            let l = Layout::new(dtype, order).ld(packed + pad);
+                            if batch > 1 { l.batch_stride(l.span(dims) + 5) } else { l }
+                        };
+                        let mut desc = GemmDesc::new(m, n, k)
+                            .transpose_a(transpose_a)
+                            .transpose_b(transpose_b)
+                            .alpha_beta(alpha, beta)
+                            .batch(batch);
+                        desc = desc
+                            .a(layout(ta, order_a, desc.a_rows_cols()))
+                            .b(layout(ta, order_b, desc.b_rows_cols()))
+                            .d(layout(td, order_d, desc.d_rows_cols()));
+                        check::<TA, TD>(gpu, rng, desc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_layout_transpose_batch_and_alpha_beta_of_f32_matches_the_float64_product() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm f32 layouts"));
+    every_layout::<f32, f32>(&gpu, &mut rng, (37, 29, 45));
+    // The tensor-core sizes (auto runs split-TF32 there on Hopper), and a forced FP32 kernel.
+    every_layout::<f32, f32>(&gpu, &mut rng, (1280, 1024, 160));
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_layout_of_bf16_and_f16_operands_and_outputs_matches_the_float64_product() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm 16-bit layouts"));
+    for shape in [(33, 17, 40), (1280, 1024, 160)] {
+        every_layout::<bf16, f32>(&gpu, &mut rng, shape);
+        every_layout::<f16, f32>(&gpu, &mut rng, shape);
+        every_layout::<bf16, bf16>(&gpu, &mut rng, shape);
+        every_layout::<f16, f16>(&gpu, &mut rng, shape);
+        every_layout::<f32, bf16>(&gpu, &mut rng, shape);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_kernel_variant_takes_every_layout() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm variants"));
+    for variant in MatmulVariant::ALL {
+        if variant.needs_tensor_cores() && gpu.hopper_status().is_err() {
+            continue;
+        }
+        let (m, n, k) = match variant {
+            MatmulVariant::FewRows => (5, 70, 90),
+            MatmulVariant::FewCols => (70, 5, 90),
+            _ => (70, 50, 90),
+        };
+        let f32 = |o| Layout::new(DType::F32, o);
+        let desc = GemmDesc::new(m, n, k)
+            .variant(variant)
+            .transpose_a(true)
+            .a(f32(Order::ColMajor).ld(m + 2))
+            .b(f32(Order::RowMajor).ld(n + 1))
+            .d(f32(Order::ColMajor).ld(m + 3))
+            .alpha_beta(1.5, -1.0)
+            .batch(2);
+        let desc = if variant == MatmulVariant::WgmmaBf16 {
+            desc.a(Layout::new(DType::Bf16, Order::ColMajor).ld(m + 2)).b(Layout::row_major(DType::Bf16).ld(n + 1))
+        } else {
+            desc
+        };
+        if variant == MatmulVariant::WgmmaBf16 {
+            check::<bf16, f32>(&gpu, &mut rng, desc);
+        } else {
+            check::<f32, f32>(&gpu, &mut rng, desc);
+        }
+    }
+}
+
+/// cuBLAS's column-major `gemmStridedBatched` of the same descriptor (one type throughout).
+fn cublas<T: Value>(gpu: &Gpu, desc: GemmDesc, a: &CudaSlice<T>, b: &CudaSlice<T>, c: &mut CudaSlice<T>)
+where
+    CudaBlas: Gemm<T>,
+{
+    // e = whether op(X) is X's memory read column-major, transposed.
+    let e = |t: bool, o: Order| t ^ (o == Order::RowMajor);
+    let op = |t: bool| if t { cublasOperation_t::CUBLAS_OP_T } else { cublasOperation_t::CUBLAS_OP_N };
+    let (ea, eb) = (e(desc.transpose_a, desc.a.order), e(desc.transpose_b, desc.b.order));
+    let (lda, ldb) = (desc.a.leading(desc.a_rows_cols()), desc.b.leading(desc.b_rows_cols()));
+    let (sa, sb) = (desc.a.stride(desc.a_rows_cols()), desc.b.stride(desc.b_rows_cols()));
+    let (ldd, sd) = (desc.d.leading(desc.d_rows_cols()), desc.d.stride(desc.d_rows_cols()));
+    let blas = CudaBlas::new(gpu.stream().clone()).unwrap();
+    let (alpha, beta) = (T::from_f32(desc.alpha), T::from_f32(desc.beta));
+    let i = |x: usize| x as i32;
+    let (gemm, a_first) = if desc.d.order == Order::ColMajor {
+        ((op(ea), op(eb), i(desc.m), i(desc.n)), true)
+    } else {
+        // D^T = op(B)^T op(A)^T.
+        ((op(!eb), op(!ea), i(desc.n), i(desc.m)), false)
+    };
+    let (transa, transb, m, n) = gemm;
+    let (lda_, ldb_, sa_, sb_) = if a_first { (lda, ldb, sa, sb) } else { (ldb, lda, sb, sa) };
+    let cfg = StridedBatchedConfig {
+        gemm: cudarc::cublas::GemmConfig {
+            transa,
+            transb,
+            m,
+            n,
+            k: i(desc.k),
+            alpha,
+            lda: i(lda_),
+            ldb: i(ldb_),
+            beta,
+            ldc: i(ldd),
+        },
+        batch_size: i(desc.batch),
+        stride_a: sa_ as i64,
+        stride_b: sb_ as i64,
+        stride_c: sd as i64,
+    };
+    // SAFETY: the buffers hold the batch of matrices the configuration describes (drawn for
+    // this descriptor's layouts), on this handle's stream.
+    unsafe { if a_first { blas.gemm_strided_batched(cfg, a, b, c) } else { blas.gemm_strided_batched(cfg, b, a, c) } }
+        .unwrap();
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_layout_of_f32_bf16_and_f16_matches_cublas_gemm_strided_batched() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm vs cublas"));
+    fn compare<T: Value>(gpu: &Gpu, rng: &mut impl Rng, desc: GemmDesc)
+    where
+        CudaBlas: Gemm<T>,
+    {
+        let s = gpu.stream();
+        let a: Vec<T> = draw(rng, desc.a.needed_elements(desc.a_rows_cols(), desc.batch));
+        let b: Vec<T> = draw(rng, desc.b.needed_elements(desc.b_rows_cols(), desc.batch));
+        let c: Vec<T> = draw(rng, desc.d.needed_elements(desc.d_rows_cols(), desc.batch));
+        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+        let (mut ours, mut theirs) = (s.clone_htod(&c).unwrap(), s.clone_htod(&c).unwrap());
+        let plan = GemmPlan::new(gpu, desc).unwrap();
+        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+        plan.launch(gpu, &da, &db, &mut ours, &mut ws).unwrap();
+        cublas(gpu, desc, &da, &db, &mut theirs);
+        let (ours, theirs) = (s.clone_dtoh(&ours).unwrap(), s.clone_dtoh(&theirs).unwrap());
+        // Both within their bounds of the same product: within twice the bound of each other.
+        let scale = desc.k as f64 * (desc.alpha.abs() as f64 + desc.beta.abs() as f64);
+        let tol = 2.0 * (plan.precision().tolerance(desc.k) * scale + T::UNIT * scale) + 1e-6;
+        for (j, (x, y)) in ours.iter().zip(&theirs).enumerate() {
+            assert!(
+                (x.to_f64() - y.to_f64()).abs() <= tol,
+                "{plan}: element {j}: ours {} cuBLAS {}",
+                x.to_f64(),
+                y.to_f64()
+            );
+        }
+    }
+    for order_d in [Order::RowMajor, Order::ColMajor] {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            for (order_a, order_b) in [(Order::RowMajor, Order::ColMajor), (Order::ColMajor, Order::RowMajor)] {
+                let desc = |dtype| {
+                    let d = GemmDesc::new(96, 80, 72).transpose_a(ta).transpose_b(tb).alpha_beta(0.75, 0.5).batch(3);
+                    let lay = |o: Order, dims: (usize, usize)| {
+                        let packed = if o == Order::RowMajor { dims.1 } else { dims.0 };
+                        Layout::new(dtype, o).ld(packed + 8)
+                    };
+                    d.a(lay(order_a, d.a_rows_cols())).b(lay(order_b, d.b_rows_cols())).d(lay(order_d, d.d_rows_cols()))
+                };
+                compare::<f32>(&gpu, &mut rng, desc(DType::F32));
+                compare::<bf16>(&gpu, &mut rng, desc(DType::Bf16));
+                compare::<f16>(&gpu, &mut rng, desc(DType::F16));
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn wrong_types_short_buffers_and_overlaps_are_refused_before_anything_is_enqueued() {
+    let gpu = gpu();
+    let s = gpu.stream();
+    let plan = GemmPlan::new(&gpu, GemmDesc::new(8, 8, 8)).unwrap();
+    let (a, b) = (s.alloc_zeros::<f32>(64).unwrap(), s.alloc_zeros::<f32>(64).unwrap());
+    let mut d = s.alloc_zeros::<f32>(64).unwrap();
+    let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+    let a16 = s.alloc_zeros::<bf16>(64).unwrap();
+    let err = plan.launch(&gpu, &a16, &b, &mut d, &mut ws).unwrap_err();
+    assert!(matches!(err, hopper_kernels::Error::DTypeMismatch { operand: "A", .. }), "{err}");
+    let short = s.alloc_zeros::<f32>(63).unwrap();
+    let err = plan.launch(&gpu, &short, &b, &mut d, &mut ws).unwrap_err();
+    assert!(matches!(err, hopper_kernels::Error::BufferTooSmall { buffer: "A", len: 63, needed: 64 }), "{err}");
+    let err = plan.launch_with_c(&gpu, &a, &b, &short, &mut d, &mut ws).unwrap_err();
+    assert!(matches!(err, hopper_kernels::Error::BufferTooSmall { buffer: "C", len: 63, needed: 64 }), "{err}");
+    // Disjoint views of one allocation are separate operands.
+    let mut whole = s.clone_htod(&[1.0f32; 128]).unwrap();
+    let (left, mut right) = whole.split_at_mut(64);
+    plan.launch(&gpu, &left, &b, &mut right, &mut ws).unwrap();
+}
