@@ -8,11 +8,12 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// Files, relative to the project root, whose contents decide the PTX: the kernels crate's
-/// manifest and sources, and the pinned toolchain.
+/// Files, relative to the project root, whose contents decide the PTX: the manifests and sources
+/// of the kernels crate and of the device API it uses (`nvptx-std`), and the pinned toolchain.
 pub fn kernel_inputs(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = vec![root.join("kernels/Cargo.toml"), root.join("rust-toolchain.toml")];
-    let mut dirs = vec![root.join("kernels/src")];
+    let mut files =
+        vec![root.join("kernels/Cargo.toml"), root.join("nvptx-std/Cargo.toml"), root.join("rust-toolchain.toml")];
+    let mut dirs = vec![root.join("kernels/src"), root.join("nvptx-std/src")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir)? {
             let path = entry?.path();
