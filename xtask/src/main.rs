@@ -1,15 +1,17 @@
 //! `cargo xtask <task>`: the project's tasks that plain cargo cannot express.
 //!
-//! - `build-ptx`: compiles `kernels/` with rustc's nvptx64 backend into `target/ptx/kernels.ptx`
-//!   (with `target/ptx/kernels.json`, the manifest the host checks), then reports each kernel's
-//!   registers, shared memory and spills from `ptxas -v` when ptxas is found.
+//! - `build-ptx`: compiles `kernels/` with rustc's nvptx64 backend (through `nvptx-builder`, as any
+//!   crate's build script can) into `target/ptx/kernels.ptx` (with `target/ptx/kernels.json`, the
+//!   manifest the host checks), then reports each kernel's registers, shared memory and spills
+//!   from `ptxas -v` when ptxas is found.
 //! - `test`: builds the PTX and runs every test; with a CUDA device present, the GPU tests too.
 //! - `run`: builds the release PTX and runs the host binary in release mode with the given args.
 //! - `bench`: builds the release PTX and runs `host bench` in release mode with the given args.
 
+// The host's build script includes this file too; here only a test uses it.
+#[cfg(test)]
 mod fingerprint;
 mod ptx;
-mod ptxas;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
