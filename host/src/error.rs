@@ -80,6 +80,9 @@ pub enum HostError {
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Driver(#[from] DriverError),
+    /// A typed launch (`nvptx-launch`) refused its configuration or failed.
+    #[error("{0}")]
+    Launch(#[from] nvptx_launch::LaunchError),
     /// cuBLAS is missing or failed.
     #[error("cuBLAS: {0}")]
     Cublas(String),
