@@ -157,6 +157,7 @@ pub struct PtxBuilder {
     default_features: bool,
     profile: Option<Profile>,
     max_threads: Vec<(String, u32)>,
+    ptx_isa: Option<(u32, u32)>,
     expected: Vec<String>,
     toolchain: Option<String>,
     out_dir: Option<PathBuf>,
@@ -182,6 +183,7 @@ impl PtxBuilder {
             default_features: true,
             profile: None,
             max_threads: Vec::new(),
+            ptx_isa: None,
             expected: Vec::new(),
             toolchain: None,
             out_dir: None,
@@ -243,6 +245,19 @@ impl PtxBuilder {
     /// ```
     pub fn max_threads(mut self, kernel: &str, threads: u32) -> Self {
         self.max_threads.push((kernel.to_string(), threads));
+        self
+    }
+
+    /// The PTX ISA version to write (`.version`; `-C target-feature=+ptxXY`), when it must be
+    /// newer than the oldest one the architecture allows, which rustc writes by default
+    /// (`sm_90`: 7.8; `sm_90a`: 8.0). The TMA, bulk-copy and transaction-barrier instructions of
+    /// `nvptx-std` need 8.0: on `sm_90`, ask for it.
+    ///
+    /// ```
+    /// let builder = nvptx_builder::PtxBuilder::new("kernels").arch("sm_90").ptx_isa(8, 0);
+    /// ```
+    pub fn ptx_isa(mut self, major: u32, minor: u32) -> Self {
+        self.ptx_isa = Some((major, minor));
         self
     }
 
@@ -442,8 +457,11 @@ impl PtxBuilder {
             }
         }
 
-        let rustflags =
-            [format!("-Ctarget-cpu={}", self.arch), "-Cpanic=immediate-abort".into(), "-Zunstable-options".into()];
+        let mut rustflags =
+            vec![format!("-Ctarget-cpu={}", self.arch), "-Cpanic=immediate-abort".into(), "-Zunstable-options".into()];
+        if let Some((major, minor)) = self.ptx_isa {
+            rustflags.push(format!("-Ctarget-feature=+ptx{major}{minor}"));
+        }
         if !directives {
             eprintln!(
                 "nvptx-builder: {module} -> {} ({}, profile {}, {})",

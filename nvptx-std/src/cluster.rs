@@ -96,9 +96,10 @@ pub fn grid_dim_clusters_x() -> u32 {
     r
 }
 
-/// `barrier.cluster.arrive.release.aligned;`: the first half of [`sync`]: marks this thread's
-/// arrival (releasing its earlier memory accesses) without waiting, so that work independent of
-/// the other blocks can overlap the barrier; [`wait`] completes it.
+/// `barrier.cluster.arrive.aligned;` (release semantics, the default): the first half of
+/// [`sync`]: marks this thread's arrival (releasing its earlier memory accesses) without
+/// waiting, so that work independent of the other blocks can overlap the barrier; [`wait`]
+/// completes it.
 ///
 /// Every thread of every block in the cluster must reach the same call, then [`wait`].
 ///
@@ -110,11 +111,11 @@ pub fn grid_dim_clusters_x() -> u32 {
 #[inline(always)]
 pub fn arrive() {
     // SAFETY: a barrier arrival; orders memory (no `nomem`).
-    unsafe { asm!("barrier.cluster.arrive.release.aligned;", options(nostack)) };
+    unsafe { asm!("barrier.cluster.arrive.aligned;", options(nostack)) };
 }
 
-/// `barrier.cluster.wait.acquire.aligned;`: waits until every thread of the cluster has
-/// [`arrive`]d, acquiring their earlier memory accesses.
+/// `barrier.cluster.wait.aligned;` (acquire semantics, the default): waits until every thread
+/// of the cluster has [`arrive`]d, acquiring their earlier memory accesses.
 ///
 /// Every thread of every block in the cluster must reach the same call, after [`arrive`].
 ///
@@ -124,7 +125,7 @@ pub fn arrive() {
 #[inline(always)]
 pub fn wait() {
     // SAFETY: a barrier wait; orders memory (no `nomem`).
-    unsafe { asm!("barrier.cluster.wait.acquire.aligned;", options(nostack)) };
+    unsafe { asm!("barrier.cluster.wait.aligned;", options(nostack)) };
 }
 
 /// `ld.shared::cluster.u32`: reads the `u32` at a `shared::cluster` address ([`map_shared_rank`]),

@@ -5,6 +5,8 @@
 //! A barrier is 8 bytes of shared memory, 8-byte aligned, named by its shared-window address. It
 //! completes a phase when its expected arrivals have arrived and its expected transaction bytes
 //! have landed; waiters name the phase they wait for by its parity (0, 1, 0, ...).
+//!
+//! `arrive_expect_tx` needs PTX ISA 8.0 (see [`crate::tma`]).
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;

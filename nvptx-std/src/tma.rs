@@ -6,6 +6,9 @@
 //! never in a thread's local copy. Rust's kernel ABI does not promise to leave a by-value
 //! parameter in parameter space (taking its address may copy it to the stack), so our kernels
 //! take a pointer to tensor maps in global memory, [`TENSOR_MAP_ALIGN`]-byte aligned.
+//!
+//! The instructions need PTX ISA 8.0: an `sm_90a` module has it; for `sm_90`, whose default is
+//! 7.8, build with `nvptx_builder::PtxBuilder::ptx_isa(8, 0)`.
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
