@@ -93,9 +93,12 @@ impl Toolchain {
             .output()
             .map_err(|source| Error::NoRustup { install: self.install_command(), source })?;
         if !out.status.success() {
+            // rustup's first line says what is wrong; a backtrace (RUST_BACKTRACE) may follow.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let first = stderr.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("rustup failed");
             return Err(Error::ToolchainMissing {
                 toolchain: self.name.clone(),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                detail: first.trim_start_matches("error: ").to_string(),
                 install: self.install_command(),
             });
         }
