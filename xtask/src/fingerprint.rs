@@ -3,9 +3,8 @@
 //! script, which refuses a PTX whose fingerprint differs (a stale PTX is never embedded
 //! silently).
 //!
-//! This file is compiled into both `xtask` and `host/build.rs` (`#[path]`), so the two cannot
-//! disagree on what "the kernel sources" are; the hashing is nvptx-builder's, and a test in
-//! `ptx.rs` checks that the builder finds the same files.
+//! This file is compiled into `host/build.rs` and xtask's `tests/sources.rs` (`#[path]`); the
+//! hashing is nvptx-builder's, and that test checks that the builder finds the same files.
 
 use std::path::{Path, PathBuf};
 

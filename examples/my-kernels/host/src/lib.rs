@@ -8,6 +8,10 @@ use nvptx_launch::{LaunchConfig, LaunchError, TypedKernel};
 use std::sync::Arc;
 
 /// The kernels crate's PTX, as `build.rs` wrote it into `OUT_DIR`.
+///
+/// ```
+/// assert!(my_kernels_host::PTX.contains(".visible .entry row_softmax("));
+/// ```
 pub const PTX: &str = nvptx_launch::include_ptx!("my_kernels");
 
 /// Largest relative error of the GPU softmax against the exact one, for inputs within 16 of
@@ -15,6 +19,13 @@ pub const PTX: &str = nvptx_launch::include_ptx!("my_kernels");
 /// ulp, the rounding of `(x - max) * log2(e)` (at most 16 * 2^-24), the sums' roundings over at
 /// most about 24 additions per element for rows up to 2^16, and one division and multiplication
 /// add up to under 4e-6; this leaves a margin of more than 2x.
+///
+/// ```
+/// let exact = my_kernels_host::softmax_cpu(&[0.0, 1.0], 1, 2)?;
+/// let gpu_like = [exact[0] as f32, exact[1] as f32]; // rounded to f32: well within the tolerance
+/// assert!(my_kernels_host::max_relative_error(&gpu_like, &exact) <= my_kernels_host::TOLERANCE);
+/// # Ok::<(), my_kernels_host::Error>(())
+/// ```
 pub const TOLERANCE: f64 = 1e-5;
 
 /// Why a softmax could not run.
@@ -69,19 +80,31 @@ pub fn check_shape(rows: usize, cols: usize, x: usize, y: usize) -> Result<(), E
 }
 
 /// `row_softmax`, loaded on one device.
+///
+/// ```no_run
+/// let ctx = nvptx_launch::open_device(0)?;
+/// let softmax = my_kernels_host::Softmax::load(&ctx)?;
+/// let stream = ctx.new_stream()?;
+/// let x = stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// let mut y = stream.alloc_zeros::<f32>(4)?;
+/// softmax.run(&stream, &x, &mut y, 2, 2)?; // two rows of two
+/// let y = stream.clone_dtoh(&y)?;
+/// # Ok::<(), my_kernels_host::Error>(())
+/// ```
 pub struct Softmax {
     kernel: TypedKernel<row_softmax>,
 }
 
 impl Softmax {
-    /// Loads the embedded PTX into `ctx` and finds the kernel.
+    /// Loads the embedded PTX into `ctx` and finds the kernel (see [`Softmax`] for an example).
     pub fn load(ctx: &Arc<CudaContext>) -> Result<Self, Error> {
         let module = nvptx_launch::load_module(ctx, PTX)?;
         Ok(Self { kernel: TypedKernel::load(&module)? })
     }
 
     /// Enqueues the softmax of each row of the row-major `rows x cols` matrix `x` into `y` on
-    /// `stream`. Fails before enqueuing anything unless both hold `rows * cols` values.
+    /// `stream`. Fails before enqueuing anything unless both hold `rows * cols` values (see
+    /// [`Softmax`] for an example).
     pub fn run(
         &self,
         stream: &CudaStream,
