@@ -132,13 +132,13 @@ pub enum Error {
         /// ptxas's messages.
         log: String,
     },
-    /// [`PtxasCheck::Require`] and no ptxas found.
+    /// [`PtxasCheck::Require`](crate::PtxasCheck::Require) and no ptxas found.
     #[error("no ptxas found (set PTXAS, put it on PATH, or install the CUDA toolkit) and this build requires one")]
     NoPtxas,
-    /// ptxas reported a performance loss and [`PtxBuilder::deny_spills`] is set.
+    /// ptxas reported a performance loss and [`PtxBuilder::deny_spills`](crate::PtxBuilder::deny_spills) is set.
     #[error("ptxas reports performance losses:\n{0}")]
     PerformanceLoss(String),
-    /// Kernels spill registers and [`PtxBuilder::deny_spills`] is set.
+    /// Kernels spill registers and [`PtxBuilder::deny_spills`](crate::PtxBuilder::deny_spills) is set.
     #[error("kernels spill registers to local memory: {0}")]
     Spills(String),
     /// A file could not be read or written.

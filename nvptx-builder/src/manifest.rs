@@ -10,9 +10,9 @@ use std::path::PathBuf;
 pub struct Manifest {
     /// `.target` of the PTX, e.g. `sm_90`.
     pub arch: String,
-    /// The cargo profile: `release` or `ptx-checked` ([`Profile::cargo_profile`]).
+    /// The cargo profile: `release` or `ptx-checked` ([`Profile::cargo_profile`](crate::Profile::cargo_profile)).
     pub profile: String,
-    /// [`fingerprint::fingerprint`] of the sources the PTX was built from.
+    /// [`fingerprint::fingerprint`](crate::fingerprint::fingerprint) of the sources the PTX was built from.
     pub fingerprint: String,
     /// Every `.entry` in the PTX.
     pub entries: Vec<String>,
@@ -42,7 +42,7 @@ impl Manifest {
     }
 }
 
-/// What [`PtxBuilder::build`] wrote.
+/// What [`PtxBuilder::build`](crate::PtxBuilder::build) wrote.
 #[derive(Debug, Clone)]
 pub struct Built {
     /// The PTX module.
@@ -69,7 +69,7 @@ pub struct Sources {
     pub files: Vec<PathBuf>,
     /// The directories of the local packages (the kernels crate and its path dependencies).
     pub packages: Vec<PathBuf>,
-    /// [`fingerprint::fingerprint`] of `files`.
+    /// [`fingerprint::fingerprint`](crate::fingerprint::fingerprint) of `files`.
     pub fingerprint: String,
     /// The toolchain the crate is built with.
     pub toolchain: Toolchain,

@@ -1,15 +1,4 @@
-//! Kernel arguments as the compiler checks them: what a host value may be passed for each kind
-//! of kernel parameter (`nvptx_std::launch::KernelParam::Host`).
-//!
-//! | kernel parameter | host argument |
-//! | --- | --- |
-//! | `*const T` ([`ConstPtr<T>`]) | `&CudaSlice<T>`, `&CudaView<T>`, `&CudaViewMut<T>` |
-//! | `*mut T` ([`MutPtr<T>`]) | `&mut CudaSlice<T>`, `&mut CudaViewMut<T>` |
-//! | a scalar (`u32`, `f32`, ...) | a value of exactly that type |
-//!
-//! Device buffers take part in cudarc's stream ordering as its own launches do: the launch waits
-//! for earlier writes of every buffer it reads and for earlier reads and writes of every buffer
-//! it writes, and records its own accesses.
+//! Kernel arguments as the compiler checks them ([`KernelArg`], [`KernelArgs`]).
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 use nvptx_std::launch::{ConstPtr, MutPtr};
@@ -49,8 +38,27 @@ impl<'a> Param<'a> {
     }
 }
 
-/// A host value that may be passed for a kernel parameter whose host type is `P` (see the
-/// [module documentation](self) for the table).
+/// A host value that may be passed for a kernel parameter whose host type is `P`
+/// (`nvptx_std::launch::KernelParam::Host`):
+///
+/// | kernel parameter | host argument |
+/// | --- | --- |
+/// | `*const T` ([`ConstPtr<T>`]) | `&CudaSlice<T>`, `&CudaView<T>`, `&CudaViewMut<T>` |
+/// | `*mut T` ([`MutPtr<T>`]) | `&mut CudaSlice<T>`, `&mut CudaViewMut<T>` |
+/// | a scalar (`u32`, `f32`, ...) | a value of exactly that type |
+///
+/// Device buffers take part in cudarc's stream ordering as its own launches do: the launch waits
+/// for earlier writes of every buffer it reads and for earlier reads and writes of every buffer
+/// it writes, and records its own accesses.
+///
+/// ```
+/// use cudarc::driver::CudaSlice;
+/// use nvptx_launch::{ConstPtr, KernelArg, MutPtr};
+/// fn passes<P, A: KernelArg<P>>() {}
+/// passes::<ConstPtr<f32>, &CudaSlice<f32>>();
+/// passes::<MutPtr<f32>, &mut CudaSlice<f32>>();
+/// passes::<u64, u64>();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter of host type `{P}`",
     label = "not a `{P}` argument",
@@ -131,7 +139,14 @@ macro_rules! scalar_args {
 scalar_args!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 
 /// A tuple of arguments, one [`KernelArg`] per parameter of a kernel whose parameter list is `P`
-/// (`nvptx_std::launch::Kernel::Params`), in order.
+/// (`nvptx_std::launch::Kernel::Params`), in order (up to 16).
+///
+/// ```
+/// use cudarc::driver::CudaSlice;
+/// use nvptx_launch::{ConstPtr, KernelArgs, MutPtr};
+/// fn passes<P, A: KernelArgs<P>>() {}
+/// passes::<(f32, ConstPtr<f32>, MutPtr<f32>, u64), (f32, &CudaSlice<f32>, &mut CudaSlice<f32>, u64)>();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "the arguments `{Self}` do not match the kernel's parameters `{P}`",
     label = "one argument per kernel parameter, in order",

@@ -1,5 +1,6 @@
-//! Shared memory: statically sized arrays ([`shared_array!`]) and the dynamically sized window
-//! ([`dynamic_shared_array!`]), accessed through the `.shared` state space.
+//! Shared memory: statically sized arrays ([`shared_array!`](crate::shared_array)) and the
+//! dynamically sized window ([`dynamic_shared_array!`](crate::dynamic_shared_array)), accessed
+//! through the `.shared` state space.
 //!
 //! An array is a 32-bit shared-window address plus a length. Loads and stores are `unsafe`:
 //! the caller guarantees the index is in bounds and that a barrier orders the access against
