@@ -177,6 +177,9 @@ pub enum Error {
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Driver(#[from] DriverError),
+    /// A typed launch (`nvptx-launch`) refused its configuration or failed.
+    #[error("{0}")]
+    Launch(#[from] nvptx_launch::LaunchError),
 }
 
 /// `Result` of the library.

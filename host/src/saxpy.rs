@@ -1,16 +1,17 @@
 //! Launches `kernels::saxpy` (`y = a * x + y`): the launcher of the README's worked example of
-//! adding a kernel.
+//! adding a kernel, and the repository's example of a typed launch: the argument tuple is
+//! checked against the kernel's declared parameters at compile time (`nvptx-launch`).
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
 use kernels::saxpy::{BLOCK, KERNEL, MAX_BLOCKS};
+use nvptx_launch::{ConfigError, LaunchConfig, TypedKernel};
 
 /// The launch for `n` elements: one thread per element in blocks of [`BLOCK`], at most
 /// [`MAX_BLOCKS`] blocks (the kernel's grid-stride loop covers the rest).
-pub fn launch_config(n: usize) -> LaunchConfig {
+pub fn launch_config(n: usize) -> Result<LaunchConfig, ConfigError> {
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS as usize) as u32;
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig::new(blocks, BLOCK)
 }
 
 /// `y = a * x + y` on the GPU; returns the new `y`. Fails unless `x` and `y` have one length.
@@ -27,12 +28,12 @@ pub fn saxpy(gpu: &Gpu, a: f32, x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
     }
     gpu.ensure_fits("saxpy's x and y", 8 * x.len() as u64)?;
     let (dx, mut dy) = (gpu.upload(x)?, gpu.upload(y)?);
-    let func = gpu.function(KERNEL)?;
+    let kernel = TypedKernel::<kernels::saxpy::saxpy>::from_function(gpu.function(KERNEL)?);
+    let config = launch_config(x.len()).map_err(nvptx_launch::LaunchError::from)?;
     let n = x.len() as u64;
-    let mut launch = gpu.stream().launch_builder(&func);
-    launch.arg(&a).arg(&dx).arg(&mut dy).arg(&n);
-    // SAFETY: kernel contract (kernels::saxpy): x and y hold n f32 each, separate allocations.
-    unsafe { launch.launch(launch_config(x.len())) }?;
+    // SAFETY: kernel contract (kernels::saxpy): x and y hold n f32 each, separate allocations;
+    // the function is saxpy's, from the PTX built from the same declaration.
+    unsafe { kernel.launch(gpu.stream(), &config, (a, &dx, &mut dy, n)) }?;
     gpu.synchronize()?;
     gpu.download(&dy)
 }
@@ -43,10 +44,9 @@ mod tests {
 
     #[test]
     fn launch_covers_every_element_up_to_the_block_limit() {
-        assert_eq!(launch_config(1).grid_dim, (1, 1, 1));
-        assert_eq!(launch_config(256).grid_dim, (1, 1, 1));
-        assert_eq!(launch_config(257).grid_dim, (2, 1, 1));
-        assert_eq!(launch_config(1 << 30).grid_dim, (MAX_BLOCKS, 1, 1));
-        assert_eq!(launch_config(1000).block_dim, (BLOCK, 1, 1));
+        let grid = |n| launch_config(n).unwrap().grid().x;
+        assert_eq!((grid(0), grid(1), grid(256), grid(257)), (1, 1, 1, 2));
+        assert_eq!(grid(1 << 30), MAX_BLOCKS);
+        assert_eq!(launch_config(1000).unwrap().block(), BLOCK.into());
     }
 }

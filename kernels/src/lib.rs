@@ -7,17 +7,23 @@
 //! exports the constants of its launch contract (block shape, tile size, shared bytes) so the host
 //! plans launches from the same numbers the kernel was compiled with.
 //!
+//! The device API is the `nvptx-std` crate, which this crate depends on like any user's kernels
+//! crate would; it is re-exported as [`device`] so that kernels name it `crate::device::...`.
+//!
 //! On the host this crate builds as an ordinary `no_std` rlib holding only those constants and
-//! pure helpers; the kernels themselves and the [`device`] API exist only for `nvptx64`.
+//! pure helpers (and the host-side types of kernels declared outside `nvptx64`-only modules, for
+//! typed launches); the kernels themselves exist only for `nvptx64`.
 #![no_std]
 #![deny(missing_docs)]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_intrinsics))]
-#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+// What the expansions of `nvptx_std::kernel!` (the kernel ABI) and `shared_array!` (`asm!` for
+// nvptx) need in the crate that uses them.
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 // The sm_90a module (feature `hopper`) compiles only the Hopper kernels: the helpers of the
 // others are unused there.
 #![cfg_attr(feature = "hopper", allow(dead_code, unused_imports, unused_macros))]
 
-pub mod device;
+pub use nvptx_std as device;
+pub use nvptx_std::{dynamic_shared_array, shared_array};
 
 pub mod histogram;
 pub mod matmul;
@@ -84,10 +90,30 @@ pub const KERNEL_NAMES: &[&str] = &[
 /// feature (`wgmma` exists only there); the first module, [`KERNEL_NAMES`], stays `sm_90`.
 pub const HOPPER_KERNEL_NAMES: &[&str] = matmul::wgmma::KERNEL_NAMES;
 
-#[cfg(target_arch = "nvptx64")]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! {
-    // With `-Cpanic=immediate-abort` no panic reaches here; this satisfies `no_std` linking.
-    // SAFETY: `trap` aborts the kernel; it has no preconditions.
-    unsafe { core::arch::nvptx::trap() }
+// The kernel-declaring macros come after the modules that use them, so that those modules name
+// them by path (`crate::gpu_kernel!`, `use crate::gpu_kernel`) rather than by textual scope.
+
+/// Declares the kernels of the `sm_90` module: [`nvptx_std::kernel!`], absent from the `sm_90a`
+/// module (built with the `hopper` feature), which holds only the kernels of
+/// [`hopper_kernel!`](crate::hopper_kernel).
+#[macro_export]
+macro_rules! gpu_kernel {
+    ($($(#[$attr:meta])* pub unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block)*) => {
+        $crate::device::kernel! {
+            $(
+                $(#[$attr])*
+                #[cfg(not(feature = "hopper"))]
+                pub unsafe fn $name($($arg: $ty),*) $body
+            )*
+        }
+    };
+}
+
+/// Declares the kernels of the `sm_90a` module (built with the `hopper` feature):
+/// [`nvptx_std::kernel!`]; callers gate them with `#[cfg(feature = "hopper")]`.
+#[macro_export]
+macro_rules! hopper_kernel {
+    ($($tokens:tt)*) => {
+        $crate::device::kernel! { $($tokens)* }
+    };
 }

@@ -11,6 +11,11 @@
 //!
 //! # Safety
 //! `x` and `y` hold `n` values each and do not overlap.
+//!
+//! # Host
+//! The kernel is declared outside `nvptx64`-only code, so that on the host this module holds
+//! the type [`saxpy`] (its name and parameter types), from which `host::saxpy` launches it with
+//! argument types the compiler checks (`nvptx-launch`).
 
 /// PTX symbol of the kernel (the name of its function below).
 pub const KERNEL: &str = "saxpy";
@@ -19,7 +24,6 @@ pub const BLOCK: u32 = 256;
 /// Most blocks the host launches: beyond this the grid-stride loop does the rest.
 pub const MAX_BLOCKS: u32 = 65_535;
 
-#[cfg(target_arch = "nvptx64")]
 crate::gpu_kernel! {
     /// `y[i] = a * x[i] + y[i]` for every `i < n`; see the [module documentation](self).
     ///
@@ -34,5 +38,17 @@ crate::gpu_kernel! {
             unsafe { *y.add(i as usize) = fma(a, *x.add(i as usize), *y.add(i as usize)) };
             i += stride;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::device::launch::Kernel;
+
+    #[test]
+    fn the_host_type_names_the_kernel_and_its_parameters() {
+        assert_eq!(super::saxpy::NAME, super::KERNEL);
+        use crate::device::launch::{ConstPtr, MutPtr};
+        let _: fn(<super::saxpy as Kernel>::Params) = |_: (f32, ConstPtr<f32>, MutPtr<f32>, u64)| {};
     }
 }

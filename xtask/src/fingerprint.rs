@@ -1,42 +1,26 @@
-//! The fingerprint of everything the PTX is compiled from, recorded by `cargo xtask build-ptx`
-//! in the PTX manifest and recomputed by the host's build script, which refuses a PTX whose
-//! fingerprint differs (a stale PTX is never embedded silently).
+//! The fingerprint of everything this repository's PTX is compiled from, recorded by
+//! nvptx-builder in the PTX manifest (`cargo xtask build-ptx`) and recomputed by the host's build
+//! script, which refuses a PTX whose fingerprint differs (a stale PTX is never embedded
+//! silently).
 //!
-//! This file is compiled into both `xtask` and `host/build.rs` (`#[path]`), so the two cannot
-//! disagree on what "the kernel sources" are.
+//! This file is compiled into `host/build.rs` and xtask's `tests/sources.rs` (`#[path]`); the
+//! hashing is nvptx-builder's, and that test checks that the builder finds the same files.
 
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// Files, relative to the project root, whose contents decide the PTX: the kernels crate's
-/// manifest and sources, and the pinned toolchain.
+/// Files whose contents decide the PTX: the manifests and sources of the kernels crate and of
+/// the device API it uses (`nvptx-std`), and the pinned toolchain.
 pub fn kernel_inputs(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = vec![root.join("kernels/Cargo.toml"), root.join("rust-toolchain.toml")];
-    let mut dirs = vec![root.join("kernels/src")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else {
-                files.push(path);
-            }
-        }
+    let mut files = Vec::new();
+    for package in ["kernels", "nvptx-std"] {
+        files.extend(nvptx_builder::fingerprint::package_inputs(&root.join(package))?);
     }
+    files.push(root.join("rust-toolchain.toml"));
     files.sort();
     Ok(files)
 }
 
-/// SHA-256 over each input's path (relative to `root`) and contents, in sorted order.
+/// nvptx-builder's fingerprint of [`kernel_inputs`].
 pub fn kernel_fingerprint(root: &Path) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    for file in kernel_inputs(root)? {
-        let relative = file.strip_prefix(root).unwrap_or(&file);
-        hasher.update(relative.to_string_lossy().replace('\\', "/").as_bytes());
-        hasher.update([0]);
-        let contents = std::fs::read(&file)?;
-        hasher.update((contents.len() as u64).to_le_bytes());
-        hasher.update(&contents);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    nvptx_builder::fingerprint::fingerprint(&kernel_inputs(root)?)
 }

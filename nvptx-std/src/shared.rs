@@ -1,25 +1,39 @@
-//! Shared memory: statically sized arrays ([`shared_array!`]) and the dynamically sized window
-//! ([`dynamic_shared_array!`]), accessed through the `.shared` state space.
+//! Shared memory: statically sized arrays ([`shared_array!`](crate::shared_array)) and the
+//! dynamically sized window ([`dynamic_shared_array!`](crate::dynamic_shared_array)), accessed
+//! through the `.shared` state space.
 //!
 //! An array is a 32-bit shared-window address plus a length. Loads and stores are `unsafe`:
 //! the caller guarantees the index is in bounds and that a barrier orders the access against
-//! other threads' writes to the same element. Builds with debug assertions (`cargo xtask
-//! build-ptx` without `--release`) check every index and trap when it is out of bounds.
+//! other threads' writes to the same element. Builds with debug assertions (the checked profile
+//! of `nvptx-builder`) check every index and trap when it is out of bounds.
 
 use core::arch::asm;
 use core::marker::PhantomData;
 
-/// A scalar that `ld.shared`/`st.shared` move in one instruction of its width.
+/// A scalar that `ld.shared`/`st.shared` move in one instruction of its width: `f32`, `u32`,
+/// `i32` (`.f32`, `.u32`, `.s32`) and `f64`, `u64`, `i64` (`.f64`, `.u64`, `.s64`).
+///
+/// ```ignore
+/// let bins = nvptx_std::shared_array!(BINS: [u64; 256]); // any SharedScalar element
+/// ```
 pub trait SharedScalar: Copy {
     /// `ld.shared.<type>`: reads the value at a shared-window address.
     ///
     /// # Safety
     /// `addr` is a shared-window address of this type's alignment inside a declared array.
+    ///
+    /// ```ignore
+    /// let v = unsafe { f32::load_shared(tile.shared_address() + 4 * i) };
+    /// ```
     unsafe fn load_shared(addr: u32) -> Self;
     /// `st.shared.<type>`: writes the value at a shared-window address.
     ///
     /// # Safety
     /// As for [`SharedScalar::load_shared`].
+    ///
+    /// ```ignore
+    /// unsafe { u32::store_shared(bins.address_of(i), 0) };
+    /// ```
     unsafe fn store_shared(addr: u32, value: Self);
 }
 
@@ -28,6 +42,10 @@ pub trait SharedScalar: Copy {
 ///
 /// # Safety
 /// `addr` is an 8-byte aligned shared-window address with 8 bytes inside a declared array.
+///
+/// ```ignore
+/// unsafe { nvptx_std::shared::store_v2_f32(tile.shared_address() + 8 * pair, [x, y]) };
+/// ```
 #[inline(always)]
 pub unsafe fn store_v2_f32(addr: u32, v: [f32; 2]) {
     // SAFETY: the caller guarantees the address.
@@ -66,8 +84,40 @@ shared_scalar!(f32, "f32");
 shared_scalar!(u32, "u32");
 shared_scalar!(i32, "s32");
 
+macro_rules! shared_scalar_64 {
+    ($t:ty, $ptx:literal) => {
+        impl SharedScalar for $t {
+            #[inline(always)]
+            unsafe fn load_shared(addr: u32) -> Self {
+                let value: $t;
+                // SAFETY: the caller guarantees `addr` is an in-bounds, 8-byte aligned shared address.
+                unsafe {
+                    asm!(concat!("ld.shared.", $ptx, " {v}, [{a}];"), v = out(reg64) value,
+                         a = in(reg32) addr, options(readonly, nostack, preserves_flags));
+                }
+                value
+            }
+            #[inline(always)]
+            unsafe fn store_shared(addr: u32, value: Self) {
+                // SAFETY: the caller guarantees `addr` is an in-bounds, 8-byte aligned shared address.
+                unsafe {
+                    asm!(concat!("st.shared.", $ptx, " [{a}], {v};"), a = in(reg32) addr,
+                         v = in(reg64) value, options(nostack, preserves_flags));
+                }
+            }
+        }
+    };
+}
+shared_scalar_64!(f64, "f64");
+shared_scalar_64!(u64, "u64");
+shared_scalar_64!(i64, "s64");
+
 /// A statically sized array of `N` values of `T` in the block's shared memory; the handle
-/// `shared_array!` returns (`cuda_std::shared_array!`).
+/// [`shared_array!`](crate::shared_array) returns (`cuda_std::shared_array!`).
+///
+/// ```ignore
+/// let partial: SharedArray<f32, 8> = nvptx_std::shared_array!(PARTIAL: [f32; 8]);
+/// ```
 #[derive(Clone, Copy)]
 pub struct SharedArray<T, const N: usize> {
     base: u32,
@@ -76,6 +126,10 @@ pub struct SharedArray<T, const N: usize> {
 
 impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     /// Number of elements.
+    ///
+    /// ```ignore
+    /// assert!(SharedArray::<f32, 256>::LEN == 256);
+    /// ```
     pub const LEN: usize = N;
 
     /// Wraps the shared-window address of a declared array; used by [`shared_array!`].
@@ -90,6 +144,10 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     }
 
     /// The array's shared-window address (the operand `mapa` and `ld.shared` take).
+    ///
+    /// ```ignore
+    /// let remote = nvptx_std::cluster::map_shared_rank(bins.shared_address(), 0);
+    /// ```
     #[inline(always)]
     pub fn shared_address(&self) -> u32 {
         self.base
@@ -99,6 +157,10 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     ///
     /// # Safety
     /// `i < N`, and no other thread writes element `i` between the last barrier and this read.
+    ///
+    /// ```ignore
+    /// let v = unsafe { tile.load(row * 16 + col) };
+    /// ```
     #[inline(always)]
     pub unsafe fn load(&self, i: usize) -> T {
         debug_assert!(i < N);
@@ -110,6 +172,11 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     ///
     /// # Safety
     /// `i < N`, and no other thread reads or writes element `i` between the surrounding barriers.
+    ///
+    /// ```ignore
+    /// unsafe { tile.store(row * 16 + col, value) };
+    /// nvptx_std::thread::sync_threads();
+    /// ```
     #[inline(always)]
     pub unsafe fn store(&self, i: usize, value: T) {
         debug_assert!(i < N);
@@ -124,6 +191,10 @@ impl<const N: usize> SharedArray<f32, N> {
     /// # Safety
     /// `i + 4 <= N`, `i` is a multiple of 4 (16-byte alignment), and no other thread writes those
     /// elements between the last barrier and this read.
+    ///
+    /// ```ignore
+    /// let [a, b, c, d] = unsafe { tile.load4(4 * t) };
+    /// ```
     #[inline(always)]
     pub unsafe fn load4(&self, i: usize) -> [f32; 4] {
         debug_assert!(i + 4 <= N && i.is_multiple_of(4));
@@ -141,6 +212,10 @@ impl<const N: usize> SharedArray<f32, N> {
     ///
     /// # Safety
     /// As for [`SharedArray::load4`], for writes.
+    ///
+    /// ```ignore
+    /// unsafe { tile.store4(4 * t, [a, b, c, d]) };
+    /// ```
     #[inline(always)]
     pub unsafe fn store4(&self, i: usize, v: [f32; 4]) {
         debug_assert!(i + 4 <= N && i.is_multiple_of(4));
@@ -154,7 +229,12 @@ impl<const N: usize> SharedArray<f32, N> {
 }
 
 /// The block's dynamically sized shared memory (`extern __shared__`), viewed as `len` values of
-/// `T`; the handle [`dynamic_shared_array!`] returns. Its size is set at launch.
+/// `T`; the handle [`dynamic_shared_array!`](crate::dynamic_shared_array) returns. Its size is set
+/// at launch.
+///
+/// ```ignore
+/// let bins: DynamicSharedArray<u32> = unsafe { nvptx_std::dynamic_shared_array!(BINS: u32, nbins as usize) };
+/// ```
 #[derive(Clone, Copy)]
 pub struct DynamicSharedArray<T> {
     base: u32,
@@ -175,20 +255,33 @@ impl<T: SharedScalar> DynamicSharedArray<T> {
     }
 
     /// Number of elements the launch provides.
+    ///
+    /// ```ignore
+    /// let mut i = nvptx_std::thread::thread_idx_x() as usize;
+    /// while i < bins.len() { unsafe { bins.store(i, 0) }; i += 256; }
+    /// ```
     #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the launch provided no elements.
+    ///
+    /// ```ignore
+    /// if bins.is_empty() { return; }
+    /// ```
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// The shared-window address of element `i` (for atomics and [`crate::device::cluster`]).
+    /// The shared-window address of element `i` (for atomics and [`crate::cluster`]).
     ///
     /// Computing an address is safe; using it is where bounds matter.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::atomic::shared_add_u32(bins.address_of(bin), 1) };
+    /// ```
     #[inline(always)]
     pub fn address_of(&self, i: usize) -> u32 {
         self.base + (i * size_of::<T>()) as u32
@@ -198,6 +291,10 @@ impl<T: SharedScalar> DynamicSharedArray<T> {
     ///
     /// # Safety
     /// `i < len`, and no other thread writes element `i` between the last barrier and this read.
+    ///
+    /// ```ignore
+    /// let count = unsafe { bins.load(bin) };
+    /// ```
     #[inline(always)]
     pub unsafe fn load(&self, i: usize) -> T {
         debug_assert!(i < self.len);
@@ -209,6 +306,10 @@ impl<T: SharedScalar> DynamicSharedArray<T> {
     ///
     /// # Safety
     /// `i < len`, and no other thread accesses element `i` between the surrounding barriers.
+    ///
+    /// ```ignore
+    /// unsafe { bins.store(bin, 0) };
+    /// ```
     #[inline(always)]
     pub unsafe fn store(&self, i: usize, value: T) {
         debug_assert!(i < self.len);
@@ -224,6 +325,10 @@ impl DynamicSharedArray<u32> {
     /// # Safety
     /// `i < 2 * len`, and no other thread accesses that half-word between the surrounding
     /// barriers.
+    ///
+    /// ```ignore
+    /// unsafe { keys.store_u16(slot, key) };
+    /// ```
     #[inline(always)]
     pub unsafe fn store_u16(&self, i: usize, value: u32) {
         debug_assert!(i < 2 * self.len);
@@ -239,6 +344,10 @@ impl DynamicSharedArray<u32> {
     /// # Safety
     /// `i < 2 * len`, and no other thread writes that half-word between the last barrier and
     /// this read.
+    ///
+    /// ```ignore
+    /// let key = unsafe { keys.load_u16(slot) };
+    /// ```
     #[inline(always)]
     pub unsafe fn load_u16(&self, i: usize) -> u32 {
         debug_assert!(i < 2 * self.len);
@@ -256,6 +365,10 @@ impl DynamicSharedArray<u32> {
     /// # Safety
     /// `i + 4 <= len`, `i` is a multiple of 4 (the dynamic window is 16-byte aligned), and no other
     /// thread writes those words between the last barrier and this read.
+    ///
+    /// ```ignore
+    /// let words = unsafe { keys.load4_u32(4 * t) };
+    /// ```
     #[inline(always)]
     pub unsafe fn load4_u32(&self, i: usize) -> [u32; 4] {
         debug_assert!(i + 4 <= self.len && i.is_multiple_of(4));
@@ -268,57 +381,4 @@ impl DynamicSharedArray<u32> {
         }
         [a, b, c, d]
     }
-}
-
-/// Declares a statically sized shared array and returns its [`SharedArray`] handle
-/// (`cuda_std::shared_array!`): `shared_array!(TILE_A: [f32; 256])`.
-///
-/// Emits `.shared .align 16 .b8 NAME[BYTES];` at module scope and `mov.u32 r, NAME;` for its
-/// shared-window address. The name is the PTX symbol and must be unique in the crate; every
-/// thread of the block sees the same array.
-#[macro_export]
-macro_rules! shared_array {
-    ($name:ident: [$t:ty; $n:expr]) => {{
-        // `global_asm!` is a module-level item: a module in this block holds it, and sees the
-        // caller module's constants for `$n`.
-        #[allow(non_snake_case, unused_imports)]
-        mod $name {
-            use super::*;
-            ::core::arch::global_asm!(
-                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
-                bytes = const ($n) * ::core::mem::size_of::<$t>(),
-            );
-        }
-        let base: u32;
-        // SAFETY: reads the address of the symbol declared just above; touches no memory.
-        unsafe {
-            ::core::arch::asm!(concat!("mov.u32 {}, ", stringify!($name), ";"), out(reg32) base,
-                               options(pure, nomem, nostack, preserves_flags));
-        }
-        // SAFETY: `base` is that declaration, sized for `$n` values and 16-byte aligned.
-        unsafe { $crate::device::shared::SharedArray::<$t, { $n }>::from_shared_address(base) }
-    }};
-}
-
-/// Declares the block's dynamic shared memory and returns a [`DynamicSharedArray`] of `len`
-/// elements: `dynamic_shared_array!(BINS: u32, len)`.
-///
-/// Emits `.extern .shared .align 16 .b8 NAME[];`. The launch must provide at least
-/// `len * size_of::<T>()` bytes of dynamic shared memory, which makes the macro `unsafe` to use.
-#[macro_export]
-macro_rules! dynamic_shared_array {
-    ($name:ident: $t:ty, $len:expr) => {{
-        #[allow(non_snake_case)]
-        mod $name {
-            ::core::arch::global_asm!(concat!(".extern .shared .align 16 .b8 ", stringify!($name), "[];"));
-        }
-        let base: u32;
-        // SAFETY: reads the address of the symbol declared just above; touches no memory.
-        #[allow(unused_unsafe)]
-        unsafe {
-            ::core::arch::asm!(concat!("mov.u32 {}, ", stringify!($name), ";"), out(reg32) base,
-                               options(pure, nomem, nostack, preserves_flags));
-        }
-        $crate::device::shared::DynamicSharedArray::<$t>::from_shared_address(base, $len)
-    }};
 }

@@ -1,12 +1,20 @@
 //! `ptxas -v`: assembles the PTX for a real architecture and reports per-kernel resources.
 
-use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use crate::Error;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One kernel's line of the `ptxas -v` report.
-#[derive(Serialize, Debug, PartialEq, Default)]
+///
+/// ```
+/// let report = nvptx_builder::ptxas::parse_report(
+///     "ptxas info    : Compiling entry function 'saxpy' for 'sm_90'\n\
+///      ptxas info    : Used 10 registers, used 0 barriers, 0 bytes smem\n",
+/// );
+/// assert_eq!((report[0].kernel.as_str(), report[0].registers), ("saxpy", 10));
+/// ```
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 pub struct KernelResources {
     /// Kernel name.
     pub kernel: String,
@@ -22,9 +30,18 @@ pub struct KernelResources {
     pub spill_loads: u32,
 }
 
+/// The environment variable naming the `ptxas` to use.
+pub const PTXAS_ENV: &str = "PTXAS";
+
 /// `ptxas` from `$PTXAS`, `PATH`, `$CUDA_HOME`/`$CUDA_PATH`, or `/usr/local/cuda`.
+///
+/// ```
+/// if let Some(ptxas) = nvptx_builder::ptxas::find() {
+///     println!("assembling with {}", ptxas.display());
+/// }
+/// ```
 pub fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
+    if let Some(p) = std::env::var_os(PTXAS_ENV) {
         return Some(PathBuf::from(p));
     }
     let on_path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
@@ -36,7 +53,20 @@ pub fn find() -> Option<PathBuf> {
 /// Runs `ptxas -arch=<arch> -v` on the PTX, writing the cubin; fails with ptxas's message when it
 /// rejects the PTX. Returns the per-kernel report and ptxas's "Potential Performance Loss" lines
 /// (e.g. `wgmma` serialised).
-pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cubin: &Path) -> Result<(Vec<KernelResources>, Vec<String>)> {
+///
+/// ```no_run
+/// use std::path::Path;
+/// let ptxas = nvptx_builder::ptxas::find().expect("no ptxas");
+/// let (report, losses) =
+///     nvptx_builder::ptxas::assemble(&ptxas, Path::new("k.ptx"), "sm_90", Path::new("k.cubin"))?;
+/// # Ok::<(), nvptx_builder::Error>(())
+/// ```
+pub fn assemble(
+    ptxas: &Path,
+    ptx: &Path,
+    arch: &str,
+    cubin: &Path,
+) -> Result<(Vec<KernelResources>, Vec<String>), Error> {
     let out = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-v")
@@ -44,21 +74,35 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cubin: &Path) -> Result<(V
         .arg("-o")
         .arg(cubin)
         .output()
-        .with_context(|| format!("running {}", ptxas.display()))?;
+        .map_err(|source| Error::Spawn { program: ptxas.display().to_string(), source })?;
     let log = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        bail!("ptxas rejected {}:\n{}", ptx.display(), log.trim());
+        return Err(Error::PtxasRejected { ptx: ptx.to_path_buf(), log: log.trim().to_string() });
     }
     Ok((parse_report(&log), performance_losses(&log)))
 }
 
 /// The lines of a ptxas log that report a performance loss.
+///
+/// ```
+/// let log = "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized";
+/// assert_eq!(nvptx_builder::ptxas::performance_losses(log).len(), 1);
+/// ```
 pub fn performance_losses(log: &str) -> Vec<String> {
     log.lines().filter(|l| l.contains("Performance Loss")).map(|l| l.trim().to_string()).collect()
 }
 
 /// Parses the `ptxas info` lines: a "Function properties for K" block (stack, spills) and a
 /// "Used N registers, ... N bytes smem" line after each "Compiling entry function 'K'".
+///
+/// ```
+/// let log = "ptxas info    : Compiling entry function 'k' for 'sm_90'\n\
+///            ptxas info    : Function properties for k\n\
+///                8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\
+///            ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n";
+/// let k = &nvptx_builder::ptxas::parse_report(log)[0];
+/// assert_eq!((k.registers, k.shared_bytes, k.stack_bytes, k.spill_stores), (40, 4096, 8, 4));
+/// ```
 pub fn parse_report(log: &str) -> Vec<KernelResources> {
     let mut kernels: Vec<KernelResources> = Vec::new();
     for line in log.lines() {
@@ -91,12 +135,19 @@ fn number_before(line: &str, marker: &str) -> u32 {
         .unwrap_or(0)
 }
 
-/// Prints the report as a table.
-pub fn print_report(report: &[KernelResources]) {
-    println!("{:<28} {:>9} {:>11} {:>7} {:>7}", "kernel (ptxas -v)", "registers", "smem bytes", "stack", "spills");
+/// The report as a table, one line per kernel under a header.
+///
+/// ```
+/// use nvptx_builder::ptxas::{KernelResources, report_table};
+/// let table = report_table(&[KernelResources { kernel: "saxpy".into(), registers: 10, ..Default::default() }]);
+/// assert!(table.lines().nth(1).unwrap().starts_with("saxpy"));
+/// ```
+pub fn report_table(report: &[KernelResources]) -> String {
+    let mut table =
+        format!("{:<28} {:>9} {:>11} {:>7} {:>7}\n", "kernel (ptxas -v)", "registers", "smem bytes", "stack", "spills");
     for k in report {
-        println!(
-            "{:<28} {:>9} {:>11} {:>7} {:>7}",
+        table += &format!(
+            "{:<28} {:>9} {:>11} {:>7} {:>7}\n",
             k.kernel,
             k.registers,
             k.shared_bytes,
@@ -104,6 +155,7 @@ pub fn print_report(report: &[KernelResources]) {
             k.spill_stores + k.spill_loads
         );
     }
+    table
 }
 
 #[cfg(test)]

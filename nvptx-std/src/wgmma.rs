@@ -16,6 +16,11 @@
 use core::arch::asm;
 
 /// The swizzle mode field of a matrix descriptor (bits 62-63).
+///
+/// ```
+/// use nvptx_std::wgmma::{Swizzle, descriptor};
+/// assert_eq!(descriptor(0, 16, 1024, Swizzle::B128) >> 62, Swizzle::B128 as u64);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u64)]
 pub enum Swizzle {
@@ -31,6 +36,10 @@ pub enum Swizzle {
 
 /// `matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4`: a shared-memory byte address or offset as
 /// the 14-bit field of a descriptor.
+///
+/// ```
+/// assert_eq!(nvptx_std::wgmma::encode(1024), 64); // 16-byte units
+/// ```
 #[inline(always)]
 pub const fn encode(bytes: u32) -> u64 {
     ((bytes & 0x3FFFF) >> 4) as u64
@@ -45,6 +54,13 @@ pub const fn encode(bytes: u32) -> u64 {
 /// rows of 128 bytes); for an MN-major operand the leading offset is the distance between
 /// 64-element (128-byte) chunks along M or N, and the stride offset the distance between groups
 /// of 8 rows along K. See [`k_major_sw128_offset`] and [`mn_major_sw128_offset`].
+///
+/// ```
+/// use nvptx_std::wgmma::{Swizzle, descriptor};
+/// // A K-major operand with 128-byte rows at shared address 0x400: groups of 8 rows 1024 bytes apart.
+/// let d = descriptor(0x400, 16, 1024, Swizzle::B128);
+/// assert_eq!((d & 0x3fff, (d >> 32) & 0x3fff), (0x40, 64));
+/// ```
 #[inline(always)]
 pub const fn descriptor(start: u32, leading_bytes: u32, stride_bytes: u32, swizzle: Swizzle) -> u64 {
     encode(start) | (encode(leading_bytes) << 16) | (encode(stride_bytes) << 32) | ((swizzle as u64) << 62)
@@ -53,6 +69,12 @@ pub const fn descriptor(start: u32, leading_bytes: u32, stride_bytes: u32, swizz
 /// The descriptor of the same layout starting `bytes` further on (a multiple of 16): the start
 /// field is the low bits, and start addresses stay under 2^18, so adding to the whole word
 /// never carries into the other fields.
+///
+/// ```
+/// use nvptx_std::wgmma::{Swizzle, advance, descriptor};
+/// let d = descriptor(0, 16, 1024, Swizzle::B128);
+/// assert_eq!(advance(d, 32), descriptor(32, 16, 1024, Swizzle::B128)); // the next k-step
+/// ```
 #[inline(always)]
 pub const fn advance(desc: u64, bytes: u32) -> u64 {
     desc + (bytes >> 4) as u64
@@ -61,6 +83,12 @@ pub const fn advance(desc: u64, bytes: u32) -> u64 {
 /// Where the 128-byte swizzle (`Swizzle<3,4,3>` on byte addresses, `CU_TENSOR_MAP_SWIZZLE_128B`)
 /// puts byte `offset` of a 1024-byte aligned pattern: the 16-byte chunk index (bits 4-6) is
 /// XORed with the row index within the pattern (bits 7-9).
+///
+/// ```
+/// use nvptx_std::wgmma::swizzle_128b;
+/// assert_eq!(swizzle_128b(0), 0); // row 0 keeps its chunks
+/// assert_eq!(swizzle_128b(128), 144); // row 1: chunk 0 moves to chunk 1
+/// ```
 #[inline(always)]
 pub const fn swizzle_128b(offset: u32) -> u32 {
     offset ^ ((offset >> 3) & 0x70)
@@ -70,6 +98,12 @@ pub const fn swizzle_128b(offset: u32) -> u32 {
 /// swizzling and stride offset `stride_bytes` reads for row `row` (along M or N) and byte
 /// `k_byte` (< 128) along K, when its descriptor starts `start` bytes past the base: the
 /// canonical layout `Swizzle<3,4,3> o ((8,m),(T,2k)):((8T,SBO),(1,T))` of the PTX ISA.
+///
+/// ```
+/// use nvptx_std::wgmma::{k_major_sw128_offset, swizzle_128b};
+/// // Row 9, byte 4 along K: the second group of 8 rows, row 1 within it.
+/// assert_eq!(k_major_sw128_offset(0, 1024, 9, 4), 1024 + swizzle_128b(128 + 4));
+/// ```
 pub const fn k_major_sw128_offset(start: u32, stride_bytes: u32, row: u32, k_byte: u32) -> u32 {
     swizzle_128b(start + (row % 8) * 128 + (row / 8) * stride_bytes + k_byte)
 }
@@ -77,6 +111,12 @@ pub const fn k_major_sw128_offset(start: u32, stride_bytes: u32, row: u32, k_byt
 /// The byte, relative to a 1024-byte aligned base, that an MN-major operand with 128-byte
 /// swizzling reads for byte `mn_byte` along M or N and row `k` along K, when its descriptor
 /// starts `start` bytes past the base: `Swizzle<3,4,3> o ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))`.
+///
+/// ```
+/// use nvptx_std::wgmma::{mn_major_sw128_offset, swizzle_128b};
+/// // Byte 130 along N (second 128-byte chunk), row 0 along K.
+/// assert_eq!(mn_major_sw128_offset(0, 8192, 1024, 130, 0), 8192 + swizzle_128b(2));
+/// ```
 pub const fn mn_major_sw128_offset(start: u32, leading_bytes: u32, stride_bytes: u32, mn_byte: u32, k: u32) -> u32 {
     // The swizzle acts on address bits 4-9 only; chunks `leading_bytes` apart (a multiple of
     // 1024) keep their pattern.
@@ -87,6 +127,13 @@ pub const fn mn_major_sw128_offset(start: u32, leading_bytes: u32, stride_bytes:
 /// The element of the `m64nNk*` accumulator fragment that register `r` of warpgroup thread
 /// `thread` (0..128) holds, as `(row, column)` of the 64 x N tile: each warp owns 16 rows; in
 /// each 8-column chunk `r / 4`, a thread holds two adjacent columns of two rows 8 apart.
+///
+/// ```
+/// use nvptx_std::wgmma::accumulator_position;
+/// assert_eq!(accumulator_position(0, 0), (0, 0));
+/// assert_eq!(accumulator_position(0, 2), (8, 0)); // the same columns, 8 rows down
+/// assert_eq!(accumulator_position(32, 0), (16, 0)); // warp 1 starts at row 16
+/// ```
 #[inline(always)]
 pub const fn accumulator_position(thread: u32, r: u32) -> (u32, u32) {
     let (warp, lane) = (thread / 32, thread % 32);
@@ -100,6 +147,13 @@ pub const fn accumulator_position(thread: u32, r: u32) -> (u32, u32) {
 /// whenever other instructions wrote the accumulators since.
 ///
 /// Every thread of the warpgroup must execute the same call (`.aligned`).
+///
+/// ```ignore
+/// nvptx_std::wgmma::fence();
+/// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+/// nvptx_std::wgmma::commit_group();
+/// nvptx_std::wgmma::wait_group::<0>(&mut acc);
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn fence() {
@@ -112,6 +166,10 @@ pub fn fence() {
 /// only in a kernel with a register cap at entry (`.maxntid`).
 ///
 /// Every thread of the warpgroup must execute the same call (`.aligned`).
+///
+/// ```ignore
+/// nvptx_std::wgmma::set_max_registers_inc::<232>(); // the math warpgroups
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn set_max_registers_inc<const N: u32>() {
@@ -123,6 +181,10 @@ pub fn set_max_registers_inc<const N: u32>() {
 /// releasing the rest to the SM's pool for [`set_max_registers_inc`].
 ///
 /// Every thread of the warpgroup must execute the same call (`.aligned`).
+///
+/// ```ignore
+/// nvptx_std::wgmma::set_max_registers_dec::<40>(); // the producer warpgroup
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn set_max_registers_dec<const N: u32>() {
@@ -132,6 +194,10 @@ pub fn set_max_registers_dec<const N: u32>() {
 
 /// `wgmma.commit_group.sync.aligned;`: closes the group of the `wgmma.mma_async` issued since
 /// the last commit, so that [`wait_group`] can wait for it.
+///
+/// ```ignore
+/// nvptx_std::wgmma::commit_group();
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn commit_group() {
@@ -234,6 +300,10 @@ macro_rules! wait_with_accumulators {
 /// Issued by all 128 threads of a warpgroup with the same descriptors (`.aligned`), after a
 /// [`fence`]; the descriptors describe shared memory that holds the operands and stays unchanged
 /// until a [`wait_group`] covers this instruction; `acc` is read only after that wait.
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, (k > 0) as u32) };
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn mma_m64n256k16_f32_bf16_b_n_major(acc: &mut [f32; 128], a: u64, b: u64, scale_d: u32) {
@@ -257,6 +327,10 @@ pub unsafe fn mma_m64n256k16_f32_bf16_b_n_major(acc: &mut [f32; 128], a: u64, b:
 ///
 /// # Safety
 /// As for [`mma_m64n256k16_f32_bf16_b_n_major`].
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n256k8_f32_tf32(&mut acc, a_desc, b_desc, 1) };
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn mma_m64n256k8_f32_tf32(acc: &mut [f32; 128], a: u64, b: u64, scale_d: u32) {
@@ -282,6 +356,10 @@ pub unsafe fn mma_m64n256k8_f32_tf32(acc: &mut [f32; 128], a: u64, b: u64, scale
 /// # Safety
 /// As for [`mma_m64n256k16_f32_bf16_b_n_major`]; a [`fence`] also separates the instructions
 /// that wrote `a` from this one.
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n256k8_f32_tf32_a_regs(&mut acc, a_fragment, b_desc, 1) };
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn mma_m64n256k8_f32_tf32_a_regs(acc: &mut [f32; 128], a: [u32; 4], b: u64, scale_d: u32) {
@@ -305,6 +383,10 @@ pub unsafe fn mma_m64n256k8_f32_tf32_a_regs(acc: &mut [f32; 128], a: [u32; 4], b
 /// # Safety
 /// As for [`mma_m64n256k8_f32_tf32_a_regs`]; `acc` is read only after a [`wait_group_n128`]
 /// covers this instruction.
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n128k8_f32_tf32_a_regs(&mut acc, a_fragment, b_desc, 1) };
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn mma_m64n128k8_f32_tf32_a_regs(acc: &mut [f32; 64], a: [u32; 4], b: u64, scale_d: u32) {
@@ -323,6 +405,13 @@ pub unsafe fn mma_m64n128k8_f32_tf32_a_regs(acc: &mut [f32; 64], a: [u32; 4], b:
 
 /// The `(row, column)` of the 64 x 8 TF32 `A` fragment's first register in warpgroup thread
 /// `thread`: each warp holds 16 rows; the other registers are 8 rows and 4 columns further.
+///
+/// ```
+/// use nvptx_std::wgmma::a_fragment_position;
+/// assert_eq!(a_fragment_position(0), (0, 0));
+/// assert_eq!(a_fragment_position(5), (1, 1)); // lane 5: row 1, column 1
+/// assert_eq!(a_fragment_position(32), (16, 0)); // warp 1 holds rows 16..32
+/// ```
 #[inline(always)]
 pub const fn a_fragment_position(thread: u32) -> (u32, u32) {
     let (warp, lane) = (thread / 32, thread % 32);
@@ -334,6 +423,10 @@ pub const fn a_fragment_position(thread: u32) -> (u32, u32) {
 /// they are read only after the wait.
 ///
 /// Every thread of the warpgroup must execute the same call (`.aligned`).
+///
+/// ```ignore
+/// nvptx_std::wgmma::wait_group::<0>(&mut acc); // acc is ready to read
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn wait_group<const N: u32>(acc: &mut [f32; 128]) {
@@ -343,6 +436,10 @@ pub fn wait_group<const N: u32>(acc: &mut [f32; 128]) {
 
 /// [`wait_group`] for the 64 accumulators of an `n = 128` instruction
 /// ([`mma_m64n128k8_f32_tf32_a_regs`]).
+///
+/// ```ignore
+/// nvptx_std::wgmma::wait_group_n128::<1>(&mut acc); // at most one group still in flight
+/// ```
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
@@ -353,23 +450,56 @@ pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
 /// One warpgroup's `f32` accumulators of a TF32 `m64nNk8` instruction with `A` in registers:
 /// `[f32; 128]` for `n = 256` ([`mma_m64n256k8_f32_tf32_a_regs`]), `[f32; 64]` for `n = 128`
 /// ([`mma_m64n128k8_f32_tf32_a_regs`]), so that one kernel body serves both widths.
+///
+/// ```ignore
+/// fn run<A: nvptx_std::wgmma::Tf32Accumulators>() -> A {
+///     let mut acc = A::zeroed();
+///     acc.wait_group::<0>();
+///     acc
+/// }
+/// ```
 #[cfg(target_arch = "nvptx64")]
 pub trait Tf32Accumulators: Sized {
     /// The instruction's `n`.
+    ///
+    /// ```ignore
+    /// let columns_per_warpgroup = <[f32; 64] as Tf32Accumulators>::N; // 128
+    /// ```
     const N: u32;
     /// Every accumulator 0.0.
+    ///
+    /// ```ignore
+    /// let mut acc = <[f32; 128]>::zeroed();
+    /// ```
     fn zeroed() -> Self;
     /// The instruction on these accumulators.
     ///
     /// # Safety
     /// As for [`mma_m64n256k8_f32_tf32_a_regs`].
+    ///
+    /// ```ignore
+    /// unsafe { acc.mma_tf32_a_regs(a_fragment, b_desc, 1) };
+    /// ```
     unsafe fn mma_tf32_a_regs(&mut self, a: [u32; 4], b: u64, scale_d: u32);
     /// [`wait_group`] with these accumulators as operands.
+    ///
+    /// ```ignore
+    /// acc.wait_group::<0>();
+    /// ```
     fn wait_group<const PENDING: u32>(&mut self);
     /// Accumulator register `i` ([`accumulator_position`]'s order).
+    ///
+    /// ```ignore
+    /// let (row, col) = accumulator_position(thread, 3);
+    /// let c = acc.get(3); // C[row][col] of this warpgroup's tile
+    /// ```
     fn get(&self, i: usize) -> f32;
     /// Adds every accumulator into the same register of `total` (unrolled: both stay in
     /// registers).
+    ///
+    /// ```ignore
+    /// run.add_into(&mut total); // promote a run of TF32 sums into the f32 total
+    /// ```
     fn add_into(&self, total: &mut Self);
 }
 

@@ -1,4 +1,5 @@
-//! Global-memory loads with explicit width and cache behaviour.
+//! Global-memory loads and stores with explicit width and cache behaviour: vector accesses of
+//! 8 or 16 bytes, and loads through the read-only (non-coherent) data cache (`__ldg`).
 
 use core::arch::asm;
 
@@ -8,6 +9,10 @@ use core::arch::asm;
 /// # Safety
 /// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and nothing writes
 /// that memory while the kernel runs.
+///
+/// ```ignore
+/// let [a, b, c, d] = unsafe { nvptx_std::mem::load_global_nc_v4_i32(input.add(4 * i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_v4_i32(ptr: *const i32) -> [i32; 4] {
     let (a, b, c, d): (i32, i32, i32, i32);
@@ -23,6 +28,10 @@ pub unsafe fn load_global_nc_v4_i32(ptr: *const i32) -> [i32; 4] {
 ///
 /// # Safety
 /// `ptr` is valid and aligned, and nothing writes it while the kernel runs.
+///
+/// ```ignore
+/// let v = unsafe { nvptx_std::mem::load_global_nc_i32(input.add(i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_i32(ptr: *const i32) -> i32 {
     let v: i32;
@@ -38,6 +47,10 @@ pub unsafe fn load_global_nc_i32(ptr: *const i32) -> i32 {
 ///
 /// # Safety
 /// `ptr` is valid and aligned, and nothing writes it while the kernel runs.
+///
+/// ```ignore
+/// let x = unsafe { nvptx_std::mem::load_global_nc_f32(a.add(row * k + col)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_f32(ptr: *const f32) -> f32 {
     let v: f32;
@@ -55,6 +68,10 @@ pub unsafe fn load_global_nc_f32(ptr: *const f32) -> f32 {
 /// # Safety
 /// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and nothing writes
 /// that memory while the kernel runs.
+///
+/// ```ignore
+/// let [x0, x1, x2, x3] = unsafe { nvptx_std::mem::load_global_nc_v4_f32(a.add(4 * i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_v4_f32(ptr: *const f32) -> [f32; 4] {
     let (a, b, c, d): (f32, f32, f32, f32);
@@ -71,6 +88,10 @@ pub unsafe fn load_global_nc_v4_f32(ptr: *const f32) -> [f32; 4] {
 /// # Safety
 /// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and no other thread
 /// accesses those elements during the kernel.
+///
+/// ```ignore
+/// unsafe { nvptx_std::mem::store_global_v4_f32(c.add(4 * i), [x0, x1, x2, x3]) };
+/// ```
 #[inline(always)]
 pub unsafe fn store_global_v4_f32(ptr: *mut f32, v: [f32; 4]) {
     // SAFETY: the caller guarantees alignment, bounds and exclusive access.
@@ -85,6 +106,10 @@ pub unsafe fn store_global_v4_f32(ptr: *mut f32, v: [f32; 4]) {
 /// # Safety
 /// `ptr` is 16-byte aligned, `ptr..ptr + 16` bytes lie in one global allocation, and no other
 /// thread accesses them during the kernel.
+///
+/// ```ignore
+/// unsafe { nvptx_std::mem::store_global_v4_u32(out.add(16 * i), words) };
+/// ```
 #[inline(always)]
 pub unsafe fn store_global_v4_u32(ptr: *mut u8, v: [u32; 4]) {
     // SAFETY: the caller guarantees alignment, bounds and exclusive access.
@@ -99,6 +124,10 @@ pub unsafe fn store_global_v4_u32(ptr: *mut u8, v: [u32; 4]) {
 /// # Safety
 /// `ptr` is 8-byte aligned, `ptr..ptr + 2` lies in one global allocation, and no other thread
 /// accesses those elements during the kernel.
+///
+/// ```ignore
+/// unsafe { nvptx_std::mem::store_global_v2_f32(c.add(2 * i), [x0, x1]) };
+/// ```
 #[inline(always)]
 pub unsafe fn store_global_v2_f32(ptr: *mut f32, v: [f32; 2]) {
     // SAFETY: the caller guarantees alignment, bounds and exclusive access.
@@ -113,6 +142,10 @@ pub unsafe fn store_global_v2_f32(ptr: *mut f32, v: [f32; 2]) {
 /// # Safety
 /// `ptr` is valid and 4-byte aligned in a global allocation, and no other thread accesses it
 /// during the kernel.
+///
+/// ```ignore
+/// unsafe { nvptx_std::mem::store_global_f32(c.add(i), sum) };
+/// ```
 #[inline(always)]
 pub unsafe fn store_global_f32(ptr: *mut f32, v: f32) {
     // SAFETY: the caller guarantees validity and exclusive access.
@@ -125,6 +158,10 @@ pub unsafe fn store_global_f32(ptr: *mut f32, v: f32) {
 /// # Safety
 /// `ptr` is 16-byte aligned, `ptr..ptr + 16` bytes lie in one global allocation, and nothing
 /// writes that memory while the kernel runs.
+///
+/// ```ignore
+/// let words = unsafe { nvptx_std::mem::load_global_nc_v4_u32(bytes.add(16 * i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_v4_u32(ptr: *const u8) -> [u32; 4] {
     let (a, b, c, d): (u32, u32, u32, u32);
@@ -140,6 +177,10 @@ pub unsafe fn load_global_nc_v4_u32(ptr: *const u8) -> [u32; 4] {
 ///
 /// # Safety
 /// `ptr` is valid, and nothing writes it while the kernel runs.
+///
+/// ```ignore
+/// let value = unsafe { nvptx_std::mem::load_global_nc_u8(bytes.add(i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_u8(ptr: *const u8) -> u32 {
     let v: u32;
@@ -154,6 +195,10 @@ pub unsafe fn load_global_nc_u8(ptr: *const u8) -> u32 {
 ///
 /// # Safety
 /// `ptr` is valid and 2-byte aligned, and nothing writes it while the kernel runs.
+///
+/// ```ignore
+/// let value = unsafe { nvptx_std::mem::load_global_nc_u16(bytes.add(2 * i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_u16(ptr: *const u8) -> u32 {
     let v: u32;
@@ -168,6 +213,10 @@ pub unsafe fn load_global_nc_u16(ptr: *const u8) -> u32 {
 ///
 /// # Safety
 /// `ptr` is valid and 4-byte aligned, and nothing writes it while the kernel runs.
+///
+/// ```ignore
+/// let word = unsafe { nvptx_std::mem::load_global_nc_u32(bytes.add(4 * i)) };
+/// ```
 #[inline(always)]
 pub unsafe fn load_global_nc_u32(ptr: *const u8) -> u32 {
     let v: u32;
@@ -183,6 +232,10 @@ pub unsafe fn load_global_nc_u32(ptr: *const u8) -> u32 {
 /// # Safety
 /// `ptr` is valid and 2-byte aligned in a global allocation, and no other thread accesses it
 /// during the kernel.
+///
+/// ```ignore
+/// unsafe { nvptx_std::mem::store_global_u16(out.add(i), bits as u32) };
+/// ```
 #[inline(always)]
 pub unsafe fn store_global_u16(ptr: *mut u16, v: u32) {
     // SAFETY: the caller guarantees validity and exclusive access.
