@@ -1,46 +1,86 @@
-//! Embeds `target/ptx/kernels.ptx` and `target/ptx/kernels_sm90a.ptx` (written by `cargo xtask
-//! build-ptx`) when they match the kernel sources; otherwise embeds the reason one cannot be
-//! used, which the library reports as an error at run time. A missing or stale PTX is never
-//! embedded silently.
+//! Builds the kernels' two PTX modules (`kernels::PTX_MODULES`) with nvptx-builder, the way
+//! Rust-CUDA's `cuda_builder` runs from a build script, and embeds them: a crate that depends on
+//! this library (by path or git) gets release PTX with no step of its own, and checked PTX (bounds
+//! and overflow checks compiled in) when it asks with `NVPTX_PROFILE=checked`.
+//!
+//! A module that cannot be built (no nightly toolchain with `rust-src` and the `nvptx64` target,
+//! say) is not a build failure: the build prints the reason as a warning and embeds it, and the
+//! library returns it as `Error::PtxUnavailable` when a GPU is opened. So `cargo check`, `cargo
+//! doc` and the CPU-only tests work on any machine.
+//!
+//! Inside this repository (`OUT_DIR` under its `target/`), the nested builds share
+//! `target/nvptx*` with `cargo xtask build-ptx`, so the debug and release builds of the library
+//! and the report reuse one compilation per profile. A dependent's builds stay under its own
+//! `OUT_DIR`: nothing is written into this crate's checkout.
 
-#[path = "../xtask/src/fingerprint.rs"]
-mod fingerprint;
-
-use std::path::Path;
+use nvptx_builder::{Profile, PtxBuilder, PtxasCheck};
+use std::path::{Path, PathBuf};
 
 fn main() {
-    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
-    let root = Path::new(&manifest_dir).parent().unwrap();
-    for input in fingerprint::kernel_inputs(root).unwrap_or_default() {
-        println!("cargo:rerun-if-changed={}", input.display());
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().expect("host/ sits in the repository").to_path_buf();
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let kernels_dir = root.join("kernels");
+    // Also when a build fails before the builder prints its own.
+    println!("cargo:rerun-if-changed={}", kernels_dir.display());
+    println!("cargo:rerun-if-changed={}", root.join("nvptx-std").display());
+    for var in [nvptx_builder::PROFILE_ENV, "NVPTX_TOOLCHAIN", "PTXAS"] {
+        println!("cargo:rerun-if-env-changed={var}");
     }
-    println!("cargo:rerun-if-changed={}", root.join("kernels/src").display());
-    let out = Path::new(&std::env::var("OUT_DIR").unwrap()).to_path_buf();
-    for (stem, problem_file) in [("kernels", "ptx_problem.rs"), ("kernels_sm90a", "ptx_sm90a_problem.rs")] {
-        let ptx_path = root.join(format!("target/ptx/{stem}.ptx"));
-        let manifest_path = root.join(format!("target/ptx/{stem}.json"));
-        println!("cargo:rerun-if-changed={}", ptx_path.display());
-        println!("cargo:rerun-if-changed={}", manifest_path.display());
-        let (ptx, manifest, problem) = match check(root, &ptx_path, &manifest_path) {
-            Ok((ptx, manifest)) => (ptx, manifest, None),
-            Err(problem) => (String::new(), "{}".to_string(), Some(problem)),
+    let shared_target = out.starts_with(root.join("target")).then(|| root.join("target"));
+    let profile = Profile::from_env();
+    for module in kernels::PTX_MODULES {
+        let built = match &profile {
+            Ok(profile) => build(&kernels_dir, &out, shared_target.as_deref(), module, profile.unwrap_or_default()),
+            Err(e) => Err(e.to_string()),
         };
-        std::fs::write(out.join(format!("{stem}.ptx")), ptx).unwrap();
-        std::fs::write(out.join(format!("{stem}.json")), manifest).unwrap();
-        std::fs::write(out.join(problem_file), format!("{problem:?}")).unwrap();
+        let problem = built.err();
+        if let Some(problem) = &problem {
+            println!("cargo:warning=hopper-kernels: PTX module {} not built: {problem}", module.name);
+            std::fs::write(out.join(format!("{}.ptx", module.name)), "").expect("OUT_DIR is writable");
+            std::fs::write(out.join(format!("{}.json", module.name)), "{}").expect("OUT_DIR is writable");
+        }
+        std::fs::write(out.join(format!("{}_problem.rs", module.name)), format!("{problem:?}"))
+            .expect("OUT_DIR is writable");
     }
 }
 
-fn check(root: &Path, ptx_path: &Path, manifest_path: &Path) -> Result<(String, String), String> {
-    let build = "run `cargo xtask build-ptx --release` and rebuild";
-    let ptx = std::fs::read_to_string(ptx_path).map_err(|_| format!("no PTX at {}: {build}", ptx_path.display()))?;
-    let manifest = std::fs::read_to_string(manifest_path)
-        .map_err(|_| format!("no PTX manifest at {}: {build}", manifest_path.display()))?;
-    let recorded: serde_json::Value =
-        serde_json::from_str(&manifest).map_err(|e| format!("unreadable PTX manifest ({e}): {build}"))?;
-    let current = fingerprint::kernel_fingerprint(root).map_err(|e| format!("cannot read the kernel sources: {e}"))?;
-    if recorded["fingerprint"].as_str() != Some(current.as_str()) {
-        return Err(format!("the PTX is stale: kernels/ changed after it was built; {build}"));
+/// Builds `module` into `out` (`<name>.ptx` and `<name>.json`).
+fn build(
+    kernels_dir: &Path,
+    out: &Path,
+    shared_target: Option<&Path>,
+    module: kernels::PtxModule,
+    profile: Profile,
+) -> Result<(), String> {
+    let mut builder = PtxBuilder::new(kernels_dir)
+        .arch(module.arch)
+        .profile(profile)
+        .module_name(module.name)
+        .out_dir(out)
+        .expect_kernels(module.kernels.iter().copied())
+        .ptxas(PtxasCheck::IfFound);
+    if let Some(target) = shared_target {
+        builder = builder.target_dir(target_dir(target, module));
     }
-    Ok((ptx, manifest))
+    for feature in module.features {
+        builder = builder.feature(feature);
+    }
+    let max_threads = match profile {
+        Profile::Release => module.max_threads,
+        Profile::Checked => module.checked_max_threads,
+    };
+    for (kernel, threads) in max_threads {
+        builder = builder.max_threads(kernel, *threads);
+    }
+    builder.build().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// The nested target directory of `module` under `target/`: one per feature set (a feature
+/// changes every artifact), as `cargo xtask build-ptx` names them.
+fn target_dir(target: &Path, module: kernels::PtxModule) -> PathBuf {
+    match module.features {
+        [] => target.join("nvptx"),
+        features => target.join(format!("nvptx-{}", features.join("-"))),
+    }
 }

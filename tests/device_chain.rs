@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::{bf16, f16};
 use hopper_kernels::histogram::{Histogram, HistogramScratch, InputType, Values, binning_for, histogram_cpu_of};
 use hopper_kernels::matmul::{DType, GemmDesc, GemmPlan, Layout, convert_matrix};
@@ -115,7 +115,7 @@ fn draw<T>(rng: &mut impl Rng, len: usize, from: impl Fn(f32) -> T) -> Vec<T> {
 /// A context with a stream of its own, event tracking off (one stream orders everything, and a
 /// stream capture may not wait on events recorded outside it), as a graph-capturing caller runs.
 fn own_stream() -> (Arc<CudaStream>, Gpu) {
-    let ctx = CudaContext::new(0).unwrap_or_else(|e| panic!("GPU tests need a CUDA device: {e}"));
+    let ctx = hopper_kernels::gpu::open_context(0).unwrap_or_else(|e| panic!("GPU tests need a CUDA device: {e}"));
     // SAFETY: called before any buffer of this context exists; every launch and copy of the test
     // goes on the one stream made here, whose order is all the synchronization they need.
     unsafe { ctx.disable_event_tracking() };

@@ -1,6 +1,6 @@
 //! The `host` command line and its benchmark, built on the `hopper-kernels` library: `host info`,
 //! `host matmul`, `host histogram` and `host bench`, one module per subcommand ([`cli`]), the
-//! whole ladder measured in one run ([`bench`]), CUDA-event timing ([`timing`]) and the cuBLAS
+//! whole ladder measured in one run ([`bench`](mod@bench)), CUDA-event timing ([`timing`]) and the cuBLAS
 //! baselines ([`cublas`]), and the random input sets timing rotates through ([`inputs`]).
 
 #![deny(missing_docs)]

@@ -315,7 +315,18 @@ impl Gpu {
     }
 }
 
-fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
+/// Opens a cudarc context on device `ordinal` (what [`Gpu::open`] runs in), failing with
+/// [`Error::NoDriver`], [`Error::NoDevice`] or [`Error::NoSuchDevice`] where
+/// `CudaContext::new` would panic or return a bare driver error: for callers who make their own
+/// streams and hand one to [`Gpu::from_stream`].
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// let ctx = hopper_kernels::gpu::open_context(0)?;
+/// let gpu = hopper_kernels::Gpu::from_stream(ctx.new_stream()?)?;
+/// # Ok(()) }
+/// ```
+pub fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
     // SAFETY: only probes whether the driver library can be loaded.
     if !unsafe { sys::is_culib_present() } {
         return Err(Error::NoDriver);

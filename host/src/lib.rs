@@ -36,9 +36,9 @@
 //! is the one the `host` command line prints.
 //!
 //! Modules mirror the concepts: [`gpu`] (context, stream, loaded kernels, device models),
-//! [`matmul`] (the GEMM descriptor, its plan and launch, the `auto` planner, one planner per
-//! kernel family), [`histogram`] (planner, launches, device-resident counting, streaming files
-//! larger than the GPU), [`reference`] (CPU references and reproducible inputs for checking
+//! [`matmul`](mod@matmul) (the GEMM descriptor, its plan and launch, the `auto` planner, one planner per
+//! kernel family), [`histogram`](mod@histogram) (planner, launches, device-resident counting, streaming files
+//! larger than the GPU), [`reference`](mod@reference) (CPU references and reproducible inputs for checking
 //! results), [`io`] (`.npy` files), [`ptx`] (the embedded modules).
 
 #![deny(missing_docs)]

@@ -6,10 +6,10 @@ use crate::error::{Error, Result};
 
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.json"));
-const PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/ptx_problem.rs"));
+const PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/kernels_problem.rs"));
 const HOPPER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
 const HOPPER_MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.json"));
-const HOPPER_PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/ptx_sm90a_problem.rs"));
+const HOPPER_PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/kernels_sm90a_problem.rs"));
 
 /// The name of the main module (`sm_90`).
 pub const MAIN_MODULE: &str = "kernels";

@@ -90,6 +90,56 @@ pub const KERNEL_NAMES: &[&str] = &[
 /// feature (`wgmma` exists only there); the first module, [`KERNEL_NAMES`], stays `sm_90`.
 pub const HOPPER_KERNEL_NAMES: &[&str] = matmul::wgmma::KERNEL_NAMES;
 
+/// One PTX module this crate builds into: what a build script (the library's `build.rs`) and
+/// `cargo xtask build-ptx` hand to `nvptx-builder`, so that both build the same modules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtxModule {
+    /// The module's file stem and name (`kernels`, `kernels_sm90a`).
+    pub name: &'static str,
+    /// Its `.target` by default.
+    pub arch: &'static str,
+    /// The features of this crate it is compiled with.
+    pub features: &'static [&'static str],
+    /// Every kernel it must hold.
+    pub kernels: &'static [&'static str],
+    /// `.maxntid` per kernel in the release profile (rustc has no attribute for it).
+    pub max_threads: &'static [(&'static str, u32)],
+    /// The same in the checked profile (whose bounds checks take registers).
+    pub checked_max_threads: &'static [(&'static str, u32)],
+}
+
+/// The two modules: every kernel but the Hopper ones for `sm_90` (loadable on any GPU from
+/// compute capability 9.0), and the `wgmma` kernels for `sm_90a` (compute capability 9.0 only).
+///
+/// ```
+/// let [main, hopper] = kernels::PTX_MODULES;
+/// assert_eq!((main.name, main.arch, hopper.arch), ("kernels", "sm_90", "sm_90a"));
+/// assert!(hopper.kernels.iter().all(|k| !main.kernels.contains(k)));
+/// // Only the Hopper module caps threads, and only kernels it holds.
+/// assert!(main.max_threads.is_empty() && main.checked_max_threads.is_empty());
+/// for (kernel, _) in hopper.max_threads.iter().chain(hopper.checked_max_threads) {
+///     assert!(hopper.kernels.contains(kernel), "{kernel}");
+/// }
+/// ```
+pub const PTX_MODULES: [PtxModule; 2] = [
+    PtxModule {
+        name: "kernels",
+        arch: "sm_90",
+        features: &[],
+        kernels: KERNEL_NAMES,
+        max_threads: &[],
+        checked_max_threads: &[],
+    },
+    PtxModule {
+        name: "kernels_sm90a",
+        arch: "sm_90a",
+        features: &["hopper"],
+        kernels: HOPPER_KERNEL_NAMES,
+        max_threads: matmul::wgmma::MAX_THREADS,
+        checked_max_threads: matmul::wgmma::CHECKED_MAX_THREADS,
+    },
+];
+
 // The kernel-declaring macros come after the modules that use them, so that those modules name
 // them by path (`crate::gpu_kernel!`, `use crate::gpu_kernel`) rather than by textual scope.
 

@@ -4,8 +4,8 @@
 //! registers asynchronously.
 //!
 //! The order every use follows (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply"):
-//! [`fence`] (after the accumulators or the operands were touched by other instructions), one or
-//! more `mma_*`, [`commit_group`], then [`wait_group`] before the accumulators are read or the
+//! `fence` (after the accumulators or the operands were touched by other instructions), one or
+//! more `mma_*`, `commit_group`, then `wait_group` before the accumulators are read or the
 //! operands' shared memory is reused.
 //!
 //! The descriptor encoding and the 128-byte swizzle are pure functions, built and tested on the

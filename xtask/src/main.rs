@@ -1,10 +1,11 @@
 //! `cargo xtask <task>`: the project's tasks that plain cargo cannot express.
 //!
-//! - `build-ptx`: compiles `kernels/` with rustc's nvptx64 backend (through `nvptx-builder`, as any
-//!   crate's build script can) into `target/ptx/kernels.ptx` (with `target/ptx/kernels.json`, the
-//!   manifest the host checks), then reports each kernel's registers, shared memory and spills
-//!   from `ptxas -v` when ptxas is found.
-//! - `test`: builds the PTX and runs every test (those that run the toolchain themselves too);
+//! - `build-ptx`: compiles `kernels/` with rustc's nvptx64 backend (through `nvptx-builder`, with
+//!   the modules and settings the library's build script uses) into `target/ptx/`, then reports
+//!   each kernel's registers, shared memory and spills from `ptxas -v` when ptxas is found; a
+//!   release build fails on a spill.
+//! - `test`: builds the PTX and runs every test (those that run the toolchain themselves too)
+//!   with the library embedding checked PTX (`NVPTX_PROFILE=checked`; `--release` for release);
 //!   with a CUDA device present, the GPU tests too.
 //! - `run`: builds the release PTX and runs the host binary in release mode with the given args.
 //! - `bench`: builds the release PTX and runs `host bench` in release mode with the given args.
@@ -65,7 +66,7 @@ fn main() -> Result<ExitCode> {
         }
         Task::Test(args) => {
             ptx::build(&root, &args)?;
-            test(&root)?;
+            test(&root, &args)?;
         }
         // The host's exit status passes through: the host has printed its own error, and a second
         // one from this task (with its backtrace) would only repeat it.
@@ -93,8 +94,12 @@ fn run_host(root: &Path, args: Vec<String>) -> Result<ExitCode> {
     ptx::build(root, &PtxArgs { arch: "sm_90".into(), release: true })?;
     let args: Vec<String> =
         ["run", "--release", "--quiet", "--package", "host", "--"].into_iter().map(String::from).chain(args).collect();
-    let status =
-        cargo().current_dir(root).args(&args).status().with_context(|| format!("running cargo {}", args.join(" ")))?;
+    let status = cargo()
+        .current_dir(root)
+        .args(&args)
+        .env(nvptx_builder::PROFILE_ENV, "release")
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
     Ok(exit_code(status))
 }
 
@@ -107,10 +112,14 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
     }
 }
 
-fn run_cargo(root: &Path, args: impl IntoIterator<Item = String>) -> Result<()> {
+fn run_cargo(root: &Path, args: impl IntoIterator<Item = String>, env: &[(&str, &str)]) -> Result<()> {
     let args: Vec<String> = args.into_iter().collect();
-    let status =
-        cargo().current_dir(root).args(&args).status().with_context(|| format!("running cargo {}", args.join(" ")))?;
+    let status = cargo()
+        .current_dir(root)
+        .args(&args)
+        .envs(env.iter().copied())
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
     if !status.success() {
         bail!("cargo {} failed ({status})", args.join(" "));
     }
@@ -118,11 +127,14 @@ fn run_cargo(root: &Path, args: impl IntoIterator<Item = String>) -> Result<()> 
 }
 
 /// Tests that run cargo or rustup themselves (nvptx-builder's nested build, nvptx-launch's
-/// compile-fail tests, the fingerprint check): built only here, so that test executables carried
-/// to a GPU machine without Rust do not include them.
-const TOOLCHAIN_TESTS: &str = "nvptx-builder/toolchain-tests,nvptx-launch/toolchain-tests,xtask/toolchain-tests";
+/// compile-fail tests): built only here, so that test executables carried to a GPU machine
+/// without Rust do not include them.
+const TOOLCHAIN_TESTS: &str = "nvptx-builder/toolchain-tests,nvptx-launch/toolchain-tests";
 
-fn test(root: &Path) -> Result<()> {
+/// Runs every test with the library's build script embedding PTX of `args`' profile (checked
+/// unless `--release`: a failed bounds check traps instead of reading out of bounds).
+fn test(root: &Path, args: &PtxArgs) -> Result<()> {
+    let profile = if args.release { "release" } else { "checked" };
     let mut args: Vec<String> =
         ["test", "--workspace", "--features", TOOLCHAIN_TESTS].into_iter().map(String::from).collect();
     match cuda_device() {
@@ -133,7 +145,7 @@ fn test(root: &Path) -> Result<()> {
         }
         None => println!("xtask test: no CUDA device found: GPU tests stay ignored"),
     }
-    run_cargo(root, args)
+    run_cargo(root, args, &[(nvptx_builder::PROFILE_ENV, profile)])
 }
 
 /// The test-harness arguments that leave out the Hopper tests (`hopper_*`, which need the

@@ -1,4 +1,5 @@
-//! `build-ptx`: this repository's two PTX modules, built by nvptx-builder.
+//! `build-ptx`: this repository's two PTX modules (`kernels::PTX_MODULES`), built by
+//! nvptx-builder as the library's build script builds them, for the resource report.
 //!
 //! Output, relative to the project root:
 //! - `target/ptx/kernels.ptx`: the PTX module holding every kernel but the Hopper ones
@@ -7,8 +8,8 @@
 //!   with the kernels crate's `hopper` feature and `-C target-cpu=sm_90a`): `wgmma` exists only
 //!   on the `sm_90a` target, whose code loads only on compute capability 9.0 exactly;
 //! - `target/ptx/kernels.json`, `target/ptx/kernels_sm90a.json`: their manifests (arch, profile,
-//!   source fingerprint, entry points, ptxas resource report), which the host's build script
-//!   checks before embedding the PTX; `*.cubin` beside them when ptxas was found.
+//!   source fingerprint, entry points, ptxas resource report); `*.cubin` beside them when ptxas
+//!   was found. The library embeds the PTX its own build script builds, not these files.
 //!
 //! Policy on top of the builder's: a release build fails on a register spill or a ptxas
 //! performance loss (silent slowdowns); the checked build only warns (its bounds and overflow
@@ -19,54 +20,19 @@ use anyhow::{Context, Result};
 use nvptx_builder::{Profile, PtxBuilder, PtxasCheck};
 use std::path::{Path, PathBuf};
 
-/// The `sm_90a` target of the Hopper module.
-pub const HOPPER_ARCH: &str = "sm_90a";
-
-/// One PTX module: its file stem, target, kernels-crate features and the kernels it must hold.
-struct Module {
-    stem: &'static str,
-    arch: String,
-    features: &'static [&'static str],
-    kernels: &'static [&'static str],
-    /// `.maxntid` per kernel (rustc has no attribute for it).
-    max_threads: &'static [(&'static str, u32)],
-}
-
-/// The two modules of `args`.
-fn modules(args: &PtxArgs) -> [Module; 2] {
-    [
-        Module {
-            stem: "kernels",
-            arch: args.arch.clone(),
-            features: &[],
-            kernels: kernels::KERNEL_NAMES,
-            max_threads: &[],
-        },
-        Module {
-            stem: "kernels_sm90a",
-            arch: HOPPER_ARCH.into(),
-            features: &["hopper"],
-            kernels: kernels::HOPPER_KERNEL_NAMES,
-            max_threads: if args.release {
-                kernels::matmul::wgmma::MAX_THREADS
-            } else {
-                kernels::matmul::wgmma::CHECKED_MAX_THREADS
-            },
-        },
-    ]
-}
-
-/// The builder of one module, writing into `target/ptx` with a nested target directory per
-/// module (the feature changes every artifact).
-fn builder(root: &Path, args: &PtxArgs, module: &Module) -> PtxBuilder {
+/// The builder of one module, writing into `target/ptx` with the nested target directory the
+/// library's build script shares (`target/nvptx`, `target/nvptx-hopper`: a feature changes
+/// every artifact).
+fn builder(root: &Path, args: &PtxArgs, module: &kernels::PtxModule) -> PtxBuilder {
     let target_dir = match module.features {
         [] => root.join("target/nvptx"),
         features => root.join(format!("target/nvptx-{}", features.join("-"))),
     };
+    let arch = if module.features.is_empty() { args.arch.as_str() } else { module.arch };
     let mut builder = PtxBuilder::new(root.join("kernels"))
-        .arch(&module.arch)
+        .arch(arch)
         .profile(if args.release { Profile::Release } else { Profile::Checked })
-        .module_name(module.stem)
+        .module_name(module.name)
         .out_dir(root.join("target/ptx"))
         .target_dir(target_dir)
         .expect_kernels(module.kernels.iter().copied())
@@ -76,7 +42,8 @@ fn builder(root: &Path, args: &PtxArgs, module: &Module) -> PtxBuilder {
     for feature in module.features {
         builder = builder.feature(feature);
     }
-    for (kernel, threads) in module.max_threads {
+    let max_threads = if args.release { module.max_threads } else { module.checked_max_threads };
+    for (kernel, threads) in max_threads {
         builder = builder.max_threads(kernel, *threads);
     }
     builder
@@ -85,8 +52,8 @@ fn builder(root: &Path, args: &PtxArgs, module: &Module) -> PtxBuilder {
 /// Builds both PTX modules and their manifests; returns the main module's path.
 pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
     let mut main = None;
-    for module in modules(args) {
-        let built = builder(root, args, &module).build().with_context(|| format!("building {}", module.stem))?;
+    for module in kernels::PTX_MODULES {
+        let built = builder(root, args, &module).build().with_context(|| format!("building {}", module.name))?;
         match &built.manifest.resources {
             Some(report) => print!("{}", nvptx_builder::ptxas::report_table(report)),
             None => eprintln!(
@@ -101,22 +68,4 @@ pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
         main.get_or_insert(built.ptx);
     }
     Ok(main.expect("two modules"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_hopper_module_caps_every_kernel_it_lists_in_both_profiles() {
-        for release in [true, false] {
-            let args = PtxArgs { arch: "sm_90".into(), release };
-            let [main, hopper] = modules(&args);
-            assert!(main.max_threads.is_empty() && main.features.is_empty());
-            assert_eq!(hopper.arch, "sm_90a");
-            for (kernel, _) in hopper.max_threads {
-                assert!(hopper.kernels.contains(kernel), "{kernel}");
-            }
-        }
-    }
 }

@@ -80,7 +80,7 @@ pub const MAX_COPIES: u32 = 32;
 pub const SHARED_BLOCKS_PER_SM: u32 = 4;
 
 /// A planned histogram launch.
-/// Built only by the planner ([`plan_for`], [`plan`], [`plan_with`]); its fields are read through
+/// Built only by the planner ([`plan_for`], [`plan`](super::plan()), [`plan_with`](super::plan_with)); its fields are read through
 /// the accessors of the same names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct HistogramPlan {
@@ -285,7 +285,7 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 /// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
 /// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
 /// blocks as the device keeps resident at once, estimated here from threads and shared memory
-/// ([`plan_with`] replaces the estimate with the driver's occupancy for the kernel's registers).
+/// ([`plan_with`](super::plan_with) replaces the estimate with the driver's occupancy for the kernel's registers).
 pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element, bucket_shift } =
         request;

@@ -4,13 +4,13 @@ use super::precision::Precision;
 use super::shape::MatmulShape;
 use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
 
-/// The GPU matmul variants: `auto` (the planner's choice under a [`PrecisionPolicy`]) and each
+/// The GPU matmul variants: `auto` (the planner's choice under a [`PrecisionPolicy`](super::PrecisionPolicy)) and each
 /// kernel family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatmulVariant {
     /// The planner picks the kernel and its configuration from the shape, the device and the
-    /// precision policy ([`super::plan`]): under the default `high`, wide products on Hopper run
+    /// precision policy ([`super::plan()`]): under the default `high`, wide products on Hopper run
     /// the guarded `wgmma_tf32x3` (FP32's class and bound on every input, 0.56-0.89x cuBLAS
     /// FP32's time), everything else the FP32 CUDA-core kernels.
     Auto,

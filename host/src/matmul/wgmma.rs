@@ -235,7 +235,7 @@ pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
 }
 
 /// The maps of `wgmma_tf32` (`a_box_rows` [`BLOCK_N`]) and `wgmma_tf32_promoted`
-/// ([`PROMOTED_BLOCK_ROWS`]): `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of 32 of
+/// ([`PROMOTED_BLOCK_ROWS`](kernels::matmul::wgmma::PROMOTED_BLOCK_ROWS)): `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of 32 of
 /// K by `a_box_rows` rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
 /// registers) in boxes of 32 columns by 32 of K.
 pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, a_box_rows: u32) -> [TensorMap2d; 2] {

@@ -62,7 +62,7 @@ pub const KERNEL_TF32_TRANSPOSED: &str = "wgmma_tf32_transposed";
 pub const KERNEL_TF32: &str = "wgmma_tf32";
 /// PTX symbol of the TF32 kernel that accumulates in the tensor cores for
 /// [`PROMOTE_K_TILES`] stages at a time and adds each such partial product into `f32`
-/// registers ([`gpu_rs`]): the product of `wgmma_tf32x3`'s split operands.
+/// registers (the promoted kernel documented in this module's source): the product of `wgmma_tf32x3`'s split operands.
 pub const KERNEL_TF32_PROMOTED: &str = "wgmma_tf32_promoted";
 /// The kernels of the sm_90a module.
 pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32, KERNEL_TF32_PROMOTED];
