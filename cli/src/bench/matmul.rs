@@ -210,6 +210,53 @@ pub fn measure_cublas_in(
     Ok(row.with_precision(precision))
 }
 
+/// The name of the cuBLASLt row in `precision`.
+pub fn cublaslt_name(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Fp32 | Precision::Tf32x3 => "cublaslt",
+        Precision::Bf16 => "cublaslt bf16",
+        Precision::Tf32 => "cublaslt tf32",
+    }
+}
+
+/// cuBLASLt's row in `precision` (its heuristic's best algorithm, 32 MiB of workspace), checked
+/// and timed like [`measure_plan`]'s; skipped, saying why, without libcublasLt.
+pub fn measure_cublaslt_in(
+    gpu: &Gpu,
+    sgemm: Result<&Sgemm, &String>,
+    precision: Precision,
+    mats: &mut [DeviceMatrices],
+    reference: &SampledMatmulReference,
+    timing: &GpuTiming,
+) -> anyhow::Result<MatmulRow> {
+    let what = match precision {
+        Precision::Fp32 | Precision::Tf32x3 => "cublasLtMatmul, CUBLAS_COMPUTE_32F, heuristic best",
+        Precision::Bf16 => "cublasLtMatmul, BF16 inputs, CUBLAS_COMPUTE_32F, heuristic best",
+        Precision::Tf32 => "cublasLtMatmul, CUBLAS_COMPUTE_32F_FAST_TF32, heuristic best",
+    };
+    let (name, method) = (cublaslt_name(precision), format!("{what}, {}", timing.method));
+    let sgemm = match sgemm {
+        Ok(sgemm) if sgemm.has_lt() => sgemm,
+        Ok(_) => {
+            let status = RowStatus::Skipped { reason: "libcublasLt.so was not found".into() };
+            let row = MatmulRow::unmeasured(name, MatmulRowKind::CublasLt, method, status, None);
+            return Ok(row.with_precision(precision));
+        }
+        Err(reason) => {
+            let status = RowStatus::Skipped { reason: format!("unavailable: {reason}") };
+            let row = MatmulRow::unmeasured(name, MatmulRowKind::CublasLt, method, status, None);
+            return Ok(row.with_precision(precision));
+        }
+    };
+    let c = sgemm.run_lt(gpu, precision, &mut mats[0]).context("running cuBLASLt")?;
+    let error = reference.max_error(&c);
+    let tolerance = precision.tolerance(mats[0].shape().k);
+    let row = checked_then_timed(gpu, name, MatmulRowKind::CublasLt, method, mats, error, tolerance, timing, |mats| {
+        sgemm.launch_lt(gpu, precision, mats)
+    })?;
+    Ok(row.with_precision(precision))
+}
+
 fn measure_shape(
     gpu: &Gpu,
     sgemm: Result<&Sgemm, &String>,
@@ -311,6 +358,12 @@ fn measure_shape(
         let bf16 = bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check));
         rows.push(measure_cublas_in(gpu, sgemm, Precision::Bf16, &mut mats, bf16, &timing)?);
         rows.push(measure_cublas_in(gpu, sgemm, Precision::Tf32, &mut mats, &reference, &timing)?);
+    }
+    rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Fp32, &mut mats, &reference, &timing)?);
+    if gpu.hopper_status().is_ok() {
+        let bf16 = bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check));
+        rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Bf16, &mut mats, bf16, &timing)?);
+        rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Tf32, &mut mats, &reference, &timing)?);
     }
     progress.inc(1);
 

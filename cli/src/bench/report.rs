@@ -157,9 +157,18 @@ impl MatmulShapeResult {
 
     /// The median of the cuBLAS row in `precision`, when it was measured.
     pub fn cublas_ms_in(&self, precision: Precision) -> Option<f64> {
+        self.median_of(MatmulRowKind::Cublas, precision)
+    }
+
+    /// The cuBLASLt row's median in `precision`, if measured.
+    pub fn cublaslt_ms_in(&self, precision: Precision) -> Option<f64> {
+        self.median_of(MatmulRowKind::CublasLt, precision)
+    }
+
+    fn median_of(&self, kind: MatmulRowKind, precision: Precision) -> Option<f64> {
         self.rows
             .iter()
-            .find(|r| r.kind == MatmulRowKind::Cublas && r.precision == precision)
+            .find(|r| r.kind == kind && r.precision == precision)
             .and_then(|r| r.timing)
             .map(|t| t.median_ms)
     }
@@ -167,13 +176,17 @@ impl MatmulShapeResult {
     /// Sets every measured row's `ratio_to_cublas` (its median over that of the cuBLAS row of
     /// its precision's baseline, [`Precision::baseline`]: FP32 for split-TF32).
     pub fn fill_ratios(&mut self) {
-        let cublas: Vec<(Precision, Option<f64>)> = [Precision::Fp32, Precision::Bf16, Precision::Tf32]
+        let baselines: Vec<(Precision, Option<f64>, Option<f64>)> = [Precision::Fp32, Precision::Bf16, Precision::Tf32]
             .into_iter()
-            .map(|p| (p, self.cublas_ms_in(p)))
+            .map(|p| (p, self.cublas_ms_in(p), self.cublaslt_ms_in(p)))
             .collect();
         for row in &mut self.rows {
-            let c = cublas.iter().find(|(p, _)| *p == row.precision.baseline()).and_then(|(_, c)| *c);
+            let (c, lt) = baselines
+                .iter()
+                .find(|(p, _, _)| *p == row.precision.baseline())
+                .map_or((None, None), |(_, c, lt)| (*c, *lt));
             row.ratio_to_cublas = row.timing.zip(c).map(|(t, c)| t.median_ms / c);
+            row.ratio_to_cublaslt = row.timing.zip(lt).map(|(t, lt)| t.median_ms / lt);
         }
     }
 }
@@ -190,6 +203,8 @@ pub enum MatmulRowKind {
     Gpu,
     /// cuBLAS SGEMM in FP32, the baseline.
     Cublas,
+    /// cuBLASLt's matmul with its heuristic's best algorithm: the strongest NVIDIA number.
+    CublasLt,
 }
 
 /// Whether a row has a measurement.
@@ -227,6 +242,10 @@ pub struct MatmulRow {
     pub gflops: Option<f64>,
     /// Median over cuBLAS's median (2.0 = twice as slow).
     pub ratio_to_cublas: Option<f64>,
+    /// Median over cuBLASLt's median in the same baseline precision; absent in reports written
+    /// before the cuBLASLt rows.
+    #[serde(default)]
+    pub ratio_to_cublaslt: Option<f64>,
     /// Largest error relative to `sum |a*b|` on the checked elements.
     pub max_error: Option<f64>,
     /// The launch plan in words (kernel, grid, split of `k`, why), for `auto`: which kernel it
@@ -262,6 +281,7 @@ impl MatmulRow {
             gflops: Some(flops / (timing.median_ms * 1e6)),
             timing: Some(timing),
             ratio_to_cublas: None,
+            ratio_to_cublaslt: None,
             max_error,
             plan: None,
             precision: Precision::Fp32,
@@ -284,6 +304,7 @@ impl MatmulRow {
             timing: None,
             gflops: None,
             ratio_to_cublas: None,
+            ratio_to_cublaslt: None,
             max_error,
             plan: None,
             precision: Precision::Fp32,
@@ -660,12 +681,16 @@ mod tests {
                     .with_precision(Precision::Tf32x3),
                 MatmulRow::measured("wgmma_tf32", MatmulRowKind::Gpu, "", shape.flops(), t(0.01), None)
                     .with_precision(Precision::Tf32),
+                MatmulRow::measured("cublaslt", MatmulRowKind::CublasLt, "", shape.flops(), t(0.1), None),
             ],
         };
         result.fill_ratios();
         let ratios: Vec<Option<f64>> = result.rows.iter().map(|r| r.ratio_to_cublas).collect();
         // Split-TF32 against cuBLAS FP32; TF32 has no cuBLAS TF32 row here, so no ratio.
-        assert_eq!(ratios, vec![Some(8.0), None, Some(1.0), Some(0.5), None]);
+        assert_eq!(ratios, vec![Some(8.0), None, Some(1.0), Some(0.5), None, Some(2.0)]);
+        // cuBLASLt's FP32 row is the second baseline of FP32 and split-TF32 rows.
+        let lt: Vec<Option<f64>> = result.rows.iter().map(|r| r.ratio_to_cublaslt).collect();
+        assert_eq!(lt, vec![Some(4.0), None, Some(0.5), Some(0.25), None, Some(1.0)]);
     }
 
     #[test]

@@ -70,7 +70,7 @@ fn header(report: &BenchReport) -> String {
 /// The table for one matmul size.
 pub fn render_matmul_shape(result: &MatmulShapeResult) -> String {
     let mut out = format!(
-        "matmul {} ({:.2} GFLOP): checked on {}, bound {:.2e}; GPU inputs rotated over {} set(s); x cuBLAS = time / cuBLAS time\n",
+        "matmul {} ({:.2} GFLOP): checked on {}, bound {:.2e}; GPU inputs rotated over {} set(s); x cuBLAS(Lt) = time / cuBLAS(Lt) time in the row's baseline precision\n",
         result.shape,
         result.flops / 1e9,
         result.check,
@@ -92,13 +92,17 @@ pub fn render_matmul_shape(result: &MatmulShapeResult) -> String {
             cells.extend(timing_cells(row.timing.as_ref()));
             cells.push(opt(row.gflops.map(rate)));
             cells.push(opt(row.ratio_to_cublas.map(|r| format!("{r:.2}"))));
+            cells.push(opt(row.ratio_to_cublaslt.map(|r| format!("{r:.2}"))));
             cells.push(opt(row.max_error.map(|e| format!("{e:.1e}"))));
             cells.push(note);
             cells
         })
         .collect();
-    out +=
-        &grid(&["variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "max error", "note"], &[0], &rows);
+    out += &grid(
+        &["variant", "median ms", "min ms", "max ms", "GFLOP/s", "x cuBLAS", "x cuBLASLt", "max error", "note"],
+        &[0],
+        &rows,
+    );
     out
 }
 
