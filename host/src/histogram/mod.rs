@@ -21,6 +21,16 @@ use std::sync::Arc;
 mod values;
 pub use values::{MAX_F32_BINS, Values, ValuesBuf, binning_for, histogram_cpu_of};
 
+// Issue 22's features, one module per feature (planner, launch on device buffers, host-slice
+// conveniences, CPU reference), and the occupancy-driven launch shapes they share.
+pub mod channels;
+pub mod device_values;
+pub mod edges;
+pub mod hist2d;
+pub mod segmented;
+pub mod tuning;
+pub mod weighted;
+
 /// Where the counters live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

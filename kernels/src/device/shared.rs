@@ -66,6 +66,28 @@ shared_scalar!(f32, "f32");
 shared_scalar!(u32, "u32");
 shared_scalar!(i32, "s32");
 
+/// `ld.shared.f64` / `st.shared.f64`: one 8-byte access (`addr` 8-byte aligned).
+impl SharedScalar for f64 {
+    #[inline(always)]
+    unsafe fn load_shared(addr: u32) -> Self {
+        let value: f64;
+        // SAFETY: the caller guarantees `addr` is an in-bounds, 8-byte aligned shared address.
+        unsafe {
+            asm!("ld.shared.f64 {v}, [{a}];", v = out(reg64) value, a = in(reg32) addr,
+                 options(readonly, nostack, preserves_flags));
+        }
+        value
+    }
+    #[inline(always)]
+    unsafe fn store_shared(addr: u32, value: Self) {
+        // SAFETY: the caller guarantees `addr` is an in-bounds, 8-byte aligned shared address.
+        unsafe {
+            asm!("st.shared.f64 [{a}], {v};", a = in(reg32) addr, v = in(reg64) value,
+                 options(nostack, preserves_flags));
+        }
+    }
+}
+
 /// A statically sized array of `N` values of `T` in the block's shared memory; the handle
 /// `shared_array!` returns (`cuda_std::shared_array!`).
 #[derive(Clone, Copy)]

@@ -49,6 +49,42 @@ pub unsafe fn sum_f32(mut value: f32) -> f32 {
     value
 }
 
+/// `shfl.sync.bfly.b32 d, value, lane_mask, 0x1f, 0xffffffff` on raw bits: `value` of lane
+/// `lane_id() ^ lane_mask`.
+///
+/// # Safety
+/// All 32 lanes of the warp execute this call together (converged, none exited).
+#[inline(always)]
+pub unsafe fn shuffle_xor_u32(value: u32, lane_mask: u32) -> u32 {
+    let out: u32;
+    // SAFETY: the caller guarantees the full warp is converged on this instruction.
+    unsafe {
+        asm!("shfl.sync.bfly.b32 {o}, {v}, {m}, 0x1f, 0xffffffff;", o = out(reg32) out, v = in(reg32) value,
+             m = in(reg32) lane_mask, options(nomem, nostack, preserves_flags))
+    };
+    out
+}
+
+/// The sum of `value` over the 32 lanes, in every lane: a butterfly over masks 16, 8, 4, 2, 1,
+/// each step two [`shuffle_xor_u32`] of the halves of the `f64`. Every lane adds the same
+/// operands in the same order, so the sum is the same in every lane and on every run.
+///
+/// # Safety
+/// As [`shuffle_xor_u32`]: the whole warp calls it together.
+#[inline(always)]
+pub unsafe fn sum_f64(mut value: f64) -> f64 {
+    let mut mask = WARP_SIZE / 2;
+    while mask > 0 {
+        let bits = value.to_bits();
+        // SAFETY (both): forwarded: the whole warp is here.
+        let lo = unsafe { shuffle_xor_u32(bits as u32, mask) };
+        let hi = unsafe { shuffle_xor_u32((bits >> 32) as u32, mask) };
+        value += f64::from_bits(((hi as u64) << 32) | lo as u64);
+        mask /= 2;
+    }
+    value
+}
+
 /// `shfl.sync.idx.b32 d, value, lane, 0x1f, 0xffffffff`: `value` of lane `lane`
 /// (`__shfl_sync(0xffffffff, value, lane)`).
 ///
