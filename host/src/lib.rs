@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod api;
+pub mod arrays;
 pub mod bench;
 pub mod cli;
 pub mod cublas;

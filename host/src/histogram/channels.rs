@@ -16,7 +16,9 @@ use super::weighted::{for_each_bin, type_index};
 use super::{Binning, HistogramLimits, InputType, Values, check_bins};
 use crate::error::{HostError, Result, format_bytes};
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaStream, CudaViewMut, PushKernelArg};
+use crate::histogram::BucketScratch;
+use crate::stream::ChunkKernel;
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, PushKernelArg};
 use kernels::histogram::channels::{self as kernel, MAX_CHANNELS, MAX_PACKING};
 use kernels::histogram::packed;
 use std::sync::Arc;
@@ -306,7 +308,7 @@ pub fn channels_histogram(gpu: &Gpu, values: Values<'_>, binning: Binning, layou
 
 /// Fails unless `n` values are whole pixels of `layout`'s channels.
 pub fn check_whole_pixels(n: u64, layout: ChannelLayout) -> Result<()> {
-    if n % layout.channels as u64 != 0 {
+    if !n.is_multiple_of(layout.channels as u64) {
         return Err(HostError::InvalidInput(format!(
             "{n} values are not whole pixels of {} channels ({} left over)",
             layout.channels,
@@ -330,6 +332,38 @@ pub fn channels_histogram_cpu(values: Values<'_>, binning: &Binning, layout: Cha
         }
     });
     counts
+}
+
+/// Counting channels as a [`ChunkKernel`]: the chunks of a streamed file
+/// ([`crate::stream::histogram_file_with`]), each with the phase of its first value.
+pub struct ChannelsChunks<'a> {
+    /// The plan.
+    pub plan: &'a ChannelsPlan,
+}
+
+impl ChunkKernel for ChannelsChunks<'_> {
+    fn element(&self) -> InputType {
+        self.plan.element
+    }
+
+    fn counters(&self) -> usize {
+        self.plan.counters() as usize
+    }
+
+    fn count(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        chunk: &CudaSlice<u8>,
+        first: u64,
+        n: u64,
+        counts: &mut CudaSlice<u32>,
+        _scratch: &mut Option<BucketScratch>,
+    ) -> Result<()> {
+        let values = DeviceValues::from_bytes(chunk.as_view(), self.plan.element, n)?;
+        let phase = (first % self.plan.layout.channels as u64) as u32;
+        launch_channels(gpu, self.plan, stream, &values, phase, &mut counts.as_view_mut())
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ use super::weighted::type_index;
 use super::{HistogramLimits, InputType, Values};
 use crate::error::{HostError, Result};
 use crate::gpu::Gpu;
+use crate::histogram::BucketScratch;
+use crate::stream::ChunkKernel;
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, PushKernelArg};
 use kernels::histogram::edges::{self as kernel, EdgeValue};
 use std::sync::Arc;
@@ -393,6 +395,39 @@ pub fn edges_histogram_cpu(values: Values<'_>, edges: &BinEdges) -> Vec<u32> {
         Values::U16(v) => count(v, edges),
         Values::I32(v) => count(v, edges),
         Values::F32(v) => count(v, edges),
+    }
+}
+
+/// Counting over edges as a [`ChunkKernel`]: the chunks of a streamed file
+/// ([`crate::stream::histogram_file_with`]).
+pub struct EdgesChunks<'a> {
+    /// The plan.
+    pub plan: &'a EdgesPlan,
+    /// The edges and their table on the device.
+    pub edges: &'a DeviceEdges,
+}
+
+impl ChunkKernel for EdgesChunks<'_> {
+    fn element(&self) -> InputType {
+        self.plan.element
+    }
+
+    fn counters(&self) -> usize {
+        self.plan.bins as usize
+    }
+
+    fn count(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        chunk: &CudaSlice<u8>,
+        _first: u64,
+        n: u64,
+        counts: &mut CudaSlice<u32>,
+        _scratch: &mut Option<BucketScratch>,
+    ) -> Result<()> {
+        let values = DeviceValues::from_bytes(chunk.as_view(), self.plan.element, n)?;
+        launch_edges(gpu, self.plan, stream, &values, self.edges, &mut counts.as_view_mut())
     }
 }
 

@@ -487,7 +487,7 @@ mod tests {
     fn f32_edges_themselves_and_their_neighbours_take_numpys_bin() {
         let mut rng = Rng(7);
         let sets = [
-            vec![0.0, 0.1, 0.2, 0.30000001, 0.4, 1.0],
+            vec![0.0, 0.1, 0.2, f32::from_bits(0.3f32.to_bits() + 1), 0.4, 1.0],
             (0..=256).map(|i| -1.0 + i as f32 * (2.0 / 256.0)).collect(),
             vec![-3e38, -1.0, 0.0, 1e-30, 3e38],
             vec![f32::MIN_POSITIVE, 2.0 * f32::MIN_POSITIVE],

@@ -276,8 +276,8 @@ mod tests {
                 state ^= state >> 7;
                 state ^= state << 17;
                 // Mostly the top digit and single adds, sometimes a warp's 32 at once.
-                let digit = if state % 3 == 0 { per - 1 } else { (state >> 8) as u32 % per };
-                let inc = if (state >> 20) % 16 == 0 { 32.min(limit - 1) } else { 1 };
+                let digit = if state.is_multiple_of(3) { per - 1 } else { (state >> 8) as u32 % per };
+                let inc = if (state >> 20).is_multiple_of(16) { 32.min(limit - 1) } else { 1 };
                 incs.push((digit, inc));
                 truth[digit as usize] += inc as u64;
             }

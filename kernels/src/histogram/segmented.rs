@@ -235,7 +235,7 @@ mod tests {
                         let r = block_share(b, blocks, n, per);
                         assert_eq!(r.start, next, "n {n}, {blocks} blocks, block {b}");
                         assert!(r.start <= r.end);
-                        assert!(r.start % per == 0 || r.start == n);
+                        assert!(r.start.is_multiple_of(per) || r.start == n);
                         next = r.end;
                     }
                     assert_eq!(next, n);
