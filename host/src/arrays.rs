@@ -6,6 +6,7 @@
 
 use crate::error::{HostError, Result};
 use crate::histogram::edges::BinEdges;
+use crate::histogram::{InputType, ValuesBuf};
 use crate::io::{DataFile, ElementType};
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -91,6 +92,27 @@ pub fn read_offsets(path: &Path) -> Result<Vec<u64>> {
         "<u4" => Ok(npy.into_vec::<u32>().map_err(read_failed)?.into_iter().map(u64::from).collect()),
         other => Err(file_error(path, format!("dtype {other}: offsets are int64, uint64, int32 or uint32"))),
     }
+}
+
+/// Every value of a histogram input file, read whole (for the features that do not stream:
+/// weights and segments).
+pub fn read_all_values(file: &DataFile) -> Result<ValuesBuf> {
+    let len = usize::try_from(file.len())
+        .map_err(|_| file_error(file.path(), format!("{} values do not fit in this machine's memory", file.len())))?;
+    let mut values = match file.element().input_type() {
+        InputType::U8 => ValuesBuf::U8(vec![0; len]),
+        InputType::U16 => ValuesBuf::U16(vec![0; len]),
+        InputType::I32 => ValuesBuf::I32(vec![0; len]),
+        InputType::F32 => ValuesBuf::F32(vec![0.0; len]),
+    };
+    let bytes: &mut [u8] = match &mut values {
+        ValuesBuf::U8(v) => v,
+        ValuesBuf::U16(v) => bytemuck::cast_slice_mut(v),
+        ValuesBuf::I32(v) => bytemuck::cast_slice_mut(v),
+        ValuesBuf::F32(v) => bytemuck::cast_slice_mut(v),
+    };
+    file.read_bytes_at(&file.reopen()?, 0, bytes)?;
+    Ok(values)
 }
 
 #[cfg(test)]
