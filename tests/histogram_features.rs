@@ -514,3 +514,46 @@ fn misaligned_views_wrong_lengths_and_mismatched_plans_are_clear_errors() {
     let err = channels::launch_channels(&gpu, &plan, gpu.stream(), &other, 0, &mut counts.as_view_mut()).unwrap_err();
     assert!(err.to_string().contains("the plan is for u8 values"), "{err}");
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_sorted_tier_matches_cpu_for_every_wave_count_of_its_bins_pass() {
+    use host::histogram::{DeviceHistogram, HistogramTier, PlanRequest};
+    let (gpu, mut rng) = (gpu(), fresh_rng("waves"));
+    for dist in [ValueDistribution::Uniform, ValueDistribution::Zipf] {
+        let values = host::reference::histogram_input(rng.random(), (1 << 22) + 9, 1 << 20, dist);
+        let want = host::reference::histogram_cpu(&values, 1 << 20);
+        for waves in [1, 2, 3, 8] {
+            let request =
+                PlanRequest { tier: Some(HistogramTier::Sorted), bins_pass_waves: Some(waves), ..Default::default() };
+            let plan = host::histogram::plan_with(&gpu, 1 << 20, request).unwrap();
+            let mut h = DeviceHistogram::upload(&gpu, &values, 1 << 20).unwrap();
+            let got = host::histogram::run(&gpu, &plan, &mut h).unwrap();
+            assert_eq!(host::histogram::first_count_difference(&got, &want), None, "{plan}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_shared_tiers_occupancy_chosen_shape_matches_cpu_for_every_type_and_fixed_shapes_too() {
+    use host::histogram::{DeviceHistogram, PlanRequest};
+    let (gpu, mut rng) = (gpu(), fresh_rng("occupancy shapes"));
+    let capacity = host::histogram::HistogramLimits::of(&gpu).unwrap().block_capacity() as usize;
+    for element in InputType::ALL {
+        for bins in [1usize, 256, 8192, capacity] {
+            let values = values_of(&mut rng, element, (1 << 20) + 13, bins);
+            let b = binning(element, bins);
+            let want = host::histogram::histogram_cpu_of(values.as_values(), &b);
+            for (threads, copies) in [(None, None), (Some(256), None), (Some(1024), Some(1)), (None, Some(2))] {
+                let request =
+                    PlanRequest { element: Some(element), threads_per_block: threads, copies, ..Default::default() };
+                // A fixed shape that does not fit (2 copies of a full block) has no plan.
+                let Ok(plan) = host::histogram::plan_with(&gpu, bins, request) else { continue };
+                let mut h = DeviceHistogram::upload_values(&gpu, values.as_values(), b).unwrap();
+                let got = host::histogram::run(&gpu, &plan, &mut h).unwrap();
+                assert_eq!(host::histogram::first_count_difference(&got, &want), None, "{plan}");
+            }
+        }
+    }
+}

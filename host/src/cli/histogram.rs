@@ -155,6 +155,9 @@ pub struct HistogramArgs {
     /// Buckets of 2^BITS bins (bucketed and sorted tiers; default: the planner's).
     #[arg(long, value_name = "BITS")]
     pub bucket_bits: Option<u32>,
+    /// Waves of resident blocks the sorted tier's bins pass runs (1 to 8; default 2).
+    #[arg(long)]
+    pub waves: Option<u32>,
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
@@ -209,6 +212,7 @@ impl HistogramArgs {
             aggregate: self.aggregate,
             element: Some(element.input_type()),
             bucket_shift: self.bucket_bits,
+            bins_pass_waves: self.waves,
         }
     }
 }

@@ -116,9 +116,9 @@ pub fn feature_of(args: &HistogramArgs) -> anyhow::Result<Option<Feature>> {
 /// The kernels' tunables from the command line; `--tier` picks the shared or global tier where a
 /// feature has both (weights), and the plain histogram's other tiers are refused with the reason.
 pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result<LaunchRequest> {
-    if args.cluster.is_some() || args.bucket_bits.is_some() {
+    if args.cluster.is_some() || args.bucket_bits.is_some() || args.waves.is_some() {
         bail!(
-            "--cluster and --bucket-bits apply to the plain histogram's cluster, bucketed and sorted tiers, not to {}",
+            "--cluster, --bucket-bits and --waves apply to the plain histogram's cluster, bucketed and sorted tiers, not to {}",
             feature.flag()
         );
     }

@@ -175,6 +175,9 @@ pub struct PlanRequest {
     pub element: Option<InputType>,
     /// Bits of the bin below the bucket (bucketed and sorted tiers): buckets of `2^bits` bins.
     pub bucket_shift: Option<u32>,
+    /// Waves of resident blocks the sorted tier's bins pass runs (1 to 8; default
+    /// [`BINS_PASS_WAVES`]).
+    pub bins_pass_waves: Option<u32>,
 }
 
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
@@ -364,8 +367,20 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 /// blocks as the device keeps resident at once, estimated here from threads and shared memory
 /// ([`plan_with`] replaces the estimate with the driver's occupancy for the kernel's registers).
 pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
-    let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element, bucket_shift } =
-        request;
+    let PlanRequest {
+        tier: forced,
+        cluster_size,
+        threads_per_block,
+        copies,
+        aggregate,
+        element,
+        bucket_shift,
+        bins_pass_waves,
+    } = request;
+    let waves = bins_pass_waves.unwrap_or(BINS_PASS_WAVES);
+    if !(1..=8).contains(&waves) {
+        return Err(HostError::InvalidInput(format!("{waves} waves of the bins pass: use 1 to 8")));
+    }
     let threads = threads_per_block.unwrap_or(THREADS_PER_BLOCK);
     if threads == 0 || threads > 1024 || threads % 32 != 0 {
         return Err(HostError::InvalidInput(format!(
@@ -392,6 +407,12 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     if bucket_shift.is_some() && !matches!(tier, HistogramTier::Bucketed | HistogramTier::Sorted) {
         return Err(HostError::InvalidInput(format!(
             "--bucket-bits applies to the bucketed and sorted tiers only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
+    if bins_pass_waves.is_some() && tier != HistogramTier::Sorted {
+        return Err(HostError::InvalidInput(format!(
+            "--waves applies to the sorted tier only, and {bins} bins take the {} tier",
             tier.name()
         )));
     }
@@ -527,7 +548,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             let stage = sorted::stage_bytes(threads, element.size()) + TILE_SORT_STATIC_SHARED;
             Ok(HistogramPlan {
                 // Whole waves (BINS_PASS_WAVES), at least one block per bucket beyond the share.
-                blocks: (BINS_PASS_WAVES * persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1))
+                blocks: (waves * persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1))
                     .max(bucketed::bucket_count(bins32, shift) + 1),
                 shared_bytes: shared,
                 bins_per_block: 1 << shift,
@@ -605,6 +626,8 @@ pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<His
 /// [`plan`] with more of the plan fixed by the caller.
 pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let limits = HistogramLimits::of(gpu)?;
+    // The shared tier's threads and copies from the occupancy query (tuning.rs).
+    let request = tuning::shared_tier_request(gpu, &limits, bins, request)?;
     let mut plan = plan_for(&limits, bins, request)?;
     let element = request.element.unwrap_or(InputType::I32);
     let sms = limits.sm_count;
@@ -635,8 +658,9 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
         }
         HistogramTier::Sorted => {
             let buckets = bucketed::bucket_count(plan.bins, plan.bucket_shift);
-            plan.blocks = (BINS_PASS_WAVES * resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)?)
-                .max(buckets + 1);
+            let waves = request.bins_pass_waves.unwrap_or(BINS_PASS_WAVES);
+            plan.blocks =
+                (waves * resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)?).max(buckets + 1);
             let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
             plan.scatter_blocks = resident(kernels.tile_sort, threads, sorted::stage_bytes(threads, element.size()))?;
         }

@@ -282,6 +282,58 @@ pub fn model_before_device(limits: HistogramLimits) -> ModelOccupancy {
     ModelOccupancy { limits, registers: 64 }
 }
 
+/// The request with the shared tier's threads and copies filled in from the occupancy query of
+/// the input type's shared-tier kernel, where the planner will take the shared tier (the bins fit
+/// one block and no other tier or cluster is asked for) and the request leaves either open; other
+/// requests unchanged. This replaces the constants measured on an H100 (1,024 threads for `u8`,
+/// copies that leave room for 4 blocks per SM) by [`choose_shape`]'s rule on the device that runs.
+pub fn shared_tier_request(
+    gpu: &Gpu,
+    limits: &HistogramLimits,
+    bins: usize,
+    request: super::PlanRequest,
+) -> Result<super::PlanRequest> {
+    if !takes_shared_tier(limits, bins, &request) {
+        return Ok(request);
+    }
+    let element = request.element.unwrap_or(super::InputType::I32);
+    let occupancy = DriverOccupancy::new(gpu, element.kernels().shared)?;
+    shared_tier_request_for(limits, &occupancy, bins, request)
+}
+
+/// Whether the plain histogram's planner takes the shared tier for `request` and leaves its
+/// threads or copies open.
+fn takes_shared_tier(limits: &HistogramLimits, bins: usize, request: &super::PlanRequest) -> bool {
+    bins >= 1
+        && bins as u64 <= limits.block_capacity()
+        && matches!(request.tier, None | Some(super::HistogramTier::Shared))
+        && request.cluster_size.is_none()
+        && (request.threads_per_block.is_none() || request.copies.is_none())
+}
+
+/// [`shared_tier_request`] over any [`Occupancy`] (pure: tested with [`ModelOccupancy`]).
+pub fn shared_tier_request_for(
+    limits: &HistogramLimits,
+    occupancy: &dyn Occupancy,
+    bins: usize,
+    request: super::PlanRequest,
+) -> Result<super::PlanRequest> {
+    if !takes_shared_tier(limits, bins, &request) {
+        return Ok(request);
+    }
+    let launch =
+        LaunchRequest { threads_per_block: request.threads_per_block, copies: request.copies, ..Default::default() };
+    let shape = choose_shape(
+        occupancy,
+        limits,
+        &|c| kernels::histogram::shared_bytes(bins as u32) as u64 * c as u64,
+        MAX_COPIES,
+        &launch,
+        &format!("{bins} bins in the shared tier"),
+    )?;
+    Ok(super::PlanRequest { threads_per_block: Some(shape.threads), copies: Some(shape.copies), ..request })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +390,29 @@ mod tests {
         let huge = |_: u32| 300u64 << 10;
         let err = choose_shape(&model(32), &H100, &huge, 1, &LaunchRequest::default(), "65536 f64 sums").unwrap_err();
         assert!(err.to_string().contains("65536 f64 sums") && err.to_string().contains("300.00 KiB"), "{err}");
+    }
+
+    #[test]
+    fn the_shared_tiers_threads_and_copies_come_from_the_occupancy_of_its_kernel() {
+        use crate::histogram::{HistogramTier, PlanRequest, plan_for};
+        let open = PlanRequest::default();
+        // 40 registers (the release u8 kernel): 768-thread blocks keep 1536 threads per SM where
+        // 1024-thread blocks keep 1024.
+        let r = shared_tier_request_for(&H100, &model(40), 256, open).unwrap();
+        assert_eq!((r.threads_per_block, r.copies), (Some(768), Some(32)));
+        let plan = plan_for(&H100, 256, r).unwrap();
+        assert_eq!((plan.tier, plan.threads_per_block, plan.copies), (HistogramTier::Shared, 768, 32));
+        // 8192 bins: one copy of 32 KiB per block; two keep 1536 threads per SM as well.
+        let r = shared_tier_request_for(&H100, &model(40), 8192, open).unwrap();
+        assert_eq!(r.copies, Some(2));
+        // Fixed threads and copies, other tiers and bins past one block are left alone.
+        let fixed = PlanRequest { threads_per_block: Some(256), copies: Some(4), ..open };
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 256, fixed).unwrap(), fixed);
+        let sorted = PlanRequest { tier: Some(HistogramTier::Sorted), ..open };
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 256, sorted).unwrap(), sorted);
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 100_000, open).unwrap(), open);
+        let threads = PlanRequest { threads_per_block: Some(1024), ..open };
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 256, threads).unwrap().copies, Some(32));
     }
 
     #[test]
