@@ -557,3 +557,87 @@ fn the_shared_tiers_occupancy_chosen_shape_matches_cpu_for_every_type_and_fixed_
         }
     }
 }
+
+/// Streams a raw file of `values` in chunks of `chunk` bytes (several chunks, a ragged last one)
+/// through `kernel` in each read mode and compares with the CPU's counts of the file.
+fn check_streamed(
+    gpu: &Gpu,
+    values: &ValuesBuf,
+    kernel: &dyn host::stream::ChunkKernel,
+    cpu: &dyn Fn(&host::io::DataFile) -> Vec<u64>,
+) {
+    use host::io::{DataFile, ElementType};
+    use host::stream::{ReadMode, StreamOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("values.bin");
+    std::fs::write(&path, values.as_values().bytes()).unwrap();
+    let element = ElementType::ALL.into_iter().find(|t| t.input_type() == values.as_values().element()).unwrap();
+    let file = DataFile::open_raw(&path, element).unwrap();
+    let want = cpu(&file);
+    for read in [ReadMode::Copy, ReadMode::Pinned, ReadMode::Mapped] {
+        let options = StreamOptions {
+            chunk_bytes: 1 << 20,
+            piece_bytes: 256 << 10,
+            streams: 3,
+            read,
+            ..StreamOptions::default()
+        };
+        let report = host::stream::histogram_file_with(gpu, kernel, &file, options).unwrap();
+        assert!(report.chunks > 3, "{} chunks", report.chunks);
+        assert_eq!(report.counts, want, "{read:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn files_stream_through_the_edges_and_channels_kernels_in_every_read_mode() {
+    use host::histogram::channels::ChannelsChunks;
+    use host::histogram::edges::EdgesChunks;
+    let (gpu, mut rng) = (gpu(), fresh_rng("streamed features"));
+    // Edges over f32 values: 2^22 + 3 values in chunks of 2^18.
+    let values = with_edge_values(&values_of(&mut rng, InputType::F32, (1 << 22) + 3, 256), &edge_sets(&mut rng)[1]);
+    let e = edge_sets(&mut rng)[1].clone();
+    let plan = edges::plan_edges(&gpu, InputType::F32, e.bins(), &LaunchRequest::default()).unwrap();
+    let device_edges = DeviceEdges::new(&gpu, &e, InputType::F32, plan.cells()).unwrap();
+    let kernel = EdgesChunks { plan: &plan, edges: &device_edges };
+    let cpu = |f: &host::io::DataFile| {
+        host::stream::file_counts_cpu(f, e.bins() as usize, |_, v| edges::edges_histogram_cpu(v, &e)).unwrap()
+    };
+    check_streamed(&gpu, &values, &kernel, &cpu);
+    // Three channels of u8: chunks of 2^20 bytes end inside pixels, so every chunk's phase turns.
+    let n = 3 * ((1 << 22) + 1);
+    let values = histogram_input_of(rng.random(), n, 256, ValueDistribution::Uniform, InputType::U8, None);
+    let layout = ChannelLayout::new(3, 2).unwrap();
+    let b = Binning::integers(200);
+    let plan = channels::plan_channels(&gpu, InputType::U8, b, layout, &LaunchRequest::default()).unwrap();
+    let kernel = ChannelsChunks { plan: &plan };
+    let cpu = |f: &host::io::DataFile| {
+        host::stream::file_counts_cpu(f, plan.counters() as usize, |first, v| {
+            channels::channels_histogram_cpu(v, &b, layout, (first % 3) as u32)
+        })
+        .unwrap()
+    };
+    check_streamed(&gpu, &values, &kernel, &cpu);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_front_doors_stream_npy_files_over_edges_and_channels() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("front doors"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pixels.npy");
+    let ValuesBuf::U8(pixels) =
+        histogram_input_of(rng.random(), 4 * 1_000_003, 256, ValueDistribution::Uniform, InputType::U8, None)
+    else {
+        unreachable!()
+    };
+    host::io::write_npy(&path, &[1_000_003, 4], &pixels).unwrap();
+    let layout = ChannelLayout::new(4, 3).unwrap();
+    let got = host::histogram_file_channels(&gpu, &path, None, 256, None, layout).unwrap();
+    let want = channels::channels_histogram_cpu(Values::U8(&pixels), &Binning::integers(256), layout, 0);
+    assert_eq!(got, want.into_iter().map(u64::from).collect::<Vec<_>>());
+    let e = BinEdges::new(vec![0.0, 10.5, 100.0, 255.0]).unwrap();
+    let got = host::histogram_file_edges(&gpu, &path, None, &e).unwrap();
+    let want = edges::edges_histogram_cpu(Values::U8(&pixels), &e);
+    assert_eq!(got, want.into_iter().map(u64::from).collect::<Vec<_>>());
+}

@@ -42,7 +42,10 @@ pub mod saxpy;
 pub mod stream;
 pub mod timing;
 
-pub use api::{histogram, histogram_file, histogram_file_over, histogram_of, matmul, matmul_shape, matmul_with};
+pub use api::{
+    histogram, histogram_file, histogram_file_channels, histogram_file_edges, histogram_file_over, histogram_of,
+    matmul, matmul_shape, matmul_with,
+};
 pub use error::{HostError, Result};
 pub use gpu::Gpu;
 pub use io::Matrix;
