@@ -496,10 +496,10 @@ fn misaligned_views_wrong_lengths_and_mismatched_plans_are_clear_errors() {
     let input = gpu.upload(&[1u8; 64]).unwrap();
     let plan = channels::plan_channels(&gpu, InputType::U8, b, ChannelLayout::ONE, &LaunchRequest::default()).unwrap();
     let mut counts = gpu.zeros::<u32>(16).unwrap();
-    let skewed = DeviceValues::u8(input.slice(1..33));
+    let skewed = DeviceValues::u8(&input.slice(1..33));
     let err = channels::launch_channels(&gpu, &plan, gpu.stream(), &skewed, 0, &mut counts.as_view_mut()).unwrap_err();
     assert!(err.to_string().contains("not 16-byte aligned"), "{err}");
-    let ok = DeviceValues::u8(input.slice(16..48));
+    let ok = DeviceValues::u8(&input.slice(16..48));
     let mut short = gpu.zeros::<u32>(15).unwrap();
     let err = channels::launch_channels(&gpu, &plan, gpu.stream(), &ok, 0, &mut short.as_view_mut()).unwrap_err();
     assert!(err.to_string().contains("the plan fills 16, the output holds 15"), "{err}");

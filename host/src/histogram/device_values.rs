@@ -20,9 +20,8 @@ pub struct DeviceValues<'a> {
 
 impl<'a> DeviceValues<'a> {
     /// Every `u8` of `values`.
-    pub fn u8(values: CudaView<'a, u8>) -> Self {
-        let len = values.len() as u64;
-        Self { bytes: values, element: InputType::U8, len }
+    pub fn u8(values: &CudaView<'a, u8>) -> Self {
+        Self { bytes: values.slice(..), element: InputType::U8, len: values.len() as u64 }
     }
 
     /// Every `u16` of `values`.
