@@ -9,7 +9,7 @@
 //! piece's work ([`max_copies_for`]).
 
 use super::device_values::{DeviceValues, check_aligned, check_count, check_output, upload_values};
-use super::tuning::{KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape};
+use super::tuning::{KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape_small_blocks};
 use super::weighted::{for_each_bin, type_index};
 use super::{Binning, HistogramLimits, InputType, Values, check_bins};
 use crate::error::{HostError, Result};
@@ -230,7 +230,9 @@ pub fn plan_segments_for(
         return Err(HostError::InvalidInput(format!("{segments} segments of {bins} bins: too many counters")));
     }
     let per_segment = values.div_ceil(segments).max(1);
-    let shape = choose_shape(
+    // Two block barriers per piece of a segment: smaller blocks keep the SM's loads going while
+    // one of them waits.
+    let shape = choose_shape_small_blocks(
         occupancy,
         limits,
         &|c| kernel::shared_bytes(bins, c),

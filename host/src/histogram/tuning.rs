@@ -153,6 +153,32 @@ pub fn choose_shape(
     request: &LaunchRequest,
     what: &str,
 ) -> Result<Shape> {
+    choose(occupancy, limits, shared_for, max_copies, request, what, true)
+}
+
+/// [`choose_shape`], but among shapes of equal residency and copies the smallest blocks: for
+/// kernels that meet block barriers often (the segmented kernel, twice per piece of a segment),
+/// where more, smaller blocks per SM keep loads in flight while one block waits at a barrier.
+pub fn choose_shape_small_blocks(
+    occupancy: &dyn Occupancy,
+    limits: &HistogramLimits,
+    shared_for: &dyn Fn(u32) -> u64,
+    max_copies: u32,
+    request: &LaunchRequest,
+    what: &str,
+) -> Result<Shape> {
+    choose(occupancy, limits, shared_for, max_copies, request, what, false)
+}
+
+fn choose(
+    occupancy: &dyn Occupancy,
+    limits: &HistogramLimits,
+    shared_for: &dyn Fn(u32) -> u64,
+    max_copies: u32,
+    request: &LaunchRequest,
+    what: &str,
+    larger_blocks: bool,
+) -> Result<Shape> {
     request.check()?;
     let threads: Vec<u32> = match request.threads_per_block {
         Some(t) => vec![t],
@@ -177,11 +203,12 @@ pub fn choose_shape(
             }
             let per_sm = request.blocks_per_sm.map_or(fit, |b| b.min(fit));
             let shape = Shape { threads: t, copies: c, blocks_per_sm: per_sm, shared_bytes: shared as u32 };
+            // The block size's rank: larger or smaller blocks first among equals.
+            let rank = |s: &Shape| if larger_blocks { s.threads } else { u32::MAX - s.threads };
             let better = match best {
                 None => true,
                 Some(b) => {
-                    (shape.resident_threads(), shape.copies, shape.threads)
-                        > (b.resident_threads(), b.copies, b.threads)
+                    (shape.resident_threads(), shape.copies, rank(&shape)) > (b.resident_threads(), b.copies, rank(&b))
                 }
             };
             if better {
@@ -370,6 +397,13 @@ mod tests {
         let big = |c: u32| 4 * 8192 * c as u64;
         let s = choose_shape(&model(32), &H100, &big, 32, &LaunchRequest::default(), "x").unwrap();
         assert_eq!((s.resident_threads(), s.copies), (2048, 2));
+    }
+
+    #[test]
+    fn barrier_heavy_kernels_take_the_smallest_blocks_among_equals() {
+        let shared = |c: u32| 4 * 256 * c as u64;
+        let s = choose_shape_small_blocks(&model(40), &H100, &shared, 8, &LaunchRequest::default(), "x").unwrap();
+        assert_eq!((s.threads, s.blocks_per_sm, s.copies), (256, 6, 8));
     }
 
     #[test]
