@@ -1,6 +1,6 @@
 //! `host bench --histogram-sweep`: the launch shapes of the histogram kernels swept on the GPU
 //! that runs, in one device call, to pick the tunables there rather than from another GPU's
-//! measurements. For each case ([`SWEEP_CASES`]): every configuration of its grid (threads per
+//! measurements. For each case ([`PLAIN_CASES`], [`FEATURE_SWEEP_CASES`]): every configuration of its grid (threads per
 //! block, copies, packing, the sorted tier's waves and bucket bits), each checked against the CPU
 //! and timed, with the planner's own choice (occupancy-driven: [`crate::histogram::tuning`])
 //! marked, and the case's best and the planner's time as a multiple of the best.
