@@ -70,7 +70,7 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
         let file = DataFile::open(&path, Some(ElementType::I32)).unwrap();
         let request = PlanRequest { tier: forced.then_some(tier), ..PlanRequest::default() };
         let plan = histogram::plan_with(&gpu, bins, request).unwrap();
-        assert_eq!(plan.tier, tier);
+        assert_eq!(plan.tier(), tier);
         for (streams, read) in [
             (2, ReadMode::Pinned),
             (3, ReadMode::Pinned),
@@ -94,7 +94,7 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
                 progress: false,
             };
             let report =
-                stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options)
+                stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins()), options)
                     .unwrap();
             assert_eq!(report.chunks, 6);
             let want: Vec<u64> = histogram_cpu(&values, bins).into_iter().map(u64::from).collect();
@@ -140,7 +140,8 @@ fn streamed_histogram_with_readers_chunks_ahead_of_the_counting_equals_the_cpu()
             progress: false,
         };
         let report =
-            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options).unwrap();
+            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins()), options)
+                .unwrap();
         assert_eq!(report.chunks, 65, "{read:?}");
         assert_eq!(report.counts, want, "{streams} streams, {read:?}");
     }
@@ -195,7 +196,8 @@ fn streamed_npy_file_of_several_mapped_chunks_after_its_header_equals_the_cpu() 
     for read in [ReadMode::Mapped, ReadMode::Copy, ReadMode::Mixed] {
         let options = StreamOptions { chunk_bytes: 1 << 20, piece_bytes: 256 << 10, read, ..StreamOptions::default() };
         let report =
-            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins), options).unwrap();
+            stream::histogram_file(&gpu, &plan, &file, host::histogram::Binning::integers(plan.bins()), options)
+                .unwrap();
         assert_eq!(report.chunks, 4, "{read:?}");
         assert_eq!(report.counts, want, "{read:?}");
     }

@@ -29,7 +29,7 @@ fn assert_matches_cpu(
     if let Some(difference) = histogram::first_count_difference(&got, &want) {
         panic!("{plan} on {} values: {difference}", values.len());
     }
-    plan.tier
+    plan.tier()
 }
 
 /// Uniform values over `bins`, with about 1% below 0 and 1% at or above `bins`.
@@ -171,7 +171,7 @@ fn assert_typed_matches_cpu(gpu: &Gpu, values: Values<'_>, binning: Binning, req
     if let Some(difference) = histogram::first_count_difference(&got, &want) {
         panic!("{plan} on {} {} values: {difference}", values.len(), values.element().name());
     }
-    plan.tier
+    plan.tier()
 }
 
 /// Every tier that has a plan for `bins`, warp aggregation off and on.

@@ -5,24 +5,13 @@
 //! (`host::matmul::Precision`).
 
 use approx::relative_eq;
-use host::matmul::{self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, Precision, SplitK};
+use host::matmul::{
+    self, DeviceMatrices, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy, SplitK,
+};
 use host::reference::{MatmulReference, random_matrix};
 use host::{Gpu, HostError};
 use rand::Rng;
-use support::{fresh_rng, gpu};
-
-/// The GPU and a fresh generator for `test` when the tensor-core kernels run here (compute
-/// capability 9.0), else `None`, saying why the test is skipped.
-fn hopper_gpu(test: &str) -> Option<(Gpu, rand::rngs::StdRng)> {
-    let (gpu, rng) = (gpu(), fresh_rng(test));
-    match gpu.hopper_status() {
-        Ok(_) => Some((gpu, rng)),
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
-}
+use support::{fresh_rng, gpu, hopper_gpu};
 
 /// Whether `variant` can run on `gpu`: the tensor-core variants need compute capability 9.0.
 fn runs_here(gpu: &Gpu, variant: MatmulVariant) -> bool {
@@ -41,7 +30,8 @@ fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
             for wanted in [2, 3] {
                 let split = SplitK::about(shape.k, wanted, 1);
                 if split.splits > 1 {
-                    plans.push(matmul::plan_with(variant, shape, device, Some(split)).unwrap());
+                    let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+                    plans.push(matmul::plan_with(variant, shape, device, options).unwrap());
                 }
             }
         }
@@ -69,7 +59,7 @@ fn assert_plans_match_cpu(
     let mut bf16_reference = None;
     let mut mats = DeviceMatrices::upload(gpu, shape, &a, &b).unwrap();
     for plan in plans(gpu, shape) {
-        let precision = plan.variant.precision();
+        let precision = plan.precision();
         let reference = match precision {
             Precision::Bf16 => bf16_reference.get_or_insert_with(|| {
                 let (a, b) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
@@ -196,8 +186,8 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<MatmulPlan> {
 /// tiles per block of the persistent grid (more tiles than SMs).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
-    let Some((gpu, mut rng)) = hopper_gpu("tensor cores") else { return };
+fn hopper_tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
+    let (gpu, mut rng) = hopper_gpu("tensor cores");
     for shape in [(1, 1, 1), (128, 64, 256), (129, 65, 257), (127, 33, 255), (3, 7, 5), (200, 129, 9), (1, 300, 1)] {
         assert_plans_match_cpu(&gpu, &mut rng, shape, tensor_core_plans);
     }
@@ -207,8 +197,8 @@ fn tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn tensor_core_variants_give_equal_results_on_every_run() {
-    let Some((gpu, mut rng)) = hopper_gpu("tensor-core determinism") else { return };
+fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
+    let (gpu, mut rng) = hopper_gpu("tensor-core determinism");
     let (m, k, n) = (1000, 1000, 1000);
     let shape = MatmulShape::new(m, k, n).unwrap();
     let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
@@ -224,14 +214,14 @@ fn assert_runs_bitwise_equal(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatr
     for _ in 0..3 {
         let again = matmul::run_plan(gpu, plan, mats).unwrap();
         let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
-        assert!(same, "{plan} on {}: two runs differ (a race?)", mats.shape);
+        assert!(same, "{plan} on {}: two runs differ (a race?)", mats.shape());
     }
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
-    let Some((gpu, mut rng)) = hopper_gpu("bf16 rounding") else { return };
+fn hopper_gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
+    let (gpu, mut rng) = hopper_gpu("bf16 rounding");
     let (m, k, n) = (37, 45, 3);
     let mut a = random_matrix(&mut rng, m * k);
     // Ties, NaN, infinities, subnormals and the largest finite value.
@@ -255,43 +245,37 @@ fn gpu_bf16_rounding_equals_the_half_crates_bit_for_bit() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn gpu_tf32x3_split_equals_the_cpu_split_bit_for_bit() {
-    use kernels::matmul::operands::{SPLIT_B, split_tf32, tf32x3_position};
-    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 split") else { return };
+fn hopper_gpu_tf32x3_split_scales_and_splits_as_the_cpu_bit_for_bit() {
+    use kernels::matmul::tf32x3::{Decision, GUARD_DECISION, SPLIT_B, power_of_two, split_tf32, tf32x3_position};
+    let (gpu, mut rng) = hopper_gpu("tf32x3 split");
     let (m, k, n) = (37, 45, 3);
     let mut a = random_matrix(&mut rng, m * k);
-    // Ties, NaN (one with payload only in the bits TF32 drops), infinities, subnormals, zeros and
-    // the largest finite values.
-    a[..12].copy_from_slice(&[
-        1.0 + 1.0 / 2048.0,
-        f32::NAN,
-        f32::from_bits(0x7f80_0001),
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        -1e-40,
-        f32::MAX,
-        -f32::MAX,
-        0.0,
-        -0.0,
-        f32::from_bits(0x7f7f_f000),
-        1.5,
-    ]);
+    // Ties, a subnormal, zeros and large values, every one finite and their ranges together
+    // within what the guard's scaling holds, so that it takes the split path, with scales.
+    a[..10].copy_from_slice(&[1.0 + 1.0 / 2048.0, -1e-40, 3.0e9, -2.5e9, 0.0, -0.0, 2e-40, 1.5, 1e10, -7e-30]);
     let mut b = random_matrix(&mut rng, k * n);
-    b[..4].copy_from_slice(&[f32::from_bits(0xffc0_0001), 1e-45, -3.0e38, f32::from_bits(0x0040_1fff)]);
+    b[..4].copy_from_slice(&[1e-5, -3.0e4, 1.0 + 1.0 / 2048.0, 65504.0]);
     let shape = MatmulShape::new(m, k, n).unwrap();
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
     let plan = matmul::plan(MatmulVariant::WgmmaTf32x3, shape, matmul::device_of(&gpu)).unwrap();
     matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
     let order = matmul::wgmma::Tf32x3Order::DEFAULT;
-    let ops = mats.tensor_core.tf32x3.as_ref().unwrap();
-    let (ga, gb) = (gpu.download(&ops.a).unwrap(), gpu.download(&ops.b).unwrap());
+    let ops = mats.split_operands().unwrap();
+    let guard = gpu.download(ops.guard()).unwrap();
+    let Decision::Split(scales) = Decision::from_word(guard[GUARD_DECISION]) else {
+        panic!("the guard refused finite inputs of a moderate range: {guard:x?}")
+    };
+    // A's subnormal values need scaling: pass 1 wrote the scaled split.
+    assert_ne!((scales.a, scales.b), (0, 0), "{scales:?}");
+    let ((da, ld_a), (db, ld_b)) = (ops.a(), ops.b());
+    let (ga, gb) = (gpu.download(da).unwrap(), gpu.download(db).unwrap());
     let (k32, chunk) = (k as u32, order.chunk(k as u32));
-    for (host, dev, rows, cols, ld, k_along_rows, parts) in
-        [(&a, &ga, m, k, ops.ld_a, false, order.a_small_parts()), (&b, &gb, k, n, ops.ld_b, true, SPLIT_B)]
+    for (host, dev, rows, cols, ld, k_along_rows, parts, scale) in
+        [(&a, &ga, m, k, ld_a, false, order.a_small_parts(), scales.a), (&b, &gb, k, n, ld_b, true, SPLIT_B, scales.b)]
     {
         for r in 0..rows {
             for c in 0..cols {
-                let (big, small) = split_tf32(host[r * cols + c]);
+                let (big, small) = split_tf32(host[r * cols + c] * power_of_two(scale));
                 for part in 0..3 {
                     let want = if parts >> part & 1 != 0 { small } else { big };
                     let (dr, dc) = if k_along_rows {
@@ -307,50 +291,13 @@ fn gpu_tf32x3_split_equals_the_cpu_split_bit_for_bit() {
     }
 }
 
-/// Inputs with infinities and NaN: `C` as the float64 reference has it, non-finite exactly
-/// where it is, and within the bound elsewhere.
-#[test]
-#[ignore = "needs an NVIDIA GPU"]
-fn tf32x3_propagates_infinities_and_nan_as_fp32_does() {
-    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 non-finite") else { return };
-    let (m, k, n) = (70, 300, 90);
-    let (mut a, mut b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-    a[3 * k + 2] = f32::INFINITY;
-    a[5 * k + 250] = f32::NEG_INFINITY;
-    a[9 * k + 1] = f32::NAN;
-    // A NaN that TF32 truncation alone would read as infinity.
-    a[11 * k + 299] = f32::from_bits(0x7f80_0001);
-    b[4 * n + 7] = f32::INFINITY;
-    b[200 * n + 80] = f32::NAN;
-    let reference = MatmulReference::new(&a, &b, m, k, n);
-    let shape = MatmulShape::new(m, k, n).unwrap();
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    let fp32 = matmul::run(&gpu, MatmulVariant::SgemmWarpTiled, &mut mats).unwrap();
-    let c = matmul::run(&gpu, MatmulVariant::WgmmaTf32x3, &mut mats).unwrap();
-    let bound = Precision::Tf32x3.tolerance(k);
-    let mut non_finite = 0;
-    for (i, &got) in c.iter().enumerate() {
-        let (want, scale) = (reference.values[i], reference.scales[i]);
-        let (r, col) = (i / n, i % n);
-        if !want.is_finite() {
-            non_finite += 1;
-            assert!(!got.is_finite(), "C[{r}][{col}] = {got}, want {want} (FP32 kernel: {})", fp32[i]);
-            assert!(!fp32[i].is_finite(), "the FP32 kernel's C[{r}][{col}] = {}", fp32[i]);
-        } else {
-            assert!((got as f64 - want).abs() <= bound * scale, "C[{r}][{col}] = {got}, want {want}");
-        }
-    }
-    // Rows 3, 5, 9, 11 and columns 7, 80.
-    assert_eq!(non_finite, 4 * n + 2 * m - 8);
-}
-
 /// The order of the split operands' k-blocks against the float64 reference, beside FP32's
 /// errors (printed: run with --nocapture), every one within the bound.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn tf32x3_block_orders_compared_by_error() {
+fn hopper_tf32x3_block_orders_compared_by_error() {
     use matmul::wgmma::{Tf32x3Order, launch_tf32x3};
-    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 orders") else { return };
+    let (gpu, mut rng) = hopper_gpu("tf32x3 orders");
     let blas = host::cublas::Sgemm::new(&gpu).unwrap();
     for (m, k, n) in [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 16_384, 1024), (64, 262_144, 64)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
@@ -361,9 +308,9 @@ fn tf32x3_block_orders_compared_by_error() {
         let mut line = format!("tf32x3 orders {shape} (bound {:.1e}):", Precision::Tf32x3.tolerance(k));
         for order in Tf32x3Order::ALL {
             mats.poison_c(&gpu).unwrap();
-            launch_tf32x3(&gpu, plan.launch, &mut mats, order).unwrap();
+            launch_tf32x3(&gpu, &plan, &mut mats, order).unwrap();
             gpu.synchronize().unwrap();
-            let err = reference.max_error(&gpu.download(&mats.c).unwrap());
+            let err = reference.max_error(&gpu.download(mats.c()).unwrap());
             line += &format!(" {order:?} {err:.2e}");
             assert!(err <= Precision::Tf32x3.tolerance(k), "{order:?} on {shape}: {err}");
         }
@@ -380,8 +327,8 @@ fn tf32x3_block_orders_compared_by_error() {
 /// 32 of `k`, its largest error is no larger than cuBLAS FP32's.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn tf32x3_is_at_least_as_accurate_as_cublas_fp32_on_mixed_and_same_sign_inputs() {
-    let Some((gpu, mut rng)) = hopper_gpu("tf32x3 against fp32") else { return };
+fn hopper_tf32x3_is_at_least_as_accurate_as_cublas_fp32_on_mixed_and_same_sign_inputs() {
+    let (gpu, mut rng) = hopper_gpu("tf32x3 against fp32");
     let blas = host::cublas::Sgemm::new(&gpu).unwrap();
     for (m, k, n) in [(1024, 4096, 1024), (2048, 8192, 2048)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
@@ -405,11 +352,12 @@ fn tf32x3_is_at_least_as_accurate_as_cublas_fp32_on_mixed_and_same_sign_inputs()
 #[ignore = "needs an NVIDIA GPU"]
 fn tf32x3_operands_that_do_not_fit_are_refused_naming_them() {
     let gpu = gpu();
-    let err =
-        matmul::wgmma::ensure_tf32x3_fits(&gpu, MatmulShape::new(100_000, 100_000, 100_000).unwrap()).unwrap_err();
+    // A' and B' hold 3 (m k + k n) floats: 24 n^2 bytes for squares, twice the device's memory.
+    let side = ((2 * gpu.info().total_memory / 24) as f64).sqrt().ceil() as usize;
+    let err = matmul::wgmma::ensure_tf32x3_fits(&gpu, MatmulShape::new(side, side, side).unwrap()).unwrap_err();
     assert!(matches!(err, HostError::OutOfDeviceMemory { .. }), "{err}");
     let text = err.to_string();
-    assert!(text.contains("split-TF32 operands") && text.contains("300000"), "{text}");
+    assert!(text.contains("split-TF32 operands") && text.contains(&(3 * side).to_string()), "{text}");
 }
 
 #[test]
@@ -437,8 +385,9 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
         let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        let plan = matmul::plan(MatmulVariant::AutoFp32, shape, device).unwrap();
-        assert!(plan.reduce.is_some(), "{shape} was meant to exercise a split: {plan}");
+        let highest = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+        let plan = matmul::plan_with(MatmulVariant::Auto, shape, device, highest).unwrap();
+        assert!(plan.reduce().is_some(), "{shape} was meant to exercise a split: {plan}");
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
 }
@@ -460,9 +409,11 @@ fn cublas_baseline_matches_cpu_on_a_rectangular_shape() {
 #[ignore = "needs an NVIDIA GPU"]
 fn matmul_larger_than_free_device_memory_is_refused_before_allocating() {
     let gpu = gpu();
-    // 3 x 4e10 bytes: more than any current GPU holds.
-    let shape = MatmulShape::new(100_000, 100_000, 100_000).unwrap();
-    let err = gpu.ensure_fits("a 100000^3 matmul", shape.bytes()).unwrap_err();
+    // Three square matrices of 12 n^2 bytes in all, n chosen to need twice this device's memory.
+    let side = ((2 * gpu.info().total_memory / 12) as f64).sqrt().ceil() as usize;
+    let shape = MatmulShape::new(side, side, side).unwrap();
+    assert!(shape.bytes() > gpu.info().total_memory);
+    let err = gpu.ensure_fits(&format!("a {shape} matmul"), shape.bytes()).unwrap_err();
     assert!(matches!(err, HostError::OutOfDeviceMemory { .. }), "{err}");
     assert!(err.to_string().contains("free"), "{err}");
 }

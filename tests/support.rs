@@ -10,6 +10,20 @@ pub fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("GPU tests need a CUDA device: {e}"))
 }
 
+/// The GPU and a fresh generator for a test of the Hopper tensor-core kernels (named `hopper_*`,
+/// so that `cargo xtask test` can leave them out, saying so, on a GPU of another compute
+/// capability). On any other GPU, or a Hopper GPU that cannot load the `sm_90a` module, the test
+/// fails and says why: it never passes without running.
+pub fn hopper_gpu(test: &str) -> (Gpu, StdRng) {
+    let gpu = gpu();
+    if let Err(why) = gpu.hopper_status() {
+        panic!(
+            "{test} needs the sm_90a tensor-core kernels on a compute capability 9.0 GPU: {why} (run with `--skip hopper_` elsewhere)"
+        );
+    }
+    (gpu, fresh_rng(test))
+}
+
 /// A random generator seeded afresh for every run; the seed is printed so a failure can be
 /// replayed with `TEST_SEED=<seed>`.
 pub fn fresh_rng(test: &str) -> StdRng {

@@ -7,7 +7,7 @@ use crate::gpu::Gpu;
 use crate::matmul::{DeviceMatrices, Precision};
 use cudarc::cublas::sys::{self as blas_sys, cublasComputeType_t, cublasMath_t, cublasOperation_t, cudaDataType};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{DevicePtr, DevicePtrMut};
 
 /// A cuBLAS handle on the GPU's stream, in plain FP32 math (no TF32 tensor cores), so that it
 /// computes what our kernels compute.
@@ -36,7 +36,7 @@ impl Sgemm {
     /// Enqueues `C = A * B` for the row-major matrices: cuBLAS is column-major, so it computes
     /// `C^T = B^T * A^T`, which reads the same memory.
     pub fn launch(&self, mats: &mut DeviceMatrices) -> Result<()> {
-        let s = mats.shape;
+        let s = mats.shape();
         let dim = |v: usize| {
             i32::try_from(v).map_err(|_| HostError::InvalidInput(format!("{s} exceeds cuBLAS's int dimensions")))
         };
@@ -53,8 +53,9 @@ impl Sgemm {
             beta: 0.0f32,
             ldc: n,
         };
+        let (a, b, c) = mats.operands_and_c();
         // SAFETY: B is k x n (ld n), A is m x k (ld k), C is m x n (ld n), all on this stream.
-        unsafe { self.blas.gemm(cfg, &mats.b, &mats.a, &mut mats.c) }.map_err(|e| HostError::Cublas(format!("{e:?}")))
+        unsafe { self.blas.gemm(cfg, b, a, c) }.map_err(|e| HostError::Cublas(format!("{e:?}")))
     }
 
     /// Runs `C = A * B` once on NaN-poisoned `C` and returns `C`, like `matmul::run`.
@@ -67,7 +68,7 @@ impl Sgemm {
         mats.poison_c(gpu)?;
         self.launch_in(gpu, precision, mats)?;
         gpu.synchronize()?;
-        gpu.download(&mats.c)
+        gpu.download(mats.c())
     }
 
     /// Enqueues `C = A * B` in `precision`: FP32 is [`Sgemm::launch`]; BF16 multiplies the same
@@ -76,7 +77,7 @@ impl Sgemm {
     /// `CUBLAS_COMPUTE_32F_FAST_TF32`; split-TF32, which cuBLAS does not offer, is FP32 (its
     /// baseline). Row-major through the column-major transposition, as in [`Sgemm::launch`].
     pub fn launch_in(&self, gpu: &Gpu, precision: Precision, mats: &mut DeviceMatrices) -> Result<()> {
-        let s = mats.shape;
+        let s = mats.shape();
         let dim = |v: usize| {
             i32::try_from(v).map_err(|_| HostError::InvalidInput(format!("{s} exceeds cuBLAS's int dimensions")))
         };
@@ -91,12 +92,13 @@ impl Sgemm {
                 (a, dim(ops.lda)?, b, dim(ops.ldb)?, cudaDataType::CUDA_R_16BF, cublasComputeType_t::CUBLAS_COMPUTE_32F)
             }
             Precision::Tf32 => {
-                let (a, _) = mats.a.device_ptr(stream);
-                let (b, _) = mats.b.device_ptr(stream);
+                let (a, _) = mats.a().device_ptr(stream);
+                let (b, _) = mats.b().device_ptr(stream);
                 (a, k, b, n, cudaDataType::CUDA_R_32F, cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32)
             }
         };
-        let (c, _) = mats.c.device_ptr(stream);
+        let (_, _, c) = mats.operands_and_c();
+        let (c, _) = c.device_ptr_mut(stream);
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: B is k x n (ld ldb >= n), A is m x k (ld lda >= k), C is m x n (ld n), in the
         // element types named, live on this handle's stream; alpha and beta are f32 as the FP32

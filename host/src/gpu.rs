@@ -43,6 +43,71 @@ pub struct DeviceInfo {
     pub build_cuda_version: String,
 }
 
+/// A GPU the planners know without one: `--plan --device-model h200` plans for it on any
+/// machine, as the planners are pure functions of the device's properties.
+///
+/// ```
+/// use host::gpu::DeviceModel;
+/// let h200: DeviceModel = "h200".parse().unwrap();
+/// assert_eq!(h200.info().sm_count, 132);
+/// assert!("a100".parse::<DeviceModel>().unwrap_err().contains("h100, h200"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceModel {
+    /// NVIDIA H100 SXM, 80 GB HBM3.
+    H100,
+    /// NVIDIA H200 SXM, 141 GB HBM3e: the H100's SMs and clocks with more and faster memory.
+    H200,
+}
+
+impl DeviceModel {
+    /// Every model.
+    pub const ALL: [Self; 2] = [Self::H100, Self::H200];
+
+    /// The name the CLI takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::H100 => "h100",
+            Self::H200 => "h200",
+        }
+    }
+
+    /// The model's properties as its driver reports them (580.159, CUDA 13.0), with all of its
+    /// memory free.
+    pub fn info(self) -> DeviceInfo {
+        let (name, total_memory) = match self {
+            Self::H100 => ("NVIDIA H100 80GB HBM3 (model)", 85_029_158_912),
+            Self::H200 => ("NVIDIA H200 (model)", 150_754_820_096),
+        };
+        DeviceInfo {
+            ordinal: 0,
+            name: name.into(),
+            compute_capability: HOPPER_CAPABILITY,
+            sm_count: 132,
+            total_memory,
+            free_memory: total_memory,
+            l2_bytes: 52_428_800,
+            max_shared_per_block_optin: 232_448,
+            max_shared_per_sm: 233_472,
+            max_threads_per_block: 1024,
+            clock_khz: 1_980_000,
+            driver_cuda_version: 13000,
+            build_cuda_version: "13.0".into(),
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceModel {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == text.to_ascii_lowercase())
+            .ok_or_else(|| format!("unknown device model `{text}`: choose from h100, h200"))
+    }
+}
+
 impl DeviceInfo {
     /// `13.0` from the driver's `13000`.
     pub fn driver_cuda_version_string(&self) -> String {

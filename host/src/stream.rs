@@ -340,7 +340,7 @@ impl ChunkKernel for PlannedHistogram<'_> {
     }
 
     fn counters(&self) -> usize {
-        self.plan.bins as usize
+        self.plan.bins() as usize
     }
 
     fn count(

@@ -104,7 +104,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::operands::KERNEL_TO_BF16,
     matmul::operands::KERNEL_TRANSPOSE,
     matmul::operands::KERNEL_PAD,
-    matmul::operands::KERNEL_SPLIT_TF32X3,
+    matmul::tf32x3::KERNEL_SPLIT,
 ];
 
 /// The PTX symbol of every kernel of the second module, built for `sm_90a` with the `hopper`

@@ -38,7 +38,7 @@ pub fn measure_tiers(
         let name = tier.name().to_string();
         progress.set_message(format!("histogram, {bins} bins: {name}"));
         let planned = match chosen {
-            Some(plan) if plan.tier == tier => Ok(plan),
+            Some(plan) if plan.tier() == tier => Ok(plan),
             _ => histogram::plan(gpu, bins, Some(tier)),
         };
         let plan = match planned {

@@ -6,7 +6,9 @@ use super::report::{CheckMethod, MatmulRow, MatmulRowKind, MatmulSection, Matmul
 use super::{BenchConfig, FULL_CHECK_MAX_MACS, SAMPLED_CHECK_ROWS};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{self, DeviceMatrices, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, Precision};
+use crate::matmul::{
+    self, DeviceMatrices, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision,
+};
 use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, sample_rows};
 use crate::timing::{Timing, time_launches};
 use anyhow::Context;
@@ -75,8 +77,14 @@ fn check_status(error: f64, tolerance: f64) -> RowStatus {
 /// `variant`'s plan for `shape` on `device`; or, when the planner refuses the shape (a narrow
 /// kernel past its narrow side, any kernel past CUDA's grid limits), the skipped status of its
 /// row, with the planner's reason: a row that says why, not the end of the run.
-pub fn plan_or_skip(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) -> Result<MatmulPlan, RowStatus> {
-    matmul::plan(variant, shape, device).map_err(|refusal| RowStatus::Skipped { reason: refusal.to_string() })
+pub fn plan_or_skip(
+    variant: MatmulVariant,
+    shape: MatmulShape,
+    device: MatmulDevice,
+    options: PlanOptions,
+) -> Result<MatmulPlan, RowStatus> {
+    matmul::plan_with(variant, shape, device, options)
+        .map_err(|refusal| RowStatus::Skipped { reason: refusal.to_string() })
 }
 
 /// How the GPU rows at one shape are timed: the run's settings, and the words the rows record.
@@ -114,8 +122,8 @@ pub fn measure_plan(
     let error = reference.max_error(&c);
     drop(c);
     let method = timing.method.clone();
-    let precision = plan.variant.precision();
-    let tolerance = precision.tolerance(mats[0].shape.k);
+    let precision = plan.precision();
+    let tolerance = precision.tolerance(mats[0].shape().k);
     // The plan is made once: planning before every launch would time the planner too.
     let row = checked_then_timed(gpu, name, MatmulRowKind::Gpu, method, mats, error, tolerance, timing, |mats| {
         matmul::launch_plan(gpu, plan, mats)
@@ -137,7 +145,7 @@ fn checked_then_timed(
     timing: &GpuTiming,
     mut launch: impl FnMut(&mut DeviceMatrices) -> crate::Result<()>,
 ) -> anyhow::Result<MatmulRow> {
-    let flops = mats[0].shape.flops();
+    let flops = mats[0].shape().flops();
     let sets = mats.len();
     Ok(match check_status(error, tolerance) {
         RowStatus::Measured => {
@@ -196,7 +204,7 @@ pub fn measure_cublas_in(
     };
     let c = sgemm.run_in(gpu, precision, &mut mats[0]).context("running cuBLAS")?;
     let error = reference.max_error(&c);
-    let tolerance = precision.tolerance(mats[0].shape.k);
+    let tolerance = precision.tolerance(mats[0].shape().k);
     let row = checked_then_timed(gpu, name, MatmulRowKind::Cublas, method, mats, error, tolerance, timing, |mats| {
         sgemm.launch_in(gpu, precision, mats)
     })?;
@@ -284,7 +292,7 @@ fn measure_shape(
             Precision::Bf16 => &*bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check)),
             Precision::Fp32 | Precision::Tf32 | Precision::Tf32x3 => &reference,
         };
-        rows.push(match plan_or_skip(variant, shape, device) {
+        rows.push(match plan_or_skip(variant, shape, device, PlanOptions::default()) {
             Ok(plan) => {
                 let row = measure_plan(gpu, variant.name(), &plan, &mut mats, reference, &timing)?;
                 // Which kernel a planner ran, and why, is the point of its row; the others run
@@ -332,7 +340,7 @@ mod tests {
     fn narrow_kernels_are_skipped_with_the_planners_reason_where_they_cannot_run() {
         let square = MatmulShape::new(256, 256, 256).unwrap();
         for variant in MatmulVariant::ALL {
-            match plan_or_skip(variant, square, MatmulDevice::H100) {
+            match plan_or_skip(variant, square, MatmulDevice::H100, PlanOptions::default()) {
                 Ok(plan) => assert!(variant.supports(square), "{}: {plan}", variant.name()),
                 Err(RowStatus::Skipped { reason }) => {
                     assert!(!variant.supports(square), "{}: {reason}", variant.name());
@@ -342,17 +350,18 @@ mod tests {
                 Err(other) => panic!("{}: {other:?}", variant.name()),
             }
         }
-        let Err(RowStatus::Skipped { reason }) = plan_or_skip(MatmulVariant::FewRows, square, MatmulDevice::H100)
+        let Err(RowStatus::Skipped { reason }) =
+            plan_or_skip(MatmulVariant::FewRows, square, MatmulDevice::H100, PlanOptions::default())
         else {
             panic!("few_rows planned 256 rows")
         };
         assert!(reason.contains("at most 16 rows"), "{reason}");
         // A GEMV row: few_rows runs it, few_cols cannot, auto picks few_rows.
         let gemv = MatmulShape::new(1, 4096, 65_536).unwrap();
-        assert!(plan_or_skip(MatmulVariant::FewRows, gemv, MatmulDevice::H100).is_ok());
-        assert!(plan_or_skip(MatmulVariant::FewCols, gemv, MatmulDevice::H100).is_err());
-        let auto = plan_or_skip(MatmulVariant::Auto, gemv, MatmulDevice::H100).unwrap();
-        assert_eq!(auto.variant, MatmulVariant::FewRows);
+        assert!(plan_or_skip(MatmulVariant::FewRows, gemv, MatmulDevice::H100, PlanOptions::default()).is_ok());
+        assert!(plan_or_skip(MatmulVariant::FewCols, gemv, MatmulDevice::H100, PlanOptions::default()).is_err());
+        let auto = plan_or_skip(MatmulVariant::Auto, gemv, MatmulDevice::H100, PlanOptions::default()).unwrap();
+        assert_eq!(auto.variant(), MatmulVariant::FewRows);
     }
 
     #[test]

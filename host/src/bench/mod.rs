@@ -20,7 +20,7 @@ pub mod suite;
 pub mod table;
 
 use crate::gpu::Gpu;
-use crate::matmul::{MatmulShape, MatmulVariant};
+use crate::matmul::{MatmulShape, MatmulVariant, PrecisionPolicy};
 use crate::reference::{ValueDistribution, histogram_input};
 use crate::timing::Timing;
 use anyhow::Context;
@@ -69,8 +69,8 @@ pub struct BenchConfig {
     pub bins: Vec<usize>,
     /// Shapes of the suite, in report order.
     pub suite: Vec<MatmulShape>,
-    /// The planner the suite runs: `auto`, or `auto_fp32` (the FP32 CUDA-core kernels only).
-    pub suite_planner: MatmulVariant,
+    /// The precision policy `auto` runs the suite under.
+    pub suite_policy: PrecisionPolicy,
     /// Values per histogram.
     pub histogram_values: usize,
     /// Untimed GPU runs before timing.
@@ -246,7 +246,7 @@ mod tests {
             sizes: vec![MatmulShape::new(256, 256, 256).unwrap(), MatmulShape::new(1000, 800, 1200).unwrap()],
             bins: vec![256, 8192, 65536],
             suite: vec![MatmulShape::new(64, 8192, 64).unwrap(), MatmulShape::new(1, 4096, 65536).unwrap()],
-            suite_planner: MatmulVariant::Auto,
+            suite_policy: PrecisionPolicy::High,
             histogram_values: 1 << 10,
             warmup: 3,
             repeat: 20,

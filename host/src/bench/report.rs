@@ -637,9 +637,9 @@ pub struct SuiteSection {
     pub geomean_x_cublas: Option<f64>,
     /// Shapes in that mean.
     pub geomean_shapes: usize,
-    /// The planner that ran (`auto` or `auto_fp32`; `auto_tf32x3` in reports from before split-TF32
-    /// became `auto`'s choice, whose `auto` was today's `auto_fp32`); reports written before it was
-    /// recorded ran `auto`.
+    /// The planner that ran: `auto` under the default policy, `auto highest` or `auto medium`
+    /// under another (`auto_fp32` and `auto_tf32x3` in reports from before the policies); reports
+    /// written before it was recorded ran `auto`.
     #[serde(default = "auto_planner")]
     pub planner: String,
 }
@@ -667,9 +667,10 @@ impl SuiteSection {
         }
     }
 
-    /// The section as run by `planner` rather than `auto`.
-    pub fn with_planner(mut self, planner: MatmulVariant) -> Self {
-        self.planner = planner.name().to_string();
+    /// The section as run by `planner` (`auto` under another policy, `auto highest`) rather
+    /// than `auto`.
+    pub fn with_planner(mut self, planner: &str) -> Self {
+        self.planner = planner.to_string();
         self
     }
 }
@@ -914,14 +915,17 @@ mod tests {
         let shapes = vec![suite_shape(shape(4096, 4096, 4096), Some(1.3), 2.66)];
         let section = SuiteSection::new(copy, shapes);
         assert_eq!(section.planner, "auto");
-        let x3 = section.clone().with_planner(MatmulVariant::AutoFp32);
-        assert_eq!(x3.planner, "auto_fp32");
+        let x3 = section.clone().with_planner("auto highest");
+        assert_eq!(x3.planner, "auto highest");
         let mut json = serde_json::to_value(&x3).unwrap();
         assert_eq!(serde_json::from_value::<SuiteSection>(json.clone()).unwrap(), x3);
         json.as_object_mut().unwrap().remove("planner");
         assert_eq!(serde_json::from_value::<SuiteSection>(json).unwrap().planner, "auto");
         let table = crate::bench::table::render_suite(&x3);
-        assert!(table.starts_with("matmul shape suite: auto_fp32 (") && table.contains("auto_fp32 ms"), "{table}");
+        assert!(
+            table.starts_with("matmul shape suite: auto highest (") && table.contains("auto highest ms"),
+            "{table}"
+        );
     }
 
     #[test]

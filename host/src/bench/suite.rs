@@ -8,7 +8,7 @@ use super::matmul::{CUBLAS, GpuTiming, check_method, measure_cublas, measure_pla
 use super::report::{CopyBandwidth, MatmulRow, MatmulRowKind, SuiteSection, SuiteShapeResult};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
-use crate::matmul::{self, InputSets, MatmulShape};
+use crate::matmul::{self, InputSets, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy};
 use anyhow::Context;
 use indicatif::ProgressBar;
 use rand::SeedableRng;
@@ -32,7 +32,13 @@ pub fn measure(
             .with_context(|| format!("suite {shape}"))?;
         shapes.push(result);
     }
-    Ok(SuiteSection::new(copy.clone(), shapes).with_planner(config.suite_planner))
+    Ok(SuiteSection::new(copy.clone(), shapes).with_planner(&suite_planner_name(config.suite_policy)))
+}
+
+/// The suite's planner as the report names it: `auto` under the default policy, `auto <policy>`
+/// under another.
+pub fn suite_planner_name(policy: PrecisionPolicy) -> String {
+    if policy == PrecisionPolicy::default() { "auto".to_string() } else { format!("auto {policy}") }
 }
 
 fn measure_shape(
@@ -52,15 +58,16 @@ fn measure_shape(
     let timing = GpuTiming::new(config, mats.len());
     progress.inc(1);
 
-    let planner = config.suite_planner.name();
+    let planner = suite_planner_name(config.suite_policy);
     progress.set_message(format!("suite {shape}: {planner}"));
-    let (kernel, auto) = match plan_or_skip(config.suite_planner, shape, matmul::device_of(gpu)) {
+    let options = PlanOptions { policy: config.suite_policy, split: None };
+    let (kernel, auto) = match plan_or_skip(MatmulVariant::Auto, shape, matmul::device_of(gpu), options) {
         Ok(plan) => {
-            let row = measure_plan(gpu, planner, &plan, &mut mats, &reference, &timing)?;
-            (Some(plan.variant.name().to_string()), row.with_plan(plan.to_string()))
+            let row = measure_plan(gpu, &planner, &plan, &mut mats, &reference, &timing)?;
+            (Some(plan.variant().name().to_string()), row.with_plan(plan.to_string()))
         }
         Err(skipped) => {
-            (None, MatmulRow::unmeasured(planner, MatmulRowKind::Gpu, timing.method.clone(), skipped, None))
+            (None, MatmulRow::unmeasured(&planner, MatmulRowKind::Gpu, timing.method.clone(), skipped, None))
         }
     };
     progress.inc(1);

@@ -4,7 +4,7 @@
 
 use crate::bench::{self, BenchConfig, report, table};
 use crate::gpu::Gpu;
-use crate::matmul::{MatmulShape, MatmulVariant};
+use crate::matmul::{MatmulShape, PrecisionPolicy};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -32,10 +32,11 @@ pub struct BenchArgs {
         "skip_matmul", "skip_histogram", "skip_suite",
     ])]
     pub suite: bool,
-    /// The planner the suite runs: auto (split-TF32 on Hopper's tensor cores where it is faster,
-    /// the FP32 kernels elsewhere) or auto_fp32 (the FP32 CUDA-core kernels only).
-    #[arg(long, default_value = "auto", value_parser = parse_planner)]
-    pub planner: MatmulVariant,
+    /// The precision policy auto runs the suite under: highest (FP32 FMA on the CUDA cores), high
+    /// (FP32's class and bound; split-TF32 on Hopper's tensor cores where a scan of the inputs
+    /// proves it safe) or medium (TF32 tensor cores).
+    #[arg(long, default_value = "high")]
+    pub precision: PrecisionPolicy,
     /// Values per histogram (2^k accepted).
     #[arg(long, value_name = "N", default_value = "2^26", value_parser = parse_values)]
     pub values: usize,
@@ -195,14 +196,6 @@ fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// One of [`MatmulVariant::PLANNERS`], by name.
-fn parse_planner(text: &str) -> Result<MatmulVariant, String> {
-    MatmulVariant::PLANNERS.into_iter().find(|p| p.name() == text).ok_or_else(|| {
-        let names: Vec<&str> = MatmulVariant::PLANNERS.iter().map(|p| p.name()).collect();
-        format!("`{text}`: the suite runs a planner, one of {}", names.join(", "))
-    })
-}
-
 impl BenchArgs {
     /// The measuring configuration: explicit lists, else the `--quick` or full defaults; `--suite`
     /// leaves out the ladder and the histograms.
@@ -224,7 +217,7 @@ impl BenchArgs {
             sizes,
             bins,
             suite: parse_sizes(suite).map_err(anyhow::Error::msg)?.0,
-            suite_planner: self.planner,
+            suite_policy: self.precision,
             histogram_values: self.values,
             warmup: self.warmup as usize,
             repeat: self.repeat as usize,
@@ -469,10 +462,10 @@ mod tests {
         assert_eq!((skipped.skip_matmul, skipped.skip_histogram, skipped.skip_suite), (false, false, true));
         let quick = parse(&["--suite", "--quick"]).unwrap().config(vec![]).unwrap();
         assert_eq!(quick.suite, parse_sizes(bench::QUICK_SUITE_SHAPES).unwrap().0);
-        assert_eq!(config.suite_planner, MatmulVariant::Auto);
-        let fp32 = parse(&["--suite", "--planner", "auto_fp32"]).unwrap().config(vec![]).unwrap();
-        assert_eq!(fp32.suite_planner, MatmulVariant::AutoFp32);
-        assert!(parse(&["--planner", "sgemm"]).is_err());
+        assert_eq!(config.suite_policy, PrecisionPolicy::High);
+        let fp32 = parse(&["--suite", "--precision", "highest"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(fp32.suite_policy, PrecisionPolicy::Highest);
+        assert!(parse(&["--precision", "sgemm"]).is_err());
         assert_eq!(quick.suite.len(), 4);
     }
 

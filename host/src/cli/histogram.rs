@@ -1,7 +1,7 @@
 //! `host histogram`: plan, run and time the histogram, and compare it with the CPU exactly.
 
 use crate::error::format_bytes;
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceModel, Gpu};
 use crate::histogram::{self, Binning, DeviceHistogram, HistogramPlan, HistogramTier, PlanRequest, ValuesBuf};
 use crate::io::{DataFile, ElementType, OutputFile};
 use crate::reference::{ValueDistribution, histogram_input_of};
@@ -161,6 +161,10 @@ pub struct HistogramArgs {
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
+    /// With --plan: plan for this device model (h100, h200) without a GPU (the grid estimated
+    /// from threads and shared memory, not the driver's occupancy query).
+    #[arg(long, requires = "plan", value_name = "MODEL")]
+    pub device_model: Option<DeviceModel>,
     /// Timed runs (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
@@ -260,6 +264,10 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     // Requests the planner refuses on any device (bad copies, threads) are reported before the
     // GPU is opened.
     histogram::plan_for(&histogram::HistogramLimits::H100, args.bins(), request)?;
+    if let Some(model) = args.device_model {
+        print_model_plan(model, args, request)?;
+        return Ok(());
+    }
     let gpu = Gpu::open(device)?;
     let plan = histogram::plan_with(&gpu, args.bins(), request)?;
     let limits = histogram::HistogramLimits::of(&gpu)?;
@@ -281,6 +289,16 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints the plan for a device model, which needs no GPU.
+fn print_model_plan(model: DeviceModel, args: &HistogramArgs, request: PlanRequest) -> anyhow::Result<()> {
+    let limits = histogram::HistogramLimits::of_model(model);
+    let plan = histogram::plan_for(&limits, args.bins(), request)?;
+    println!("device model: {}", model.info().name);
+    println!("plan: {plan}");
+    println!("why: {}", plan.reason(&limits, args.tier.forced().is_some() || args.cluster.is_some()));
+    Ok(())
+}
+
 /// Pinned host-to-device copies timed for the ceiling of a streamed input: 8 of 256 MiB.
 pub(crate) const H2D_PROBE: (u64, usize) = (256 << 20, 8);
 
@@ -291,6 +309,10 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     let binning = histogram::binning_for(file.element().input_type(), args.bins(), args.range)?;
     let request = args.request(file.element());
     histogram::plan_for(&histogram::HistogramLimits::H100, args.bins(), request)?;
+    if let Some(model) = args.device_model {
+        print_model_plan(model, args, request)?;
+        return Ok(());
+    }
     let read = check_stream_flags(args)?;
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;

@@ -73,6 +73,10 @@ pub struct Histogram2dArgs {
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
+    /// With --plan: plan for this device model (h100, h200) without a GPU (the grid estimated
+    /// from threads, shared memory and 64 registers per thread).
+    #[arg(long, requires = "plan", value_name = "MODEL")]
+    pub device_model: Option<crate::gpu::DeviceModel>,
     /// Check the result of --x/--y files against the CPU.
     #[arg(long)]
     pub check: bool,
@@ -150,8 +154,14 @@ pub fn run(device: usize, args: &Histogram2dArgs) -> anyhow::Result<()> {
     let request = args.request();
     let weighted = args.weights.is_some();
     // Requests refused on any device are reported before the GPU is opened.
-    let limits = HistogramLimits::H100;
-    hist2d::plan_2d_for(&limits, &tuning::model_before_device(limits), bins, weighted, &request)?;
+    let limits = args.device_model.map_or(HistogramLimits::H100, HistogramLimits::of_model);
+    let model_plan = hist2d::plan_2d_for(&limits, &tuning::model_before_device(limits), bins, weighted, &request)?;
+    if let Some(model) = args.device_model {
+        println!("device model: {}", model.info().name);
+        println!("plan: {model_plan} (the grid estimated from threads, shared memory and 64 registers per thread)");
+        println!("why: {}", model_plan.reason(&limits));
+        return Ok(());
+    }
     let (x, y, w) = match (&args.x, &args.y) {
         (Some(xp), Some(yp)) => {
             let (x, y) = (arrays::read_f32_values(xp)?, arrays::read_f32_values(yp)?);
@@ -372,6 +382,14 @@ mod tests {
         crate::io::write_npy(&y, &[2], &[0.1f32, 0.2]).unwrap();
         let err = refused(&["--x", x.to_str().unwrap(), "--y", y.to_str().unwrap(), "--bins", "4"]);
         assert!(err.contains("give one y per x"), "{err}");
+    }
+
+    #[test]
+    fn plans_for_a_device_model_need_no_gpu() {
+        assert!(run(0, &args(&["--n", "10", "--bins", "256", "--plan", "--device-model", "h200"])).is_ok());
+        assert!(
+            Cli::try_parse_from(["host", "histogram2d", "--n", "1", "--bins", "4", "--device-model", "h200"]).is_err()
+        );
     }
 
     #[test]

@@ -204,8 +204,20 @@ impl Planned {
     }
 }
 
-/// The feature's plan for `element` values (`n` of them, for segments): on the H100's limits and
-/// a register estimate before a GPU is opened (`gpu` `None`: argument checks), else the device's.
+/// With `--device-model` (and `--plan`), prints the plan made without a GPU for that model and
+/// returns true.
+fn print_model_plan(args: &HistogramArgs, planned: &Planned) -> bool {
+    let Some(model) = args.device_model else { return false };
+    let (text, why) = planned.describe(&HistogramLimits::of_model(model));
+    println!("device model: {}", model.info().name);
+    println!("plan: {text} (the grid estimated from threads, shared memory and 64 registers per thread)");
+    println!("why: {why}");
+    true
+}
+
+/// The feature's plan for `element` values (`n` of them, for segments): on the device model's
+/// limits (`--device-model`, else the H100's) and a register estimate before a GPU is opened
+/// (`gpu` `None`: argument checks and model plans), else the device's.
 fn plan_feature(
     gpu: Option<&Gpu>,
     args: &HistogramArgs,
@@ -215,7 +227,7 @@ fn plan_feature(
     segments: u64,
     request: &LaunchRequest,
 ) -> anyhow::Result<Planned> {
-    let limits = HistogramLimits::H100;
+    let limits = args.device_model.map_or(HistogramLimits::H100, HistogramLimits::of_model);
     let model = tuning::model_before_device(limits);
     Ok(match feature {
         Feature::Weights(_) => {
@@ -293,7 +305,10 @@ fn run_random(device: usize, args: &HistogramArgs, feature: &Feature, request: L
         _ => (None, None),
     };
     let segment_count = offsets.as_ref().map_or(segments.map_or(0, |s| s.count()), |o| o.len() as u64 - 1);
-    plan_feature(None, args, feature, element, n as u64, segment_count, &request)?;
+    let planned = plan_feature(None, args, feature, element, n as u64, segment_count, &request)?;
+    if print_model_plan(args, &planned) {
+        return Ok(());
+    }
     let gpu = Gpu::open(device)?;
     let planned = plan_feature(Some(&gpu), args, feature, element, n as u64, segment_count, &request)?;
     let limits = HistogramLimits::of(&gpu)?;
@@ -510,7 +525,10 @@ fn run_file(
         _ => (None, None),
     };
     let segment_count = offsets.as_ref().map_or(segments.map_or(0, |s| s.count()), |o| o.len() as u64 - 1);
-    plan_feature(None, args, feature, element, n, segment_count, &request)?;
+    let planned = plan_feature(None, args, feature, element, n, segment_count, &request)?;
+    if print_model_plan(args, &planned) {
+        return Ok(());
+    }
     let streamed = matches!(feature, Feature::Edges(_) | Feature::Channels(_));
     let read = if streamed {
         check_stream_flags(args)?
@@ -809,6 +827,19 @@ mod tests {
         assert!(err.contains("--weights random goes with --n"), "{err}");
         let err = refused(&["--input", v, "--bins", "8", "--channels", "4"]);
         assert!(err.contains("v.npy") && err.contains("not whole pixels"), "{err}");
+    }
+
+    #[test]
+    fn plans_for_a_device_model_need_no_gpu() {
+        let run = |argv: &[&str]| crate::cli::histogram::run(0, &args(argv));
+        assert!(run(&["--n", "1024", "--bins", "256", "--channels", "4", "--plan", "--device-model", "h200"]).is_ok());
+        assert!(run(&["--n", "1024", "--edges", "0,1,2", "--type", "f32", "--plan", "--device-model", "h100"]).is_ok());
+        assert!(
+            run(&["--n", "1024", "--bins", "300", "--weights", "random", "--plan", "--device-model", "h200"]).is_ok()
+        );
+        assert!(run(&["--n", "1024", "--bins", "256", "--segments", "4", "--plan", "--device-model", "h200"]).is_ok());
+        let err = run(&["--n", "1026", "--bins", "65536", "--channels", "3", "--plan", "--device-model", "h200"]);
+        assert!(err.unwrap_err().to_string().contains("packing applies to one channel only"));
     }
 
     #[test]

@@ -4,13 +4,20 @@ use crate::error::format_bytes;
 use crate::gpu::{DeviceInfo, device_info};
 use crate::ptx;
 
-/// Prints the device description and the PTX status; fails only when there is no device.
+/// Prints the device description (or why there is none: no driver, no device) and the status of
+/// both embedded PTX modules; needs no GPU.
 pub fn run(device: usize) -> anyhow::Result<()> {
-    let info = device_info(device)?;
-    print!("{}", render(&info));
+    match device_info(device) {
+        Ok(info) => print!("{}", render(&info)),
+        Err(e) => println!("device {device}:            none: {e}"),
+    }
     match ptx::info() {
         Ok(p) => println!("PTX:                 {} ({} build), kernels: {}", p.arch, p.profile, p.entries.join(", ")),
         Err(e) => println!("PTX:                 unavailable: {e}"),
+    }
+    match ptx::hopper_info() {
+        Ok(p) => println!("PTX (Hopper):        {} ({} build), kernels: {}", p.arch, p.profile, p.entries.join(", ")),
+        Err(e) => println!("PTX (Hopper):        unavailable: {e}"),
     }
     Ok(())
 }

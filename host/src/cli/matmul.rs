@@ -3,11 +3,13 @@
 
 use crate::cublas::Sgemm;
 use crate::error::{HostError, format_bytes};
+use crate::gpu::DeviceModel;
 use crate::gpu::Gpu;
 use crate::io::{self, Matrix, OutputFile};
 use crate::matmul::DeviceMatrices;
 use crate::matmul::{
-    self, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, Precision, SplitK, split_k,
+    self, InputSets, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy,
+    SplitK, split_k,
 };
 use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
 use crate::timing::rotation_sets;
@@ -43,16 +45,21 @@ pub struct MatmulArgs {
     /// Write C, as the first variant of --variant computed it, to this .npy file (with --a --b).
     #[arg(long, requires = "a", value_name = "C.npy")]
     pub out: Option<PathBuf>,
-    /// Variants to run: auto (the planner's choice: on Hopper wgmma_tf32x3 for wide shapes with
-    /// k >= 64 and 80 tiles or more, else as auto_fp32), auto_fp32 (the planner's choice among
-    /// the FP32 CUDA-core kernels), naive, tiled16, tiled32, sgemm,
-    /// sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
+    /// Variants to run: auto (the planner's choice under --precision), naive, tiled16, tiled32,
+    /// sgemm, sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
     /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
-    /// wgmma_tf32x3 (split-TF32 with f32 sums, at or below FP32's error, timed against cuBLAS
-    /// FP32), a comma-separated list,
-    /// or all (every variant that takes the shape).
+    /// wgmma_tf32x3 (guarded split-TF32, within FP32's bound, timed against cuBLAS FP32), a
+    /// comma-separated list, or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
+    /// The arithmetic auto may use: highest (IEEE FP32 FMA on the CUDA cores), high (FP32's
+    /// class and bound on every input, split-TF32 tensor cores on Hopper where a scan of the
+    /// inputs proves it safe), medium (TF32 tensor cores).
+    #[arg(long, default_value = "high")]
+    pub precision: PrecisionPolicy,
+    /// With --plan: plan for this device model (h100, h200) without a GPU.
+    #[arg(long, requires = "plan", value_name = "MODEL")]
+    pub device_model: Option<DeviceModel>,
     /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
     /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols; auto's choice among
     /// them): for measuring the planner's choices.
@@ -76,24 +83,37 @@ pub struct MatmulArgs {
     pub seed: Option<u64>,
 }
 
-/// The planner's plan of `variant` for `shape`, with `k` split into about `split_k` ranges when
-/// given (an error for a kernel that takes no split).
+/// The planner's plan of `variant` for `shape` under `policy`, with `k` split into about
+/// `split_k` ranges when given (an error for a kernel that takes no split).
 fn plan_variant(
     device: MatmulDevice,
     variant: MatmulVariant,
     shape: MatmulShape,
+    policy: PrecisionPolicy,
     split_k: Option<u32>,
 ) -> crate::Result<MatmulPlan> {
-    let Some(wanted) = split_k else { return matmul::plan(variant, shape, device) };
+    let options = PlanOptions { policy, split: None };
+    let Some(wanted) = split_k else { return matmul::plan_with(variant, shape, device, options) };
     let split = SplitK::about(shape.k, wanted, split_k::CHUNK_GRANULE);
-    let plan = matmul::plan_with(variant, shape, device, Some(split))?;
-    if plan.split.is_none() {
+    let plan = matmul::plan_with(variant, shape, device, PlanOptions { split: Some(split), ..options })?;
+    if plan.split().is_none() && plan.fallback().and_then(MatmulPlan::split).is_none() {
         return Err(HostError::InvalidInput(format!(
             "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows and few_cols do)",
-            plan.variant.name()
+            plan.variant().name()
         )));
     }
     Ok(plan)
+}
+
+/// Prints the plan of each selected variant for `device`, or why it has none.
+fn print_plans(device: MatmulDevice, device_name: &str, shape: MatmulShape, args: &MatmulArgs) {
+    println!("plans for {device_name} ({} SMs), precision {}:", device.sm_count, args.precision);
+    for &variant in &args.variant.0 {
+        match plan_variant(device, variant, shape, args.precision, args.split_k) {
+            Ok(plan) => println!("{:<9} {shape}: {plan}", variant.name()),
+            Err(e) => println!("{:<9} {shape}: no plan: {e}", variant.name()),
+        }
+    }
 }
 
 /// The variants `--variant` selected.
@@ -184,16 +204,16 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         Some((_, _, shape)) => *shape,
         None => MatmulShape::new(args.m.unwrap_or(0), args.k.unwrap_or(0), args.n.unwrap_or(0))?,
     };
+    if let (true, Some(model)) = (args.plan, args.device_model) {
+        // Planning is pure: a device model needs no GPU.
+        print_plans(MatmulDevice::of_model(model), &model.info().name, shape, args);
+        return Ok(());
+    }
     let mut out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
     let info = gpu.info();
     if args.plan {
-        for &variant in &args.variant.0 {
-            match plan_variant(matmul::device_of(&gpu), variant, shape, args.split_k) {
-                Ok(plan) => println!("{:<9} {shape}: {plan}", variant.name()),
-                Err(e) => println!("{:<9} {shape}: no plan: {e}", variant.name()),
-            }
-        }
+        print_plans(matmul::device_of(&gpu), &info.name, shape, args);
         return Ok(());
     }
     let (host_a, host_b, mut mats) = match files {
@@ -278,28 +298,29 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         });
     }
     for &variant in &args.variant.0 {
-        let precision = variant.precision();
-        let row = |timing, error, note| Row { name: variant.name().into(), timing, error, note, precision };
+        let row = |timing, error, note, precision| Row { name: variant.name().into(), timing, error, note, precision };
         // The tensor-core kernels exist only on compute capability 9.0: elsewhere their row
         // says why, and the other variants still run.
         if let (true, Err(why)) = (variant.needs_tensor_cores(), gpu.hopper_status()) {
-            rows.push(row(None, None, format!("not run: {why}")));
+            rows.push(row(None, None, format!("not run: {why}"), variant.precision()));
             continue;
         }
-        let reference = match precision.reference_precision() {
-            Precision::Fp32 => reference.clone(),
-            p => reference_for(p),
-        };
         // Planned once: the check and every timed launch run this plan, so the planner's own
         // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
         // row's note; any other planning error ends the command.
-        let plan = match plan_variant(matmul::device_of(&gpu), variant, shape, args.split_k) {
+        let plan = match plan_variant(matmul::device_of(&gpu), variant, shape, args.precision, args.split_k) {
             Ok(plan) => plan,
             Err(e) if !variant.supports(shape) || (args.split_k.is_some() && !variant.splits_k()) => {
-                rows.push(row(None, None, e.to_string()));
+                rows.push(row(None, None, e.to_string(), variant.precision()));
                 continue;
             }
             Err(e) => return Err(e.into()),
+        };
+        // The planned kernel's precision: its bound and its cuBLAS baseline.
+        let precision = plan.precision();
+        let reference = match precision.reference_precision() {
+            Precision::Fp32 => reference.clone(),
+            p => reference_for(p),
         };
         // The first variant that runs computes the output file's C.
         let c = if reference.is_some() || out.is_some() {
@@ -319,9 +340,9 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         }
         let timing = time_launches(&gpu, warmup, repeat, |i| matmul::launch_plan(&gpu, &plan, &mut mats[i % sets]))?;
         let note = match variant {
-            MatmulVariant::Auto | MatmulVariant::AutoFp32 => {
-                let split = plan.split.filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
-                format!("ran {}{}", plan.variant.name(), split.unwrap_or_default())
+            MatmulVariant::Auto => {
+                let split = plan.split().filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
+                format!("{}: ran {}{}", args.precision, plan.variant().name(), split.unwrap_or_default())
             }
             MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once, untimed), FP32 accumulate".into(),
             MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
@@ -329,12 +350,12 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             MatmulVariant::WgmmaTf32x3 => "split-TF32 (3xTF32) tensor cores; the split timed, vs cuBLAS FP32".into(),
             _ => String::new(),
         };
-        rows.push(row(Some(timing), error, note));
+        rows.push(row(Some(timing), error, note, precision));
     }
     // One cuBLAS row per baseline precision of the variants that ran, FP32 always.
     let mut precisions = vec![Precision::Fp32];
-    for v in &args.variant.0 {
-        let baseline = v.precision().baseline();
+    for row in &rows {
+        let baseline = row.precision.baseline();
         if !precisions.contains(&baseline) && gpu.hopper_status().is_ok() {
             precisions.push(baseline);
         }
@@ -374,7 +395,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             .collect();
         if !failed.is_empty() {
             return Err(HostError::InvalidInput(format!(
-                "check failed: {} exceeded the error bound (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20; TF32x3 is 3k * f32::EPSILON + 5 * 2^-22)",
+                "check failed: {} exceeded the error bound (k * f32::EPSILON; TF32 adds 2 * 2^-10 + 2^-20; TF32x3 is about (118 + k / 64) * f32::EPSILON)",
                 failed.join(", ")
             ))
             .into());
@@ -486,14 +507,63 @@ mod tests {
     #[test]
     fn split_k_overrides_the_planners_split_and_is_refused_for_kernels_without_one() {
         let shape = MatmulShape::new(64, 8192, 64).unwrap();
-        let plan = |v, s| plan_variant(MatmulDevice::H100, v, shape, s);
-        assert_eq!(plan(MatmulVariant::Auto, Some(64)).unwrap().split.unwrap(), SplitK { splits: 64, k_chunk: 128 });
-        assert_eq!(plan(MatmulVariant::SgemmWarpTiled, Some(1)).unwrap().split.unwrap().splits, 1);
-        assert!(plan(MatmulVariant::Auto, None).unwrap().split.unwrap().splits >= 128);
+        let plan = |v, s| plan_variant(MatmulDevice::H100, v, shape, PrecisionPolicy::High, s);
+        assert_eq!(plan(MatmulVariant::Auto, Some(64)).unwrap().split().unwrap(), SplitK { splits: 64, k_chunk: 128 });
+        assert_eq!(plan(MatmulVariant::SgemmWarpTiled, Some(1)).unwrap().split().unwrap().splits, 1);
+        assert!(plan(MatmulVariant::Auto, None).unwrap().split().unwrap().splits >= 128);
         let err = plan(MatmulVariant::Tiled32, Some(4)).unwrap_err().to_string();
         assert!(err.contains("--split-k: tiled32 takes no split of k"), "{err}");
         assert_eq!(matmul_args(&["--m", "1", "--k", "1", "--n", "1", "--split-k", "3"]).split_k, Some(3));
         assert!(Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1", "--n", "1", "--split-k", "0"]).is_err());
+    }
+
+    #[test]
+    fn plans_for_a_device_model_need_no_gpu_and_the_longest_k_gets_a_plan_or_an_error() {
+        let args = matmul_args(&[
+            "--device-model",
+            "h100",
+            "--m",
+            "1",
+            "--k",
+            "4294967295",
+            "--n",
+            "1",
+            "--variant",
+            "sgemm",
+            "--plan",
+        ]);
+        assert_eq!(args.device_model, Some(DeviceModel::H100));
+        // Runs without a driver: the plan is printed (or the refusal).
+        run(0, &args).unwrap();
+        let forced = matmul_args(&[
+            "--device-model",
+            "h200",
+            "--m",
+            "1",
+            "--k",
+            "4294967295",
+            "--n",
+            "1",
+            "--variant",
+            "sgemm",
+            "--plan",
+            "--split-k",
+            "1",
+        ]);
+        run(0, &forced).unwrap();
+        // About one split: as few as k allows, two.
+        let plan =
+            plan_variant(MatmulDevice::H100, MatmulVariant::Sgemm, forced_shape(), PrecisionPolicy::High, Some(1))
+                .unwrap();
+        assert_eq!(plan.split().unwrap().splits, 2, "{plan}");
+        assert!(
+            Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1", "--n", "1", "--device-model", "h100"])
+                .is_err()
+        );
+    }
+
+    fn forced_shape() -> MatmulShape {
+        MatmulShape::new(1, u32::MAX as usize, 1).unwrap()
     }
 
     fn matmul_args(argv: &[&str]) -> MatmulArgs {

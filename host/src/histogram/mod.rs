@@ -96,6 +96,13 @@ pub struct HistogramLimits {
 }
 
 impl HistogramLimits {
+    /// The limits of a device model (both Hopper models have the same SMs).
+    pub fn of_model(model: crate::gpu::DeviceModel) -> Self {
+        match model {
+            crate::gpu::DeviceModel::H100 | crate::gpu::DeviceModel::H200 => Self::H100,
+        }
+    }
+
     /// An H100 SXM (80 GB HBM3), as its driver reports it.
     pub const H100: Self = Self {
         sm_count: 132,
@@ -227,35 +234,102 @@ pub const MAX_COPIES: u32 = 32;
 pub const SHARED_BLOCKS_PER_SM: u32 = 4;
 
 /// A planned histogram launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Built only by the planner ([`plan_for`], [`plan`], [`plan_with`]); its fields are read through
+/// the accessors of the same names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct HistogramPlan {
     /// Where the counters live.
-    pub tier: HistogramTier,
+    tier: HistogramTier,
     /// Blocks per cluster (1 outside the cluster tier).
-    pub cluster_size: u32,
+    cluster_size: u32,
     /// Blocks in the grid (a multiple of `cluster_size`; the bins pass of the bucketed tier).
-    pub blocks: u32,
+    blocks: u32,
     /// Threads per block.
-    pub threads_per_block: u32,
+    threads_per_block: u32,
     /// Dynamic shared memory per block, bytes.
-    pub shared_bytes: u32,
+    shared_bytes: u32,
     /// Bins each block holds in shared memory (0 for the global tier; the bucket width for the
     /// bucketed tier).
-    pub bins_per_block: u32,
+    bins_per_block: u32,
     /// Bins of the histogram.
-    pub bins: u32,
+    bins: u32,
     /// Private interleaved copies of the histogram per block (shared tier; the bucket counts of
     /// the bucketed tier), 1 elsewhere.
-    pub copies: u32,
+    copies: u32,
     /// Whether warps merge equal bins before adding.
-    pub aggregate: bool,
+    aggregate: bool,
     /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
-    pub bucket_shift: u32,
+    bucket_shift: u32,
     /// Blocks of the first pass that reads the values: the bucketed tier's scatter, the sorted
     /// tier's tile sort (0 elsewhere).
-    pub scatter_blocks: u32,
+    scatter_blocks: u32,
     /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
-    pub count_blocks: u32,
+    count_blocks: u32,
+}
+
+impl HistogramPlan {
+    /// Where the counters live.
+    pub fn tier(&self) -> HistogramTier {
+        self.tier
+    }
+
+    /// Blocks per cluster (1 outside the cluster tier).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster_size
+    }
+
+    /// Blocks in the grid (a multiple of `cluster_size`; the bins pass of the bucketed tier).
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Threads per block.
+    pub fn threads_per_block(&self) -> u32 {
+        self.threads_per_block
+    }
+
+    /// Dynamic shared memory per block, bytes.
+    pub fn shared_bytes(&self) -> u32 {
+        self.shared_bytes
+    }
+
+    /// Bins each block holds in shared memory (0 for the global tier; the bucket width for the
+    /// bucketed tier).
+    pub fn bins_per_block(&self) -> u32 {
+        self.bins_per_block
+    }
+
+    /// Bins of the histogram.
+    pub fn bins(&self) -> u32 {
+        self.bins
+    }
+
+    /// Private interleaved copies of the histogram per block (shared tier; the bucket counts of
+    /// the bucketed tier), 1 elsewhere.
+    pub fn copies(&self) -> u32 {
+        self.copies
+    }
+
+    /// Whether warps merge equal bins before adding.
+    pub fn aggregate(&self) -> bool {
+        self.aggregate
+    }
+
+    /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
+    pub fn bucket_shift(&self) -> u32 {
+        self.bucket_shift
+    }
+
+    /// Blocks of the first pass that reads the values: the bucketed tier's scatter, the sorted
+    /// tier's tile sort (0 elsewhere).
+    pub fn scatter_blocks(&self) -> u32 {
+        self.scatter_blocks
+    }
+
+    /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
+    pub fn count_blocks(&self) -> u32 {
+        self.count_blocks
+    }
 }
 
 impl std::fmt::Display for HistogramPlan {

@@ -15,8 +15,8 @@ pub mod tiled;
 mod variant;
 pub mod wgmma;
 
-pub use plan::{MatmulDevice, MatmulPlan, plan, plan_with};
-pub use precision::{Precision, TF32_UNIT, TF32X3_PRODUCT_BOUND, round_to_bf16};
+pub use plan::{MatmulDevice, MatmulPlan, PlanOptions, plan, plan_with};
+pub use precision::{F32_UNDERFLOW_UNIT, Precision, PrecisionPolicy, TF32_UNIT, TF32X3_PRODUCT_BOUND, round_to_bf16};
 pub use run::{DeviceMatrices, InputSets, device_of, launch, launch_plan, run, run_plan};
 pub use shape::{MAX_GRID_Y, MatmulShape, grid_over_c};
 pub use split_k::SplitK;

@@ -1,10 +1,10 @@
-//! The matmul planner: from a variant, the shape and the device to the kernel, its grid and its
-//! split of `k`. `auto` picks the kernel family by these rules, first match wins; `auto_fp32`
-//! skips the first:
+//! The matmul planner: from a variant, the shape, the device and the precision policy
+//! ([`PrecisionPolicy`]) to the kernel, its grid and its split of `k`. `auto` picks the kernel
+//! family by these rules, first match wins; under `highest` it skips the first:
 //!
 //! | shape | kernel | why |
 //! | --- | --- | --- |
-//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `wgmma_tf32x3` | split-TF32 on the tensor cores, its sums added in `f32` every 32 of `k`: measured at or below cuBLAS FP32's error, 0.56-0.89x its time on the suite's wide shapes |
+//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
 //! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
@@ -48,6 +48,7 @@
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
+use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
 use super::split_k::{SplitK, reduce_plan};
 use super::variant::MatmulVariant;
@@ -116,43 +117,99 @@ pub struct MatmulDevice {
 }
 
 impl MatmulDevice {
-    /// The H100 SXM the project measures on (132 SMs, tensor-core kernels); for tests and
-    /// examples.
+    /// The H100 SXM (132 SMs, tensor-core kernels).
     pub const H100: Self = Self { sm_count: 132, tensor_cores: true };
+    /// The H200 SXM: the H100's 132 SMs with more and faster memory.
+    pub const H200: Self = Self { sm_count: 132, tensor_cores: true };
+
+    /// What the planner knows of a device model.
+    pub fn of_model(model: crate::gpu::DeviceModel) -> Self {
+        match model {
+            crate::gpu::DeviceModel::H100 => Self::H100,
+            crate::gpu::DeviceModel::H200 => Self::H200,
+        }
+    }
 }
 
-/// Shortest `k` for which `auto` runs `wgmma_tf32x3` (measured, x cuBLAS FP32, against
-/// `auto_fp32`'s choice: 8192x64x8192 0.56 against 0.86, 4097x129x8193 0.89 against 1.13;
-/// shorter `k` has not been measured).
-pub const SPLIT_TF32_MIN_K: usize = 64;
+/// Shortest `k` for which `auto` runs `wgmma_tf32x3` (or, under `medium`, `wgmma_tf32`): from
+/// `k = 120` on, split-TF32's error bound is within FP32's (`Precision::Tf32x3.tolerance`), so
+/// `high` keeps FP32's bound on every input. (Measured on the H100, x cuBLAS FP32, against the
+/// FP32 kernels' choice: 4097x129x8193 0.89 against 1.13; 8192x64x8192 0.56 against 0.86, which
+/// now runs the FP32 kernels: its bound would exceed FP32's.)
+pub const SPLIT_TF32_MIN_K: usize = 128;
 /// Fewest tiles of `wgmma_tf32x3` (128 x 128, one block per SM) for which `auto` runs it: with
-/// fewer, too many SMs idle (measured, x cuBLAS FP32, against `auto_fp32`'s choice: 1000x800x1200,
+/// fewer, too many SMs idle (measured, x cuBLAS FP32, against the FP32 kernels' choice: 1000x800x1200,
 /// 80 tiles, 0.78 against 0.91; at 64 tiles a draw, 1024^3 0.93 against 0.96 and
 /// 1024x4096x1024 1.06 against 1.03; 512^3, 16 tiles, 1.94 against 1.15).
 pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 
-/// A launch plan: which kernel, its grid, its split of `k`, and the reduction that follows a
-/// split.
+/// A launch plan: which kernel, its grid, its split of `k`, the reduction that follows a split,
+/// and for `wgmma_tf32x3` the FP32 plan its guard falls back to. Built only by the planner
+/// ([`plan`], [`plan_with`]), for one shape: a launch refuses matrices of another.
 #[derive(Debug, Clone)]
 pub struct MatmulPlan {
-    /// The kernel family that runs (never `auto`).
-    pub variant: MatmulVariant,
-    /// Its PTX symbol.
-    pub kernel: &'static str,
-    /// Grid, block and dynamic shared memory of the kernel.
-    pub launch: LaunchConfig,
-    /// The split of `k`, for the kernels that take one (`sgemm`, `few_rows`, `few_cols`).
-    pub split: Option<SplitK>,
-    /// The reduction of the split's partial products, when there is more than one.
-    pub reduce: Option<LaunchConfig>,
-    /// Why the planner chose this, in a sentence.
-    pub reason: String,
+    variant: MatmulVariant,
+    kernel: &'static str,
+    shape: MatmulShape,
+    launch: LaunchConfig,
+    split: Option<SplitK>,
+    reduce: Option<LaunchConfig>,
+    fallback: Option<Box<MatmulPlan>>,
+    reason: String,
 }
 
 impl MatmulPlan {
-    /// Floats of split-K workspace the plan needs (0 without a split).
-    pub fn workspace_floats(&self, shape: MatmulShape) -> usize {
-        self.split.map_or(0, |s| s.workspace_floats(shape.m * shape.n))
+    /// The kernel family that runs (never `auto`).
+    pub fn variant(&self) -> MatmulVariant {
+        self.variant
+    }
+
+    /// Its PTX symbol (for `wgmma_tf32x3`, the product kernel after the scan and the split).
+    pub fn kernel(&self) -> &'static str {
+        self.kernel
+    }
+
+    /// The shape the plan multiplies.
+    pub fn shape(&self) -> MatmulShape {
+        self.shape
+    }
+
+    /// Grid, block and dynamic shared memory of the kernel.
+    pub fn launch_config(&self) -> LaunchConfig {
+        self.launch
+    }
+
+    /// The split of `k`, for the kernels that take one (`sgemm`, `sgemm_warp_tiled`,
+    /// `few_rows`, `few_cols`).
+    pub fn split(&self) -> Option<SplitK> {
+        self.split
+    }
+
+    /// The launch of the reduction of the split's partial products, when there is more than one.
+    pub fn reduce(&self) -> Option<LaunchConfig> {
+        self.reduce
+    }
+
+    /// For `wgmma_tf32x3`: the FP32 plan that runs instead where its guard refuses the inputs
+    /// (non-finite values, magnitudes outside the split's range, a `C` that might overflow).
+    pub fn fallback(&self) -> Option<&MatmulPlan> {
+        self.fallback.as_deref()
+    }
+
+    /// Why the planner chose this, in a sentence.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The precision of the planned kernel's products.
+    pub fn precision(&self) -> super::Precision {
+        self.variant.precision()
+    }
+
+    /// Floats of split-K workspace the plan needs (0 without a split), its fallback's included.
+    pub fn workspace_floats(&self) -> usize {
+        let own = self.split.map_or(0, |s| s.workspace_floats(self.shape.m * self.shape.n));
+        own.max(self.fallback.as_ref().map_or(0, |f| f.workspace_floats()))
     }
 }
 
@@ -169,83 +226,156 @@ impl std::fmt::Display for MatmulPlan {
                 kernels::matmul::split_k::KERNEL,
                 r.grid_dim.0
             )?,
-            _ => write!(f, ", no split of k")?,
+            _ if self.variant.splits_k() => write!(f, ", no split of k")?,
+            _ => {}
         }
-        write!(f, "; {}", self.reason)
+        write!(f, "; {}", self.reason)?;
+        if let Some(fallback) = &self.fallback {
+            write!(f, ". Where the guard refuses the inputs (found on the GPU): {fallback}")?;
+        }
+        Ok(())
     }
 }
 
-/// Plans `variant` for `shape` on `device` by the rules in the [module documentation](self).
-pub fn plan(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) -> Result<MatmulPlan> {
-    plan_with(variant, shape, device, None)
+/// What a caller may ask of the planner besides the variant: the precision policy `auto` plans
+/// under, and a forced split of `k` for the kernels that take one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// The arithmetic `auto` may use (explicit kernel variants keep their own).
+    pub policy: PrecisionPolicy,
+    /// A split of `k` instead of the planner's, for the kernels that take one (tests use it to
+    /// run every configuration on every shape); checked against `k`.
+    pub split: Option<SplitK>,
 }
 
-/// As [`plan`], with the split of `k` forced to `split` for the kernels that take one (tests use
-/// it to run every configuration on every shape).
+/// Plans `variant` for `shape` on `device` under the default policy ([`PrecisionPolicy::High`])
+/// by the rules in the [module documentation](self).
+///
+/// ```
+/// use host::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
+/// assert_eq!(p.variant(), MatmulVariant::WgmmaTf32x3);
+/// assert_eq!(p.fallback().unwrap().variant(), MatmulVariant::SgemmWarpTiled);
+/// # Ok::<(), host::HostError>(())
+/// ```
+pub fn plan(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) -> Result<MatmulPlan> {
+    plan_with(variant, shape, device, PlanOptions::default())
+}
+
+/// As [`plan`], under `options`' policy and with its forced split.
 pub fn plan_with(
     variant: MatmulVariant,
     shape: MatmulShape,
     device: MatmulDevice,
-    split: Option<SplitK>,
+    options: PlanOptions,
 ) -> Result<MatmulPlan> {
     let sm = device.sm_count.max(1);
     let (variant, why) = match variant {
-        MatmulVariant::Auto => choose_split_tf32(shape, device),
-        MatmulVariant::AutoFp32 => choose_kernel(shape, sm),
+        MatmulVariant::Auto => match options.policy {
+            PrecisionPolicy::Highest => {
+                let (v, why) = choose_kernel(shape, sm);
+                (v, format!("highest: FP32 FMA; {why}"))
+            }
+            PrecisionPolicy::High => choose_tensor_core(shape, device, MatmulVariant::WgmmaTf32x3),
+            PrecisionPolicy::Medium => choose_tensor_core(shape, device, MatmulVariant::WgmmaTf32),
+        },
         v => (v, format!("{} requested", v.name())),
     };
+    let split = options.split;
+    if variant == MatmulVariant::WgmmaTf32x3 {
+        // The FP32 plan the guard falls back to: auto's under `highest`, with the forced split.
+        let fp32 =
+            plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy: PrecisionPolicy::Highest, split })?;
+        let launch = super::wgmma::plan_tf32x3(shape, device)?;
+        let kernel = kernels::matmul::wgmma::KERNEL_TF32_PROMOTED;
+        let reason = format!(
+            "{why}; guarded: a scan of A and B on the GPU picks this or, for non-finite inputs, magnitudes \
+             outside the split's range or a C that could overflow, the FP32 plan"
+        );
+        let fallback = Some(Box::new(fp32));
+        return Ok(MatmulPlan { variant, kernel, shape, launch, split: None, reduce: None, fallback, reason });
+    }
     let kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
         MatmulVariant::FewCols => few_cols_kernel(shape.n as u32).unwrap_or(FEW_COLS_KERNELS[4].1),
-        v => v.kernel().expect("a kernel family"),
+        v => v.kernel().ok_or_else(|| HostError::InvalidInput(format!("{} names no kernel", v.name())))?,
     };
+    let forced = |s: SplitK| (s, "split forced".to_string());
     let (launch, split, split_why) = match variant {
         MatmulVariant::Naive => (naive::plan(shape)?, None, String::new()),
         MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
         MatmulVariant::Tiled32 => (tiled::plan(32, shape)?, None, String::new()),
         MatmulVariant::Sgemm => {
-            let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), |s| (s, "split forced".into()));
+            let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), forced);
             (sgemm::plan(shape, s)?, Some(s), why)
         }
         MatmulVariant::SgemmWarpTiled => {
-            let (s, why) = split.map_or_else(|| warp_tiled_split(shape, sm), |s| (s, "split forced".into()));
+            let (s, why) = split.map_or_else(|| warp_tiled_split(shape, sm), forced);
             (sgemm_warp_tiled::plan(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
             let one_wave = few_rows_blocks_per_sm(shape.m as u32);
             let min_chunk = if one_wave.is_some() { FEW_ROWS_PANEL_MIN_CHUNK } else { FEW_ROWS_MIN_CHUNK };
-            let (s, why) = split
-                .map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), |s| (s, "split forced".into()));
+            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), forced);
             (skinny::plan_few_rows(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewCols => {
             let blocks = skinny::few_cols_blocks(shape);
-            let (s, why) = split.map_or_else(
-                || narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK, None),
-                |s| (s, "split forced".into()),
-            );
+            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK, None), forced);
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
         MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaTf32 | MatmulVariant::WgmmaTf32Transposed => {
             (super::wgmma::plan(shape, device, kernel)?, None, String::new())
         }
-        MatmulVariant::WgmmaTf32x3 => (super::wgmma::plan_tf32x3(shape, device)?, None, String::new()),
-        MatmulVariant::Auto | MatmulVariant::AutoFp32 => {
-            unreachable!("the planners resolve to a kernel family above")
+        MatmulVariant::Auto | MatmulVariant::WgmmaTf32x3 => {
+            return Err(HostError::InvalidInput(format!("{} is planned above", variant.name())));
         }
     };
     if let Some(s) = split {
-        if s.splits == 0 || s.k_chunk == 0 || !s.k_chunk.is_multiple_of(super::split_k::CHUNK_GRANULE) {
-            return Err(HostError::InvalidInput(format!("invalid split of k: {s:?}")));
-        }
-        if (s.splits as u64 - 1) * s.k_chunk as u64 >= shape.k as u64 {
-            return Err(HostError::InvalidInput(format!("{s:?} leaves splits past k = {}", shape.k)));
-        }
+        check_split(shape, s)?;
     }
     let reduce = split.filter(|s| s.splits > 1).map(|s| reduce_plan(shape.m * shape.n, s.splits));
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
-    Ok(MatmulPlan { variant, kernel, launch, split, reduce, reason })
+    Ok(MatmulPlan { variant, kernel, shape, launch, split, reduce, fallback: None, reason })
+}
+
+/// Checks a split of `k` against the shape: ranges of a positive multiple of
+/// [`CHUNK_GRANULE`](super::split_k::CHUNK_GRANULE) that cover `k` with none empty, and with more
+/// than one split, `m * n` within the reduction's `u32` length and the workspace's size.
+fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
+    let granule = super::split_k::CHUNK_GRANULE;
+    if s.splits == 0 || s.k_chunk == 0 || !s.k_chunk.is_multiple_of(granule) {
+        return Err(HostError::InvalidInput(format!(
+            "invalid split of k: {} splits of {} (a positive multiple of {granule})",
+            s.splits, s.k_chunk
+        )));
+    }
+    let (k, covered) = (shape.k as u64, s.splits as u64 * s.k_chunk as u64);
+    if covered < k {
+        return Err(HostError::InvalidInput(format!(
+            "{} splits of {} columns cover {covered} of k = {k}: a split's length is a u32 multiple of {granule}, \
+             at most {}, so this k needs at least {} splits",
+            s.splits,
+            s.k_chunk,
+            super::split_k::MAX_CHUNK,
+            k.div_ceil(super::split_k::MAX_CHUNK as u64)
+        )));
+    }
+    if (s.splits as u64 - 1) * s.k_chunk as u64 >= k {
+        return Err(HostError::InvalidInput(format!(
+            "{} splits of {} columns leave splits past k = {k}",
+            s.splits, s.k_chunk
+        )));
+    }
+    let len = shape.m as u64 * shape.n as u64;
+    if s.splits > 1 && len > u32::MAX as u64 {
+        return Err(HostError::InvalidInput(format!(
+            "a split of k for {shape}: the split-K reduction takes m * n = {len} outputs, at most {} (u32)",
+            u32::MAX
+        )));
+    }
+    Ok(())
 }
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
@@ -260,7 +390,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {
         let tiles = sgemm_warp_tiled::tiles(shape) as u64;
-        let slots = (sgemm_warp_tiled::BLOCKS_PER_SM * sm) as u64;
+        let slots = sgemm_warp_tiled::BLOCKS_PER_SM as u64 * sm as u64;
         let splits = warp_tiled_split(shape, sm).0.splits;
         let fill = wave_fill(tiles * splits as u64, slots);
         let blocks = if splits > 1 {
@@ -277,10 +407,13 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     }
 }
 
-/// The kernel family `auto` runs: `wgmma_tf32x3` on a device with tensor cores when the
-/// shape is wide on both sides, `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least
-/// [`SPLIT_TF32_MIN_TILES`]; otherwise `auto_fp32`'s choice, with why not.
-fn choose_split_tf32(shape: MatmulShape, device: MatmulDevice) -> (MatmulVariant, String) {
+/// The kernel family `auto` runs under `high` (`kernel` = `wgmma_tf32x3`) or `medium`
+/// (`wgmma_tf32`): `kernel` on a device with tensor cores when the shape is wide on both sides,
+/// `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least [`SPLIT_TF32_MIN_TILES`]; otherwise
+/// the FP32 planner's choice, with why not.
+fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVariant) -> (MatmulVariant, String) {
+    let policy = if kernel == MatmulVariant::WgmmaTf32x3 { "high" } else { "medium" };
+    let arithmetic = if kernel == MatmulVariant::WgmmaTf32x3 { "split-TF32" } else { "TF32" };
     // `wgmma_tf32_promoted` tiles `C^T`: BLOCK_M of `n` by PROMOTED_BLOCK_ROWS of `m`.
     let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
@@ -294,14 +427,14 @@ fn choose_split_tf32(shape: MatmulShape, device: MatmulDevice) -> (MatmulVariant
         format!("{} of 128x128 < {SPLIT_TF32_MIN_TILES}", count(tiles, "tile"))
     } else {
         let why = format!(
-            "compute-bound on tensor cores: k = {} and {} of 128x128: split-TF32",
+            "{policy}: compute-bound on tensor cores, k = {} and {} of 128x128: {arithmetic}",
             shape.k,
             count(tiles, "tile")
         );
-        return (MatmulVariant::WgmmaTf32x3, why);
+        return (kernel, why);
     };
     let (variant, why) = choose_kernel(shape, device.sm_count.max(1));
-    (variant, format!("not split-TF32 ({why_not}); {why}"))
+    (variant, format!("{policy}, not {arithmetic} ({why_not}): FP32 FMA; {why}"))
 }
 
 /// The fraction of `ceil(tiles / slots)` full waves that `tiles` occupy.
@@ -319,7 +452,7 @@ fn count(n: u64, thing: &str) -> String {
 /// blocks an SM holds) at most `b` per SM, so that no block waits for a second wave.
 fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Option<u32>) -> (SplitK, String) {
     let per_sm = one_wave.unwrap_or(NARROW_BLOCKS_PER_SM);
-    let target = (per_sm * sm) as usize;
+    let target = (per_sm as u64 * sm as u64).min(usize::MAX as u64) as usize;
     let blocks_per_split = blocks.max(1);
     let wanted = if one_wave.is_some() { target / blocks_per_split } else { target.div_ceil(blocks_per_split) }
         .min(u32::MAX as usize) as u32;
@@ -336,7 +469,7 @@ fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Opti
 /// The `sgemm` split with the fewest estimated waves-times-depth (module documentation).
 fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let tiles = sgemm::tiles(shape) as u64;
-    let slots = (sgemm::BLOCKS_PER_SM * sm) as u64;
+    let slots = sgemm::BLOCKS_PER_SM as u64 * sm as u64;
     if tiles >= slots {
         // A full wave: a split only evens out the last wave, and its pass over splits x m x n
         // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
@@ -362,7 +495,7 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
 /// documentation): it evens out the last wave even when the tiles fill the first ones.
 fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let tiles = sgemm_warp_tiled::tiles(shape) as u64;
-    let slots = (sgemm_warp_tiled::BLOCKS_PER_SM * sm) as u64;
+    let slots = sgemm_warp_tiled::BLOCKS_PER_SM as u64 * sm as u64;
     let rule = SplitRule {
         min_chunk: WARP_TILED_MIN_CHUNK,
         max_splits: WARP_TILED_MAX_SPLITS,
@@ -422,14 +555,16 @@ fn best_split(
 mod tests {
     use super::*;
 
+    /// `auto` under `highest`: the FP32 CUDA-core planner.
     fn auto_fp32(m: usize, k: usize, n: usize) -> MatmulPlan {
-        plan(MatmulVariant::AutoFp32, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100).unwrap()
+        let options = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+        plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100, options).unwrap()
     }
 
     #[test]
-    fn auto_runs_split_tf32_on_wide_products_of_many_tiles() {
+    fn auto_runs_guarded_split_tf32_on_wide_products_of_many_tiles_with_the_fp32_plan_as_fallback() {
         let h100 = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
-        // 80 to 4096 tiles of 128x128; k from 64.
+        // 80 to 4096 tiles of 128x128; k from 128.
         for (m, k, n) in [
             (1000, 800, 1200),
             (2048, 2048, 2048),
@@ -437,7 +572,7 @@ mod tests {
             (3000, 3000, 3000),
             (4096, 4096, 4096),
             (4097, 129, 8193),
-            (8192, 64, 8192),
+            (8192, 128, 8192),
             (8192, 8192, 8192),
         ] {
             let p = h100(m, k, n).unwrap();
@@ -446,33 +581,105 @@ mod tests {
                 (MatmulVariant::WgmmaTf32x3, kernels::matmul::wgmma::KERNEL_TF32_PROMOTED),
                 "{p}"
             );
-            assert!(p.reason.contains("split-TF32"), "{p}");
+            assert!(p.reason.contains("split-TF32") && p.reason.contains("guarded"), "{p}");
+            let (fallback, fp32) = (p.fallback().unwrap(), auto_fp32(m, k, n));
+            assert_eq!((fallback.variant, fallback.kernel, fallback.split), (fp32.variant, fp32.kernel, fp32.split));
+            assert!(p.to_string().contains("Where the guard refuses the inputs"), "{p}");
+            assert_eq!(p.workspace_floats(), fp32.workspace_floats());
         }
-        // Too few tiles (64, 16, 1), k too short, a narrow side: auto_fp32's choice and why not.
+        // Too few tiles (64, 16, 1), k too short, a narrow side: the FP32 planner's choice and why not.
         for (m, k, n, why) in [
             (1024, 1024, 1024, "64 tiles of 128x128 < 80"),
             (512, 512, 512, "16 tiles of 128x128 < 80"),
             (64, 8192, 64, "1 tile of"),
             (128, 65_536, 128, "1 tile of"),
-            (8192, 32, 8192, "k = 32 < 64"),
+            (8192, 64, 8192, "k = 64 < 128"),
+            (8192, 127, 8192, "k = 127 < 128"),
             (16, 16_384, 16_384, "narrow"),
             (65_536, 4096, 1, "narrow"),
             (3, 100_000, 5, "narrow"),
         ] {
             let (p, a) = (h100(m, k, n).unwrap(), auto_fp32(m, k, n));
             assert_eq!((p.variant, p.kernel, p.split), (a.variant, a.kernel, a.split), "{p}");
-            assert!(p.reason.starts_with("not split-TF32") && p.reason.contains(why), "{p}");
+            assert!(p.reason.starts_with("high, not split-TF32") && p.reason.contains(why), "{p}");
+            assert!(p.fallback().is_none());
         }
     }
 
     #[test]
-    fn auto_without_tensor_cores_is_auto_fp32() {
+    fn every_split_tf32_plan_auto_makes_is_within_fp32s_bound() {
+        use super::super::Precision;
+        for k in [SPLIT_TF32_MIN_K, 129, 1000, 4096, 1 << 20] {
+            let p = plan(MatmulVariant::Auto, MatmulShape::new(2048, k, 2048).unwrap(), MatmulDevice::H200).unwrap();
+            assert_eq!(p.precision(), Precision::Tf32x3);
+            assert!(p.precision().tolerance(k) <= Precision::Fp32.tolerance(k), "k = {k}");
+        }
+    }
+
+    #[test]
+    fn medium_runs_tf32_where_high_runs_split_tf32_and_highest_never_the_tensor_cores() {
+        let options = |policy| PlanOptions { policy, split: None };
+        let shape = MatmulShape::new(4096, 4096, 4096).unwrap();
+        let medium =
+            plan_with(MatmulVariant::Auto, shape, MatmulDevice::H200, options(PrecisionPolicy::Medium)).unwrap();
+        assert_eq!((medium.variant, medium.kernel), (MatmulVariant::WgmmaTf32, kernels::matmul::wgmma::KERNEL_TF32));
+        assert!(medium.reason.starts_with("medium"), "{medium}");
+        let highest =
+            plan_with(MatmulVariant::Auto, shape, MatmulDevice::H200, options(PrecisionPolicy::Highest)).unwrap();
+        assert_eq!(highest.variant, MatmulVariant::SgemmWarpTiled);
+        assert!(highest.reason.starts_with("highest"), "{highest}");
+        // Where high runs the FP32 kernels, so does medium.
+        let small = MatmulShape::new(512, 512, 512).unwrap();
+        let medium =
+            plan_with(MatmulVariant::Auto, small, MatmulDevice::H200, options(PrecisionPolicy::Medium)).unwrap();
+        assert_eq!(medium.variant, MatmulVariant::Sgemm);
+        // Explicit kernels keep their own arithmetic whatever the policy.
+        let explicit =
+            plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, options(PrecisionPolicy::Highest)).unwrap();
+        assert_eq!(explicit.variant, MatmulVariant::WgmmaBf16);
+    }
+
+    #[test]
+    fn a_plan_refuses_matrices_of_another_shape_and_keeps_its_own() {
+        let shape = MatmulShape::new(300, 200, 100).unwrap();
+        let p = plan(MatmulVariant::Sgemm, shape, MatmulDevice::H100).unwrap();
+        assert_eq!(p.shape(), shape);
+        assert_eq!(p.launch_config().block_dim, (kernels::matmul::sgemm::THREADS, 1, 1));
+    }
+
+    #[test]
+    fn the_longest_k_plans_with_two_splits_or_refuses_one_with_the_limit_named() {
+        let shape = MatmulShape::new(1, u32::MAX as usize, 1).unwrap();
+        for v in [MatmulVariant::Sgemm, MatmulVariant::SgemmWarpTiled, MatmulVariant::FewRows, MatmulVariant::Auto] {
+            let p = plan(v, shape, MatmulDevice::H100).unwrap();
+            let s = p.split().unwrap();
+            assert!(s.splits >= 2 && s.splits as u64 * s.k_chunk as u64 >= shape.k as u64, "{p}");
+        }
+        let one = PlanOptions { split: Some(SplitK::none(shape.k)), ..PlanOptions::default() };
+        let err = plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, one).unwrap_err().to_string();
+        assert!(
+            err.contains("at least 2 splits") && err.contains(&super::super::split_k::MAX_CHUNK.to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_split_of_more_outputs_than_the_reduction_counts_is_refused() {
+        let shape = MatmulShape::new(70_000, 64, 70_000).unwrap();
+        let two = PlanOptions { split: Some(SplitK::about(64, 2, 8)), ..PlanOptions::default() };
+        let err = plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, two).unwrap_err().to_string();
+        assert!(err.contains("m * n = 4900000000") && err.contains("4294967295"), "{err}");
+    }
+
+    #[test]
+    fn auto_without_tensor_cores_runs_the_fp32_kernels() {
         let device = MatmulDevice { tensor_cores: false, ..MatmulDevice::H100 };
         for (m, k, n) in [(4096, 4096, 4096), (8192, 8192, 8192), (512, 4096, 11008)] {
             let shape = MatmulShape::new(m, k, n).unwrap();
             let (p, a) = (plan(MatmulVariant::Auto, shape, device).unwrap(), auto_fp32(m, k, n));
             assert_eq!((p.variant, p.split), (a.variant, a.split), "{p}");
             assert!(p.reason.contains("no tensor-core kernels on this device"), "{p}");
+            assert!(p.fallback().is_none());
         }
     }
 
@@ -620,7 +827,14 @@ mod tests {
     #[test]
     fn forced_splits_are_checked_against_k() {
         let shape = MatmulShape::new(100, 64, 100).unwrap();
-        let forced = |s| plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, Some(s));
+        let forced = |s| {
+            plan_with(
+                MatmulVariant::Sgemm,
+                shape,
+                MatmulDevice::H100,
+                PlanOptions { split: Some(s), ..Default::default() },
+            )
+        };
         assert_eq!(forced(SplitK { splits: 8, k_chunk: 8 }).unwrap().reduce.unwrap().grid_dim.0, 20);
         assert!(forced(SplitK { splits: 9, k_chunk: 8 }).is_err());
         assert!(forced(SplitK { splits: 2, k_chunk: 6 }).is_err());

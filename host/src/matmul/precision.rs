@@ -11,10 +11,11 @@ pub enum Precision {
     Bf16,
     /// `f32` operands of which the tensor cores use the TF32 part (10-bit mantissa).
     Tf32,
-    /// `f32` operands split into two TF32 halves, `a = a_big + a_small` (split-TF32, "3xTF32"),
-    /// multiplied as `A_big B_big + A_big B_small + A_small B_big` on TF32 tensor cores, the
-    /// tensor cores' sums added in `f32` every 32 of `k`: measured at or below FP32's error, and
-    /// compared with cuBLAS FP32.
+    /// `f32` operands scaled by powers of two and split into two TF32 halves, `a = a_big +
+    /// a_small` (split-TF32, "3xTF32"), multiplied as `A_big B_big + A_big B_small + A_small B_big`
+    /// on TF32 tensor cores, the tensor cores' sums added in `f32` every 96 of the tripled `k`;
+    /// within FP32's bound for `k >=` [`super::plan::SPLIT_TF32_MIN_K`] and compared with cuBLAS
+    /// FP32. Inputs outside the split's range run an FP32 kernel instead (its guard).
     Tf32x3,
 }
 
@@ -27,6 +28,80 @@ pub const TF32_UNIT: f64 = 1.0 / 1024.0;
 /// the dropped `a_small b_small` (`2^-22`) and the truncation of `a_small` and of `b_small`
 /// (`2^-21 (1 + 2^-11)` each).
 pub const TF32X3_PRODUCT_BOUND: f64 = 1.0 / (1u64 << 22) as f64 + (1.0 + 1.0 / 2048.0) / (1u64 << 20) as f64;
+
+/// Products each TF32 `wgmma` instruction adds into an accumulator (`k = 8`).
+pub const TF32_INSTRUCTION_K: usize = 8;
+
+/// Summands of the tripled `k` per tensor-core run of `wgmma_tf32_promoted`: its accumulators
+/// restart every `PROMOTE_K_TILES` stages of 32, and each run is then added into `f32`.
+pub const TF32X3_RUN: usize = kernels::matmul::wgmma::PROMOTE_K_TILES as usize * 32;
+
+/// Half of `f32`'s smallest subnormal, `2^-150`: the largest error of one rounding of a
+/// result below `f32`'s normal range, which no relative bound covers.
+pub const F32_UNDERFLOW_UNIT: f64 = 1.0 / (1u128 << 100) as f64 / (1u64 << 50) as f64;
+
+/// How `auto` may compute an `f32` product: the spirit of PyTorch's
+/// `torch.set_float32_matmul_precision`, with this library's three kinds of arithmetic. Each
+/// names what it guarantees on every input; `auto` then runs the fastest kernel that keeps it.
+///
+/// ```
+/// use host::matmul::PrecisionPolicy;
+/// assert_eq!(PrecisionPolicy::default(), PrecisionPolicy::High);
+/// assert_eq!("highest".parse::<PrecisionPolicy>().unwrap(), PrecisionPolicy::Highest);
+/// assert!("fast".parse::<PrecisionPolicy>().unwrap_err().contains("highest, high, medium"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrecisionPolicy {
+    /// IEEE FP32: one `f32` fused multiply-add per term, on the CUDA cores, on any GPU. Every
+    /// element within [`Precision::Fp32`]'s bound; deterministic.
+    Highest,
+    /// FP32-accurate tensor cores (the default): on Hopper, wide products with `k >=`
+    /// [`super::plan::SPLIT_TF32_MIN_K`] run split-TF32 where a scan of the inputs on the GPU
+    /// proves it keeps FP32's contract (every input finite, magnitudes within the range the split
+    /// holds exactly after scaling by powers of two, `C` unable to overflow), and the FP32 kernel
+    /// otherwise; everything else runs as `highest`. Every element has FP32's class (NaN, +inf,
+    /// -inf or finite, as `highest` gives it) and is within FP32's bound
+    /// ([`Precision::Fp32`]'s); deterministic; 0.55-0.6x cuBLAS FP32's time at 4096^3.
+    #[default]
+    High,
+    /// TF32 tensor cores: operands truncated to 10 mantissa bits (error up to about `2^-9` of
+    /// `sum |a b|`, [`Precision::Tf32`]'s bound), subnormal inputs flushed to zero, a NaN whose
+    /// payload lies only in the 13 dropped bits read as an infinity; on Hopper for the shapes
+    /// where `high` would run split-TF32, `highest`'s kernels elsewhere.
+    Medium,
+}
+
+impl PrecisionPolicy {
+    /// Every policy, most accurate first.
+    pub const ALL: [Self; 3] = [Self::Highest, Self::High, Self::Medium];
+
+    /// The name the CLI takes and prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Highest => "highest",
+            Self::High => "high",
+            Self::Medium => "medium",
+        }
+    }
+}
+
+impl std::fmt::Display for PrecisionPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PrecisionPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == text)
+            .ok_or_else(|| format!("unknown precision policy `{text}`: choose from highest, high, medium"))
+    }
+}
 
 impl Precision {
     /// The name the reports use.
@@ -74,16 +149,39 @@ impl Precision {
     ///   `2^-22 |a b|`, and the two truncations, each under `2^-10 * 2^-11 (1 + 2^-11) |a b|`:
     ///   in all under [`TF32X3_PRODUCT_BOUND`] `= 2^-22 + 2^-20 (1 + 2^-11)`. Then the
     ///   accumulation of `3k` summands whose magnitudes add up to at most `(1 + 2^-11)(1 + 3 *
-    ///   2^-11) < 1 + 2^-9` times `sum |a b|`: `3k * f32::EPSILON * (1 + 2^-9)`. (Subnormal
-    ///   operands split with an absolute `|a_small| <= 2^-137`, negligible beside `sum |a b|`
-    ///   unless every product is that small.)
+    ///   2^-11) < 1 + 2^-9` times `sum |a b|`, in runs of [`TF32X3_RUN`]: within a run, each
+    ///   instruction adds its [`TF32_INSTRUCTION_K`] exact products to the accumulator aligned to
+    ///   the largest exponent and truncated (the tensor cores' summation as Fasi, Higham, Mikaitis
+    ///   and Pranesh measured it, 2021), an error under `(8 + 1) * f32::EPSILON` times the run's
+    ///   magnitudes; the runs are then added in `f32`, rounded to nearest, `f32::EPSILON / 2`
+    ///   each. In all `(9 * ceil(min(3k, 96) / 8) + (ceil(3k / 96) - 1) / 2) * f32::EPSILON *
+    ///   (1 + 2^-9)`: with the products' 10 units, about `118 + k / 64` units, within FP32's `k`
+    ///   units for `k >= 120`.
+    ///   The guard's scaling keeps every partial product and sum normal, so no flush to zero adds
+    ///   to this; a subnormal `C` adds one rounding, [`F32_UNDERFLOW_UNIT`] (see
+    ///   [`Precision::bound`]).
     pub fn tolerance(self, k: usize) -> f64 {
-        let accumulation = k.max(1) as f64 * f32::EPSILON as f64;
+        let eps = f32::EPSILON as f64;
+        let accumulation = k.max(1) as f64 * eps;
         match self {
             Self::Fp32 | Self::Bf16 => accumulation,
             Self::Tf32 => 2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT + accumulation,
-            Self::Tf32x3 => TF32X3_PRODUCT_BOUND + 3.0 * accumulation * (1.0 + 1.0 / 512.0),
+            Self::Tf32x3 => {
+                let summands = 3 * k.max(1);
+                let instructions = summands.min(TF32X3_RUN).div_ceil(TF32_INSTRUCTION_K);
+                let runs = summands.div_ceil(TF32X3_RUN);
+                let units = ((TF32_INSTRUCTION_K + 1) * instructions) as f64 + (runs - 1) as f64 / 2.0;
+                TF32X3_PRODUCT_BOUND + units * eps * (1.0 + 1.0 / 512.0)
+            }
         }
+    }
+
+    /// The bound on `|C - reference|` of one element whose `sum |a * b|` is `magnitude`:
+    /// [`Precision::tolerance`] times it, plus one [`F32_UNDERFLOW_UNIT`] per term for the
+    /// roundings of partial sums below `f32`'s normal range (FP32's fused multiply-adds round
+    /// subnormal results absolutely; the split path rounds only its subnormal `C`, once).
+    pub fn bound(self, k: usize, magnitude: f64) -> f64 {
+        self.tolerance(k) * magnitude + k.max(1) as f64 * F32_UNDERFLOW_UNIT
     }
 
     /// The inputs whose float64 product is the reference: BF16 compares with the product of
@@ -140,12 +238,19 @@ mod tests {
     }
 
     #[test]
-    fn tf32x3_bound_is_fp32_class_and_covers_the_worst_split_product() {
-        // 5 * 2^-22 per product, then the accumulation of 3k summands.
+    fn tf32x3_bound_is_within_fp32s_from_the_planners_shortest_k_and_covers_the_worst_split_product() {
+        // 5 * 2^-22 per product, then the runs' accumulation.
         assert!((TF32X3_PRODUCT_BOUND * (1u64 << 22) as f64 - 5.0).abs() < 3e-3);
-        let t = Precision::Tf32x3.tolerance(4096);
-        let fp32 = Precision::Fp32.tolerance(4096);
-        assert!(t > 3.0 * fp32 && t < 3.1 * fp32, "{t} vs FP32 {fp32}");
+        assert_eq!(TF32X3_RUN, 96);
+        // At most 10 + 9 * 12 + runs / 2 units: within k units from k = 120 on, and ever further
+        // below as k grows.
+        let k_min = super::super::plan::SPLIT_TF32_MIN_K;
+        for k in (k_min..1 << 16).chain([1 << 20, 1 << 24, u32::MAX as usize]) {
+            let (t, fp32) = (Precision::Tf32x3.tolerance(k), Precision::Fp32.tolerance(k));
+            assert!(t <= fp32, "k = {k}: {t} > FP32's {fp32}");
+        }
+        assert!(Precision::Tf32x3.tolerance(4096) < Precision::Fp32.tolerance(4096) / 20.0);
+        assert!(Precision::Tf32x3.tolerance(100) > Precision::Fp32.tolerance(100));
         // Per product, three orders of magnitude below TF32.
         assert!(TF32X3_PRODUCT_BOUND < Precision::Tf32.tolerance(1) / 1000.0);
         // Worst case of one product: small halves at their largest (2^-11 of the values), both
@@ -157,6 +262,22 @@ mod tests {
         let got = a_big * b_big + a_big * t(small) + t(small) * b_big;
         assert!((a * b - got).abs() / (a * b) <= TF32X3_PRODUCT_BOUND, "{}", (a * b - got).abs());
         assert_eq!(&*Precision::Tf32x3.reference_inputs(&[0.1]), &[0.1]);
+    }
+
+    #[test]
+    fn the_absolute_bound_adds_one_subnormal_rounding_per_term() {
+        assert_eq!(F32_UNDERFLOW_UNIT, 2f64.powi(-150));
+        assert_eq!(F32_UNDERFLOW_UNIT * 2.0, f32::from_bits(1) as f64);
+        assert_eq!(Precision::Fp32.bound(10, 0.0), 10.0 * F32_UNDERFLOW_UNIT);
+        assert_eq!(Precision::Fp32.bound(10, 1.0), Precision::Fp32.tolerance(10) + 10.0 * F32_UNDERFLOW_UNIT);
+    }
+
+    #[test]
+    fn policies_parse_from_their_names() {
+        for p in PrecisionPolicy::ALL {
+            assert_eq!(p.name().parse::<PrecisionPolicy>(), Ok(p));
+            assert_eq!(p.to_string(), p.name());
+        }
     }
 
     #[test]

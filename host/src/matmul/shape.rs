@@ -35,9 +35,11 @@ impl MatmulShape {
         2.0 * self.m as f64 * self.k as f64 * self.n as f64
     }
 
-    /// Bytes of `A`, `B` and `C` together: the device memory one product needs.
+    /// Bytes of `A`, `B` and `C` together: the device memory one product needs (`u64::MAX`
+    /// where that overflows, which no device holds).
     pub fn bytes(&self) -> u64 {
-        4 * (self.m as u64 * self.k as u64 + self.k as u64 * self.n as u64 + self.m as u64 * self.n as u64)
+        let (m, k, n) = (self.m as u128, self.k as u128, self.n as u128);
+        u64::try_from(4 * (m * k + k * n + m * n)).unwrap_or(u64::MAX)
     }
 
     /// Element counts of `A`, `B` and `C`.

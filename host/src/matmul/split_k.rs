@@ -12,6 +12,10 @@ pub const CHUNK_GRANULE: u32 = kernels::matmul::sgemm::BLOCK_K;
 /// reduction's reads per element.
 pub const MAX_SPLITS: u32 = 256;
 
+/// The longest split: the largest multiple of [`CHUNK_GRANULE`] a `u32` holds. A `k` beyond it
+/// (up to `u32::MAX`) needs at least two splits.
+pub const MAX_CHUNK: u32 = u32::MAX / CHUNK_GRANULE * CHUNK_GRANULE;
+
 /// A split of the inner dimension: `splits` ranges of `k_chunk` columns of `A` (the last one
 /// shorter), one per z index of the grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -23,20 +27,27 @@ pub struct SplitK {
 }
 
 impl SplitK {
-    /// No split: one range covering all of `k`.
+    /// No split: one range covering all of `k` (for `k` past [`MAX_CHUNK`], the longest range,
+    /// which the planner then refuses as too short for `k`).
     pub fn none(k: usize) -> Self {
-        Self { splits: 1, k_chunk: (k as u32).next_multiple_of(CHUNK_GRANULE) }
+        Self { splits: 1, k_chunk: Self::chunk(k as u64) }
     }
 
-    /// About `wanted` ranges (at least 1, at most [`MAX_SPLITS`] and `k / min_chunk`), each a
-    /// multiple of [`CHUNK_GRANULE`] long; the count is then recomputed from the rounded length
-    /// so that no range is empty.
+    /// `len` rounded up to [`CHUNK_GRANULE`], at most [`MAX_CHUNK`].
+    fn chunk(len: u64) -> u32 {
+        len.next_multiple_of(CHUNK_GRANULE as u64).clamp(CHUNK_GRANULE as u64, MAX_CHUNK as u64) as u32
+    }
+
+    /// About `wanted` ranges (at least 1, at most [`MAX_SPLITS`] and `k / min_chunk`, and at
+    /// least as many as `k` needs at [`MAX_CHUNK`]), each a multiple of [`CHUNK_GRANULE`] long;
+    /// the count is then recomputed from the rounded length so that no range is empty.
     pub fn about(k: usize, wanted: u32, min_chunk: u32) -> Self {
-        let k32 = k as u32;
-        let most = (k32 / min_chunk.max(1)).clamp(1, MAX_SPLITS);
-        let splits = wanted.clamp(1, most);
-        let k_chunk = k32.div_ceil(splits).next_multiple_of(CHUNK_GRANULE);
-        Self { splits: k32.div_ceil(k_chunk), k_chunk }
+        let k = (k as u64).max(1);
+        let least = k.div_ceil(MAX_CHUNK as u64) as u32;
+        let most = ((k / min_chunk.max(1) as u64).min(MAX_SPLITS as u64) as u32).max(least).max(1);
+        let splits = wanted.clamp(least.max(1), most);
+        let k_chunk = Self::chunk(k.div_ceil(splits as u64));
+        Self { splits: k.div_ceil(k_chunk as u64) as u32, k_chunk }
     }
 
     /// Floats of workspace the split needs: `splits` partial products of `len` floats, none
@@ -76,6 +87,17 @@ mod tests {
         assert_eq!(SplitK::about(100_000, 528, 512).splits, 193);
         assert_eq!(SplitK::about(65_536, 300, 64).splits, MAX_SPLITS);
         assert_eq!(SplitK::about(100, 8, 64), SplitK { splits: 1, k_chunk: 104 });
+    }
+
+    #[test]
+    fn the_longest_k_splits_in_two_and_rounds_without_overflow() {
+        let k = u32::MAX as usize;
+        assert_eq!(SplitK::none(k), SplitK { splits: 1, k_chunk: MAX_CHUNK });
+        let s = SplitK::about(k, 1, 8);
+        assert_eq!(s.splits, 2);
+        assert!(s.splits as u64 * s.k_chunk as u64 >= k as u64);
+        assert_eq!(SplitK::about(k, 1000, 1 << 20).splits, MAX_SPLITS);
+        assert_eq!(SplitK::none(0), SplitK { splits: 1, k_chunk: CHUNK_GRANULE });
     }
 
     #[test]

@@ -4,20 +4,17 @@ use super::precision::Precision;
 use super::shape::MatmulShape;
 use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
 
-/// The GPU matmul variants: `auto` and `auto_fp32` (the planners' choices) and each kernel
-/// family.
+/// The GPU matmul variants: `auto` (the planner's choice under a [`PrecisionPolicy`]) and each
+/// kernel family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub enum MatmulVariant {
-    /// The planner picks the kernel and its configuration from the shape and the device
-    /// ([`super::plan`]): on Hopper, wide products with enough tiles run `wgmma_tf32x3`
-    /// (split-TF32 on the tensor cores with its sums added in `f32`: measured at or below cuBLAS
-    /// FP32's error, 0.56-0.89x its time); everything else runs `auto_fp32`'s choice.
+    /// The planner picks the kernel and its configuration from the shape, the device and the
+    /// precision policy ([`super::plan`]): under the default `high`, wide products on Hopper run
+    /// the guarded `wgmma_tf32x3` (FP32's class and bound on every input, 0.56-0.89x cuBLAS
+    /// FP32's time), everything else the FP32 CUDA-core kernels.
     Auto,
-    /// The planner over the FP32 CUDA-core kernels only (`f32` products, one FMA per term), on
-    /// any GPU: `auto` without the tensor cores.
-    AutoFp32,
     /// One thread per output, operands straight from global memory.
     Naive,
     /// The Guide's shared-memory tiles, 16x16.
@@ -45,20 +42,23 @@ pub enum MatmulVariant {
     /// The same as `wgmma_bf16`'s kernel in TF32, after transposing `B` on the GPU (part of
     /// the measured time). Compared with cuBLAS TF32.
     WgmmaTf32Transposed,
-    /// Products at FP32's error or below on TF32 tensor cores by the split-TF32 method ("3xTF32"): each
-    /// operand split on the GPU into a TF32 part and the remainder, `a = a_big + a_small`
-    /// (`matmul_split_tf32x3`, part of the measured time), and `A_small B_big + A_big B_small +
-    /// A_big B_big` computed as one product with `k` tripled by `wgmma_tf32_promoted`
-    /// (`wgmma_tf32`'s product on 128x128 tiles, its tensor-core sums added into `f32` every
-    /// 96 of the tripled `k`). Compared with cuBLAS FP32.
+    /// Products within FP32's bound on TF32 tensor cores by the split-TF32 method ("3xTF32"),
+    /// guarded: a scan of `A` and `B` on the GPU (`matmul_tf32x3_scan`) picks powers of two that
+    /// bring both into the range where the split is exact, or, for non-finite inputs, ranges too
+    /// wide and a `C` that could overflow, the FP32 kernel `auto` would run under `highest`
+    /// instead. Each scaled operand is split on the GPU into a TF32 part and the remainder, `a =
+    /// a_big + a_small` (`matmul_split_tf32x3`), and `A_small B_big + A_big B_small + A_big B_big`
+    /// computed as one product with `k` tripled by `wgmma_tf32_promoted` (`wgmma_tf32`'s product
+    /// on 128x128 tiles, its tensor-core sums added into `f32` every 96 of the tripled `k`, the
+    /// scales undone in its epilogue). All of it is part of the measured time. Compared with
+    /// cuBLAS FP32.
     WgmmaTf32x3,
 }
 
 impl MatmulVariant {
     /// Every variant: the planners first, then the kernels simplest first.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 12] = [
         Self::Auto,
-        Self::AutoFp32,
         Self::Naive,
         Self::Tiled16,
         Self::Tiled32,
@@ -73,7 +73,7 @@ impl MatmulVariant {
     ];
 
     /// The planners: the variants that pick a kernel family rather than name one.
-    pub const PLANNERS: [Self; 2] = [Self::Auto, Self::AutoFp32];
+    pub const PLANNERS: [Self; 1] = [Self::Auto];
 
     /// The kernel families: [`Self::ALL`] after the [`Self::PLANNERS`].
     pub const KERNELS: [Self; 11] = {
@@ -90,7 +90,6 @@ impl MatmulVariant {
     pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
-            Self::AutoFp32 => "auto_fp32",
             Self::Naive => "naive",
             Self::Tiled16 => "tiled16",
             Self::Tiled32 => "tiled32",
@@ -111,7 +110,7 @@ impl MatmulVariant {
     /// the split); `None` for `auto`, which runs whichever kernel it plans.
     pub fn kernel(self) -> Option<&'static str> {
         match self {
-            Self::Auto | Self::AutoFp32 => None,
+            Self::Auto => None,
             Self::Naive => Some(kernels::matmul::naive::KERNEL),
             Self::Tiled16 => Some(kernels::matmul::tiled::KERNEL_TILE16),
             Self::Tiled32 => Some(kernels::matmul::tiled::KERNEL_TILE32),
@@ -126,20 +125,20 @@ impl MatmulVariant {
         }
     }
 
-    /// The precision of the variant's products: FP32 for all but the tensor-core variants (and
-    /// `auto_fp32`, which never picks one); `auto` is held to split-TF32's bound, which its FP32
-    /// choices meet too (a plan's own kernel gives the bound its run is checked on).
+    /// The precision of the variant's products: FP32 for all but the tensor-core variants;
+    /// `auto`'s contract under the default policy is FP32's (a plan's own kernel gives the bound
+    /// its run is checked on: [`super::MatmulPlan::precision`]).
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 => Precision::Bf16,
             Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
-            Self::WgmmaTf32x3 | Self::Auto => Precision::Tf32x3,
+            Self::WgmmaTf32x3 => Precision::Tf32x3,
             _ => Precision::Fp32,
         }
     }
 
-    /// Whether the variant runs only on Hopper's tensor cores (the `sm_90a` module); the planners
-    /// run anywhere, `auto` falling back to `auto_fp32`'s choice.
+    /// Whether the variant runs only on Hopper's tensor cores (the `sm_90a` module); `auto` runs
+    /// anywhere, on the FP32 kernels where there are no tensor cores.
     pub fn needs_tensor_cores(self) -> bool {
         matches!(self, Self::WgmmaBf16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed | Self::WgmmaTf32x3)
     }
@@ -171,17 +170,15 @@ mod tests {
                 if v.precision() == Precision::Fp32 { kernels::KERNEL_NAMES } else { kernels::HOPPER_KERNEL_NAMES };
             assert!(names.contains(&v.kernel().unwrap()), "{}", v.name());
         }
-        assert_eq!(MatmulVariant::AutoFp32.precision(), Precision::Fp32);
         assert_eq!(MatmulVariant::WgmmaBf16.precision(), Precision::Bf16);
         assert_eq!(MatmulVariant::WgmmaTf32.precision(), Precision::Tf32);
         assert_eq!(MatmulVariant::WgmmaTf32x3.precision(), Precision::Tf32x3);
         assert_eq!(MatmulVariant::WgmmaTf32x3.precision().baseline(), Precision::Fp32);
         assert_eq!(MatmulVariant::WgmmaTf32x3.kernel(), Some(kernels::matmul::wgmma::KERNEL_TF32_PROMOTED));
         assert_eq!(MatmulVariant::Auto.kernel(), None);
-        assert_eq!(MatmulVariant::AutoFp32.kernel(), None);
-        assert_eq!(MatmulVariant::Auto.precision(), Precision::Tf32x3);
-        assert_eq!(&MatmulVariant::ALL[..2], &MatmulVariant::PLANNERS);
-        assert_eq!(&MatmulVariant::ALL[2..], &MatmulVariant::KERNELS);
+        assert_eq!(MatmulVariant::Auto.precision(), Precision::Fp32);
+        assert_eq!(&MatmulVariant::ALL[..1], &MatmulVariant::PLANNERS);
+        assert_eq!(&MatmulVariant::ALL[1..], &MatmulVariant::KERNELS);
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! The tensor maps live in global memory (see `kernels::device::tma`), encoded once per
 //! [`DeviceMatrices`] with `cuTensorMapEncodeTiled`.
 
-use super::plan::MatmulDevice;
+use super::plan::{MatmulDevice, MatmulPlan};
 use super::run::DeviceMatrices;
 use super::shape::MatmulShape;
 use crate::error::{HostError, Result};
@@ -32,11 +32,11 @@ use cudarc::driver::sys::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_BYTES, padded_row_len};
-use kernels::matmul::operands;
 use kernels::matmul::wgmma::{
     BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
     PROMOTED_BLOCK_ROWS, PROMOTED_DYNAMIC_SHARED_BYTES, THREADS,
 };
+use kernels::matmul::{operands, tf32x3};
 
 /// The operands one [`DeviceMatrices`] has prepared for the tensor-core kernels.
 #[derive(Default)]
@@ -53,17 +53,32 @@ pub struct TensorCoreOperands {
 }
 
 /// The split operands of `wgmma_tf32x3`: `A'` (`m x ld_a`, `ld_a >= 3k`) and `B'` (`3k x
-/// ld_b`), rows padded to 16 bytes; their contents are written by every launch.
+/// ld_b`), rows padded to 16 bytes, their tensor maps, and the guard its scan writes
+/// (`kernels::matmul::tf32x3`); the contents are written by every launch.
 pub struct Tf32x3Operands {
-    /// `A'`.
-    pub a: CudaSlice<f32>,
-    /// Row length of `a`.
-    pub ld_a: usize,
-    /// `B'`.
-    pub b: CudaSlice<f32>,
-    /// Row length of `b`.
-    pub ld_b: usize,
+    a: CudaSlice<f32>,
+    ld_a: usize,
+    b: CudaSlice<f32>,
+    ld_b: usize,
     maps: CudaSlice<u64>,
+    guard: CudaSlice<u32>,
+}
+
+impl Tf32x3Operands {
+    /// `A'` and its row length.
+    pub fn a(&self) -> (&CudaSlice<f32>, usize) {
+        (&self.a, self.ld_a)
+    }
+
+    /// `B'` and its row length.
+    pub fn b(&self) -> (&CudaSlice<f32>, usize) {
+        (&self.b, self.ld_b)
+    }
+
+    /// The guard's words (`kernels::matmul::tf32x3::GUARD_WORDS`) as the last scan left them.
+    pub fn guard(&self) -> &CudaSlice<u32> {
+        &self.guard
+    }
 }
 
 /// The order of the three k-blocks of the split operands, which is the order in which
@@ -93,11 +108,11 @@ impl Tf32x3Order {
     /// The order `wgmma_tf32x3` runs.
     pub const DEFAULT: Self = Self::SmallFirst;
 
-    /// `matmul_split_tf32x3`'s `small_parts` for `A'` (`B'` is always [`operands::SPLIT_B`]).
+    /// `matmul_split_tf32x3`'s `small_parts` for `A'` (`B'` is always [`tf32x3::SPLIT_B`]).
     pub fn a_small_parts(self) -> u32 {
         match self {
-            Self::SmallFirst | Self::InterleavedSmallFirst => operands::SPLIT_A_SMALL_FIRST,
-            Self::SmallLast | Self::InterleavedSmallLast => operands::SPLIT_A_SMALL_LAST,
+            Self::SmallFirst | Self::InterleavedSmallFirst => tf32x3::SPLIT_A_SMALL_FIRST,
+            Self::SmallLast | Self::InterleavedSmallLast => tf32x3::SPLIT_A_SMALL_LAST,
         }
     }
 
@@ -146,16 +161,25 @@ pub struct Tf32Operands {
 /// `wgmma_tf32_promoted` tile `C^T` (128 columns by 256 rows, or by 128) with `TF32_THREADS`
 /// threads; `wgmma_tf32_promoted` takes [`PROMOTED_DYNAMIC_SHARED_BYTES`].
 pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
-    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, TF32_THREADS, promoted_tiles, tiles};
-    let (m, n) = (dim(shape.m, "m")?, dim(shape.n, "n")?);
+    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, PROMOTED_BLOCK_ROWS, TF32_THREADS};
+    let (m, n) = (dim(shape.m, "m")? as u64, dim(shape.n, "n")? as u64);
     dim(shape.k, "k")?;
-    let (tiles, threads, shared_mem_bytes) = match kernel {
-        KERNEL_TF32 => (tiles(n, m), TF32_THREADS, DYNAMIC_SHARED_BYTES),
-        KERNEL_TF32_PROMOTED => (promoted_tiles(m, n), TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
-        _ => (tiles(m, n), THREADS, DYNAMIC_SHARED_BYTES),
+    // Tiles of (rows of C) x (columns of C).
+    let ((rows, cols), threads, shared_mem_bytes) = match kernel {
+        KERNEL_TF32 => ((BLOCK_N, BLOCK_M), TF32_THREADS, DYNAMIC_SHARED_BYTES),
+        KERNEL_TF32_PROMOTED => ((PROMOTED_BLOCK_ROWS, BLOCK_M), TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
+        _ => ((BLOCK_M, BLOCK_N), THREADS, DYNAMIC_SHARED_BYTES),
     };
+    // The kernels count tiles in u32 and step through them by the grid.
+    let tiles = m.div_ceil(rows as u64) * n.div_ceil(cols as u64);
+    if tiles > i32::MAX as u64 {
+        return Err(HostError::InvalidInput(format!(
+            "{shape} needs {tiles} tiles of {rows}x{cols}: {kernel} takes at most {}",
+            i32::MAX
+        )));
+    }
     Ok(LaunchConfig {
-        grid_dim: (tiles.min(device.sm_count.max(1)), 1, 1),
+        grid_dim: ((tiles as u32).min(device.sm_count.max(1)), 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes,
     })
@@ -432,23 +456,31 @@ fn tf32x3_operands<'a>(gpu: &Gpu, mats: &'a mut DeviceMatrices) -> Result<&'a mu
         let [map_a, map_b] = tensor_maps_rs(tripled, ld_a, ld_b, PROMOTED_BLOCK_ROWS);
         let f32 = data_type(Operand::Tf32);
         let maps = upload_maps(gpu, &[(map_a, device_address(gpu, &a), f32), (map_b, device_address(gpu, &b), f32)])?;
-        mats.tensor_core.tf32x3 = Some(Tf32x3Operands { a, ld_a, b, ld_b, maps });
+        let guard = gpu.zeros::<u32>(tf32x3::GUARD_WORDS)?;
+        mats.tensor_core.tf32x3 = Some(Tf32x3Operands { a, ld_a, b, ld_b, maps, guard });
     }
     Ok(mats.tensor_core.tf32x3.as_mut().expect("prepared above"))
 }
 
-/// The grid of `matmul_split_tf32x3` over a `rows x cols` source: blocks of
-/// [`operands::COPY_THREADS`] along the columns (at most 64 per row, striding beyond), one
-/// block row per source row up to CUDA's grid limit (striding beyond).
-pub fn split_grid(rows: usize, cols: usize) -> LaunchConfig {
-    let x = cols.div_ceil(operands::COPY_THREADS as usize).clamp(1, 64) as u32;
-    let y = rows.clamp(1, super::shape::MAX_GRID_Y as usize) as u32;
-    LaunchConfig { grid_dim: (x, y, 1), block_dim: (operands::COPY_THREADS, 1, 1), shared_mem_bytes: 0 }
+/// The grid of `matmul_split_tf32x3` for `shape` on `sm_count` SMs: `A` and `B` in one launch
+/// (`blockIdx.z`), a few blocks per SM each (`kernels::matmul::tf32x3::split_grid_blocks`).
+pub fn split_grid(shape: MatmulShape, sm_count: u32) -> LaunchConfig {
+    let widest = shape.k.max(shape.n).min(u32::MAX as usize) as u32;
+    let most_rows = shape.m.max(shape.k).min(u32::MAX as usize) as u32;
+    let grid_dim = tf32x3::split_grid_blocks(widest, most_rows, sm_count);
+    LaunchConfig { grid_dim, block_dim: (tf32x3::SPLIT_THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// Launches `wgmma_tf32x3` with `cfg` (its plan, [`plan_tf32x3`]) on the matrices: the split of
-/// `A` and `B` into blocks in `order`, then `wgmma_tf32_promoted` on `(m, 3k, n)`.
-pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
+/// Launches a `wgmma_tf32x3` plan on the matrices: the split of `A` and `B` into blocks in
+/// `order` with the guard's range reduction and decision (pass 0), the scaled split where the
+/// decision needs one (pass 1), `wgmma_tf32_promoted` on `(m, 3k, n)`, and the plan's FP32
+/// fallback, which runs only where the guard refused the split path; all on the stream, with no
+/// synchronisation.
+pub fn launch_tf32x3(gpu: &Gpu, plan: &MatmulPlan, mats: &mut DeviceMatrices, order: Tf32x3Order) -> Result<()> {
+    let fallback = plan.fallback().ok_or_else(|| {
+        HostError::InvalidInput(format!("{}: a split-TF32 plan without its FP32 fallback", plan.variant().name()))
+    })?;
+    let cfg = plan.launch_config();
     let s = mats.shape;
     let k3 = dim(3 * s.k, "3k (the split operands' inner dimension)")?;
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
@@ -457,30 +489,34 @@ pub fn launch_tf32x3(gpu: &Gpu, cfg: LaunchConfig, mats: &mut DeviceMatrices, or
         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         cfg.shared_mem_bytes as i32,
     )?;
-    let split = gpu.function(operands::KERNEL_SPLIT_TF32X3)?;
+    let split = gpu.function(tf32x3::KERNEL_SPLIT)?;
     tf32x3_operands(gpu, mats)?;
     let ops = mats.tensor_core.tf32x3.as_mut().expect("prepared above");
-    let chunk = order.chunk(k);
-    for (src, dst, rows, cols, ld, k_along_rows, parts) in [
-        (&mats.a, &mut ops.a, m, k, ops.ld_a, 0u32, order.a_small_parts()),
-        (&mats.b, &mut ops.b, k, n, ops.ld_b, 1u32, operands::SPLIT_B),
-    ] {
-        let ld = ld as u32;
+    // Pass 0 reduces into zeroed words and counts its blocks from zero.
+    gpu.fill_u32_pattern(&mut ops.guard, 0)?;
+    let (chunk, parts) = (order.chunk(k), order.a_small_parts());
+    let (ld_a, ld_b) = (ops.ld_a as u32, ops.ld_b as u32);
+    let grid = split_grid(s, gpu.info().sm_count);
+    for pass in [0u32, 1] {
         let mut launch = gpu.stream().launch_builder(&split);
-        launch.arg(src).arg(dst).arg(&rows).arg(&cols).arg(&ld).arg(&k_along_rows).arg(&parts).arg(&chunk);
-        // SAFETY: src is A (m x k) or B (k x n); dst is A' (m x ld_a, ld_a >= 3k) or B' (3k x
-        // ld_b, ld_b >= n), allocated for this shape by tf32x3_operands, a separate allocation;
-        // 3k < 2^31 (checked above); chunk >= 1.
-        unsafe { launch.launch(split_grid(rows as usize, cols as usize)) }?;
+        launch.arg(&mats.a).arg(&mats.b).arg(&mut ops.a).arg(&mut ops.b).arg(&m).arg(&k).arg(&n);
+        launch.arg(&ld_a).arg(&ld_b).arg(&parts).arg(&chunk).arg(&pass).arg(&mut ops.guard);
+        // SAFETY: A and B hold m*k and k*n f32; A' (m x ld_a, ld_a >= 3k) and B' (3k x ld_b, ld_b
+        // >= n), rows padded to 16 bytes, were allocated for this shape by tf32x3_operands,
+        // separate allocations; 3k < 2^31 (checked above); chunk >= 1; the guard was zeroed above
+        // on this stream before pass 0, and pass 1 follows it; the grid is split_grid's.
+        unsafe { launch.launch(grid) }?;
     }
     let mut launch = gpu.stream().launch_builder(&product);
-    launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n);
+    launch.arg(&ops.maps).arg(&mut mats.c).arg(&m).arg(&k3).arg(&n).arg(&ops.guard);
     // SAFETY: the kernel contract (kernels::matmul::wgmma, wgmma_tf32_promoted) on (m, 3k, n):
     // the maps describe A' and B' (written above on this stream) in the boxes tensor_maps_rs
     // gives for PROMOTED_BLOCK_ROWS; C holds m*n f32 and overlaps neither; the plan gives
-    // TF32_THREADS threads and PROMOTED_DYNAMIC_SHARED_BYTES, allowed by the attribute above.
+    // TF32_THREADS threads and PROMOTED_DYNAMIC_SHARED_BYTES, allowed by the attribute above;
+    // the guard was written by the scan above.
     unsafe { launch.launch(cfg) }?;
-    Ok(())
+    let guard = device_address(gpu, &ops.guard);
+    super::run::launch_fp32(gpu, fallback, mats, guard)
 }
 
 /// Copies `src` (`rows x cols`) into rows of `ld` (`matmul_pad_rows`), on the stream.
@@ -653,16 +689,18 @@ mod tests {
     }
 
     #[test]
-    fn split_grid_covers_the_columns_in_256_thread_blocks_and_strides_past_the_grid_limits() {
-        let g = split_grid(4096, 4096);
-        assert_eq!((g.grid_dim, g.block_dim), ((16, 4096, 1), (operands::COPY_THREADS, 1, 1)));
-        assert_eq!(split_grid(1, 1).grid_dim, (1, 1, 1));
-        assert_eq!(split_grid(100_000, 100_000).grid_dim, (64, 65_535, 1));
+    fn split_grid_takes_both_operands_in_a_few_blocks_per_sm() {
+        let g = split_grid(MatmulShape::new(4096, 4096, 4096).unwrap(), 132);
+        // 4096 columns in 4 blocks of 1024, 264 rows of blocks: 8 blocks per SM and operand.
+        assert_eq!((g.grid_dim, g.block_dim), ((4, 264, 2), (tf32x3::SPLIT_THREADS, 1, 1)));
+        assert_eq!(split_grid(MatmulShape::new(1, 1, 1).unwrap(), 132).grid_dim, (1, 1, 2));
+        let wide = split_grid(MatmulShape::new(3, 5, 10_000_000).unwrap(), 132);
+        assert_eq!(wide.grid_dim, (1056, 1, 2));
     }
 
     #[test]
     fn every_order_pairs_the_blocks_of_a_and_b_into_the_three_products() {
-        use operands::{SPLIT_B, tf32x3_position};
+        use tf32x3::{SPLIT_B, tf32x3_position};
         for order in Tf32x3Order::ALL {
             for k in [1u32, 31, 32, 33, 100] {
                 let chunk = order.chunk(k);

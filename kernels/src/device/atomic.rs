@@ -82,6 +82,23 @@ pub unsafe fn shared_fetch_add_u32_if(when: bool, addr: u32, value: u32) -> u32 
     old
 }
 
+/// `atom.global.max.u32`: replaces the `u32` at `ptr` by the larger of it and `value` and returns
+/// the value it held before, atomically with respect to every thread of the GPU. With `value` 0
+/// it reads the current value coherently (at L2), whatever this SM's L1 holds.
+///
+/// # Safety
+/// `ptr` is a valid, 4-byte-aligned pointer into a global allocation.
+#[inline(always)]
+pub unsafe fn global_fetch_max_u32(ptr: *mut u32, value: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the pointer.
+    unsafe {
+        asm!("atom.global.max.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) ptr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+    old
+}
+
 /// `atom.global.add.u32`: adds `value` to the `u32` at `ptr` and returns the value it held
 /// before, atomically with respect to every thread of the GPU.
 ///

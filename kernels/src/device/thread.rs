@@ -100,3 +100,16 @@ pub fn sync_named(id: u32, threads: u32) {
     // SAFETY: a barrier; touches no memory itself and orders memory (no `nomem`).
     unsafe { core::arch::asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) };
 }
+
+/// `fence.acq_rel.gpu` (`__threadfence()`): orders this thread's memory accesses before the
+/// fence against those after it, as seen by every thread of the GPU; the "last block" of a
+/// grid-wide reduction uses it between its atomics and the counter that elects it.
+///
+/// ```ignore
+/// nvptx_std::thread::thread_fence();
+/// ```
+#[inline(always)]
+pub fn thread_fence() {
+    // SAFETY: a fence; touches no memory itself.
+    unsafe { core::arch::asm!("fence.acq_rel.gpu;", options(nostack, preserves_flags)) };
+}

@@ -101,6 +101,27 @@ pub unsafe fn shuffle_idx_u32(value: u32, lane: u32) -> u32 {
     out
 }
 
+/// `redux.sync.max.u32 d, value, 0xffffffff` (sm_80+): the largest `value` over the 32 lanes, in
+/// every lane (`__reduce_max_sync(0xffffffff, value)`).
+///
+/// ```ignore
+/// // Every lane gets the warp's largest count.
+/// let most = unsafe { nvptx_std::warp::reduce_max_u32(count) };
+/// ```
+///
+/// # Safety
+/// All 32 lanes of the warp execute this call together (converged, none exited).
+#[inline(always)]
+pub unsafe fn reduce_max_u32(value: u32) -> u32 {
+    let out: u32;
+    // SAFETY: the caller guarantees the full warp is converged on this instruction.
+    unsafe {
+        asm!("redux.sync.max.u32 {o}, {v}, 0xffffffff;", o = out(reg32) out, v = in(reg32) value,
+             options(nomem, nostack, preserves_flags))
+    };
+    out
+}
+
 /// `%lanemask_lt`: the bits of the lanes below this one.
 #[inline(always)]
 pub fn lanemask_lt() -> u32 {

@@ -30,5 +30,6 @@ pub mod skinny;
 pub mod split_k;
 #[cfg(test)]
 mod test_support;
+pub mod tf32x3;
 pub mod tiled;
 pub mod wgmma;

@@ -176,8 +176,23 @@ mod device_code {
         /// # Safety
         /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c` overlaps
         /// neither input, the block is `THREADS` x 1 x 1, and `k_chunk` is a positive multiple
-        /// of `BLOCK_K`.
-        pub unsafe fn sgemm(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+        /// of `BLOCK_K`; `guard` is null (the kernel runs) or the guard of a finished split-TF32
+        /// scan of `a` and `b` (`crate::matmul::tf32x3`: the kernel runs only on its FP32 path).
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn sgemm(
+            a: *const f32,
+            b: *const f32,
+            c: *mut f32,
+            m: u32,
+            k: u32,
+            n: u32,
+            k_chunk: u32,
+            guard: *const u32,
+        ) {
+            // SAFETY: the guard is null or a finished scan's (kernel contract).
+            if unsafe { crate::matmul::tf32x3::split_path_taken(guard) } {
+                return;
+            }
             let tile_a = shared_array!(SGEMM_A: [f32; A_FLOATS]);
             let tile_b = shared_array!(SGEMM_B: [f32; B_FLOATS]);
             let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);

@@ -193,10 +193,27 @@ mod device_code {
                     /// # Safety
                     /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c`
                     /// overlaps neither input, `k_chunk` is a positive multiple of 4,
-                    #[doc = concat!("the block is `", $threads, "` x 1 x 1, and `", $side, "` is at most the suffix.")]
-                    pub unsafe fn $name(a: *const f32, b: *const f32, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
-                        // SAFETY: forwarded contract.
-                        unsafe { $body::<$width>(a, b, c, m, k, n, k_chunk) }
+                    #[doc = concat!("the block is `", $threads, "` x 1 x 1, `", $side, "` is at most the suffix, and")]
+                    /// `guard` is null (the kernel runs) or the guard of a finished split-TF32 scan
+                    /// of `a` and `b` (`crate::matmul::tf32x3`: the kernel runs only on its FP32 path).
+                    #[allow(clippy::too_many_arguments)]
+                    pub unsafe fn $name(
+                        a: *const f32,
+                        b: *const f32,
+                        c: *mut f32,
+                        m: u32,
+                        k: u32,
+                        n: u32,
+                        k_chunk: u32,
+                        guard: *const u32,
+                    ) {
+                        // SAFETY: forwarded contract; the guard is null or a finished scan's.
+                        unsafe {
+                            if crate::matmul::tf32x3::split_path_taken(guard) {
+                                return;
+                            }
+                            $body::<$width>(a, b, c, m, k, n, k_chunk)
+                        }
                     }
                 )*
             }

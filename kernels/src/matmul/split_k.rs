@@ -24,7 +24,8 @@
 //!
 //! # Safety
 //! `partials` and `c` point to device allocations of `splits * len` and `len` `f32` that do not
-//! overlap; `blockDim.x * blockDim.y <= MAX_THREADS`; `splits >= 1`.
+//! overlap; `blockDim.x * blockDim.y <= MAX_THREADS`; `splits >= 1`; `guard` null or a finished
+//! split-TF32 scan's guard.
 
 /// PTX symbol of the kernel.
 pub const KERNEL: &str = "matmul_split_k_reduce";
@@ -50,9 +51,15 @@ crate::gpu_kernel! {
     ///
     /// # Safety
     /// `partials` holds `splits * len` and `c` holds `len` `f32` on the device, not
-    /// overlapping; `blockDim.x * blockDim.y <= MAX_THREADS`.
-    pub unsafe fn matmul_split_k_reduce(partials: *const f32, c: *mut f32, len: u32, splits: u32) {
+    /// overlapping; `blockDim.x * blockDim.y <= MAX_THREADS`; `guard` is null (the kernel runs)
+    /// or the guard of a finished split-TF32 scan (`crate::matmul::tf32x3`: the kernel runs only
+    /// on its FP32 path).
+    pub unsafe fn matmul_split_k_reduce(partials: *const f32, c: *mut f32, len: u32, splits: u32, guard: *const u32) {
         use crate::device::{mem, thread};
+        // SAFETY: the guard is null or a finished scan's (kernel contract).
+        if unsafe { crate::matmul::tf32x3::split_path_taken(guard) } {
+            return;
+        }
         let sums = crate::shared_array!(MATMUL_SPLIT_K_SUMS: [f32; (MAX_THREADS * ELEMENTS_PER_THREAD) as usize]);
         let (x, y) = (thread::thread_idx_x(), thread::thread_idx_y());
         let (dim_x, dim_y) = (thread::block_dim_x(), thread::block_dim_y());

@@ -498,7 +498,19 @@ mod gpu_rs {
         m: u32,
         k: u32,
         n: u32,
+        guard: *const u32,
     ) {
+        // The split-TF32 guard: on its FP32 path another kernel writes C; on its split path C is
+        // the scaled operands' product times 2^-(a + b).
+        let c_scale_exponent = if guard.is_null() {
+            0
+        } else {
+            // SAFETY: a finished scan's guard (kernel contract).
+            match unsafe { crate::matmul::tf32x3::decision_at(guard) } {
+                crate::matmul::tf32x3::Decision::Split(s) => -(s.a + s.b),
+                crate::matmul::tf32x3::Decision::Fp32 => return,
+            }
+        };
         let block_rows = Acc::N;
         let stage_bytes = (BLOCK_M + block_rows) * BLOCK_K_BYTES;
         // SAFETY: the launch gives the dynamic shared memory of STAGES_ stages (kernel contract).
@@ -677,11 +689,15 @@ mod gpu_rs {
                             // per element.
                             unsafe {
                                 let out = if PROMOTE > 0 { &sum } else { &acc };
+                                let value = |i: usize| {
+                                    let v = out.get(i);
+                                    if PROMOTE > 0 { crate::matmul::tf32x3::scale_by_power_of_two(v, c_scale_exponent) } else { v }
+                                };
                                 if col_ok {
-                                    mem::store_global_f32(pe, out.get(4 * q + e));
+                                    mem::store_global_f32(pe, value(4 * q + e));
                                 }
                                 if col8_ok {
-                                    mem::store_global_f32(pe.wrapping_add(8), out.get(4 * q + 2 + e));
+                                    mem::store_global_f32(pe.wrapping_add(8), value(4 * q + 2 + e));
                                 }
                             }
                         }
@@ -723,7 +739,7 @@ crate::hopper_kernel! {
     /// swizzle; otherwise as the module documentation.
     pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, m, k, n) }
+        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, m, k, n, core::ptr::null()) }
     }
 
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
@@ -732,10 +748,14 @@ crate::hopper_kernel! {
     /// # Safety
     /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`PROMOTED_DYNAMIC_SHARED_BYTES`];
-    /// otherwise as the module documentation.
-    pub unsafe fn wgmma_tf32_promoted(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    /// `guard` is null (the kernel runs, unscaled) or the guard of a finished split-TF32 scan
+    /// (`crate::matmul::tf32x3`: the kernel runs only on its split path, and scales `C` by
+    /// `2^-(a + b)` with one rounding); otherwise as the module documentation.
+    pub unsafe fn wgmma_tf32_promoted(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, guard: *const u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(maps, c, m, k, n) }
+        unsafe {
+            gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(maps, c, m, k, n, guard)
+        }
     }
 }
 
