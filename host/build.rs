@@ -36,7 +36,10 @@ fn main() {
         };
         let problem = built.err();
         if let Some(problem) = &problem {
-            println!("cargo:warning=hopper-kernels: PTX module {} not built: {problem}", module.name);
+            println!("cargo:warning=hopper-kernels: PTX module {} not built:", module.name);
+            for line in problem.lines() {
+                println!("cargo:warning={line}");
+            }
             std::fs::write(out.join(format!("{}.ptx", module.name)), "").expect("OUT_DIR is writable");
             std::fs::write(out.join(format!("{}.json", module.name)), "{}").expect("OUT_DIR is writable");
         }

@@ -13,4 +13,4 @@ pub mod timing;
 
 // The library's modules under the paths this crate grew up with.
 pub(crate) use hopper_kernels::histogram::stream;
-pub(crate) use hopper_kernels::{Result, error, gpu, histogram, io, matmul, ptx, reference};
+pub(crate) use hopper_kernels::{Error, Result, arrays, error, gpu, histogram, io, matmul, ptx, reference};

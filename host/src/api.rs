@@ -113,3 +113,48 @@ pub fn histogram_file_over(
         StreamOptions { chunk_bytes: stream::chunk_bytes_for(gpu.info().free_memory, defaults.streams), ..defaults };
     Ok(stream::histogram_file(gpu, &plan, &file, binning, options)?.counts)
 }
+
+/// The histogram of every value in a file over bin `edges` (`numpy.histogram(bins=edges)`'s
+/// counts), streamed through the GPU in chunks like [`histogram_file`], so the file may be far
+/// larger than the GPU's memory; `u64` counts.
+pub fn histogram_file_edges(
+    gpu: &Gpu,
+    path: &Path,
+    raw: Option<ElementType>,
+    edges: &crate::histogram::edges::BinEdges,
+) -> Result<Vec<u64>> {
+    use crate::histogram::edges::{DeviceEdges, EdgesChunks, plan_edges};
+    let file = DataFile::open(path, raw)?;
+    let element = file.element().input_type();
+    let plan = plan_edges(gpu, element, edges.bins(), &crate::histogram::tuning::LaunchRequest::default())?;
+    let device_edges = DeviceEdges::new(gpu, edges, element, plan.cells())?;
+    let kernel = EdgesChunks { plan: &plan, edges: &device_edges };
+    Ok(stream::histogram_file_with(gpu, &kernel, &file, streamed_defaults(gpu), &mut |_| {})?.counts)
+}
+
+/// One histogram per active channel of a file of interleaved values (whole pixels), streamed
+/// through the GPU like [`histogram_file`]: `active * bins` `u64` counts, channel after channel.
+/// `range` for `f32` values, as [`histogram_of`].
+pub fn histogram_file_channels(
+    gpu: &Gpu,
+    path: &Path,
+    raw: Option<ElementType>,
+    bins: usize,
+    range: Option<(f32, f32)>,
+    layout: crate::histogram::channels::ChannelLayout,
+) -> Result<Vec<u64>> {
+    use crate::histogram::channels::{ChannelsChunks, check_whole_pixels, plan_channels};
+    let file = DataFile::open(path, raw)?;
+    let element = file.element().input_type();
+    check_whole_pixels(file.len(), layout)?;
+    let binning = histogram::binning_for(element, bins, range)?;
+    let plan = plan_channels(gpu, element, binning, layout, &crate::histogram::tuning::LaunchRequest::default())?;
+    Ok(stream::histogram_file_with(gpu, &ChannelsChunks { plan: &plan }, &file, streamed_defaults(gpu), &mut |_| {})?
+        .counts)
+}
+
+/// The default streaming options with chunks sized to the device's free memory.
+fn streamed_defaults(gpu: &Gpu) -> StreamOptions {
+    let defaults = StreamOptions::default();
+    StreamOptions { chunk_bytes: stream::chunk_bytes_for(gpu.info().free_memory, defaults.streams), ..defaults }
+}

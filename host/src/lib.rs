@@ -67,6 +67,7 @@ macro_rules! named_enum {
 }
 
 mod api;
+pub mod arrays;
 pub mod error;
 pub mod gpu;
 pub mod histogram;
@@ -76,7 +77,10 @@ pub mod ptx;
 pub mod reference;
 pub mod saxpy;
 
-pub use api::{histogram, histogram_file, histogram_file_over, histogram_of, matmul, matmul_shape, matmul_with};
+pub use api::{
+    histogram, histogram_file, histogram_file_channels, histogram_file_edges, histogram_file_over, histogram_of,
+    matmul, matmul_shape, matmul_with,
+};
 pub use cudarc;
 pub use error::{Error, Result};
 pub use gpu::Gpu;

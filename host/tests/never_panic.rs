@@ -84,6 +84,7 @@ proptest! {
         aggregate in prop::option::of(any::<bool>()),
         element in prop::option::of(prop::sample::select(vec![InputType::U8, InputType::U16, InputType::I32, InputType::F32])),
         bucket_shift in prop::option::of(prop_oneof![0u32..=40, any::<u32>()]),
+        bins_pass_waves in prop::option::of(prop_oneof![0u32..=10, any::<u32>()]),
     ) {
         let limits = HistogramLimits {
             sm_count,
@@ -92,7 +93,7 @@ proptest! {
             ..HistogramLimits::H100
         };
         let request = PlanRequest {
-            tier, cluster_size, threads_per_block: threads, copies, aggregate, element, bucket_shift,
+            tier, cluster_size, threads_per_block: threads, copies, aggregate, element, bucket_shift, bins_pass_waves,
         };
         if let Ok(plan) = histogram::plan_for(&limits, bins, request) {
             prop_assert_eq!(plan.bins() as usize, bins);

@@ -17,7 +17,7 @@
 #![deny(missing_docs)]
 // What the expansions of `nvptx_std::kernel!` (the kernel ABI) and `shared_array!` (`asm!` for
 // nvptx) need in the crate that uses them.
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch, stmt_expr_attributes))]
 // The sm_90a module (feature `hopper`) compiles only the Hopper kernels: the helpers of the
 // others are unused there.
 #![cfg_attr(feature = "hopper", allow(dead_code, unused_imports, unused_macros))]
@@ -70,6 +70,40 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::bucketed::KERNEL_BUCKET_BINS,
     histogram::sorted::KERNEL_SORTED_BINS,
     histogram::KERNEL_WIDEN_ADD,
+    histogram::channels::KERNELS[0][0],
+    histogram::channels::KERNELS[0][1],
+    histogram::channels::KERNELS[0][2],
+    histogram::channels::KERNELS[0][3],
+    histogram::channels::KERNELS[1][0],
+    histogram::channels::KERNELS[1][1],
+    histogram::channels::KERNELS[1][2],
+    histogram::channels::KERNELS[1][3],
+    histogram::channels::KERNELS[2][0],
+    histogram::channels::KERNELS[2][1],
+    histogram::channels::KERNELS[2][2],
+    histogram::channels::KERNELS[2][3],
+    histogram::channels::KERNELS[3][0],
+    histogram::channels::KERNELS[3][1],
+    histogram::channels::KERNELS[3][2],
+    histogram::channels::KERNELS[3][3],
+    histogram::channels::PACKED_KERNELS[0],
+    histogram::channels::PACKED_KERNELS[1],
+    histogram::channels::PACKED_KERNELS[2],
+    histogram::channels::PACKED_KERNELS[3],
+    histogram::edges::KERNELS[0],
+    histogram::edges::KERNELS[1],
+    histogram::edges::KERNELS[2],
+    histogram::edges::KERNELS[3],
+    histogram::weighted::KERNELS[0],
+    histogram::weighted::KERNELS[1],
+    histogram::weighted::KERNELS[2],
+    histogram::weighted::KERNELS[3],
+    histogram::segmented::KERNELS[0],
+    histogram::segmented::KERNELS[1],
+    histogram::segmented::KERNELS[2],
+    histogram::segmented::KERNELS[3],
+    histogram::hist2d::KERNEL,
+    histogram::hist2d::KERNEL_WEIGHTED,
     saxpy::KERNEL,
     matmul::operands::KERNEL_TO_BF16,
     matmul::operands::KERNEL_TRANSPOSE,

@@ -88,13 +88,16 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
-    /// rustc failed on the kernels (its messages are printed above this one).
-    #[error("compiling the kernels for nvptx64-nvidia-cuda failed ({status}): {command}; rustc's messages are above")]
+    /// rustc failed on the kernels (its messages are printed above this one, and the first of
+    /// them are kept here).
+    #[error("compiling the kernels for nvptx64-nvidia-cuda failed ({status}): {command}:\n{messages}")]
     Compile {
         /// The command, abridged.
         command: String,
         /// Its exit status.
         status: String,
+        /// rustc's first error and the lines after it.
+        messages: String,
     },
     /// rustc wrote no assembly file.
     #[error("rustc wrote no {lib_name}-*.s under {}", dir.display())]

@@ -180,16 +180,40 @@ pub(crate) fn compile(
         .arg(target_dir)
         .args(if quiet { &["--quiet"][..] } else { &[] })
         .args(["--", "--emit=asm"]);
-    if stdout_to_stderr {
-        cmd.stdout(Stdio::from(std::io::stderr()));
-    }
     let described = format!("cargo +{} rustc --package {} --target {TARGET} ...", toolchain.name, krate.name);
-    let status = cmd.status().map_err(|source| Error::Spawn { program: "rustup".into(), source })?;
-    if !status.success() {
-        return Err(Error::Compile { command: described, status: status.to_string() });
+    // Captured, then passed on: a build script's output is hidden unless the build fails, so the
+    // error carries rustc's first messages itself.
+    let out = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|source| Error::Spawn { program: "rustup".into(), source })?;
+    {
+        use std::io::Write;
+        if stdout_to_stderr {
+            let _ = std::io::stderr().write_all(&out.stdout);
+        } else {
+            let _ = std::io::stdout().write_all(&out.stdout);
+        }
+        let _ = std::io::stderr().write_all(&out.stderr);
+    }
+    if !out.status.success() {
+        let messages = first_errors(&String::from_utf8_lossy(&out.stderr), COMPILE_ERROR_LINES);
+        return Err(Error::Compile { command: described, status: out.status.to_string(), messages });
     }
     let deps = target_dir.join(TARGET).join(profile.cargo_profile()).join("deps");
     newest_asm(&deps, &krate.lib_name)
+}
+
+/// Lines of rustc's messages a [`Error::Compile`] carries.
+const COMPILE_ERROR_LINES: usize = 16;
+
+/// The first `limit` lines of `stderr` from its first `error` line on (rustc's first error and
+/// where it points), or its last lines when no line starts with `error`.
+pub(crate) fn first_errors(stderr: &str, limit: usize) -> String {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with("error")).unwrap_or(lines.len().saturating_sub(limit));
+    lines[start..].iter().take(limit).copied().collect::<Vec<_>>().join("\n")
 }
 
 /// rustc names its `--emit=asm` output `<crate>-<hash>.s`; an older build may leave others.
@@ -211,4 +235,15 @@ fn newest_asm(deps: &Path, lib_name: &str) -> Result<PathBuf, Error> {
         }
     }
     newest.map(|(_, p)| p).ok_or_else(|| Error::NoAssembly { dir: deps.to_path_buf(), lib_name: lib_name.to_string() })
+}
+
+#[cfg(test)]
+mod first_errors_tests {
+    #[test]
+    fn a_failed_compile_carries_rustc_s_first_error() {
+        let stderr = "   Compiling kernels v0.1.0\nwarning: unused\nerror[E0658]: attributes on expressions are experimental\n  --> src/a.rs:1:2\nerror: aborting\n";
+        let got = super::first_errors(stderr, 2);
+        assert_eq!(got, "error[E0658]: attributes on expressions are experimental\n  --> src/a.rs:1:2");
+        assert_eq!(super::first_errors("a\nb\nc", 2), "b\nc");
+    }
 }

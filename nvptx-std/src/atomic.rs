@@ -260,3 +260,44 @@ pub unsafe fn global_compare_exchange_u32(ptr: *mut u32, current: u32, new: u32)
     };
     old
 }
+
+/// `red.shared.add.f64`: adds `value` to the `f64` at a shared-window address of this block.
+///
+/// Hopper has no native shared-memory floating-point add: ptxas lowers this to a load and an
+/// `ATOMS.CAST.SPIN.64` compare-and-store loop (seen in the SASS of `sm_90`), which retries while
+/// another lane of the same bank wins. Lanes that add into distinct banks succeed at once; lanes
+/// that add into one address serialize, one per iteration. The order of the additions is not
+/// fixed, so a sum is deterministic only where every partial sum is exact in `f64`.
+///
+/// # Safety
+/// `addr` is an 8-byte-aligned address inside a shared array of this block.
+///
+/// ```ignore
+/// unsafe { nvptx_std::atomic::shared_add_f64(sums.addr(bin), weight as f64) };
+/// ```
+#[inline(always)]
+pub unsafe fn shared_add_f64(addr: u32, value: f64) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("red.shared.add.f64 [{a}], {v};", a = in(reg32) addr, v = in(reg64) value,
+             options(nostack, preserves_flags))
+    };
+}
+
+/// `red.global.add.f64`: adds `value` to the `f64` at `ptr` in global memory, atomically with
+/// respect to every thread of the GPU (native since compute capability 6.0).
+///
+/// # Safety
+/// `ptr` is a valid, 8-byte-aligned pointer into a global allocation.
+///
+/// ```ignore
+/// unsafe { nvptx_std::atomic::global_add_f64(totals.add(bin), partial) };
+/// ```
+#[inline(always)]
+pub unsafe fn global_add_f64(ptr: *mut f64, value: f64) {
+    // SAFETY: the caller guarantees the pointer.
+    unsafe {
+        asm!("red.global.add.f64 [{p}], {v};", p = in(reg64) ptr, v = in(reg64) value,
+             options(nostack, preserves_flags))
+    };
+}

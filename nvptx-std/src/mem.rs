@@ -241,3 +241,34 @@ pub unsafe fn store_global_u16(ptr: *mut u16, v: u32) {
     // SAFETY: the caller guarantees validity and exclusive access.
     unsafe { asm!("st.global.u16 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) v, options(nostack, preserves_flags)) };
 }
+
+/// `ld.global.nc.v2.u32`: reads 8 bytes as two `u32` words through the read-only data cache.
+///
+/// # Safety
+/// `ptr` is 8-byte aligned, `ptr..ptr + 8` bytes lie in one global allocation, and nothing
+/// writes that memory while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_v2_u32(ptr: *const u8) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    // SAFETY: the caller guarantees alignment, bounds and read-only use.
+    unsafe {
+        asm!("ld.global.nc.v2.u32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) ptr,
+             options(readonly, nostack, preserves_flags))
+    };
+    [a, b]
+}
+
+/// `ld.global.nc.u64`: reads one 8-byte word through the read-only data cache.
+///
+/// # Safety
+/// `ptr` is valid and 8-byte aligned, and nothing writes it while the kernel runs.
+#[inline(always)]
+pub unsafe fn load_global_nc_u64(ptr: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: the caller guarantees validity, alignment and read-only use.
+    unsafe {
+        asm!("ld.global.nc.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) ptr,
+             options(readonly, nostack, preserves_flags))
+    };
+    v
+}

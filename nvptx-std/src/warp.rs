@@ -111,6 +111,30 @@ pub unsafe fn reduce_max_u32(value: u32) -> u32 {
     out
 }
 
+/// The sum of `value` over the 32 lanes, in every lane: a butterfly over masks 16, 8, 4, 2, 1,
+/// each step two [`shuffle_xor_u32`] of the halves of the `f64`. Every lane adds the same
+/// operands in the same order, so the sum is the same in every lane and on every run.
+///
+/// ```ignore
+/// let block_part = unsafe { nvptx_std::warp::sum_f64(lane_sum) };
+/// ```
+///
+/// # Safety
+/// As [`shuffle_xor_u32`]: the whole warp calls it together.
+#[inline(always)]
+pub unsafe fn sum_f64(mut value: f64) -> f64 {
+    let mut mask = WARP_SIZE / 2;
+    while mask > 0 {
+        let bits = value.to_bits();
+        // SAFETY (both): forwarded: the whole warp is here.
+        let lo = unsafe { shuffle_xor_u32(bits as u32, mask) };
+        let hi = unsafe { shuffle_xor_u32((bits >> 32) as u32, mask) };
+        value += f64::from_bits(((hi as u64) << 32) | lo as u64);
+        mask /= 2;
+    }
+    value
+}
+
 /// `%lanemask_lt`: the bits of the lanes below this one.
 ///
 /// ```ignore

@@ -11,6 +11,8 @@
 pub mod chart;
 pub mod cpu;
 pub mod histogram;
+pub mod histogram_features;
+pub mod histogram_sweep;
 pub mod matmul;
 pub mod memcopy;
 pub mod report;
@@ -87,6 +89,11 @@ pub struct BenchConfig {
     pub skip_histogram: bool,
     /// Leave out the suite.
     pub skip_suite: bool,
+    /// Leave out the histogram features (weights, edges, channels, 2-D, segments).
+    pub skip_features: bool,
+    /// The torch/cupy peers' times of the feature cases (`scripts/histogram_peers.py`), and
+    /// where they came from.
+    pub peers: Option<(histogram_features::PeersFile, String)>,
     /// Recorded in the report.
     pub command_line: Vec<String>,
 }
@@ -99,8 +106,10 @@ impl BenchConfig {
         let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 2) };
         let copy = usize::from(self.needs_copy());
         let histogram = if self.skip_histogram { 0 } else { self.bins.len() };
+        let features =
+            if self.skip_histogram || self.skip_features { 0 } else { histogram_features::FEATURE_CASES.len() };
         let suite = if self.skip_suite { 0 } else { self.suite.len() * suite::STEPS_PER_SHAPE };
-        (matmul + copy + histogram + suite) as u64
+        (matmul + copy + histogram + features + suite) as u64
     }
 
     /// Whether a section that is read against the copy ceiling runs.
@@ -159,6 +168,14 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::R
         Some(copy) if !config.skip_histogram => Some(measure_histogram(gpu, config, copy, progress)?),
         _ => None,
     };
+    let features = match &copy {
+        Some(copy) if !config.skip_histogram && !config.skip_features => {
+            let peers = config.peers.as_ref().map(|(p, source)| (p, source.clone()));
+            let timing = (config.warmup, config.repeat);
+            Some(histogram_features::measure(gpu, copy, config.seed, timing, peers, progress)?)
+        }
+        _ => None,
+    };
     let suite = match &copy {
         Some(copy) if !config.skip_suite => Some(suite::measure(gpu, config, copy, progress)?),
         _ => None,
@@ -174,6 +191,7 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::R
         matmul,
         histogram,
         suite,
+        features,
     })
 }
 
@@ -238,6 +256,8 @@ mod tests {
             skip_matmul: false,
             skip_histogram: false,
             skip_suite: false,
+            skip_features: true,
+            peers: None,
             command_line: vec!["host".into(), "bench".into()],
         }
     }
@@ -251,6 +271,11 @@ mod tests {
         assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), 2 * per_size + copy + suite);
         assert_eq!(BenchConfig { skip_histogram: true, skip_suite: true, ..config() }.steps(), 2 * per_size);
         assert_eq!(BenchConfig { skip_matmul: true, ..config() }.steps(), copy + histogram + suite);
+        let features = histogram_features::FEATURE_CASES.len() as u64;
+        assert_eq!(
+            BenchConfig { skip_features: false, ..config() }.steps(),
+            2 * per_size + copy + histogram + features + suite
+        );
         // `--suite`: the copy, then the suite alone.
         let suite_only = BenchConfig { skip_matmul: true, skip_histogram: true, ..config() };
         assert_eq!(suite_only.steps(), copy + suite);

@@ -41,6 +41,10 @@ pub struct BenchReport {
     /// suite existed load without it.
     #[serde(default)]
     pub suite: Option<SuiteSection>,
+    /// The histogram features (weights, edges, channels, packed counters, 2-D, segments) with
+    /// their torch/cupy peers; absent when skipped and in reports written before them.
+    #[serde(default)]
+    pub features: Option<FeatureSection>,
 }
 
 impl BenchReport {
@@ -60,6 +64,11 @@ impl BenchReport {
                 if let RowStatus::Failed { reason } = &row.status {
                     out.push(format!("histogram {} bins {}: {reason}", bins.bins, row.tier));
                 }
+            }
+        }
+        for row in self.features.iter().flat_map(|f| &f.rows) {
+            if let RowStatus::Failed { reason } = &row.status {
+                out.push(format!("feature {}: {reason}", row.key));
             }
         }
         for shape in self.suite.iter().flat_map(|s| &s.shapes) {
@@ -472,6 +481,137 @@ impl HistogramRow {
             exact_match: None,
         }
     }
+}
+
+/// The histogram features measured in one run, against the copy ceiling, our own related rows
+/// (baselines) and torch/cupy peers measured on the same GPU by `scripts/histogram_peers.py`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureSection {
+    /// The ceiling, measured in the same run.
+    pub copy: CopyBandwidth,
+    /// One row per case of [`super::histogram_features::FEATURE_CASES`].
+    pub rows: Vec<FeatureRow>,
+    /// Where the peers' times came from (the peers file, its device and library versions), if
+    /// any were given.
+    #[serde(default)]
+    pub peers_source: Option<String>,
+}
+
+/// One feature case: ours, checked then timed, with what it is compared with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureRow {
+    /// The case's key, shared with the peers script.
+    pub key: String,
+    /// The feature, e.g. `weights`.
+    pub feature: String,
+    /// The case in words (type, values, bins).
+    pub case: String,
+    /// The plan that ran.
+    pub plan: Option<String>,
+    /// Whether it was measured.
+    pub status: RowStatus,
+    /// CUDA-event timing of zeroing the output and one launch, ms.
+    pub timing: Option<Timing>,
+    /// Bytes of input read per run (values, weights, both coordinates).
+    pub bytes_read: u64,
+    /// `bytes_read / median`, GB/s.
+    pub gb_per_s: Option<f64>,
+    /// `gb_per_s` over the copy ceiling's.
+    pub fraction_of_copy: Option<f64>,
+    /// How the result was checked, in words.
+    pub check: Option<String>,
+    /// Our own row this one is read against (same run), when the goal is a ratio.
+    pub baseline: Option<TimedName>,
+    /// The goal the issue sets for this case, in words.
+    pub target: String,
+    /// Peers' times on the same GPU (`--peers`).
+    #[serde(default)]
+    pub peers: Vec<TimedName>,
+}
+
+impl FeatureRow {
+    /// A row that did not run or failed its check.
+    pub fn unmeasured(
+        key: &str,
+        feature: &str,
+        case: String,
+        target: &str,
+        plan: Option<String>,
+        status: RowStatus,
+    ) -> Self {
+        Self {
+            key: key.into(),
+            feature: feature.into(),
+            case,
+            plan,
+            status,
+            timing: None,
+            bytes_read: 0,
+            gb_per_s: None,
+            fraction_of_copy: None,
+            check: None,
+            baseline: None,
+            target: target.into(),
+            peers: Vec::new(),
+        }
+    }
+
+    /// A checked and timed row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn measured(
+        key: &str,
+        feature: &str,
+        case: String,
+        target: &str,
+        plan: String,
+        timing: Timing,
+        bytes_read: u64,
+        copy: &CopyBandwidth,
+        check: String,
+    ) -> Self {
+        let gb_per_s = bytes_read as f64 / (timing.median_ms * 1e6);
+        Self {
+            key: key.into(),
+            feature: feature.into(),
+            case,
+            plan: Some(plan),
+            status: RowStatus::Measured,
+            timing: Some(timing),
+            bytes_read,
+            gb_per_s: Some(gb_per_s),
+            fraction_of_copy: Some(gb_per_s / copy.gb_per_s),
+            check: Some(check),
+            baseline: None,
+            target: target.into(),
+            peers: Vec::new(),
+        }
+    }
+
+    /// The row with `baseline` recorded.
+    pub fn with_baseline(self, name: impl Into<String>, ms: f64) -> Self {
+        Self { baseline: Some(TimedName { name: name.into(), ms }), ..self }
+    }
+
+    /// This row's median over its baseline's.
+    pub fn ratio_to_baseline(&self) -> Option<f64> {
+        Some(self.timing?.median_ms / self.baseline.as_ref()?.ms)
+    }
+
+    /// The fastest peer and how many times our median its time is (below 1: we are faster).
+    pub fn against_fastest_peer(&self) -> Option<(&TimedName, f64)> {
+        let ours = self.timing?.median_ms;
+        let fastest = self.peers.iter().min_by(|a, b| a.ms.total_cmp(&b.ms))?;
+        Some((fastest, ours / fastest.ms))
+    }
+}
+
+/// Something timed, by name: a baseline row or a peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimedName {
+    /// What ran, e.g. `torch.bincount(weights=)`.
+    pub name: String,
+    /// Its median time, ms.
+    pub ms: f64,
 }
 
 /// Arithmetic intensity (FLOP per byte of [`MatmulShape::bytes`]) below which a shape counts as

@@ -3,7 +3,7 @@
 //! bandwidth in every row.
 
 use super::report::{
-    BenchReport, HistogramSection, MatmulRow, MatmulRowKind, MatmulShapeResult, RowStatus, SuiteSection,
+    BenchReport, FeatureSection, HistogramSection, MatmulRow, MatmulRowKind, MatmulShapeResult, RowStatus, SuiteSection,
 };
 use crate::error::format_bytes;
 use crate::timing::Timing;
@@ -20,6 +20,10 @@ pub fn render(report: &BenchReport) -> String {
     if let Some(histogram) = &report.histogram {
         out.push('\n');
         out += &render_histogram(histogram);
+    }
+    if let Some(features) = &report.features {
+        out.push('\n');
+        out += &render_features(features);
     }
     if let Some(suite) = &report.suite {
         out.push('\n');
@@ -149,6 +153,68 @@ pub fn render_histogram(section: &HistogramSection) -> String {
     out += &grid(
         &["bins", "tier", "median ms", "min ms", "max ms", "GB/s", "% of copy", "speedup", "exact", "plan / note"],
         &[1],
+        &rows,
+    );
+    out
+}
+
+/// The histogram features table: per case its time, GB/s of input read and fraction of the copy
+/// ceiling, its time over our own baseline row (same run), the fastest torch/cupy peer and our
+/// time over its, the issue's goal, and the plan with how the result was checked.
+pub fn render_features(section: &FeatureSection) -> String {
+    let mut out = format!(
+        "histogram features: GB/s of input read (values, with weights or both coordinates where read); % of copy = GB/s / the {:.0} GB/s copy (read + write) of this run\n\
+         x base = time / our baseline row's (same run); x peer = time / the fastest peer's (below 1: faster); peers: {}\n",
+        section.copy.gb_per_s,
+        section
+            .peers_source
+            .as_deref()
+            .unwrap_or("none given (host bench --peers FILE from scripts/histogram_peers.py)")
+    );
+    let rows: Vec<Vec<String>> = section
+        .rows
+        .iter()
+        .map(|row| {
+            let mut cells = vec![row.key.clone()];
+            cells.push(opt(row.timing.map(|t| fine_ms(t.median_ms))));
+            cells.push(opt(row.gb_per_s.map(rate)));
+            cells.push(opt(row.fraction_of_copy.map(|f| format!("{:.1}%", 100.0 * f))));
+            cells.push(opt(row.ratio_to_baseline().map(|r| format!("{r:.2}"))));
+            let peer = row.against_fastest_peer();
+            cells.push(opt(peer.map(|(p, _)| format!("{} {}", p.name, fine_ms(p.ms)))));
+            cells.push(opt(peer.map(|(_, r)| format!("{r:.2}"))));
+            cells.push(row.target.clone());
+            let mut note = Vec::new();
+            match &row.status {
+                RowStatus::Measured => {}
+                RowStatus::Skipped { reason } | RowStatus::Failed { reason } => note.push(reason.clone()),
+            }
+            if let Some(c) = &row.check {
+                note.push(c.clone());
+            }
+            if let Some(p) = &row.plan {
+                note.push(p.clone());
+            }
+            if let Some(b) = &row.baseline {
+                note.push(format!("baseline: {} {} ms", b.name, fine_ms(b.ms)));
+            }
+            cells.push(note.join("; "));
+            cells
+        })
+        .collect();
+    out += &grid(
+        &[
+            "case",
+            "median ms",
+            "GB/s",
+            "% of copy",
+            "x base",
+            "fastest peer",
+            "x peer",
+            "goal",
+            "check; plan; baseline",
+        ],
+        &[0, 5, 7],
         &rows,
     );
     out
@@ -295,6 +361,44 @@ fn grid(headers: &[&str], left: &[usize], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn feature_rows_show_rate_ceiling_baseline_peer_and_goal() {
+        use super::super::report::{CopyBandwidth, FeatureRow, TimedName};
+        let t = |ms: f64| Timing::from_samples(vec![ms]).unwrap();
+        let copy = CopyBandwidth::new(1 << 30, t(0.5));
+        let row = FeatureRow::measured(
+            "edges-f32-256",
+            "edges",
+            "c".into(),
+            "<= 1.5x the even bins",
+            "edges tier".into(),
+            t(0.1),
+            1 << 28,
+            &copy,
+            "exact".into(),
+        )
+        .with_baseline("256 even f32 bins", 0.08);
+        let mut row = row;
+        row.peers = vec![
+            TimedName { name: "cupy.histogram (CUB)".into(), ms: 0.8 },
+            TimedName { name: "torch".into(), ms: 0.4 },
+        ];
+        let skipped = FeatureRow::unmeasured(
+            "2d-256x256",
+            "2-D",
+            "c".into(),
+            "g",
+            None,
+            RowStatus::Skipped { reason: "no plan: x".into() },
+        );
+        let section = FeatureSection { copy, rows: vec![row, skipped], peers_source: Some("p.json: H200".into()) };
+        let text = render_features(&section);
+        assert!(text.contains("edges-f32-256") && text.contains("2684") && text.contains("62.5%"), "{text}");
+        assert!(text.contains("1.25") && text.contains("torch 0.400") && text.contains("0.25"), "{text}");
+        assert!(text.contains("<= 1.5x the even bins") && text.contains("exact; edges tier; baseline"), "{text}");
+        assert!(text.contains("no plan: x") && text.contains("peers: p.json: H200"), "{text}");
+    }
 
     #[test]
     fn rates_show_fewer_decimals_as_they_grow() {

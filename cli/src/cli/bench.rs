@@ -65,6 +65,26 @@ pub struct BenchArgs {
     /// Leave out the shape suite.
     #[arg(long)]
     pub skip_suite: bool,
+    /// Leave out the histogram features (weights, edges, channels, packed counters, 2-D,
+    /// segments), which run with the histograms otherwise.
+    #[arg(long)]
+    pub skip_features: bool,
+    /// The torch/cupy peers' times of the feature cases, from `scripts/histogram_peers.py --out
+    /// FILE` run on the same GPU (also with --from-json, to add them to a saved report).
+    #[arg(long, value_name = "FILE")]
+    pub peers: Option<PathBuf>,
+    /// Sweep the histogram kernels' launch shapes (threads, copies, packing, the sorted tier's
+    /// waves and bucket bits) on this GPU, each checked then timed, the planner's choice against
+    /// the best: no ladder, no suite. --json and --table write the sweep.
+    #[arg(long, conflicts_with_all = [
+        "sizes", "bins", "quick", "suite", "values", "cpu_repeat", "cpu_loop_limit", "skip_matmul",
+        "skip_histogram", "skip_suite", "skip_features", "chart", "from_json", "peers",
+    ])]
+    pub histogram_sweep: bool,
+    /// Sweep only the cases whose keys start with one of these prefixes, e.g. shared,packed
+    /// (with --histogram-sweep).
+    #[arg(long, value_name = "PREFIXES", value_delimiter = ',', requires = "histogram_sweep")]
+    pub sweep_only: Vec<String>,
     /// Write every measurement, the device and the PTX description to this JSON file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -207,6 +227,15 @@ impl BenchArgs {
             skip_matmul: self.skip_matmul || self.suite,
             skip_histogram: self.skip_histogram || self.suite,
             skip_suite: self.skip_suite,
+            skip_features: self.skip_features,
+            peers: match &self.peers {
+                Some(path) => {
+                    let peers = bench::histogram_features::PeersFile::read(path)?;
+                    let source = peers.source(&path.display().to_string());
+                    Some((peers, source))
+                }
+                None => None,
+            },
             command_line,
         })
     }
@@ -215,10 +244,20 @@ impl BenchArgs {
 /// Runs the command: measures (or loads), prints the tables, writes `--json` and `--chart`, and
 /// fails after writing them if any result failed its check.
 pub fn run(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
+    if args.histogram_sweep {
+        return run_sweep(device, args);
+    }
     let report = match &args.from_json {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            report::from_json(&text).with_context(|| format!("reading the report {}", path.display()))?
+            let mut report =
+                report::from_json(&text).with_context(|| format!("reading the report {}", path.display()))?;
+            if let (Some(peers_path), Some(features)) = (&args.peers, report.features.as_mut()) {
+                let peers = bench::histogram_features::PeersFile::read(peers_path)?;
+                let source = peers.source(&peers_path.display().to_string());
+                bench::histogram_features::attach_peers(features, &peers, source);
+            }
+            report
         }
         None => {
             let config = args.config(std::env::args().collect())?;
@@ -236,6 +275,45 @@ pub fn run(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
     present(&report, args)?;
     let failures = report.failures();
     anyhow::ensure!(failures.is_empty(), "{} result(s) failed their check: {}", failures.len(), failures.join("; "));
+    Ok(())
+}
+
+/// `--histogram-sweep`: the copy ceiling, then every case's grid; prints the sweep and writes
+/// `--json` / `--table`; fails after writing them if any configuration's result was wrong.
+fn run_sweep(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
+    let gpu = Gpu::open(device)?;
+    for path in args.json.iter().chain(&args.table) {
+        create_parent(path)?;
+    }
+    let (warmup, repeat) = (args.warmup as usize, args.repeat as usize);
+    let progress = progress_bar(bench::histogram_sweep::steps(&args.sweep_only))?;
+    progress.set_message("device-to-device copy (bandwidth ceiling)");
+    let copy = bench::memcopy::measure(&gpu, bench::COPY_BYTES, warmup, repeat)?;
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let sweep = bench::histogram_sweep::run(&gpu, copy, seed, (warmup, repeat), &args.sweep_only, &progress);
+    progress.finish_and_clear();
+    let sweep = sweep?;
+    let text = bench::histogram_sweep::render(&sweep);
+    print!("{text}");
+    if let Some(path) = &args.table {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        println!("\nwrote {}", path.display());
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&sweep)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    let failed: Vec<String> = sweep
+        .cases
+        .iter()
+        .flat_map(|c| c.rows.iter().map(move |r| (c, r)))
+        .filter_map(|(c, r)| match &r.status {
+            report::RowStatus::Failed { reason } => Some(format!("{} {}: {reason}", c.key, r.config)),
+            _ => None,
+        })
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "{} configuration(s) failed their check: {}", failed.len(), failed.join("; "));
     Ok(())
 }
 
@@ -295,6 +373,20 @@ mod tests {
 
     fn shape(m: usize, k: usize, n: usize) -> MatmulShape {
         MatmulShape::new(m, k, n).unwrap()
+    }
+
+    #[test]
+    fn the_sweep_runs_alone_and_the_features_take_peers_or_can_be_skipped() {
+        let a = parse(&["--histogram-sweep", "--sweep-only", "shared,packed", "--repeat", "10"]).unwrap();
+        assert!(a.histogram_sweep);
+        assert_eq!(a.sweep_only, ["shared", "packed"]);
+        assert!(parse(&["--histogram-sweep", "--sizes", "256"]).is_err());
+        assert!(parse(&["--histogram-sweep", "--peers", "p.json"]).is_err());
+        assert!(parse(&["--sweep-only", "shared"]).is_err(), "--sweep-only needs --histogram-sweep");
+        let a = parse(&["--skip-matmul", "--skip-suite", "--peers", "p.json", "--skip-features"]).unwrap();
+        assert_eq!((a.peers.as_deref(), a.skip_features), (Some(Path::new("p.json")), true));
+        let err = a.config(vec![]).unwrap_err().to_string();
+        assert!(err.contains("p.json"), "a missing peers file is reported: {err}");
     }
 
     #[test]

@@ -103,9 +103,43 @@ pub struct HistogramArgs {
     /// Write the counts of --input to this .npy file (uint64, one per bin).
     #[arg(long, value_name = "COUNTS.npy")]
     pub out: Option<PathBuf>,
-    /// Number of bins.
+    /// Number of bins (with --edges: their count less one, which it may repeat).
+    #[arg(long, required_unless_present = "edges")]
+    pub bins: Option<usize>,
+    /// Weights: each value adds its weight to its bin, summed in f64 (`numpy.histogram(weights=)`):
+    /// `random` (with --n: uniform in (-1, 1)), or a float32 file of one weight per value (with
+    /// --input; .npy or raw little-endian).
+    #[arg(long, value_name = "FILE|random")]
+    pub weights: Option<String>,
+    /// Bin edges (`numpy.histogram(bins=edges)`): a .npy file of float32 edges (float64 ones that
+    /// are all exactly float32 too), or a list such as -1,0,0.5,2. Left-closed bins, the last one
+    /// closed; values outside and NaN are left out.
+    #[arg(long, value_name = "FILE|LIST", allow_hyphen_values = true)]
+    pub edges: Option<String>,
+    /// Interleaved channels, 1 to 4 (4 for RGBA pixels): one histogram per channel from one read.
     #[arg(long)]
-    pub bins: usize,
+    pub channels: Option<u32>,
+    /// Channels that get a histogram, the first ones (3 for the RGB of RGBA; default: all).
+    #[arg(long, requires = "channels")]
+    pub active_channels: Option<u32>,
+    /// One histogram per segment: this many segments of equal length (the last ones shorter).
+    #[arg(long, conflicts_with_all = ["segment_len", "offsets"])]
+    pub segments: Option<u64>,
+    /// One histogram per segment of this many values (the last one shorter).
+    #[arg(long, conflicts_with = "offsets")]
+    pub segment_len: Option<u64>,
+    /// One histogram per segment, at these offsets: a .npy file of integers, 0 first and the
+    /// input's length last (empty segments allowed).
+    #[arg(long, value_name = "FILE")]
+    pub offsets: Option<PathBuf>,
+    /// Counters per 32-bit word of the channels and 2-D kernels, as log2: 0 (u32), 1 (16-bit) or
+    /// 2 (8-bit) (default: the narrowest packing that fits one block).
+    #[arg(long)]
+    pub packing: Option<u32>,
+    /// Resident blocks per SM the grid assumes, at most the occupancy query's (weights, edges,
+    /// channels, segments; for sweeps).
+    #[arg(long)]
+    pub blocks_per_sm: Option<u32>,
     /// How the input values are drawn.
     #[arg(long, default_value_t = ValueDistribution::Uniform)]
     pub dist: ValueDistribution,
@@ -121,6 +155,9 @@ pub struct HistogramArgs {
     /// Buckets of 2^BITS bins (bucketed and sorted tiers; default: the planner's).
     #[arg(long, value_name = "BITS")]
     pub bucket_bits: Option<u32>,
+    /// Waves of resident blocks the sorted tier's bins pass runs (1 to 8; default 2).
+    #[arg(long)]
+    pub waves: Option<u32>,
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
@@ -147,6 +184,28 @@ pub fn parse_range(text: &str) -> Result<(f32, f32), String> {
 }
 
 impl HistogramArgs {
+    /// The bins: `--bins`, or with `--edges` (which the features path reads) 0 here.
+    pub fn bins(&self) -> usize {
+        self.bins.unwrap_or(0)
+    }
+
+    /// The first flag given that applies to `--input` files only.
+    pub fn file_only_flag(&self) -> Option<&'static str> {
+        let file_only = [
+            ("--chunk", self.chunk.is_some()),
+            ("--check", self.check),
+            ("--out", self.out.is_some()),
+            ("--streams", self.streams.is_some()),
+            ("--read", self.read.is_some()),
+            ("--lockers", self.lockers.is_some()),
+            ("--readers", self.readers.is_some()),
+            ("--ahead", self.ahead.is_some()),
+            ("--piece", self.piece.is_some()),
+            ("--timings", self.timings),
+        ];
+        file_only.iter().find(|(_, given)| *given).map(|(flag, _)| *flag)
+    }
+
     /// What the planner may not choose alone.
     pub fn request(&self, element: ElementType) -> PlanRequest {
         PlanRequest {
@@ -157,6 +216,7 @@ impl HistogramArgs {
             aggregate: self.aggregate,
             element: Some(element.input_type()),
             bucket_shift: self.bucket_bits,
+            bins_pass_waves: self.waves,
         }
     }
 }
@@ -180,39 +240,36 @@ pub struct HistogramOutcome {
 
 /// Runs the command.
 pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
+    // Weights, edges, channels and segments have their own kernels and planners.
+    if let Some(feature) = super::histogram_features::feature_of(args)? {
+        return super::histogram_features::run(device, args, feature);
+    }
+    for (flag, given) in [("--packing", args.packing.is_some()), ("--blocks-per-sm", args.blocks_per_sm.is_some())] {
+        if given {
+            bail!("{flag} applies to the kernels of --weights, --edges, --channels and segments");
+        }
+    }
     // Arguments are checked before the GPU is opened, so a bad one is reported as such anywhere.
-    histogram::check_bins(args.bins)?;
+    histogram::check_bins(args.bins())?;
     if let Some(path) = &args.input {
         return run_file(device, args, path);
     }
-    let file_only = [
-        ("--chunk", args.chunk.is_some()),
-        ("--check", args.check),
-        ("--out", args.out.is_some()),
-        ("--streams", args.streams.is_some()),
-        ("--read", args.read.is_some()),
-        ("--lockers", args.lockers.is_some()),
-        ("--readers", args.readers.is_some()),
-        ("--ahead", args.ahead.is_some()),
-        ("--piece", args.piece.is_some()),
-        ("--timings", args.timings),
-    ];
-    if let Some((flag, _)) = file_only.iter().find(|(_, given)| *given) {
+    if let Some(flag) = args.file_only_flag() {
         bail!("{flag} applies to --input files only");
     }
     let n = args.n.unwrap_or(0);
     let element = args.value_type.unwrap_or(ElementType::I32);
-    let binning = histogram::binning_for(element.input_type(), args.bins, args.range)?;
+    let binning = histogram::binning_for(element.input_type(), args.bins(), args.range)?;
     let request = args.request(element);
     // Requests the planner refuses on any device (bad copies, threads) are reported before the
     // GPU is opened.
-    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
+    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins(), request)?;
     if let Some(model) = args.device_model {
         print_model_plan(model, args, request)?;
         return Ok(());
     }
     let gpu = Gpu::open(device)?;
-    let plan = histogram::plan_with(&gpu, args.bins, request)?;
+    let plan = histogram::plan_with(&gpu, args.bins(), request)?;
     let limits = histogram::HistogramLimits::of(&gpu)?;
     print_device(&gpu);
     println!("plan: {plan}");
@@ -222,7 +279,7 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     }
     let seed = args.seed.unwrap_or_else(rand::random);
     let draw = Draw { seed, dist: args.dist, element, range: args.range };
-    let values = histogram_input_of(seed, n, args.bins, args.dist, element.input_type(), args.range);
+    let values = histogram_input_of(seed, n, args.bins(), args.dist, element.input_type(), args.range);
     let timing = (args.warmup as usize, args.repeat as usize);
     let outcome = measure(&gpu, &plan, &values, binning, timing, draw)?;
     println!("{}", render(args, &outcome));
@@ -230,6 +287,22 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
         bail!("the GPU histogram differs from the CPU's");
     }
     Ok(())
+}
+
+/// Runs `stream`, feeding a progress bar over `bytes` (shown for inputs of 1 GiB or more) with
+/// the bytes of each chunk as it is counted.
+pub(crate) fn with_progress<T>(bytes: u64, stream: impl FnOnce(&mut dyn FnMut(u64)) -> T) -> T {
+    let bar = (bytes >= 1 << 30).then(|| progress_bar(bytes));
+    let mut progress = |n| {
+        if let Some(bar) = &bar {
+            bar.inc(n);
+        }
+    };
+    let out = stream(&mut progress);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    out
 }
 
 /// A progress bar over `bytes` bytes.
@@ -243,7 +316,7 @@ fn progress_bar(bytes: u64) -> indicatif::ProgressBar {
 /// Prints the plan for a device model, which needs no GPU.
 fn print_model_plan(model: DeviceModel, args: &HistogramArgs, request: PlanRequest) -> anyhow::Result<()> {
     let limits = histogram::HistogramLimits::of_model(model);
-    let plan = histogram::plan_for(&limits, args.bins, request)?;
+    let plan = histogram::plan_for(&limits, args.bins(), request)?;
     println!("device model: {}", model.info().name);
     println!("plan: {plan}");
     println!("why: {}", plan.reason(&limits, args.tier.forced().is_some() || args.cluster.is_some()));
@@ -251,30 +324,23 @@ fn print_model_plan(model: DeviceModel, args: &HistogramArgs, request: PlanReque
 }
 
 /// Pinned host-to-device copies timed for the ceiling of a streamed input: 8 of 256 MiB.
-const H2D_PROBE: (u64, usize) = (256 << 20, 8);
+pub(crate) const H2D_PROBE: (u64, usize) = (256 << 20, 8);
 
 /// `host histogram --input FILE`: checks the file, then streams it through the GPU and reports
 /// the rate against the pinned host-to-device bandwidth measured in the same run.
 fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<()> {
     let file = DataFile::open(path, args.value_type)?;
-    let binning = histogram::binning_for(file.element().input_type(), args.bins, args.range)?;
+    let binning = histogram::binning_for(file.element().input_type(), args.bins(), args.range)?;
     let request = args.request(file.element());
-    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins, request)?;
+    histogram::plan_for(&histogram::HistogramLimits::H100, args.bins(), request)?;
     if let Some(model) = args.device_model {
         print_model_plan(model, args, request)?;
         return Ok(());
     }
-    let defaults = StreamOptions::default();
-    let read = args.read.unwrap_or(defaults.read);
-    if let Some(bytes) = args.chunk {
-        stream::check_chunk_bytes(bytes, read)?;
-    }
-    if let Some(bytes) = args.piece {
-        stream::check_chunk_bytes(bytes, read).map_err(|e| anyhow::anyhow!("--piece: {e}"))?;
-    }
+    let read = check_stream_flags(args)?;
     let out = args.out.as_deref().map(OutputFile::create).transpose()?;
     let gpu = Gpu::open(device)?;
-    let plan = histogram::plan_with(&gpu, args.bins, request)?;
+    let plan = histogram::plan_with(&gpu, args.bins(), request)?;
     print_device(&gpu);
     println!(
         "input: {}: {} {} values ({})",
@@ -287,57 +353,15 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     if args.plan {
         return Ok(());
     }
-    let streams = args.streams.map_or(defaults.streams, |s| s as usize);
-    let chunk_bytes = match args.chunk {
-        Some(bytes) => bytes,
-        None => stream::chunk_bytes_for(gpu.info().free_memory, streams),
-    };
+    let (options, how) = stream_options(args, &gpu, read);
     let h2d = stream::pinned_h2d_gb_per_s(&gpu, H2D_PROBE.0, H2D_PROBE.1)?;
-    let lockers = if read.locks() { args.lockers.map_or(defaults.lockers, |r| r as usize) } else { 0 };
-    let readers = if read.reads() { args.readers.map_or(defaults.readers, |r| r as usize) } else { 0 };
-    let ahead = args.ahead.map_or(defaults.ahead, |a| a as usize);
-    let piece_bytes = stream::piece_bytes_for(chunk_bytes, args.piece.unwrap_or(defaults.piece_bytes));
-    let options = StreamOptions { chunk_bytes, streams, lockers, readers, piece_bytes, ahead, read };
-    // A progress bar for inputs of 1 GiB or more, fed as chunks are counted.
-    let bar = (file.bytes() >= 1 << 30).then(|| progress_bar(file.bytes()));
-    let mut progress = |bytes| {
-        if let Some(bar) = &bar {
-            bar.inc(bytes);
-        }
-    };
-    let report = stream::histogram_file_with_progress(&gpu, &plan, &file, binning, options, &mut progress);
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let report = report?;
-    let piece = format_bytes(piece_bytes);
-    let how = match read {
-        ReadMode::Mapped => format!("{lockers} lockers, pieces of {piece}, {ahead} page-locked in place at once"),
-        ReadMode::Pinned => format!("{readers} readers into pinned buffers of {piece}"),
-        ReadMode::Copy => format!("{readers} readers copying pieces of {piece} into pinned buffers"),
-        ReadMode::Mixed => {
-            format!("pieces of {piece}: {lockers} lockers ({ahead} pieces at once) and {readers} readers")
-        }
-    };
-    println!(
-        "streamed {} in {} over {streams} streams, {how}: {:.3} s, {:.1} GB/s",
-        format_bytes(report.bytes),
-        chunks_text(&report, file.element().size()),
-        report.seconds,
-        report.gb_per_s()
-    );
-    if args.timings {
-        println!("{}", phases_text(&report.phases));
-    }
-    println!(
-        "pinned host-to-device copy, same run ({} x {}, CUDA events): {h2d:.1} GB/s; streamed at {:.2} of it",
-        H2D_PROBE.1,
-        format_bytes(H2D_PROBE.0),
-        report.gb_per_s() / h2d
-    );
+    let report = with_progress(file.bytes(), |progress| {
+        stream::histogram_file_with_progress(&gpu, &plan, &file, binning, options, progress)
+    })?;
+    print_stream_report(args, &report, &file, &options, &how, h2d);
     let total: u64 = report.counts.iter().sum();
     let (top, top_count) = report.counts.iter().enumerate().max_by_key(|&(_, c)| c).map_or((0, 0), |(i, &c)| (i, c));
-    println!("counts: {total} values in {} bins; the fullest is bin {top} with {top_count}", args.bins);
+    println!("counts: {total} values in {} bins; the fullest is bin {top} with {top_count}", args.bins());
     if args.check {
         let start = std::time::Instant::now();
         let want = stream::histogram_file_cpu(&file, &binning)?;
@@ -358,10 +382,77 @@ fn run_file(device: usize, args: &HistogramArgs, path: &Path) -> anyhow::Result<
     }
     if let Some(out) = out {
         let path = out.path().display().to_string();
-        out.write_npy(&[args.bins as u64], &report.counts)?;
+        out.write_npy(&[args.bins() as u64], &report.counts)?;
         println!("wrote the counts to {path}");
     }
     Ok(())
+}
+
+/// The read mode of `--input` after checking `--chunk` and `--piece` against it.
+pub(crate) fn check_stream_flags(args: &HistogramArgs) -> anyhow::Result<ReadMode> {
+    let read = args.read.unwrap_or(StreamOptions::default().read);
+    if let Some(bytes) = args.chunk {
+        stream::check_chunk_bytes(bytes, read)?;
+    }
+    if let Some(bytes) = args.piece {
+        stream::check_chunk_bytes(bytes, read).map_err(|e| anyhow::anyhow!("--piece: {e}"))?;
+    }
+    Ok(read)
+}
+
+/// How to stream a file from the command line's options (defaults for the rest, chunks sized to
+/// the device's free memory), and the readers' part of it in words.
+pub(crate) fn stream_options(args: &HistogramArgs, gpu: &Gpu, read: ReadMode) -> (StreamOptions, String) {
+    let defaults = StreamOptions::default();
+    let streams = args.streams.map_or(defaults.streams, |s| s as usize);
+    let chunk_bytes = match args.chunk {
+        Some(bytes) => bytes,
+        None => stream::chunk_bytes_for(gpu.info().free_memory, streams),
+    };
+    let lockers = if read.locks() { args.lockers.map_or(defaults.lockers, |r| r as usize) } else { 0 };
+    let readers = if read.reads() { args.readers.map_or(defaults.readers, |r| r as usize) } else { 0 };
+    let ahead = args.ahead.map_or(defaults.ahead, |a| a as usize);
+    let piece_bytes = stream::piece_bytes_for(chunk_bytes, args.piece.unwrap_or(defaults.piece_bytes));
+    let options = StreamOptions { chunk_bytes, streams, lockers, readers, piece_bytes, ahead, read };
+    let piece = format_bytes(piece_bytes);
+    let how = match read {
+        ReadMode::Mapped => format!("{lockers} lockers, pieces of {piece}, {ahead} page-locked in place at once"),
+        ReadMode::Pinned => format!("{readers} readers into pinned buffers of {piece}"),
+        ReadMode::Copy => format!("{readers} readers copying pieces of {piece} into pinned buffers"),
+        ReadMode::Mixed => {
+            format!("pieces of {piece}: {lockers} lockers ({ahead} pieces at once) and {readers} readers")
+        }
+    };
+    (options, how)
+}
+
+/// The lines that say how a streamed run went: chunks, rate, where the time went (`--timings`)
+/// and the rate against the pinned copy measured in the same run (`h2d`, GB/s).
+pub(crate) fn print_stream_report(
+    args: &HistogramArgs,
+    report: &stream::StreamReport,
+    file: &DataFile,
+    options: &StreamOptions,
+    how: &str,
+    h2d: f64,
+) {
+    println!(
+        "streamed {} in {} over {} streams, {how}: {:.3} s, {:.1} GB/s",
+        format_bytes(report.bytes),
+        chunks_text(report, file.element().size()),
+        options.streams,
+        report.seconds,
+        report.gb_per_s()
+    );
+    if args.timings {
+        println!("{}", phases_text(&report.phases));
+    }
+    println!(
+        "pinned host-to-device copy, same run ({} x {}, CUDA events): {h2d:.1} GB/s; streamed at {:.2} of it",
+        H2D_PROBE.1,
+        format_bytes(H2D_PROBE.0),
+        report.gb_per_s() / h2d
+    );
 }
 
 /// Where a streamed run's time went, one line per path (summed over its threads).
@@ -455,7 +546,7 @@ pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
         args.value_type.unwrap_or(ElementType::I32).name(),
         args.dist,
         args.range.map(|(lo, hi)| format!(", range [{lo}, {hi}]")).unwrap_or_default(),
-        args.bins,
+        args.bins(),
         t.median_ms,
         t.min_ms,
         t.max_ms,
@@ -469,7 +560,7 @@ pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
 }
 
 /// The one line that says which GPU and which PTX ran.
-fn print_device(gpu: &Gpu) {
+pub(crate) fn print_device(gpu: &Gpu) {
     let info = gpu.info();
     let ptx = gpu.ptx_info();
     println!("device: {} ({} SMs); PTX {} ({} build)", info.name, info.sm_count, ptx.arch, ptx.profile);
@@ -501,7 +592,7 @@ mod tests {
         .unwrap();
         let Command::Histogram(args) = cli.command else { panic!("not histogram") };
         assert_eq!(
-            (args.n, args.bins, args.dist, args.tier, args.cluster, args.plan),
+            (args.n, args.bins(), args.dist, args.tier, args.cluster, args.plan),
             (Some(1 << 26), 65_536, ValueDistribution::Zipf, TierChoice::Cluster, Some(4), true)
         );
         assert_eq!(TierChoice::Auto.forced(), None);

@@ -1,7 +1,10 @@
-//! The `host` command line: `info`, `matmul`, `histogram` and `bench`, one module per subcommand.
+//! The `host` command line: `info`, `matmul`, `histogram`, `histogram2d` and `bench`, one module per
+//! subcommand (`histogram_features`: `histogram`'s weights, edges, channels and segments).
 
 pub mod bench;
 pub mod histogram;
+pub mod histogram2d;
+pub mod histogram_features;
 pub mod info;
 pub mod matmul;
 
@@ -28,6 +31,8 @@ pub enum Command {
     Matmul(matmul::MatmulArgs),
     /// Histogram of random i32 values in block-shared, cluster-shared or global bins.
     Histogram(histogram::HistogramArgs),
+    /// 2-D histogram of f32 pairs (numpy.histogram2d): counts, or weighted f64 sums.
+    Histogram2d(histogram2d::Histogram2dArgs),
     /// Measure the whole ladder across sizes (CPU, each kernel, cuBLAS) and the histogram tiers
     /// across bin counts, and auto against cuBLAS on a suite of shapes; print tables, optionally JSON and a chart.
     Bench(bench::BenchArgs),
@@ -39,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info => info::run(cli.device),
         Command::Matmul(args) => matmul::run(cli.device, &args),
         Command::Histogram(args) => histogram::run(cli.device, &args),
+        Command::Histogram2d(args) => histogram2d::run(cli.device, &args),
         Command::Bench(args) => bench::run(cli.device, &args),
     }
 }

@@ -25,6 +25,17 @@ mod plan;
 pub mod stream;
 mod values;
 
+// The features beyond counting one stream into even bins, one module per feature (planner,
+// launch on device buffers, host-slice conveniences, CPU reference), and the occupancy-driven
+// launch shapes they share.
+pub mod channels;
+pub mod device_values;
+pub mod edges;
+pub mod hist2d;
+pub mod segmented;
+pub mod tuning;
+pub mod weighted;
+
 pub use device::{
     COUNT_U64_CHUNK, DeviceHistogram, Histogram, HistogramElement, HistogramScratch, first_count_difference, launch,
     run,

@@ -25,6 +25,8 @@ pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<His
 /// [`plan`] with more of the plan fixed by the caller.
 pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let limits = HistogramLimits::of(gpu)?;
+    // The shared tier's threads and copies from the occupancy query (tuning.rs).
+    let request = super::tuning::shared_tier_request(gpu, &limits, bins, request)?;
     let mut plan = plan_for(&limits, bins, request)?;
     let element = request.element.unwrap_or(InputType::I32);
     let sms = limits.sm_count;
@@ -55,8 +57,9 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
         }
         HistogramTier::Sorted => {
             let buckets = bucketed::bucket_count(plan.bins, plan.bucket_shift);
-            plan.blocks = (BINS_PASS_WAVES * resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)?)
-                .max(buckets + 1);
+            let waves = request.bins_pass_waves.unwrap_or(BINS_PASS_WAVES);
+            plan.blocks =
+                (waves * resident(KERNEL_SORTED_BINS, plan.threads_per_block, plan.shared_bytes)?).max(buckets + 1);
             let threads = tile_sort_threads(gpu, element, plan.threads_per_block)?;
             plan.scatter_blocks = resident(kernels.tile_sort, threads, sorted::stage_bytes(threads, element.size()))?;
         }

@@ -31,6 +31,9 @@ pub struct PlanRequest {
     pub element: Option<InputType>,
     /// Bits of the bin below the bucket (bucketed and sorted tiers): buckets of `2^bits` bins.
     pub bucket_shift: Option<u32>,
+    /// Waves of resident blocks the sorted tier's bins pass runs (1 to 8; default
+    /// [`BINS_PASS_WAVES`]).
+    pub bins_pass_waves: Option<u32>,
 }
 
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
@@ -287,8 +290,20 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 /// blocks as the device keeps resident at once, estimated here from threads and shared memory
 /// ([`plan_with`](super::plan_with) replaces the estimate with the driver's occupancy for the kernel's registers).
 pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
-    let PlanRequest { tier: forced, cluster_size, threads_per_block, copies, aggregate, element, bucket_shift } =
-        request;
+    let PlanRequest {
+        tier: forced,
+        cluster_size,
+        threads_per_block,
+        copies,
+        aggregate,
+        element,
+        bucket_shift,
+        bins_pass_waves,
+    } = request;
+    let waves = bins_pass_waves.unwrap_or(BINS_PASS_WAVES);
+    if !(1..=8).contains(&waves) {
+        return Err(Error::InvalidArgument(format!("{waves} waves of the bins pass: use 1 to 8")));
+    }
     let threads = threads_per_block.unwrap_or(THREADS_PER_BLOCK);
     if threads == 0 || threads > 1024 || threads % 32 != 0 {
         return Err(Error::InvalidArgument(format!(
@@ -315,6 +330,12 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     if bucket_shift.is_some() && !matches!(tier, HistogramTier::Bucketed | HistogramTier::Sorted) {
         return Err(Error::InvalidArgument(format!(
             "--bucket-bits applies to the bucketed and sorted tiers only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
+    if bins_pass_waves.is_some() && tier != HistogramTier::Sorted {
+        return Err(Error::InvalidArgument(format!(
+            "--waves applies to the sorted tier only, and {bins} bins take the {} tier",
             tier.name()
         )));
     }
@@ -448,7 +469,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             let stage = sorted::stage_bytes(threads, element.size()) + TILE_SORT_STATIC_SHARED;
             Ok(HistogramPlan {
                 // Whole waves (BINS_PASS_WAVES), at least one block per bucket beyond the share.
-                blocks: (BINS_PASS_WAVES * persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1))
+                blocks: (waves * persistent(shared + SORTED_BINS_STATIC_SHARED, threads, 1))
                     .max(bucketed::bucket_count(bins32, shift) + 1),
                 shared_bytes: shared,
                 bins_per_block: 1 << shift,

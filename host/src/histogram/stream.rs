@@ -18,7 +18,7 @@
 use crate::error::{Error, Result, format_bytes};
 use crate::gpu::Gpu;
 use crate::histogram::{
-    self, Binning, BucketScratch, DeviceCounters, DeviceInput, HistogramPlan, InputType, ValuesBuf,
+    self, Binning, BucketScratch, DeviceCounters, DeviceInput, HistogramPlan, InputType, Values, ValuesBuf,
 };
 use crate::io::DataFile;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice, sys};
@@ -315,6 +315,75 @@ impl Drop for Staging {
 /// large enough for sequential reads, small enough to spread over every core.
 const READ_PIECE_VALUES: usize = (4 << 20) / 4;
 
+/// What counts the chunks of a streamed file: the values' histogram under a [`HistogramPlan`]
+/// ([`histogram_file`]), or a feature's kernel (bin edges, channels) that reads one stream of
+/// values into `u32` counters.
+pub trait ChunkKernel {
+    /// The values' type the kernel counts.
+    fn element(&self) -> InputType;
+    /// Counters the chunks add into (and the totals the report returns).
+    fn counters(&self) -> usize;
+    /// Enqueues on `stream` the count of the first `n` values of `chunk` (value 0 of the chunk
+    /// is value `first` of the file), adding into `counts`; `scratch` is the stream's own for
+    /// kernels that need one.
+    #[allow(clippy::too_many_arguments)]
+    fn count(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        chunk: &CudaSlice<u8>,
+        first: u64,
+        n: u64,
+        counts: &mut CudaSlice<u32>,
+        scratch: &mut Option<BucketScratch>,
+    ) -> Result<()>;
+}
+
+/// The values' histogram under a plan, as a [`ChunkKernel`].
+struct PlannedHistogram<'a> {
+    plan: &'a HistogramPlan,
+    element: InputType,
+    binning: Binning,
+}
+
+impl ChunkKernel for PlannedHistogram<'_> {
+    fn element(&self) -> InputType {
+        self.element
+    }
+
+    fn counters(&self) -> usize {
+        self.plan.bins() as usize
+    }
+
+    fn count(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        chunk: &CudaSlice<u8>,
+        _first: u64,
+        n: u64,
+        counts: &mut CudaSlice<u32>,
+        scratch: &mut Option<BucketScratch>,
+    ) -> Result<()> {
+        if n > (chunk.len() / self.element.size() as usize) as u64 {
+            return Err(Error::BufferTooSmall {
+                buffer: "chunk",
+                len: chunk.len() / self.element.size() as usize,
+                needed: n as usize,
+            });
+        }
+        let (values, _values_sync) = chunk.device_ptr(stream);
+        let bins = counts.len();
+        let (counters, _counts_sync) = counts.device_ptr_mut(stream);
+        // SAFETY: the chunk buffer (an allocation: 16-byte aligned) holds n values (checked
+        // above), copied on this stream before; the counters hold bins u32; both outlive the
+        // enqueue.
+        let (input, counters) =
+            unsafe { (DeviceInput::new(values, self.element, self.binning, n), DeviceCounters::new(counters, bins)) };
+        histogram::launch_into(gpu, self.plan, stream, &input, counters, scratch)
+    }
+}
+
 /// The histogram of every value in `file` with the planned kernel, streamed in chunks; see the
 /// module documentation. The counts are exact: the same as the CPU's for any input size.
 pub fn histogram_file(
@@ -337,7 +406,30 @@ pub fn histogram_file_with_progress(
     options: StreamOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<StreamReport> {
+    let kernel = PlannedHistogram { plan, element: file.element().input_type(), binning };
+    histogram_file_with(gpu, &kernel, file, options, progress)
+}
+
+/// Every value of `file` counted by `kernel` (whose type must be the file's), streamed in chunks
+/// as [`histogram_file`] streams them: the counters are flushed into `u64` totals before any
+/// could overflow, so the counts are exact for any input size. `progress` gets the bytes of each
+/// chunk once it is counted.
+pub fn histogram_file_with(
+    gpu: &Gpu,
+    kernel: &dyn ChunkKernel,
+    file: &DataFile,
+    options: StreamOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<StreamReport> {
     let element = file.element().input_type();
+    if kernel.element() != element {
+        return Err(Error::InvalidArgument(format!(
+            "the kernel counts {} values, {} holds {}",
+            kernel.element().name(),
+            file.path().display(),
+            element.name()
+        )));
+    }
     let size = element.size() as u64;
     let StreamOptions { chunk_bytes, streams: stream_count, lockers, readers, piece_bytes, ahead, read } = options;
     let lockers = if read.locks() { lockers } else { 0 };
@@ -353,7 +445,7 @@ pub fn histogram_file_with_progress(
     }
     check_chunk_bytes(chunk_bytes, read)?;
     check_chunk_bytes(piece_bytes, read)?;
-    let bins = plan.bins() as usize;
+    let bins = kernel.counters();
     let n = file.len();
     // Mapped chunks start on page boundaries of the file (their pages are locked one chunk at a
     // time, and a page cannot be locked twice), so the first chunk is shorter by the data's offset
@@ -392,7 +484,6 @@ pub fn histogram_file_with_progress(
         device,
         scratch: (0..stream_count).map(|_| None).collect(),
         element,
-        binning,
         counts: gpu.zeros(bins)?,
         totals: &mut totals,
         progress,
@@ -404,7 +495,7 @@ pub fn histogram_file_with_progress(
     let tallies = Tally::default();
     let producers =
         Producers { from_map: read.copies_mapping(), lockers, window: ahead, readers, capacity: piece_capacity };
-    let result = stream_chunks(gpu, plan, file, &chunks, &pieces, &mut counter, producers, &tallies, &mut start);
+    let result = stream_chunks(gpu, kernel, file, &chunks, &pieces, &mut counter, producers, &tallies, &mut start);
     let seconds = start.elapsed().as_secs_f64();
     let setup_s = (start - setup).as_secs_f64();
     result?;
@@ -526,7 +617,6 @@ struct Counter<'a> {
     /// The bucketed and sorted tiers' buffers per stream.
     scratch: Vec<Option<BucketScratch>>,
     element: InputType,
-    binning: Binning,
     counts: CudaSlice<u32>,
     totals: &'a mut Vec<u64>,
     progress: &'a mut dyn FnMut(u64),
@@ -535,21 +625,18 @@ struct Counter<'a> {
 impl Counter<'_> {
     /// Counts the chunk, copied to its buffer, on its stream, and flushes the counters into the
     /// totals when the plan says so.
-    fn count(&mut self, gpu: &Gpu, plan: &HistogramPlan, chunk: Chunk) -> Result<()> {
+    fn count(&mut self, gpu: &Gpu, kernel: &dyn ChunkKernel, chunk: Chunk) -> Result<()> {
         let slot = chunk.index % self.lanes.streams.len();
         let stream = &self.lanes.streams[slot];
-        {
-            let (values, _values_sync) = self.device[slot].device_ptr(stream);
-            let bins = self.counts.len();
-            let (counts, _counts_sync) = self.counts.device_ptr_mut(stream);
-            // SAFETY: the chunk buffer (an allocation: 16-byte aligned) holds the chunk's len
-            // values, copied on this stream before; the counters hold bins u32; both live for
-            // the run.
-            let (input, counters) = unsafe {
-                (DeviceInput::new(values, self.element, self.binning, chunk.len), DeviceCounters::new(counts, bins))
-            };
-            histogram::launch_into(gpu, plan, stream, &input, counters, &mut self.scratch[slot])?;
-        }
+        kernel.count(
+            gpu,
+            stream,
+            &self.device[slot],
+            chunk.first,
+            chunk.len,
+            &mut self.counts,
+            &mut self.scratch[slot],
+        )?;
         if chunk.flush_after {
             self.synchronize()?;
             let stream = &self.lanes.streams[0];
@@ -733,7 +820,7 @@ struct Producers {
 #[allow(clippy::too_many_arguments)]
 fn stream_chunks(
     gpu: &Gpu,
-    plan: &HistogramPlan,
+    kernel: &dyn ChunkKernel,
     file: &DataFile,
     chunks: &[Chunk],
     pieces: &[Piece],
@@ -967,7 +1054,7 @@ fn stream_chunks(
                     tally(&tallies.issue_ns, issuing);
                 }
                 let issuing = Instant::now();
-                counter.count(gpu, plan, chunk)?;
+                counter.count(gpu, kernel, chunk)?;
                 counts_enqueued.set(chunk.index + 1);
                 tally(&tallies.issue_ns, issuing);
             }
@@ -1031,7 +1118,17 @@ pub fn pinned_h2d_gb_per_s(gpu: &Gpu, bytes: u64, repeat: usize) -> Result<f64> 
 /// must equal.
 pub fn histogram_file_cpu(file: &DataFile, binning: &Binning) -> Result<Vec<u64>> {
     histogram::check_bins(binning.nbins as usize)?;
-    let bins = binning.nbins as usize;
+    file_counts_cpu(file, binning.nbins as usize, |_, values| histogram::histogram_cpu_of(values, binning))
+}
+
+/// `counters` counts of every value in `file` on the CPU: the file is read in pieces on all
+/// cores, `count(first, values)` counts each piece (whose value 0 is value `first` of the file),
+/// and the pieces' counts are added in `u64`. The reference of the streamed features.
+pub fn file_counts_cpu(
+    file: &DataFile,
+    counters: usize,
+    count: impl Fn(u64, Values<'_>) -> Vec<u32> + Sync,
+) -> Result<Vec<u64>> {
     let handle = file.reopen()?;
     let piece = READ_PIECE_VALUES as u64;
     let pieces = file.len().div_ceil(piece);
@@ -1055,10 +1152,10 @@ pub fn histogram_file_cpu(file: &DataFile, binning: &Binning) -> Result<Vec<u64>
                 ValuesBuf::F32(v) => bytemuck::cast_slice_mut(v),
             };
             file.read_bytes_at(&handle, first, bytes)?;
-            Ok(histogram::histogram_cpu_of(values.as_values(), binning).into_iter().map(u64::from).collect())
+            Ok(count(first, values.as_values()).into_iter().map(u64::from).collect())
         })
         .try_reduce(
-            || vec![0u64; bins],
+            || vec![0u64; counters],
             |mut a, b| {
                 a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                 Ok(a)

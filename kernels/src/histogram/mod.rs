@@ -62,7 +62,14 @@ macro_rules! unroll16 {
 }
 
 pub mod bucketed;
+pub mod channels;
+pub mod edges;
+pub mod hist2d;
+pub mod packed;
+pub mod pipelined;
+pub mod segmented;
 pub mod sorted;
+pub mod weighted;
 
 /// A value's input element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

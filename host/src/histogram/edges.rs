@@ -1,0 +1,493 @@
+//! Histograms over bin edges (`numpy.histogram(bins=edges)`): checked edges ([`BinEdges`]), the
+//! lookup table the kernels search through ([`EdgeTable`], built here from the pure functions of
+//! `kernels::histogram::edges`), planner, launch and CPU reference.
+//!
+//! One tier: the counters, the edges and the table live in one block's shared memory (up to
+//! [`max_bins`], 24,959 bins on an H100 or H200). More edges are refused with that limit;
+//! the sorted tier's keys could carry them (a pass that turns values into bin indices, then the
+//! integer histogram), which this module does not do yet.
+
+use super::device_values::{DeviceValues, check_aligned, check_count, check_output, upload_values};
+use super::tuning::{KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape};
+use super::weighted::type_index;
+use super::{HistogramLimits, InputType, Values};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::histogram::BucketScratch;
+use crate::histogram::stream::ChunkKernel;
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, PushKernelArg};
+use kernels::histogram::edges::{self as kernel, EdgeValue};
+use std::sync::Arc;
+
+/// Sorted, strictly increasing, finite `f32` bin edges, at least two: `edges.len() - 1` bins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinEdges {
+    edges: Vec<f32>,
+}
+
+impl BinEdges {
+    /// Checks `edges`: at least two, every one finite, each above the one before (numpy's rule);
+    /// every refusal names the first edge at fault.
+    ///
+    /// ```
+    /// use host::histogram::edges::BinEdges;
+    /// assert_eq!(BinEdges::new(vec![0.0, 0.5, 2.0]).unwrap().bins(), 2);
+    /// let err = BinEdges::new(vec![0.0, 1.0, 1.0]).unwrap_err().to_string();
+    /// assert!(err.contains("edge 2 (1) is not above edge 1 (1)"));
+    /// ```
+    pub fn new(edges: Vec<f32>) -> Result<Self> {
+        if edges.len() < 2 {
+            return Err(Error::InvalidArgument(format!(
+                "{} bin edge(s): a histogram needs at least two edges (one bin)",
+                edges.len()
+            )));
+        }
+        if edges.len() - 1 > i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{} edges: at most {} bins", edges.len(), i32::MAX)));
+        }
+        if let Some(i) = edges.iter().position(|e| !e.is_finite()) {
+            return Err(Error::InvalidArgument(format!("edge {i} is {}: bin edges must be finite", edges[i])));
+        }
+        if let Some(i) = (1..edges.len()).find(|&i| edges[i] <= edges[i - 1]) {
+            return Err(Error::InvalidArgument(format!(
+                "edge {i} ({}) is not above edge {} ({}): bin edges must increase strictly",
+                edges[i],
+                i - 1,
+                edges[i - 1]
+            )));
+        }
+        Ok(Self { edges })
+    }
+
+    /// Edges given as `f64` (numpy's default dtype), each of which must be an `f32` exactly: the
+    /// kernels compare with `f32` edges, and a rounded edge would move values between bins.
+    pub fn from_f64(edges: &[f64]) -> Result<Self> {
+        let mut out = Vec::with_capacity(edges.len());
+        for (i, &e) in edges.iter().enumerate() {
+            let f = e as f32;
+            if f as f64 != e && !e.is_nan() {
+                return Err(Error::InvalidArgument(format!(
+                    "edge {i} ({e}) is not exactly a float32 (the nearest is {f}): the kernels compare with float32 edges; give them as float32 (numpy: edges.astype(np.float32))"
+                )));
+            }
+            out.push(f);
+        }
+        Self::new(out)
+    }
+
+    /// Parses edges written `0,0.5,1.5` (at least two).
+    pub fn parse(text: &str) -> Result<Self> {
+        let edges = text
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse::<f32>()
+                    .map_err(|e| Error::InvalidArgument(format!("edge '{}' in '{text}': {e}", s.trim())))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::new(edges)
+    }
+
+    /// Bins: one fewer than the edges.
+    pub fn bins(&self) -> u32 {
+        self.edges.len() as u32 - 1
+    }
+
+    /// The edges.
+    pub fn edges(&self) -> &[f32] {
+        &self.edges
+    }
+
+    /// The first edge.
+    pub fn lo(&self) -> f32 {
+        self.edges[0]
+    }
+
+    /// The last edge (in the last bin).
+    pub fn hi(&self) -> f32 {
+        self.edges[self.edges.len() - 1]
+    }
+
+    /// `numpy.histogram`'s bin of a value of type `T`: `None` outside `[lo, hi]` and for NaN.
+    pub fn bin_of<T: EdgeValue>(&self, v: T) -> Option<u32> {
+        kernel::edge_bin(v, &self.edges)
+    }
+}
+
+/// The lookup table of [`kernels::histogram::edges`] for one input type: entry `c` is the bin of
+/// the smallest value of the type in cell `c` or later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeTable {
+    table: Vec<u32>,
+    scale: f32,
+}
+
+impl EdgeTable {
+    /// The table of `cells` cells over `edges` for `element` values.
+    pub fn new(edges: &BinEdges, element: InputType, cells: u32) -> Self {
+        fn build<T: EdgeValue>(edges: &BinEdges, cells: u32) -> EdgeTable {
+            let (lo, hi, last) = (edges.lo(), edges.hi(), edges.bins() - 1);
+            let scale = kernel::cell_scale(lo, hi, cells);
+            let orders = kernel::order_range::<T>(lo, hi);
+            let mut table: Vec<u32> = (0..cells)
+                .map(|c| {
+                    orders
+                        .and_then(|o| kernel::first_in_cell::<T>(c, o, lo, scale, cells))
+                        .and_then(|v| edges.bin_of(v))
+                        .unwrap_or(last)
+                })
+                .collect();
+            table.push(last);
+            EdgeTable { table, scale }
+        }
+        match element {
+            InputType::U8 => build::<u8>(edges, cells),
+            InputType::U16 => build::<u16>(edges, cells),
+            InputType::I32 => build::<i32>(edges, cells),
+            InputType::F32 => build::<f32>(edges, cells),
+        }
+    }
+
+    /// The entries: `cells + 1` bins.
+    pub fn entries(&self) -> &[u32] {
+        &self.table
+    }
+
+    /// The cells' `f32` scale.
+    pub fn scale(&self) -> f32 {
+        self.scale
+    }
+
+    /// Cells.
+    pub fn cells(&self) -> u32 {
+        self.table.len() as u32 - 1
+    }
+}
+
+/// The most bins the edges kernel holds in one block's shared memory (one copy of the counters,
+/// the edges and the table).
+pub fn max_bins(limits: &HistogramLimits) -> u32 {
+    let fits = |b: u32| kernel::shared_bytes(b, kernel::cells_for(b), 1) <= limits.max_shared_per_block_optin as u64;
+    let (mut lo, mut hi) = (1u32, limits.max_shared_per_block_optin / 4);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) { lo = mid } else { hi = mid - 1 }
+    }
+    lo
+}
+
+/// A planned edges launch, built only by [`plan_edges_for`] / [`plan_edges`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgesPlan {
+    launch: KernelLaunch,
+    element: InputType,
+    bins: u32,
+    cells: u32,
+    blocks_per_sm: u32,
+}
+
+impl EdgesPlan {
+    /// The kernel launch.
+    pub fn launch(&self) -> &KernelLaunch {
+        &self.launch
+    }
+
+    /// The values' type.
+    pub fn element(&self) -> InputType {
+        self.element
+    }
+
+    /// Bins.
+    pub fn bins(&self) -> u32 {
+        self.bins
+    }
+
+    /// Cells of the lookup table.
+    pub fn cells(&self) -> u32 {
+        self.cells
+    }
+
+    /// Why this plan, in words (for `--plan`).
+    pub fn reason(&self, limits: &HistogramLimits) -> String {
+        format!(
+            "{} edges: counters ({} copies), edges and a table of {} cells fit in one block's shared memory (up to {} bins); a value is searched between two table entries, usually 0 or 1 comparisons; {} blocks of {} threads per SM ({} resident threads) is the occupancy query's best shape",
+            self.bins + 1,
+            self.launch.copies(),
+            self.cells,
+            max_bins(limits),
+            self.blocks_per_sm,
+            self.launch.threads(),
+            self.blocks_per_sm * self.launch.threads()
+        )
+    }
+}
+
+impl std::fmt::Display for EdgesPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "edges tier ({} bins, a table of {} cells), {}", self.bins, self.cells, self.launch)
+    }
+}
+
+/// Plans a histogram of `element` values over `bins` bins of edges on a device with `limits`.
+pub fn plan_edges_for(
+    limits: &HistogramLimits,
+    occupancy: &dyn Occupancy,
+    element: InputType,
+    bins: u32,
+    request: &LaunchRequest,
+) -> Result<EdgesPlan> {
+    if request.packing.is_some() || request.global.is_some() || request.aggregate.is_some() {
+        return Err(Error::InvalidArgument(
+            "--packing, the global tier and --aggregate do not apply to edges: their counters are u32 in shared memory"
+                .into(),
+        ));
+    }
+    let most = max_bins(limits);
+    if bins > most {
+        return Err(Error::InvalidArgument(format!(
+            "{bins} bins of edges: the edges kernel keeps the counters, the {} edges and a lookup table in one block's shared memory, which holds at most {most} bins on this device",
+            bins + 1
+        )));
+    }
+    let cells = kernel::cells_for(bins);
+    let shape = choose_shape(
+        occupancy,
+        limits,
+        &|c| kernel::shared_bytes(bins, cells, c),
+        MAX_COPIES,
+        request,
+        &format!("a histogram over {} edges", bins + 1),
+    )?;
+    Ok(EdgesPlan {
+        launch: KernelLaunch::new(kernel::KERNELS[type_index(element)], shape, limits.sm_count),
+        element,
+        bins,
+        cells,
+        blocks_per_sm: shape.blocks_per_sm,
+    })
+}
+
+/// [`plan_edges_for`] on the opened device, with its occupancy query for the kernel.
+pub fn plan_edges(gpu: &Gpu, element: InputType, bins: u32, request: &LaunchRequest) -> Result<EdgesPlan> {
+    let limits = HistogramLimits::of(gpu)?;
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
+    plan_edges_for(&limits, &occupancy, element, bins, request)
+}
+
+/// Edges and their lookup table on the device, for one input type and table size; built only by
+/// [`DeviceEdges::new`], so that the table always belongs to the edges.
+pub struct DeviceEdges {
+    edges: CudaSlice<f32>,
+    table: CudaSlice<u32>,
+    element: InputType,
+    bins: u32,
+    cells: u32,
+    lo: f32,
+    hi: f32,
+    scale: f32,
+}
+
+impl DeviceEdges {
+    /// Builds the table of `cells` cells for `element` values over `edges` and uploads both.
+    pub fn new(gpu: &Gpu, edges: &BinEdges, element: InputType, cells: u32) -> Result<Self> {
+        if cells == 0 || cells > kernel::MAX_CELLS {
+            return Err(Error::InvalidArgument(format!("{cells} cells: use 1 to {}", kernel::MAX_CELLS)));
+        }
+        let table = EdgeTable::new(edges, element, cells);
+        Ok(Self {
+            edges: gpu.upload(edges.edges())?,
+            table: gpu.upload(table.entries())?,
+            element,
+            bins: edges.bins(),
+            cells,
+            lo: edges.lo(),
+            hi: edges.hi(),
+            scale: table.scale(),
+        })
+    }
+
+    /// Bins.
+    pub fn bins(&self) -> u32 {
+        self.bins
+    }
+}
+
+/// Enqueues the planned kernel on `stream`: counts `values` over the `edges` into `counts` (`bins`
+/// `u32`), without zeroing them first. Values must start 16-byte aligned; nothing is launched for
+/// no values.
+pub fn launch_edges(
+    gpu: &Gpu,
+    plan: &EdgesPlan,
+    stream: &Arc<CudaStream>,
+    values: &DeviceValues<'_>,
+    edges: &DeviceEdges,
+    counts: &mut CudaViewMut<'_, u32>,
+) -> Result<()> {
+    if values.element() != plan.element || edges.element != plan.element {
+        return Err(Error::InvalidArgument(format!(
+            "the plan is for {} values; the values are {} and the edges' table is for {}",
+            plan.element.name(),
+            values.element().name(),
+            edges.element.name()
+        )));
+    }
+    if edges.bins != plan.bins || edges.cells != plan.cells {
+        return Err(Error::InvalidArgument(format!(
+            "the plan is for {} bins and {} cells, the edges have {} and {}",
+            plan.bins, plan.cells, edges.bins, edges.cells
+        )));
+    }
+    check_output(counts.len(), plan.bins as u64, "counts")?;
+    let n = values.len();
+    check_count(n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    check_aligned(values.bytes(), stream, "the values")?;
+    let func = plan.launch.prepared(gpu)?;
+    let (nbins, cells, copies) = (plan.bins, plan.cells, plan.launch.copies());
+    let mut launch = stream.launch_builder(&func);
+    launch.arg(values.bytes()).arg(&n).arg(counts).arg(&nbins).arg(&edges.edges).arg(&edges.table).arg(&cells);
+    launch.arg(&edges.lo).arg(&edges.hi).arg(&edges.scale).arg(&copies);
+    // SAFETY: kernel contract (kernels::histogram::edges): n <= u32::MAX values, 16-byte aligned;
+    // counts holds nbins u32; the edges and their table (cells + 1 entries) were built together
+    // by DeviceEdges::new for this type; copies is a power of two up to 32 and the launch provides
+    // shared_bytes(nbins, cells, copies) (the plan).
+    unsafe { launch.launch(plan.launch.config()) }?;
+    Ok(())
+}
+
+/// The histogram of `values` over `edges` on the GPU (`numpy.histogram(values, bins=edges)`'s
+/// counts), on the GPU's stream.
+///
+/// ```no_run
+/// # fn main() -> host::Result<()> {
+/// use host::histogram::{Values, edges::{BinEdges, edges_histogram}};
+/// let gpu = host::Gpu::open(0)?;
+/// let edges = BinEdges::new(vec![0.0, 0.5, 2.0, 10.0])?;
+/// assert_eq!(edges_histogram(&gpu, Values::F32(&[0.5, 0.49, 10.0, 11.0, f32::NAN]), &edges)?, [1, 1, 1]);
+/// # Ok(()) }
+/// ```
+pub fn edges_histogram(gpu: &Gpu, values: Values<'_>, edges: &BinEdges) -> Result<Vec<u32>> {
+    let plan = plan_edges(gpu, values.element(), edges.bins(), &LaunchRequest::default())?;
+    let input = upload_values(gpu, values, 4 * edges.bins() as u64, "a histogram over edges")?;
+    let device_edges = DeviceEdges::new(gpu, edges, values.element(), plan.cells)?;
+    let mut counts = gpu.zeros::<u32>(edges.bins() as usize)?;
+    let values = DeviceValues::from_bytes(input.as_view(), plan.element, values.len() as u64)?;
+    launch_edges(gpu, &plan, gpu.stream(), &values, &device_edges, &mut counts.as_view_mut())?;
+    gpu.synchronize()?;
+    gpu.download(&counts)
+}
+
+/// The histogram of `values` over `edges` on the CPU, by numpy's rule ([`BinEdges::bin_of`]).
+pub fn edges_histogram_cpu(values: Values<'_>, edges: &BinEdges) -> Vec<u32> {
+    fn count<T: EdgeValue>(values: &[T], edges: &BinEdges) -> Vec<u32> {
+        let mut counts = vec![0u32; edges.bins() as usize];
+        for &v in values {
+            if let Some(b) = edges.bin_of(v) {
+                counts[b as usize] += 1;
+            }
+        }
+        counts
+    }
+    match values {
+        Values::U8(v) => count(v, edges),
+        Values::U16(v) => count(v, edges),
+        Values::I32(v) => count(v, edges),
+        Values::F32(v) => count(v, edges),
+    }
+}
+
+/// Counting over edges as a [`ChunkKernel`]: the chunks of a streamed file
+/// ([`crate::histogram::stream::histogram_file_with`]).
+pub struct EdgesChunks<'a> {
+    /// The plan.
+    pub plan: &'a EdgesPlan,
+    /// The edges and their table on the device.
+    pub edges: &'a DeviceEdges,
+}
+
+impl ChunkKernel for EdgesChunks<'_> {
+    fn element(&self) -> InputType {
+        self.plan.element
+    }
+
+    fn counters(&self) -> usize {
+        self.plan.bins as usize
+    }
+
+    fn count(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        chunk: &CudaSlice<u8>,
+        _first: u64,
+        n: u64,
+        counts: &mut CudaSlice<u32>,
+        _scratch: &mut Option<BucketScratch>,
+    ) -> Result<()> {
+        let values = DeviceValues::from_bytes(chunk.as_view(), self.plan.element, n)?;
+        launch_edges(gpu, self.plan, stream, &values, self.edges, &mut counts.as_view_mut())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::tuning::ModelOccupancy;
+
+    const H100: HistogramLimits = HistogramLimits::H100;
+
+    #[test]
+    fn edges_are_checked_naming_the_first_bad_one() {
+        assert!(BinEdges::new(vec![1.0]).unwrap_err().to_string().contains("at least two edges"));
+        assert!(BinEdges::new(vec![0.0, f32::NAN]).unwrap_err().to_string().contains("edge 1 is NaN"));
+        assert!(BinEdges::new(vec![0.0, f32::INFINITY]).unwrap_err().to_string().contains("finite"));
+        assert!(BinEdges::new(vec![2.0, 1.0]).unwrap_err().to_string().contains("edge 1 (1) is not above edge 0 (2)"));
+        assert_eq!(BinEdges::parse(" -1, 0.5 ,2").unwrap().edges(), [-1.0, 0.5, 2.0]);
+        assert!(BinEdges::parse("0,x").unwrap_err().to_string().contains("edge 'x'"));
+        assert_eq!(BinEdges::from_f64(&[0.0, 0.5, 0.75]).unwrap().bins(), 2);
+        let err = BinEdges::from_f64(&[0.0, 0.1]).unwrap_err().to_string();
+        assert!(err.contains("edge 1 (0.1) is not exactly a float32"), "{err}");
+    }
+
+    #[test]
+    fn the_cpu_reference_follows_numpy_on_edges_outside_values_and_nan() {
+        let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0]).unwrap();
+        let v = [0.0, 0.999, 1.0, 2.5, 4.0, 4.0001, -0.0, -1e-30, f32::NAN, f32::INFINITY];
+        assert_eq!(edges_histogram_cpu(Values::F32(&v), &edges), [3, 1, 2]);
+        assert_eq!(edges_histogram_cpu(Values::U8(&[0, 1, 2, 3, 4, 5]), &edges), [1, 2, 2]);
+        assert_eq!(edges_histogram_cpu(Values::I32(&[-1, 0, 2, 3, 4]), &edges), [1, 1, 2]);
+        let wide = BinEdges::new(vec![-2.5, 16_777_217.0, 3e9]).unwrap();
+        // 16,777,217 is not an f32 (the edge is 16,777,216): i32 compares exactly in f64.
+        assert_eq!(wide.edges()[1], 16_777_216.0);
+        assert_eq!(edges_histogram_cpu(Values::I32(&[16_777_215, 16_777_216, 16_777_217, i32::MAX]), &wide), [1, 3]);
+    }
+
+    #[test]
+    fn tables_narrow_every_value_to_its_own_bin() {
+        let edges = BinEdges::new((0..=256).map(|i| (i as f32 / 256.0).powi(2)).collect()).unwrap();
+        let table = EdgeTable::new(&edges, InputType::F32, kernel::cells_for(256));
+        assert_eq!(table.cells(), 1024);
+        assert!(table.entries().windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(*table.entries().last().unwrap(), 255);
+        let u8_table = EdgeTable::new(&BinEdges::new(vec![300.0, 400.0]).unwrap(), InputType::U8, 64);
+        assert!(u8_table.entries().iter().all(|&b| b == 0), "no u8 lies in [300, 400]");
+    }
+
+    #[test]
+    fn the_planner_fits_counters_edges_and_table_in_one_block_and_refuses_more() {
+        let occupancy = ModelOccupancy { limits: H100, registers: 40 };
+        let p = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &LaunchRequest::default()).unwrap();
+        assert_eq!((p.cells(), p.launch().copies()), (1024, 32));
+        assert_eq!(p.launch().kernel(), "histogram_edges_f32");
+        assert!(p.reason(&H100).contains("257 edges"), "{}", p.reason(&H100));
+        let most = max_bins(&H100);
+        assert!(most > 17_000 && most < 30_000, "{most}");
+        assert!(plan_edges_for(&H100, &occupancy, InputType::F32, most, &LaunchRequest::default()).is_ok());
+        let err = plan_edges_for(&H100, &occupancy, InputType::F32, most + 1, &LaunchRequest::default()).unwrap_err();
+        assert!(err.to_string().contains(&format!("at most {most} bins")), "{err}");
+        let global = LaunchRequest { global: Some(true), ..Default::default() };
+        assert!(plan_edges_for(&H100, &occupancy, InputType::F32, 256, &global).is_err());
+    }
+}

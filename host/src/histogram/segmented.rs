@@ -1,0 +1,460 @@
+//! Segmented histograms, one per segment of the input in one launch: equal lengths or CSR-style
+//! offsets ([`Segments`]), planner, launch and CPU reference for `kernels::histogram::segmented`.
+//!
+//! One tier: each block counts equal shares of the values into block-private counters in shared
+//! memory and adds them into each segment's counters as it leaves the segment, so the bins of one
+//! segment must fit one block (58,112 on an H100 or H200; larger per-segment histograms are a
+//! launch per segment of the planner's tier). Copies of the counters cost a zeroing and a flush
+//! per piece of a segment, so the planner allows copies only while they stay a small share of the
+//! piece's work ([`max_copies_for`]).
+
+use super::device_values::{DeviceValues, check_aligned, check_count, check_output, upload_values};
+use super::tuning::{KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape_small_blocks};
+use super::weighted::{for_each_bin, type_index};
+use super::{Binning, HistogramLimits, InputType, Values, check_bins};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
+use kernels::histogram::segmented as kernel;
+use std::sync::Arc;
+
+/// How the input splits into segments (host-side, checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segments<'a> {
+    /// `count` segments of `len` values (the last ones shorter, or empty, at the input's end).
+    Equal {
+        /// Segments.
+        count: u64,
+        /// Values per segment.
+        len: u64,
+    },
+    /// Segment `s` is values `offsets[s]..offsets[s + 1]`: sorted offsets, the first 0, the last
+    /// the input's length.
+    Offsets(&'a [u64]),
+}
+
+impl Segments<'_> {
+    /// Segments.
+    pub fn count(&self) -> u64 {
+        match self {
+            Segments::Equal { count, .. } => *count,
+            Segments::Offsets(o) => o.len().saturating_sub(1) as u64,
+        }
+    }
+
+    /// `n` values cut into `count` segments of equal length (`ceil(n / count)`, the last ones
+    /// shorter).
+    pub fn equal_count(n: u64, count: u64) -> Result<Self> {
+        if count == 0 {
+            return Err(Error::InvalidArgument("0 segments: use at least one".into()));
+        }
+        Ok(Segments::Equal { count, len: n.div_ceil(count).max(1) })
+    }
+
+    /// `n` values cut into segments of `len` (the last one shorter): `ceil(n / len)` of them.
+    pub fn equal_len(n: u64, len: u64) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::InvalidArgument("segments of 0 values: use a length of at least 1".into()));
+        }
+        Ok(Segments::Equal { count: n.div_ceil(len), len })
+    }
+
+    /// Fails unless these segments cover `n` values exactly: offsets sorted, from 0 to `n`; equal
+    /// segments of a positive length that reach `n`.
+    pub fn check(&self, n: u64) -> Result<()> {
+        match *self {
+            Segments::Equal { count, len } => {
+                if len == 0 || count == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "{count} segments of {len} values: both must be positive"
+                    )));
+                }
+                if count.saturating_mul(len) < n {
+                    return Err(Error::InvalidArgument(format!(
+                        "{count} segments of {len} values cover {} of the {n} values",
+                        count * len
+                    )));
+                }
+                Ok(())
+            }
+            Segments::Offsets(o) => {
+                if o.len() < 2 {
+                    return Err(Error::InvalidArgument(format!(
+                        "{} offset(s): segments need at least two (the first 0, the last the input's length)",
+                        o.len()
+                    )));
+                }
+                if o[0] != 0 || o[o.len() - 1] != n {
+                    return Err(Error::InvalidArgument(format!(
+                        "offsets run from {} to {}: they must run from 0 to the input's {n} values",
+                        o[0],
+                        o[o.len() - 1]
+                    )));
+                }
+                if let Some(i) = (1..o.len()).find(|&i| o[i] < o[i - 1]) {
+                    return Err(Error::InvalidArgument(format!(
+                        "offset {i} ({}) is below offset {} ({}): offsets must not decrease",
+                        o[i],
+                        i - 1,
+                        o[i - 1]
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Segments on the device: equal ones, or a device buffer of `count + 1` offsets.
+#[derive(Debug)]
+pub enum DeviceSegments<'a> {
+    /// `count` segments of `len` values.
+    Equal {
+        /// Segments.
+        count: u64,
+        /// Values per segment.
+        len: u64,
+    },
+    /// `offsets.len() - 1` segments; offsets that are not sorted from 0 to the values' length give
+    /// meaningless counts (never an access out of bounds: the kernel clamps each offset).
+    Offsets(CudaView<'a, u64>),
+}
+
+impl DeviceSegments<'_> {
+    /// Segments.
+    pub fn count(&self) -> u64 {
+        match self {
+            DeviceSegments::Equal { count, .. } => *count,
+            DeviceSegments::Offsets(o) => o.len().saturating_sub(1) as u64,
+        }
+    }
+}
+
+/// The most copies for segments of about `values_per_segment` values into `bins` bins: each piece
+/// of a segment zeroes and reads `bins * copies` counters, which should stay within an eighth of
+/// the piece's values (at least one copy).
+pub fn max_copies_for(bins: u32, values_per_segment: u64) -> u32 {
+    let mut copies = MAX_COPIES;
+    while copies > 1 && bins as u64 * copies as u64 * 8 > values_per_segment {
+        copies /= 2;
+    }
+    copies
+}
+
+/// A planned segmented launch, built only by [`plan_segments_for`] / [`plan_segments`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SegmentsPlan {
+    launch: KernelLaunch,
+    element: InputType,
+    binning: Binning,
+    segments: u64,
+    blocks_per_sm: u32,
+}
+
+impl SegmentsPlan {
+    /// The kernel launch.
+    pub fn launch(&self) -> &KernelLaunch {
+        &self.launch
+    }
+
+    /// The values' type.
+    pub fn element(&self) -> InputType {
+        self.element
+    }
+
+    /// How values map to bins (every segment alike).
+    pub fn binning(&self) -> Binning {
+        self.binning
+    }
+
+    /// Segments.
+    pub fn segments(&self) -> u64 {
+        self.segments
+    }
+
+    /// Counters of the output: `segments * bins`.
+    pub fn counters(&self) -> u64 {
+        self.segments * self.binning.nbins as u64
+    }
+
+    /// Why this plan, in words (for `--plan`).
+    pub fn reason(&self, limits: &HistogramLimits) -> String {
+        format!(
+            "{} segments of {} bins each (at most {} bins per segment: one block's shared memory); every block counts an equal share of the values, whatever the segments' lengths, flushing its counters into each segment it leaves; {} copies keep the zeroing and flush per piece within an eighth of its values; {} blocks of {} threads per SM ({} resident threads) from the occupancy query",
+            self.segments,
+            self.binning.nbins,
+            limits.block_capacity(),
+            self.launch.copies(),
+            self.blocks_per_sm,
+            self.launch.threads(),
+            self.blocks_per_sm * self.launch.threads()
+        )
+    }
+}
+
+impl std::fmt::Display for SegmentsPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "segmented tier ({} segments x {} bins), {}", self.segments, self.binning.nbins, self.launch)
+    }
+}
+
+/// Plans `segments` histograms of `element` values by `binning` over `values` values on a device
+/// with `limits`.
+pub fn plan_segments_for(
+    limits: &HistogramLimits,
+    occupancy: &dyn Occupancy,
+    element: InputType,
+    binning: Binning,
+    segments: u64,
+    values: u64,
+    request: &LaunchRequest,
+) -> Result<SegmentsPlan> {
+    check_bins(binning.nbins as usize)?;
+    if request.packing.is_some() || request.global.is_some() || request.aggregate.is_some() {
+        return Err(Error::InvalidArgument(
+            "--packing, the global tier and --aggregate do not apply to segments (u32 counters in shared memory)"
+                .into(),
+        ));
+    }
+    if segments == 0 {
+        return Err(Error::InvalidArgument("0 segments: use at least one".into()));
+    }
+    let bins = binning.nbins;
+    if bins as u64 > limits.block_capacity() {
+        return Err(Error::InvalidArgument(format!(
+            "{bins} bins per segment: the segmented kernel keeps one segment's counters in one block's shared memory ({} bins on this device); histogram larger segments one launch each",
+            limits.block_capacity()
+        )));
+    }
+    if segments.checked_mul(bins as u64).is_none_or(|c| c > isize::MAX as u64 / 4) {
+        return Err(Error::InvalidArgument(format!("{segments} segments of {bins} bins: too many counters")));
+    }
+    let per_segment = values.div_ceil(segments).max(1);
+    // Two block barriers per piece of a segment: smaller blocks keep the SM's loads going while
+    // one of them waits.
+    let shape = choose_shape_small_blocks(
+        occupancy,
+        limits,
+        &|c| kernel::shared_bytes(bins, c),
+        max_copies_for(bins, per_segment),
+        request,
+        &format!("{segments} segmented histograms of {bins} bins"),
+    )?;
+    Ok(SegmentsPlan {
+        launch: KernelLaunch::new(kernel::KERNELS[type_index(element)], shape, limits.sm_count),
+        element,
+        binning,
+        segments,
+        blocks_per_sm: shape.blocks_per_sm,
+    })
+}
+
+/// [`plan_segments_for`] on the opened device, with its occupancy query for the kernel.
+pub fn plan_segments(
+    gpu: &Gpu,
+    element: InputType,
+    binning: Binning,
+    segments: u64,
+    values: u64,
+    request: &LaunchRequest,
+) -> Result<SegmentsPlan> {
+    let limits = HistogramLimits::of(gpu)?;
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
+    plan_segments_for(&limits, &occupancy, element, binning, segments, values, request)
+}
+
+/// Enqueues the planned kernel on `stream`: counts each segment of `values` into its `bins`
+/// counters of `counts` (`segments * bins` `u32`, segment after segment), without zeroing them.
+/// Values must start 16-byte aligned (offsets 8-byte); nothing is launched for no values.
+pub fn launch_segments(
+    gpu: &Gpu,
+    plan: &SegmentsPlan,
+    stream: &Arc<CudaStream>,
+    values: &DeviceValues<'_>,
+    segments: &DeviceSegments<'_>,
+    counts: &mut CudaViewMut<'_, u32>,
+) -> Result<()> {
+    if values.element() != plan.element {
+        return Err(Error::InvalidArgument(format!(
+            "the plan is for {} values, the buffer holds {}",
+            plan.element.name(),
+            values.element().name()
+        )));
+    }
+    if segments.count() != plan.segments {
+        return Err(Error::InvalidArgument(format!(
+            "the plan is for {} segments, {} were given",
+            plan.segments,
+            segments.count()
+        )));
+    }
+    check_output(counts.len(), plan.counters(), "counts")?;
+    let n = values.len();
+    check_count(n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    check_aligned(values.bytes(), stream, "the values")?;
+    let func = plan.launch.prepared(gpu)?;
+    let Binning { nbins, lo, hi, scale } = plan.binning;
+    let (count, copies) = (plan.segments, plan.launch.copies());
+    let mut launch = stream.launch_builder(&func);
+    launch.arg(values.bytes()).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale).arg(&count);
+    match segments {
+        DeviceSegments::Equal { len, .. } => {
+            if *len == 0 {
+                return Err(Error::InvalidArgument("segments of 0 values: use a length of at least 1".into()));
+            }
+            // With equal segments the kernel never reads the offsets pointer: any will do.
+            launch.arg(len).arg(values.bytes());
+        }
+        DeviceSegments::Offsets(offsets) => {
+            launch.arg(&0u64).arg(offsets);
+        }
+    }
+    launch.arg(&copies);
+    // SAFETY: kernel contract (kernels::histogram::segmented): n <= u32::MAX values, 16-byte
+    // aligned (checked); counts holds segments * nbins u32 (checked); offsets (when read) hold
+    // segments + 1 u64 of a cudarc allocation (8-byte aligned); any offset values are safe (the
+    // kernel clamps them); copies is a power of two up to 32 and the launch provides nbins *
+    // copies * 4 bytes of shared memory (the plan).
+    unsafe { launch.launch(plan.launch.config()) }?;
+    Ok(())
+}
+
+/// One histogram per segment of `values` on the GPU, segment after segment (`segments.count() *
+/// bins` counts), on the GPU's stream.
+///
+/// ```no_run
+/// # fn main() -> host::Result<()> {
+/// use host::histogram::{Binning, Values, segmented::{Segments, segmented_histogram}};
+/// let gpu = host::Gpu::open(0)?;
+/// let v = [0u8, 1, 1, 3, 2, 2];
+/// let counts = segmented_histogram(&gpu, Values::U8(&v), Binning::integers(4), Segments::Offsets(&[0, 3, 3, 6]))?;
+/// assert_eq!(counts, [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1]);
+/// # Ok(()) }
+/// ```
+pub fn segmented_histogram(
+    gpu: &Gpu,
+    values: Values<'_>,
+    binning: Binning,
+    segments: Segments<'_>,
+) -> Result<Vec<u32>> {
+    let n = values.len() as u64;
+    segments.check(n)?;
+    let plan = plan_segments(gpu, values.element(), binning, segments.count(), n, &LaunchRequest::default())?;
+    let input = upload_values(gpu, values, 4 * plan.counters() + 8 * (segments.count() + 1), "a segmented histogram")?;
+    let mut counts = gpu.zeros::<u32>(plan.counters() as usize)?;
+    let values = DeviceValues::from_bytes(input.as_view(), plan.element, n)?;
+    let offsets;
+    let device = match segments {
+        Segments::Equal { count, len } => DeviceSegments::Equal { count, len },
+        Segments::Offsets(o) => {
+            offsets = gpu.upload(o)?;
+            DeviceSegments::Offsets(offsets.as_view())
+        }
+    };
+    launch_segments(gpu, &plan, gpu.stream(), &values, &device, &mut counts.as_view_mut())?;
+    gpu.synchronize()?;
+    gpu.download(&counts)
+}
+
+/// The segments' histograms on the CPU: `count * bins` counts, segment after segment.
+pub fn segmented_histogram_cpu(values: Values<'_>, binning: &Binning, segments: Segments<'_>) -> Vec<u32> {
+    let bins = binning.nbins as usize;
+    let n = values.len() as u64;
+    let count = segments.count();
+    let off = |s: u64| match segments {
+        Segments::Equal { len, .. } => (s.saturating_mul(len)).min(n),
+        Segments::Offsets(o) => o[s as usize].min(n),
+    };
+    let mut counts = vec![0u32; count as usize * bins];
+    let mut s = 0u64;
+    for_each_bin(values, binning, |i, bin| {
+        let i = i as u64;
+        while s < count && off(s + 1) <= i {
+            s += 1;
+        }
+        if let Some(b) = bin
+            && s < count
+            && off(s) <= i
+        {
+            counts[s as usize * bins + b as usize] += 1;
+        }
+    });
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::tuning::ModelOccupancy;
+
+    const H100: HistogramLimits = HistogramLimits::H100;
+
+    #[test]
+    fn segments_are_checked_against_the_input() {
+        assert!(Segments::Offsets(&[0, 2, 5]).check(5).is_ok());
+        assert!(Segments::Offsets(&[0]).check(0).unwrap_err().to_string().contains("at least two"));
+        assert!(Segments::Offsets(&[1, 5]).check(5).unwrap_err().to_string().contains("from 0 to the input's 5"));
+        assert!(Segments::Offsets(&[0, 4, 3, 5]).check(5).unwrap_err().to_string().contains("offset 2 (3) is below"));
+        assert!(Segments::Equal { count: 3, len: 4 }.check(13).unwrap_err().to_string().contains("cover 12 of the 13"));
+        assert_eq!(Segments::equal_count(10, 4).unwrap(), Segments::Equal { count: 4, len: 3 });
+        assert_eq!(Segments::equal_len(10, 4).unwrap(), Segments::Equal { count: 3, len: 4 });
+        assert!(Segments::equal_count(10, 0).is_err() && Segments::equal_len(10, 0).is_err());
+    }
+
+    #[test]
+    fn the_cpu_reference_counts_each_segment_and_leaves_empty_ones_zero() {
+        let v = [0i32, 1, 1, 3, 2, 2, 9];
+        let b = Binning::integers(4);
+        let counts = segmented_histogram_cpu(Values::I32(&v), &b, Segments::Offsets(&[0, 3, 3, 7]));
+        assert_eq!(counts, [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2]);
+        let equal = segmented_histogram_cpu(Values::I32(&v), &b, Segments::Equal { count: 3, len: 3 });
+        assert_eq!(equal, [1, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 1]);
+        let past_end = segmented_histogram_cpu(Values::I32(&v), &b, Segments::Equal { count: 4, len: 3 });
+        assert_eq!(&past_end[12..], [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn copies_stay_within_an_eighth_of_a_segments_values() {
+        assert_eq!(max_copies_for(256, 16_384), 8);
+        assert_eq!(max_copies_for(256, 1 << 20), 32);
+        assert_eq!(max_copies_for(256, 100), 1);
+        let occupancy = ModelOccupancy { limits: H100, registers: 40 };
+        let p = plan_segments_for(
+            &H100,
+            &occupancy,
+            InputType::I32,
+            Binning::integers(256),
+            4096,
+            1 << 26,
+            &LaunchRequest::default(),
+        )
+        .unwrap();
+        assert_eq!((p.launch().copies(), p.counters()), (8, 4096 * 256));
+        assert!(p.to_string().starts_with("segmented tier (4096 segments x 256 bins)"), "{p}");
+        let err = plan_segments_for(
+            &H100,
+            &occupancy,
+            InputType::I32,
+            Binning::integers(58_113),
+            2,
+            100,
+            &LaunchRequest::default(),
+        );
+        assert!(err.unwrap_err().to_string().contains("one launch each"));
+        assert!(
+            plan_segments_for(
+                &H100,
+                &occupancy,
+                InputType::I32,
+                Binning::integers(4),
+                0,
+                100,
+                &LaunchRequest::default()
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,461 @@
+//! Launch shapes from the driver's occupancy queries: threads per block, private copies of the
+//! counters and the persistent grid of the histogram kernels, chosen per kernel and device
+//! rather than from constants measured on one GPU.
+//!
+//! The rule ([`choose_shape`]): the histogram kernels stream their input, so what they need most is
+//! loads in flight, which grow with the threads an SM keeps resident. Among the candidate block
+//! sizes ([`THREAD_CANDIDATES`]) and copies (powers of two up to the most the caller allows),
+//! take the shape with the most resident threads per SM by the driver's
+//! `cuOccupancyMaxActiveBlocksPerMultiprocessor` (registers, shared memory and threads all
+//! counted); among those, the most copies (fewer same-address and same-bank adds); among those,
+//! the largest blocks (fewer blocks to flush their counters). The grid is then every resident
+//! block: `blocks_per_sm * SMs`. A [`LaunchRequest`] fixes any of these, which is how `host bench
+//! --histogram-sweep` measures the shapes the rule did not pick.
+//!
+//! The rule is pure over an [`Occupancy`], so it is tested on the CPU with [`ModelOccupancy`] (the
+//! occupancy calculator's arithmetic for a given register count) and runs on the device with
+//! [`DriverOccupancy`].
+
+use super::HistogramLimits;
+use crate::error::{Error, Result, format_bytes};
+use crate::gpu::Gpu;
+use cudarc::driver::sys::CUfunction_attribute as FnAttr;
+use cudarc::driver::{CudaFunction, LaunchConfig};
+
+/// Block sizes the tuner tries, smallest first.
+pub const THREAD_CANDIDATES: [u32; 4] = [256, 512, 768, 1024];
+
+/// The most private copies of a histogram per block: one per lane of a warp.
+pub const MAX_COPIES: u32 = 32;
+
+/// What the caller fixes of a launch of the weighted, edges, channels, 2-D or segmented kernels;
+/// `None` leaves the choice to [`choose_shape`] and the feature's planner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchRequest {
+    /// Threads per block: a multiple of 32 from 32 to 1024.
+    pub threads_per_block: Option<u32>,
+    /// Private copies of the counters per block: a power of two from 1 to 32.
+    pub copies: Option<u32>,
+    /// Resident blocks per SM the grid assumes (at most what the driver reports): a smaller grid.
+    pub blocks_per_sm: Option<u32>,
+    /// Counters per 32-bit word as `log2` (0: `u32` counters; 1: 16-bit; 2: 8-bit), where the
+    /// kernel takes packed counters (one channel, 2-D).
+    pub packing: Option<u32>,
+    /// Add every value into global memory instead of block-private copies (weighted and 2-D).
+    pub global: Option<bool>,
+    /// Warps whose 32 lanes hold one bin add once (weighted kernels).
+    pub aggregate: Option<bool>,
+}
+
+impl LaunchRequest {
+    /// Fails unless the fixed threads and copies are ones the kernels take.
+    pub fn check(&self) -> Result<()> {
+        if let Some(t) = self.threads_per_block
+            && (t == 0 || t > 1024 || t % 32 != 0)
+        {
+            return Err(Error::InvalidArgument(format!("{t} threads per block: use a multiple of 32 from 32 to 1024")));
+        }
+        if let Some(c) = self.copies
+            && (c == 0 || c > MAX_COPIES || !c.is_power_of_two())
+        {
+            return Err(Error::InvalidArgument(format!("{c} copies: use a power of two from 1 to {MAX_COPIES}")));
+        }
+        if self.blocks_per_sm == Some(0) {
+            return Err(Error::InvalidArgument("0 blocks per SM: a grid needs at least one".into()));
+        }
+        Ok(())
+    }
+}
+
+/// How many blocks of a kernel one SM keeps resident.
+pub trait Occupancy {
+    /// Resident blocks of `threads` threads with `shared` bytes of dynamic shared memory (0 when
+    /// not even one fits).
+    fn blocks_per_sm(&self, threads: u32, shared: u32) -> Result<u32>;
+}
+
+/// The driver's occupancy calculator for one kernel of the loaded module.
+pub struct DriverOccupancy {
+    function: CudaFunction,
+}
+
+impl DriverOccupancy {
+    /// The occupancy of kernel `name` on `gpu`.
+    pub fn new(gpu: &Gpu, name: &'static str) -> Result<Self> {
+        Ok(Self { function: gpu.function(name)? })
+    }
+}
+
+impl Occupancy for DriverOccupancy {
+    fn blocks_per_sm(&self, threads: u32, shared: u32) -> Result<u32> {
+        // The query counts dynamic shared memory only up to the kernel's opt-in limit.
+        self.function.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        Ok(self.function.occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None)?)
+    }
+}
+
+/// The occupancy calculator's arithmetic for a kernel of `registers` registers per thread on a
+/// device with `limits`: the least of the blocks that threads, shared memory and registers allow
+/// (registers allocated per warp in units of 256, 64 Ki registers per SM, at most 32 blocks).
+#[derive(Debug, Clone, Copy)]
+pub struct ModelOccupancy {
+    /// The device.
+    pub limits: HistogramLimits,
+    /// Registers per thread.
+    pub registers: u32,
+}
+
+impl Occupancy for ModelOccupancy {
+    fn blocks_per_sm(&self, threads: u32, shared: u32) -> Result<u32> {
+        let l = &self.limits;
+        if shared > l.max_shared_per_block_optin || threads > l.max_threads_per_sm {
+            return Ok(0);
+        }
+        let by_threads = l.max_threads_per_sm / threads;
+        let by_shared = l.max_shared_per_sm / (shared + l.reserved_shared_per_block);
+        let warp_registers = (self.registers * 32).div_ceil(256) * 256;
+        let by_registers = 65_536 / (warp_registers * threads.div_ceil(32)).max(1);
+        Ok(by_threads.min(by_shared).min(by_registers).min(32))
+    }
+}
+
+/// A launch shape: threads per block, copies, and the resident blocks per SM that set the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Threads per block.
+    pub threads: u32,
+    /// Private copies per block.
+    pub copies: u32,
+    /// Blocks per SM the grid assumes.
+    pub blocks_per_sm: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub shared_bytes: u32,
+}
+
+impl Shape {
+    /// Threads resident per SM.
+    pub fn resident_threads(&self) -> u32 {
+        self.threads * self.blocks_per_sm
+    }
+}
+
+/// Picks a shape for a kernel whose dynamic shared memory is `shared_for(copies)` bytes, with at
+/// most `max_copies` copies (a power of two), by the rule in the module documentation; the request
+/// fixes threads, copies or blocks per SM. `what` names the histogram in errors. Fails when no
+/// shape keeps even one block resident, saying what did not fit.
+pub fn choose_shape(
+    occupancy: &dyn Occupancy,
+    limits: &HistogramLimits,
+    shared_for: &dyn Fn(u32) -> u64,
+    max_copies: u32,
+    request: &LaunchRequest,
+    what: &str,
+) -> Result<Shape> {
+    choose(occupancy, limits, shared_for, max_copies, request, what, true)
+}
+
+/// [`choose_shape`], but among shapes of equal residency and copies the smallest blocks: for
+/// kernels that meet block barriers often (the segmented kernel, twice per piece of a segment),
+/// where more, smaller blocks per SM keep loads in flight while one block waits at a barrier.
+pub fn choose_shape_small_blocks(
+    occupancy: &dyn Occupancy,
+    limits: &HistogramLimits,
+    shared_for: &dyn Fn(u32) -> u64,
+    max_copies: u32,
+    request: &LaunchRequest,
+    what: &str,
+) -> Result<Shape> {
+    choose(occupancy, limits, shared_for, max_copies, request, what, false)
+}
+
+fn choose(
+    occupancy: &dyn Occupancy,
+    limits: &HistogramLimits,
+    shared_for: &dyn Fn(u32) -> u64,
+    max_copies: u32,
+    request: &LaunchRequest,
+    what: &str,
+    larger_blocks: bool,
+) -> Result<Shape> {
+    request.check()?;
+    let threads: Vec<u32> = match request.threads_per_block {
+        Some(t) => vec![t],
+        None => THREAD_CANDIDATES.to_vec(),
+    };
+    let copies: Vec<u32> = match request.copies {
+        Some(c) => vec![c],
+        None => (0..=MAX_COPIES.trailing_zeros()).map(|k| 1 << k).filter(|&c| c <= max_copies.max(1)).collect(),
+    };
+    let mut best: Option<Shape> = None;
+    let mut smallest = u64::MAX;
+    for &c in &copies {
+        let shared = shared_for(c);
+        smallest = smallest.min(shared);
+        if shared > limits.max_shared_per_block_optin as u64 {
+            continue;
+        }
+        for &t in &threads {
+            let fit = occupancy.blocks_per_sm(t, shared as u32)?;
+            if fit == 0 {
+                continue;
+            }
+            let per_sm = request.blocks_per_sm.map_or(fit, |b| b.min(fit));
+            let shape = Shape { threads: t, copies: c, blocks_per_sm: per_sm, shared_bytes: shared as u32 };
+            // The block size's rank: larger or smaller blocks first among equals.
+            let rank = |s: &Shape| if larger_blocks { s.threads } else { u32::MAX - s.threads };
+            let better = match best {
+                None => true,
+                Some(b) => {
+                    (shape.resident_threads(), shape.copies, rank(&shape)) > (b.resident_threads(), b.copies, rank(&b))
+                }
+            };
+            if better {
+                best = Some(shape);
+            }
+        }
+    }
+    best.ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{what}: no block of {} threads with {} of shared memory stays resident on this device (a block gets at most {})",
+            threads.iter().map(u32::to_string).collect::<Vec<_>>().join(" or "),
+            format_bytes(smallest),
+            format_bytes(limits.max_shared_per_block_optin as u64)
+        ))
+    })
+}
+
+/// A planned launch of one kernel: its symbol and grid, checked by the planner that built it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelLaunch {
+    kernel: &'static str,
+    blocks: u32,
+    threads: u32,
+    shared_bytes: u32,
+    copies: u32,
+}
+
+impl KernelLaunch {
+    /// A launch of `kernel` on `sm_count` SMs in `shape`.
+    pub(crate) fn new(kernel: &'static str, shape: Shape, sm_count: u32) -> Self {
+        Self {
+            kernel,
+            blocks: (shape.blocks_per_sm * sm_count).max(1),
+            threads: shape.threads,
+            shared_bytes: shape.shared_bytes,
+            copies: shape.copies,
+        }
+    }
+
+    /// The kernel's PTX symbol.
+    pub fn kernel(&self) -> &'static str {
+        self.kernel
+    }
+
+    /// Blocks in the grid.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    /// Dynamic shared memory per block, bytes.
+    pub fn shared_bytes(&self) -> u32 {
+        self.shared_bytes
+    }
+
+    /// Private copies of the counters per block.
+    pub fn copies(&self) -> u32 {
+        self.copies
+    }
+
+    /// The grid as cudarc's launch configuration.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: self.shared_bytes,
+        }
+    }
+
+    /// The kernel with its dynamic shared memory limit raised to this launch's.
+    pub(crate) fn prepared(&self, gpu: &Gpu) -> Result<CudaFunction> {
+        let func = gpu.function(self.kernel)?;
+        func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared_bytes as i32)?;
+        Ok(func)
+    }
+}
+
+impl std::fmt::Display for KernelLaunch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} blocks x {} threads", self.kernel, self.blocks, self.threads)?;
+        if self.shared_bytes > 0 {
+            write!(f, ", {} shared per block", format_bytes(self.shared_bytes as u64))?;
+            if self.copies > 1 {
+                write!(f, " ({} copies)", self.copies)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The occupancy [`choose_shape`] plans with before a GPU is opened (argument checks): an
+/// H100-class device and a kernel of 64 registers.
+pub fn model_before_device(limits: HistogramLimits) -> ModelOccupancy {
+    ModelOccupancy { limits, registers: 64 }
+}
+
+/// The request with the shared tier's threads and copies filled in from the occupancy query of
+/// the input type's shared-tier kernel, where the planner will take the shared tier (the bins fit
+/// one block and no other tier or cluster is asked for) and the request leaves either open; other
+/// requests unchanged. This replaces the constants measured on an H100 (1,024 threads for `u8`,
+/// copies that leave room for 4 blocks per SM) by [`choose_shape`]'s rule on the device that runs.
+pub fn shared_tier_request(
+    gpu: &Gpu,
+    limits: &HistogramLimits,
+    bins: usize,
+    request: super::PlanRequest,
+) -> Result<super::PlanRequest> {
+    if !takes_shared_tier(limits, bins, &request) {
+        return Ok(request);
+    }
+    let element = request.element.unwrap_or(super::InputType::I32);
+    let occupancy = DriverOccupancy::new(gpu, element.kernels().shared)?;
+    shared_tier_request_for(limits, &occupancy, bins, request)
+}
+
+/// Whether the plain histogram's planner takes the shared tier for `request` and leaves its
+/// threads or copies open.
+fn takes_shared_tier(limits: &HistogramLimits, bins: usize, request: &super::PlanRequest) -> bool {
+    bins >= 1
+        && bins as u64 <= limits.block_capacity()
+        && matches!(request.tier, None | Some(super::HistogramTier::Shared))
+        && request.cluster_size.is_none()
+        && (request.threads_per_block.is_none() || request.copies.is_none())
+}
+
+/// [`shared_tier_request`] over any [`Occupancy`] (pure: tested with [`ModelOccupancy`]).
+pub fn shared_tier_request_for(
+    limits: &HistogramLimits,
+    occupancy: &dyn Occupancy,
+    bins: usize,
+    request: super::PlanRequest,
+) -> Result<super::PlanRequest> {
+    if !takes_shared_tier(limits, bins, &request) {
+        return Ok(request);
+    }
+    let launch =
+        LaunchRequest { threads_per_block: request.threads_per_block, copies: request.copies, ..Default::default() };
+    let shape = choose_shape(
+        occupancy,
+        limits,
+        &|c| kernels::histogram::shared_bytes(bins as u32) as u64 * c as u64,
+        MAX_COPIES,
+        &launch,
+        &format!("{bins} bins in the shared tier"),
+    )?;
+    Ok(super::PlanRequest { threads_per_block: Some(shape.threads), copies: Some(shape.copies), ..request })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: HistogramLimits = HistogramLimits::H100;
+
+    fn model(registers: u32) -> ModelOccupancy {
+        ModelOccupancy { limits: H100, registers }
+    }
+
+    #[test]
+    fn the_model_takes_the_least_of_threads_shared_memory_and_registers() {
+        let m = model(32);
+        assert_eq!(m.blocks_per_sm(1024, 0).unwrap(), 2);
+        assert_eq!(m.blocks_per_sm(256, 0).unwrap(), 8);
+        assert_eq!(m.blocks_per_sm(256, 100 << 10).unwrap(), 2);
+        assert_eq!(model(40).blocks_per_sm(1024, 0).unwrap(), 1);
+        assert_eq!(model(40).blocks_per_sm(512, 0).unwrap(), 3);
+        assert_eq!(model(96).blocks_per_sm(1024, 0).unwrap(), 0);
+        assert_eq!(m.blocks_per_sm(256, 232_449).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_shape_with_the_most_resident_threads_wins_then_the_most_copies() {
+        let shared = |c: u32| 4 * 256 * c as u64;
+        // 32 registers: 2048 threads in any block size; 32 copies (32 KiB) still fit 2 x 1024.
+        let s = choose_shape(&model(32), &H100, &shared, 32, &LaunchRequest::default(), "x").unwrap();
+        assert_eq!((s.resident_threads(), s.copies, s.threads), (2048, 32, 1024));
+        // 40 registers: 1024-thread blocks leave 1024 threads per SM, 256, 512 and 768-thread ones
+        // 1536; the largest of those wins.
+        let s = choose_shape(&model(40), &H100, &shared, 32, &LaunchRequest::default(), "x").unwrap();
+        assert_eq!((s.threads, s.blocks_per_sm, s.copies), (768, 2, 32));
+        // Copies that cost residency lose: 8192 bins x 4 copies = 128 KiB leaves one block per SM.
+        let big = |c: u32| 4 * 8192 * c as u64;
+        let s = choose_shape(&model(32), &H100, &big, 32, &LaunchRequest::default(), "x").unwrap();
+        assert_eq!((s.resident_threads(), s.copies), (2048, 2));
+    }
+
+    #[test]
+    fn barrier_heavy_kernels_take_the_smallest_blocks_among_equals() {
+        let shared = |c: u32| 4 * 256 * c as u64;
+        let s = choose_shape_small_blocks(&model(40), &H100, &shared, 8, &LaunchRequest::default(), "x").unwrap();
+        assert_eq!((s.threads, s.blocks_per_sm, s.copies), (256, 6, 8));
+    }
+
+    #[test]
+    fn requests_fix_threads_copies_and_blocks_and_bad_ones_are_refused() {
+        let shared = |c: u32| 4 * 256 * c as u64;
+        let r = LaunchRequest {
+            threads_per_block: Some(256),
+            copies: Some(4),
+            blocks_per_sm: Some(2),
+            ..Default::default()
+        };
+        let s = choose_shape(&model(32), &H100, &shared, 32, &r, "x").unwrap();
+        assert_eq!((s.threads, s.copies, s.blocks_per_sm, s.shared_bytes), (256, 4, 2, 4096));
+        let bad = |r: LaunchRequest| choose_shape(&model(32), &H100, &shared, 32, &r, "x").unwrap_err().to_string();
+        assert!(bad(LaunchRequest { threads_per_block: Some(48), ..Default::default() }).contains("multiple of 32"));
+        assert!(bad(LaunchRequest { copies: Some(3), ..Default::default() }).contains("power of two"));
+        assert!(bad(LaunchRequest { blocks_per_sm: Some(0), ..Default::default() }).contains("at least one"));
+        let huge = |_: u32| 300u64 << 10;
+        let err = choose_shape(&model(32), &H100, &huge, 1, &LaunchRequest::default(), "65536 f64 sums").unwrap_err();
+        assert!(err.to_string().contains("65536 f64 sums") && err.to_string().contains("300.00 KiB"), "{err}");
+    }
+
+    #[test]
+    fn the_shared_tiers_threads_and_copies_come_from_the_occupancy_of_its_kernel() {
+        use crate::histogram::{HistogramTier, PlanRequest, plan_for};
+        let open = PlanRequest::default();
+        // 40 registers (the release u8 kernel): 768-thread blocks keep 1536 threads per SM where
+        // 1024-thread blocks keep 1024.
+        let r = shared_tier_request_for(&H100, &model(40), 256, open).unwrap();
+        assert_eq!((r.threads_per_block, r.copies), (Some(768), Some(32)));
+        let plan = plan_for(&H100, 256, r).unwrap();
+        assert_eq!((plan.tier, plan.threads_per_block, plan.copies), (HistogramTier::Shared, 768, 32));
+        // 8192 bins: one copy of 32 KiB per block; two keep 1536 threads per SM as well.
+        let r = shared_tier_request_for(&H100, &model(40), 8192, open).unwrap();
+        assert_eq!(r.copies, Some(2));
+        // Fixed threads and copies, other tiers and bins past one block are left alone.
+        let fixed = PlanRequest { threads_per_block: Some(256), copies: Some(4), ..open };
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 256, fixed).unwrap(), fixed);
+        let sorted = PlanRequest { tier: Some(HistogramTier::Sorted), ..open };
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 256, sorted).unwrap(), sorted);
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 100_000, open).unwrap(), open);
+        let threads = PlanRequest { threads_per_block: Some(1024), ..open };
+        assert_eq!(shared_tier_request_for(&H100, &model(40), 256, threads).unwrap().copies, Some(32));
+    }
+
+    #[test]
+    fn launches_describe_their_grid_and_shared_memory() {
+        let shape = Shape { threads: 512, copies: 8, blocks_per_sm: 3, shared_bytes: 8192 };
+        let l = KernelLaunch::new("histogram_channels1_u8", shape, 132);
+        assert_eq!(l.blocks(), 396);
+        assert_eq!(
+            l.to_string(),
+            "histogram_channels1_u8: 396 blocks x 512 threads, 8.00 KiB shared per block (8 copies)"
+        );
+        assert_eq!(l.config().shared_mem_bytes, 8192);
+    }
+}

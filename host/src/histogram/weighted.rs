@@ -1,0 +1,397 @@
+//! Weighted histograms: planner, launch and CPU references for `kernels::histogram::weighted`.
+//!
+//! Each value adds its `f32` weight to its bin; the sums are `f64`, accumulated in `f64` from the
+//! first addition (see the kernels' documentation for why and for the bound). Two modes:
+//! - shared: the bins' `f64` sums fit in one block's shared memory (29,056 bins on an H100 or
+//!   H200), in as many private copies as keep the most threads resident;
+//! - global: every weight is one `red.global.add.f64` (any bin count; slower).
+//!
+//! The sorted, bucketed and cluster tiers of the unweighted histogram have no weighted form: the
+//! first two keep only each value's bin (16 bits) on their way through the scratch buffers, where
+//! a weight would triple the traffic, and clusters add remotely, where an `f64` compare-and-store
+//! loop would cross the cluster network on every retry.
+
+use super::device_values::{DeviceValues, check_aligned, check_count, check_output, upload_values};
+use super::tuning::{KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape};
+use super::{Binning, Element, HistogramLimits, InputType, Values, check_bins};
+use crate::error::{Error, Result, format_bytes};
+use crate::gpu::Gpu;
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
+use kernels::histogram::weighted as kernel;
+use std::sync::Arc;
+
+/// Where the weights are summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightedMode {
+    /// Block-private `f64` sums in shared memory, added into the global sums at the end.
+    Shared,
+    /// Every weight added into the global sums.
+    Global,
+}
+
+/// A planned weighted histogram launch, built only by [`plan_weighted_for`] / [`plan_weighted`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WeightedPlan {
+    launch: KernelLaunch,
+    element: InputType,
+    binning: Binning,
+    mode: WeightedMode,
+    aggregate: bool,
+    blocks_per_sm: u32,
+}
+
+impl WeightedPlan {
+    /// The kernel launch.
+    pub fn launch(&self) -> &KernelLaunch {
+        &self.launch
+    }
+
+    /// The values' type.
+    pub fn element(&self) -> InputType {
+        self.element
+    }
+
+    /// How values map to bins.
+    pub fn binning(&self) -> Binning {
+        self.binning
+    }
+
+    /// Bins (and sums).
+    pub fn bins(&self) -> u32 {
+        self.binning.nbins
+    }
+
+    /// Where the weights are summed.
+    pub fn mode(&self) -> WeightedMode {
+        self.mode
+    }
+
+    /// Whether warps whose lanes hold one bin add once.
+    pub fn aggregate(&self) -> bool {
+        self.aggregate
+    }
+
+    /// Partial sums added into each global sum: one per block and copy in shared mode, none in
+    /// global mode; the `p` of [`kernel::error_bound`].
+    pub fn partial_sums(&self) -> u64 {
+        match self.mode {
+            WeightedMode::Shared => self.launch.blocks() as u64 * self.launch.copies() as u64,
+            WeightedMode::Global => 0,
+        }
+    }
+
+    /// Why this plan, in words (for `--plan`).
+    pub fn reason(&self, limits: &HistogramLimits) -> String {
+        let bins = self.bins();
+        let resident = self.blocks_per_sm * self.launch.threads();
+        match self.mode {
+            WeightedMode::Shared => format!(
+                "{bins} f64 sums x {} copies ({}) fit in one block's shared memory (at most {} bins of one copy); {} blocks of {} threads per SM ({resident} resident threads) is the occupancy query's best shape, then the most copies (lanes of a warp add into different copies, so no compare-and-store loop waits on another lane)",
+                self.launch.copies(),
+                format_bytes(self.launch.shared_bytes() as u64),
+                max_shared_bins(limits),
+                self.blocks_per_sm,
+                self.launch.threads()
+            ),
+            WeightedMode::Global => format!(
+                "{bins} f64 sums: every weight is one red.global.add.f64 ({}; one block's shared memory holds at most {} bins of sums); {} blocks of {} threads per SM from the occupancy query",
+                if bins as u64 <= max_shared_bins(limits) { "as requested" } else { "more than one block holds" },
+                max_shared_bins(limits),
+                self.blocks_per_sm,
+                self.launch.threads()
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for WeightedPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mode = match self.mode {
+            WeightedMode::Shared => "shared",
+            WeightedMode::Global => "global",
+        };
+        write!(f, "weighted {mode} tier (f64 sums), {}", self.launch)?;
+        if self.aggregate {
+            write!(f, ", warp-aggregated adds")?;
+        }
+        Ok(())
+    }
+}
+
+/// Bins of `f64` sums one block's shared memory holds (one copy).
+pub fn max_shared_bins(limits: &HistogramLimits) -> u64 {
+    limits.max_shared_per_block_optin as u64 / 8
+}
+
+/// The index of `t` in [`InputType::ALL`], the order of every kernel table.
+pub(crate) fn type_index(t: InputType) -> usize {
+    InputType::ALL.iter().position(|&x| x == t).expect("every type is in ALL")
+}
+
+/// Plans a weighted histogram of `element` values by `binning` on a device with `limits` whose
+/// kernel residency `occupancy` reports: the shared mode when the sums fit one block, else the
+/// global mode; `request` can force either (`global`), and fix threads, copies (shared mode) and
+/// warp aggregation (default: on wherever lanes can share an address, i.e. below 32 copies).
+pub fn plan_weighted_for(
+    limits: &HistogramLimits,
+    occupancy: &dyn Occupancy,
+    element: InputType,
+    binning: Binning,
+    request: &LaunchRequest,
+) -> Result<WeightedPlan> {
+    check_bins(binning.nbins as usize)?;
+    if request.packing.is_some() {
+        return Err(Error::InvalidArgument("--packing applies to counts, not to weighted sums".into()));
+    }
+    let bins = binning.nbins;
+    let fits = bins as u64 <= max_shared_bins(limits);
+    let global = request.global.unwrap_or(!fits);
+    if !global && !fits {
+        return Err(Error::InvalidArgument(format!(
+            "{bins} bins of f64 sums need {} of shared memory per block, but a block of this device gets at most {} ({} bins): use the global tier (every weight added into global memory)",
+            format_bytes(8 * bins as u64),
+            format_bytes(limits.max_shared_per_block_optin as u64),
+            max_shared_bins(limits)
+        )));
+    }
+    if global && request.copies.is_some_and(|c| c != 1) {
+        return Err(Error::InvalidArgument("--copies applies to the shared tier's block-private sums only".into()));
+    }
+    let what = format!("a weighted histogram of {bins} bins");
+    let shape = if global {
+        choose_shape(occupancy, limits, &|_| 0, 1, request, &what)?
+    } else {
+        choose_shape(occupancy, limits, &|c| kernel::shared_bytes(bins, c), MAX_COPIES, request, &what)?
+    };
+    Ok(WeightedPlan {
+        launch: KernelLaunch::new(kernel::KERNELS[type_index(element)], shape, limits.sm_count),
+        element,
+        binning,
+        mode: if global { WeightedMode::Global } else { WeightedMode::Shared },
+        aggregate: request.aggregate.unwrap_or(global || shape.copies < MAX_COPIES),
+        blocks_per_sm: shape.blocks_per_sm,
+    })
+}
+
+/// [`plan_weighted_for`] on the opened device, with its occupancy query for the kernel.
+pub fn plan_weighted(gpu: &Gpu, element: InputType, binning: Binning, request: &LaunchRequest) -> Result<WeightedPlan> {
+    let limits = HistogramLimits::of(gpu)?;
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
+    plan_weighted_for(&limits, &occupancy, element, binning, request)
+}
+
+/// Enqueues the planned kernel on `stream`: adds each of the `values`' weights (`weights[i]` for
+/// value `i`; as many weights as values) into `sums` (`bins` `f64`), without zeroing them first,
+/// so that launches accumulate. Both inputs must start 16-byte aligned; nothing is launched for no
+/// values.
+pub fn launch_weighted(
+    gpu: &Gpu,
+    plan: &WeightedPlan,
+    stream: &Arc<CudaStream>,
+    values: &DeviceValues<'_>,
+    weights: &CudaView<'_, f32>,
+    sums: &mut CudaViewMut<'_, f64>,
+) -> Result<()> {
+    if values.element() != plan.element {
+        return Err(Error::InvalidArgument(format!(
+            "the plan is for {} values, the buffer holds {}",
+            plan.element.name(),
+            values.element().name()
+        )));
+    }
+    let n = values.len();
+    if weights.len() as u64 != n {
+        return Err(Error::InvalidArgument(format!(
+            "{n} values and {} weights: give one weight per value",
+            weights.len()
+        )));
+    }
+    check_output(sums.len(), plan.bins() as u64, "weighted sums")?;
+    check_count(n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    check_aligned(values.bytes(), stream, "the values")?;
+    check_aligned(weights, stream, "the weights")?;
+    let func = plan.launch.prepared(gpu)?;
+    let Binning { nbins, lo, hi, scale } = plan.binning;
+    let (copies, global, aggregate) =
+        (plan.launch.copies(), (plan.mode == WeightedMode::Global) as u32, plan.aggregate as u32);
+    let mut launch = stream.launch_builder(&func);
+    launch.arg(values.bytes()).arg(weights).arg(&n).arg(sums).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+    launch.arg(&copies).arg(&global).arg(&aggregate);
+    // SAFETY: kernel contract (kernels::histogram::weighted): n values and n weights, both 16-byte
+    // aligned (checked), n <= u32::MAX, sums holds nbins f64, copies is a power of two up to 32
+    // (the plan) and the launch provides nbins * copies * 8 bytes of shared memory in shared mode.
+    unsafe { launch.launch(plan.launch.config()) }?;
+    Ok(())
+}
+
+/// The weighted histogram of `values` by `binning` on the GPU: `weights[i]` summed per bin in
+/// `f64` (see [`kernel`] for the error bound), on the GPU's stream.
+///
+/// ```no_run
+/// # fn main() -> host::Result<()> {
+/// use host::histogram::{Values, binning_for, weighted::weighted_histogram};
+/// let gpu = host::Gpu::open(0)?;
+/// let binning = binning_for(host::histogram::InputType::U8, 4, None)?;
+/// let sums = weighted_histogram(&gpu, Values::U8(&[0, 1, 1, 9]), &[0.5, 1.0, 2.0, -1.0], binning)?;
+/// assert_eq!(sums, [0.5, 3.0, 0.0, -1.0]);
+/// # Ok(()) }
+/// ```
+pub fn weighted_histogram(gpu: &Gpu, values: Values<'_>, weights: &[f32], binning: Binning) -> Result<Vec<f64>> {
+    let n = values.len();
+    if weights.len() != n {
+        return Err(Error::InvalidArgument(format!(
+            "{n} values and {} weights: give one weight per value",
+            weights.len()
+        )));
+    }
+    let plan = plan_weighted(gpu, values.element(), binning, &LaunchRequest::default())?;
+    let bins = binning.nbins as usize;
+    let input = upload_values(gpu, values, 4 * n as u64 + 8 * bins as u64, "a weighted histogram")?;
+    let w = if weights.is_empty() { gpu.zeros::<f32>(4)? } else { gpu.upload(weights)? };
+    let mut sums = gpu.zeros::<f64>(bins)?;
+    let values = DeviceValues::from_bytes(input.as_view(), plan.element, n as u64)?;
+    launch_weighted(gpu, &plan, gpu.stream(), &values, &w.slice(0..n), &mut sums.as_view_mut())?;
+    gpu.synchronize()?;
+    gpu.download(&sums)
+}
+
+/// Calls `f(i, bin)` for every value in order, with its bin by `binning` (`None` where it is not
+/// counted).
+pub(crate) fn for_each_bin(values: Values<'_>, binning: &Binning, mut f: impl FnMut(usize, Option<u32>)) {
+    fn each<T: Element>(values: &[T], binning: &Binning, f: &mut impl FnMut(usize, Option<u32>)) {
+        for (i, v) in values.iter().enumerate() {
+            f(i, v.bin(binning));
+        }
+    }
+    match values {
+        Values::U8(v) => each(v, binning, &mut f),
+        Values::U16(v) => each(v, binning, &mut f),
+        Values::I32(v) => each(v, binning, &mut f),
+        Values::F32(v) => each(v, binning, &mut f),
+    }
+}
+
+/// The weighted histogram on the CPU, `numpy.histogram(weights=)`'s sums computed to about twice
+/// `f64`'s precision (each bin's sum in double-double arithmetic: off by at most about `m *
+/// 2^-106` of the bin's sum of absolute weights for `m` values, far below the GPU's bound) and
+/// rounded to `f64`; with it, the sum of absolute weights and the count of each bin, for
+/// [`kernel::error_bound`].
+pub fn weighted_histogram_cpu(values: Values<'_>, weights: &[f32], binning: &Binning) -> WeightedReference {
+    let mut bins = vec![None; values.len()];
+    for_each_bin(values, binning, |i, bin| bins[i] = bin);
+    WeightedReference::from_bins(binning.nbins as usize, bins.into_iter().zip(weights.iter().copied()))
+}
+
+/// What [`weighted_histogram_cpu`] computes per bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeightedReference {
+    /// The sums of the weights, to `f64`'s precision.
+    pub sums: Vec<f64>,
+    /// The sums of the weights' absolute values.
+    pub abs_sums: Vec<f64>,
+    /// The values counted.
+    pub counts: Vec<u64>,
+}
+
+impl WeightedReference {
+    /// The exact sums of `bins` bins from (bin, weight) pairs (`None`: not counted), each bin's
+    /// sum in double-double arithmetic (Knuth's TwoSum), rounded to `f64` at the end.
+    pub fn from_bins(bins: usize, items: impl IntoIterator<Item = (Option<u32>, f32)>) -> Self {
+        let mut r = WeightedReference { sums: vec![0.0; bins], abs_sums: vec![0.0; bins], counts: vec![0; bins] };
+        let mut low = vec![0.0f64; bins];
+        for (bin, w) in items {
+            if let Some(b) = bin {
+                let (b, w) = (b as usize, w as f64);
+                // hi + lo is exactly the sum so far.
+                let s = r.sums[b] + w;
+                let v = s - r.sums[b];
+                low[b] += (r.sums[b] - (s - v)) + (w - v);
+                r.sums[b] = s;
+                r.abs_sums[b] += w.abs();
+                r.counts[b] += 1;
+            }
+        }
+        for (s, l) in r.sums.iter_mut().zip(low) {
+            *s += l;
+        }
+        r
+    }
+
+    /// The first bin whose GPU sum `got` differs from the reference by more than
+    /// [`kernel::error_bound`] with `partials` partial sums, in words; `None` when all are within.
+    pub fn first_difference(&self, got: &[f64], partials: u64) -> Option<String> {
+        if got.len() != self.sums.len() {
+            return Some(format!("{} sums came back, {} expected", got.len(), self.sums.len()));
+        }
+        (0..got.len()).find_map(|b| {
+            let bound = kernel::error_bound(self.counts[b], partials, self.abs_sums[b]);
+            let (g, w) = (got[b], self.sums[b]);
+            let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= bound;
+            (!ok).then(|| {
+                format!("bin {b} sums {g:e} instead of {w:e}: off by {:e}, the bound is {bound:e}", (g - w).abs())
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::tuning::ModelOccupancy;
+
+    const H100: HistogramLimits = HistogramLimits::H100;
+
+    fn plan(bins: u32, request: LaunchRequest) -> Result<WeightedPlan> {
+        let occupancy = ModelOccupancy { limits: H100, registers: 72 };
+        plan_weighted_for(&H100, &occupancy, InputType::I32, Binning::integers(bins), &request)
+    }
+
+    #[test]
+    fn sums_that_fit_one_block_take_the_shared_tier_in_lane_private_copies() {
+        let p = plan(256, LaunchRequest::default()).unwrap();
+        // 72 registers: 768 threads per SM in any block size but 1024; 32 copies of 2 KiB fit.
+        assert_eq!((p.mode(), p.launch().copies(), p.aggregate()), (WeightedMode::Shared, 32, false));
+        assert_eq!(p.launch().threads() * p.launch().blocks() / 132, 768);
+        assert_eq!(p.partial_sums(), p.launch().blocks() as u64 * 32);
+        let big = plan(29_056, LaunchRequest::default()).unwrap();
+        assert_eq!((big.mode(), big.launch().copies(), big.aggregate()), (WeightedMode::Shared, 1, true));
+        assert!(big.reason(&H100).contains("fit in one block"), "{}", big.reason(&H100));
+    }
+
+    #[test]
+    fn sums_beyond_one_block_go_to_global_memory_and_forcing_shared_is_refused() {
+        let p = plan(29_057, LaunchRequest::default()).unwrap();
+        assert_eq!((p.mode(), p.partial_sums(), p.launch().shared_bytes()), (WeightedMode::Global, 0, 0));
+        assert!(p.to_string().starts_with("weighted global tier (f64 sums), histogram_weighted_i32"), "{p}");
+        let err = plan(29_057, LaunchRequest { global: Some(false), ..Default::default() }).unwrap_err().to_string();
+        assert!(err.contains("29057 bins of f64 sums") && err.contains("global tier"), "{err}");
+        let err = plan(256, LaunchRequest { global: Some(true), copies: Some(4), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("shared tier"), "{err}");
+        assert!(plan(256, LaunchRequest { packing: Some(1), ..Default::default() }).is_err());
+        assert!(plan(0, LaunchRequest::default()).is_err());
+    }
+
+    #[test]
+    fn the_cpu_reference_sums_exactly_and_bounds_the_gpus_error() {
+        let binning = Binning::integers(2);
+        let values = [0i32, 1, 0, 1, 0, 7];
+        let weights = [1e16f32, 1.0, -1e16, 2.5, 1.0, f32::NAN];
+        let r = weighted_histogram_cpu(Values::I32(&values), &weights, &binning);
+        // Bin 0: 1e16 - 1e16 + 1 = 1 exactly (a plain f64 sum in this order gives 1 too; in the
+        // order 1e16 + 1 - 1e16 it would give 0).
+        assert_eq!(r.sums[0], 1.0);
+        assert!(r.sums[1].is_nan());
+        assert_eq!(r.counts, [3, 3]);
+        assert_eq!(r.abs_sums[0], 2.0 * (1e16f32 as f64) + 1.0);
+        let good = [1.0, f64::NAN];
+        assert_eq!(r.first_difference(&good, 10), None);
+        // The bound: 1.01 * (3 values + 10 partials) * 2^-53 * 2e16, about 29.
+        let off = [1.0 + 64.0, f64::NAN];
+        let d = r.first_difference(&off, 10).unwrap();
+        assert!(d.starts_with("bin 0 sums"), "{d}");
+        assert!(r.first_difference(&[1.0], 0).unwrap().contains("1 sums came back"));
+    }
+}

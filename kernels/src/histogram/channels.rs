@@ -1,0 +1,322 @@
+//! Interleaved multi-channel histograms, one read for all channels (CUB's `MultiHistogramEven`):
+//! `histogram_channels_{u8,u16,i32,f32}`. Value `i` of the input belongs to channel
+//! `(phase + i) % channels` (RGBA pixels: 4 channels, phase 0), and each of the first `active`
+//! channels gets its own histogram of `nbins` bins, binned like the one-channel kernels
+//! ([`super::Element::bin`]: integers clamped into the edge bins, `f32` over a range).
+//!
+//! With one channel this is the plain histogram, through the pipelined input loop
+//! ([`super::pipelined`]) and optionally with packed counters ([`super::packed`]): 16-bit digits
+//! hold up to twice the bins of one block's shared memory (65,536 bins in 128 KiB), 8-bit digits
+//! four times.
+//!
+//! # Kernels
+//! `histogram_channels{C}_{t}` for `C` = 1 to 4 channels (plain `u32` counters) and
+//! `histogram_packed_{t}` for one channel in packed counters ([`kernel`] names them); each takes
+//! the parameters below that its name does not fix.
+//!
+//! # Parameters
+//! `input`: `n` values (16-byte aligned); `counts`: `active * nbins` `u32`, channel `c`'s bin `b`
+//! at `c * nbins + b`, added into (not zeroed here); `nbins, lo, hi, scale` as [`super::Binning`];
+//! `channels` (1 to 4), `active` (1 to `channels`), `phase` (below `channels`): the channel of
+//! value 0; `copies`: interleaved private copies of the counters per block (a power of two from
+//! 1 to 32; lane `l` adds into copy `l % copies`); `packing`: counters per word as `log2`
+//! ([`super::packed`]: 0, or with one channel 1 or 2).
+//!
+//! # Launch
+//! Any one-dimensional grid (the host's: as many blocks as stay resident) of blocks whose size is
+//! a multiple of 32; dynamic shared memory [`shared_bytes`]`(active * nbins, packing, copies)`.
+//! Other `(channels, packing)` pairs count nothing ([`supported`] says which the kernel takes).
+//!
+//! # Safety
+//! `input` holds `n` values, `counts` the counters above, nothing else writes them during the
+//! launch, `n <= u32::MAX`, and the launch provides the shared memory above.
+
+pub use super::packed::MAX_PACKING;
+
+/// The most interleaved channels.
+pub const MAX_CHANNELS: u32 = 4;
+
+/// The PTX symbols of the plain-counter kernels: `KERNELS[channels - 1][t]` for the input type
+/// of index `t` in [`super::InputType::ALL`]. One kernel per channel count, because a kernel's
+/// registers are those of its largest loop: three channels (whose phase turns with each vector)
+/// took 80 registers for `u8` where one channel takes 32, which alone lets 2,048 threads share an
+/// SM.
+pub const KERNELS: [[&str; 4]; 4] = [
+    ["histogram_channels1_u8", "histogram_channels1_u16", "histogram_channels1_i32", "histogram_channels1_f32"],
+    ["histogram_channels2_u8", "histogram_channels2_u16", "histogram_channels2_i32", "histogram_channels2_f32"],
+    ["histogram_channels3_u8", "histogram_channels3_u16", "histogram_channels3_i32", "histogram_channels3_f32"],
+    ["histogram_channels4_u8", "histogram_channels4_u16", "histogram_channels4_i32", "histogram_channels4_f32"],
+];
+
+/// The PTX symbols of the one-channel kernels with packed counters (`packing` 1 or 2), by input
+/// type.
+pub const PACKED_KERNELS: [&str; 4] =
+    ["histogram_packed_u8", "histogram_packed_u16", "histogram_packed_i32", "histogram_packed_f32"];
+
+/// The kernel for `channels` channels at `packing`, for the input type of index `t`; `None` for a
+/// pair [`supported`] refuses.
+pub const fn kernel(channels: u32, packing: u32, t: usize) -> Option<&'static str> {
+    if !supported(channels, packing) || t >= 4 {
+        None
+    } else if packing == 0 {
+        Some(KERNELS[channels as usize - 1][t])
+    } else {
+        Some(PACKED_KERNELS[t])
+    }
+}
+
+/// The channel of value `i` of an input whose value 0 is of channel `phase`.
+///
+/// ```
+/// use kernels::histogram::channels::channel_of;
+/// assert_eq!([0, 1, 2, 3, 4].map(|i| channel_of(i, 0, 3)), [0, 1, 2, 0, 1]);
+/// assert_eq!(channel_of(0, 2, 3), 2);
+/// assert_eq!(channel_of(5, 1, 4), 2);
+/// ```
+pub const fn channel_of(i: u64, phase: u32, channels: u32) -> u32 {
+    ((phase as u64 + i % channels as u64) % channels as u64) as u32
+}
+
+/// The channel of the first value of 16-byte vector `vector` (of `per_vector` values): the
+/// kernel's per-vector phase, from which the `k`-th value of the vector is `k` channels on.
+pub const fn vector_phase(vector: u64, per_vector: u64, phase: u32, channels: u32) -> u32 {
+    channel_of(vector % channels as u64 * (per_vector % channels as u64), phase, channels)
+}
+
+/// `(a + k) % C` for `a < C`, with `k % C` folded at compile time where `k` is a constant.
+#[inline(always)]
+pub const fn add_mod<const C: u32>(a: u32, k: u32) -> u32 {
+    let s = a + k % C;
+    if s >= C { s - C } else { s }
+}
+
+/// Whether the kernel takes `channels` channels with counters packed `2^packing` to a word:
+/// plain counters for 1 to 4 channels, packed ones for one channel.
+pub const fn supported(channels: u32, packing: u32) -> bool {
+    match packing {
+        0 => channels >= 1 && channels <= MAX_CHANNELS,
+        1 | 2 => channels == 1,
+        _ => false,
+    }
+}
+
+/// Dynamic shared memory of a block: `copies` copies of `counters` counters at `packing`.
+pub const fn shared_bytes(counters: u32, packing: u32, copies: u32) -> u64 {
+    super::packed::counter_bytes(counters, packing, copies)
+}
+
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod device_code {
+    use super::add_mod;
+    use crate::device::{mem, thread};
+    use crate::histogram::device_code::load_one;
+    use crate::histogram::packed::device_code::SharedCounters;
+    use crate::histogram::packed::words_for;
+    use crate::histogram::pipelined::device_code::for_each_group;
+    use crate::histogram::{Binning, Element};
+    use crate::{dynamic_shared_array, gpu_kernel};
+
+    /// The kernel's body for `C` channels and packing `P`; see the [module documentation](super).
+    ///
+    /// # Safety
+    /// As the module's.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn count_channels<T: Element, const C: u32, const P: u32>(
+        input: *const u8,
+        n: u64,
+        counts: *mut u32,
+        binning: Binning,
+        active: u32,
+        phase: u32,
+        copies: u32,
+    ) {
+        let nbins = binning.nbins;
+        let total = active * nbins;
+        // SAFETY: the launch provides words_for(total, P) * copies words of dynamic shared memory.
+        let words =
+            unsafe { dynamic_shared_array!(HISTOGRAM_CHANNEL_COUNTERS: u32, (words_for(total, P) * copies) as usize) };
+        // SAFETY: forwarded contract: copies is a power of two up to 32, counts holds total counters.
+        let counters = unsafe { SharedCounters::<P>::new(words, total, copies, counts) };
+        counters.zero();
+        // Every counter is zero before any thread adds to it.
+        thread::sync_threads();
+        let copy = counters.copy();
+        let count = #[inline(always)]
+        |v: T, channel: u32| {
+            // One channel: always active (the host passes active = 1).
+            if (C == 1 || channel < active)
+                && let Some(bin) = v.bin(&binning)
+            {
+                // SAFETY: channel < active and bin < nbins: below total; copy < copies.
+                unsafe { counters.add(channel * nbins + bin, copy, 1) };
+            }
+        };
+        let vectors = n / T::PER_VECTOR;
+        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
+        // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
+        unsafe {
+            for_each_group(
+                0,
+                vectors,
+                thread::index_1d(),
+                thread::grid_size_1d(),
+                [0u32; 4],
+                #[inline(always)]
+                |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
+                #[inline(always)]
+                |words, i, present| {
+                    if !present {
+                        return;
+                    }
+                    // With 1, 2 or 4 channels every vector starts at the thread's phase; with 3 the
+                    // phase turns with the vector.
+                    // (The vector index fits in 32 bits: n <= u32::MAX.)
+                    let first =
+                        if C == 3 { add_mod::<3>(phase, (i as u32 % 3) * (T::PER_VECTOR as u32 % 3)) } else { phase };
+                    let mut k = 0u32;
+                    let mut each = #[inline(always)]
+                    |v: T| {
+                        count(v, add_mod::<C>(first, k));
+                        k += 1;
+                    };
+                    T::for_each_in_word(words[0], &mut each);
+                    T::for_each_in_word(words[1], &mut each);
+                    T::for_each_in_word(words[2], &mut each);
+                    T::for_each_in_word(words[3], &mut each);
+                },
+            )
+        };
+        // The last n % PER_VECTOR values, one per thread.
+        let tail = T::PER_VECTOR * vectors + thread::index_1d();
+        if tail < n {
+            // SAFETY: tail < n.
+            let v = unsafe { load_one::<T>(input, tail) };
+            count(v, super::channel_of(tail, phase, C));
+        }
+        // Every add of this block has landed before the counters are read.
+        thread::sync_threads();
+        counters.flush(counts, false);
+    }
+
+    macro_rules! channel_kernels {
+        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed:ident);*) => {$(
+            gpu_kernel! {
+                #[doc = concat!("One channel of `", stringify!($t), "` values (the plain histogram); see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = active = 1`, `phase = 0`, `packing = 0`.
+                pub unsafe fn $one(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                   active: u32, phase: u32, copies: u32) {
+                    let _ = (active, phase);
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { count_channels::<$t, 1, 0>(input, n, counts, binning, 1, 0, copies) }
+                }
+
+                #[doc = concat!("Two interleaved channels of `", stringify!($t), "` values; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = 2`, `packing = 0`.
+                pub unsafe fn $two(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                   active: u32, phase: u32, copies: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { count_channels::<$t, 2, 0>(input, n, counts, binning, active, phase, copies) }
+                }
+
+                #[doc = concat!("Three interleaved channels of `", stringify!($t), "` values; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = 3`, `packing = 0`.
+                pub unsafe fn $three(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                     active: u32, phase: u32, copies: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { count_channels::<$t, 3, 0>(input, n, counts, binning, active, phase, copies) }
+                }
+
+                #[doc = concat!("Four interleaved channels of `", stringify!($t), "` values; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = 4`, `packing = 0`.
+                pub unsafe fn $four(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                    active: u32, phase: u32, copies: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { count_channels::<$t, 4, 0>(input, n, counts, binning, active, phase, copies) }
+                }
+
+                #[doc = concat!("One channel of `", stringify!($t), "` values in packed counters; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = 1` and `packing` 1 or 2 (any other counts nothing).
+                pub unsafe fn $packed(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                      copies: u32, packing: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY (both): forwarded contract.
+                    match packing {
+                        1 => unsafe { count_channels::<$t, 1, 1>(input, n, counts, binning, 1, 0, copies) },
+                        2 => unsafe { count_channels::<$t, 1, 2>(input, n, counts, binning, 1, 0, copies) },
+                        _ => {}
+                    }
+                }
+            }
+        )*};
+    }
+
+    channel_kernels!(
+        u8 => histogram_channels1_u8, histogram_channels2_u8, histogram_channels3_u8, histogram_channels4_u8, histogram_packed_u8;
+        u16 => histogram_channels1_u16, histogram_channels2_u16, histogram_channels3_u16, histogram_channels4_u16, histogram_packed_u16;
+        i32 => histogram_channels1_i32, histogram_channels2_i32, histogram_channels3_i32, histogram_channels4_i32, histogram_packed_i32;
+        f32 => histogram_channels1_f32, histogram_channels2_f32, histogram_channels3_f32, histogram_channels4_f32, histogram_packed_f32
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_of_a_vector_gets_the_channel_of_its_position() {
+        for channels in 1..=MAX_CHANNELS {
+            for phase in 0..channels {
+                for per in [4u64, 8, 16] {
+                    for vector in 0..50u64 {
+                        let first = vector_phase(vector, per, phase, channels);
+                        for k in 0..per as u32 {
+                            let want = channel_of(vector * per + k as u64, phase, channels);
+                            let got = match channels {
+                                1 => add_mod::<1>(first, k),
+                                2 => add_mod::<2>(first, k),
+                                3 => add_mod::<3>(first, k),
+                                _ => add_mod::<4>(first, k),
+                            };
+                            assert_eq!(got, want, "{channels} channels, phase {phase}, vector {vector}, k {k}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn channels_divide_the_16_byte_vector_so_their_phase_is_fixed_but_for_three() {
+        for per in [4u64, 8, 16] {
+            for channels in [1, 2, 4] {
+                assert!((0..20).all(|v| vector_phase(v, per, 1 % channels, channels) == 1 % channels));
+            }
+            assert_ne!(vector_phase(1, per, 0, 3), 0);
+        }
+        // 2^64 - 1 is a multiple of 3.
+        assert_eq!(channel_of(u64::MAX, 2, 3), 2);
+    }
+
+    #[test]
+    fn packed_counters_take_one_channel_only() {
+        assert!(supported(4, 0) && supported(1, 1) && supported(1, 2));
+        assert!(!supported(2, 1) && !supported(0, 0) && !supported(5, 0) && !supported(1, 3));
+        assert_eq!(shared_bytes(4 * 256, 0, 8), 4 * 256 * 8 * 4);
+        assert_eq!(shared_bytes(65_536, 1, 1), 128 << 10);
+    }
+}

@@ -1,0 +1,273 @@
+//! Segmented histograms, one per segment of the input in one launch (what per-row feature
+//! statistics and per-image histograms need; none of CUB, torch or cupy has it in one call):
+//! `histogram_segmented_{u8,u16,i32,f32}`. Segment `s` is values `off(s)..off(s + 1)`, with
+//! `off(s) = min(s * segment_len, n)` for equal lengths, or `min(offsets[s], n)` from an array of
+//! `segments + 1` offsets (CSR style: empty segments allowed); each gets `nbins` bins, binned like
+//! the one-segment kernels ([`super::Element::bin`]).
+//!
+//! Every block takes an equal share of the values, not of the segments ([`block_share`]: whole
+//! 16-byte vectors), so long and short segments cost the same per value and no block waits on
+//! another. A block walks the segments its share meets ([`segment_containing`] finds the first):
+//! for each piece (a segment's values inside the share) it counts into `copies` private copies of
+//! the counters in shared memory, then adds them into that segment's global counters and zeroes
+//! them for the next piece, two barriers a piece. A piece is read as whole vectors by every
+//! thread of the block plus the values before and after them ([`super::pipelined::piece_split`])
+//! by the block's first warp.
+//!
+//! Offsets are read from global memory and trusted for nothing: each is clamped into `0..=n` and a
+//! segment whose end lies before its start is empty, so no offsets can make the kernel read or
+//! write out of bounds (offsets that are not sorted give meaningless counts, which the host's
+//! checks prevent).
+//!
+//! # Parameters
+//! `input`: `n` values (16-byte aligned); `counts`: `segments * nbins` `u32`, segment `s`'s bin
+//! `b` at `s * nbins + b`, added into; `nbins, lo, hi, scale` as [`super::Binning`]; `segments`;
+//! `segment_len` (equal lengths) or 0 and `offsets` (`segments + 1` `u64`, 8-byte aligned);
+//! `copies`: a power of two up to 32.
+//!
+//! # Launch
+//! Any one-dimensional grid of blocks whose size is a multiple of 32; dynamic shared memory
+//! [`shared_bytes`]`(nbins, copies)`.
+//!
+//! # Safety
+//! As above, nothing else writes `counts` during the launch, and `n <= u32::MAX`.
+
+/// The PTX symbols, in [`super::InputType::ALL`] order.
+pub const KERNELS: [&str; 4] =
+    ["histogram_segmented_u8", "histogram_segmented_u16", "histogram_segmented_i32", "histogram_segmented_f32"];
+
+/// Dynamic shared memory of a block: `copies` copies of `nbins` counters.
+pub const fn shared_bytes(nbins: u32, copies: u32) -> u64 {
+    4 * nbins as u64 * copies as u64
+}
+
+/// The values block `block` of `blocks` counts: an equal share of the `ceil(n / per_vector)`
+/// vectors, as values `start..end` (whole vectors but at `n`).
+///
+/// ```
+/// use kernels::histogram::segmented::block_share;
+/// assert_eq!(block_share(0, 4, 100, 4), 0..24);
+/// assert_eq!(block_share(3, 4, 100, 4), 72..100);
+/// ```
+pub const fn block_share(block: u32, blocks: u32, n: u64, per_vector: u64) -> core::ops::Range<u64> {
+    share_start(block, blocks, n, per_vector)..share_start(block + 1, blocks, n, per_vector)
+}
+
+/// Where block `block`'s share of [`block_share`] starts.
+const fn share_start(block: u32, blocks: u32, n: u64, per_vector: u64) -> u64 {
+    let vectors = n.div_ceil(per_vector);
+    let v = (vectors as u128 * block as u128 / blocks as u128) as u64 * per_vector;
+    if v > n { n } else { v }
+}
+
+/// Offset `s` of `segments + 1`: `min(s * segment_len, n)`, or `min(offset(s), n)` when
+/// `segment_len` is 0.
+#[inline(always)]
+pub fn offset_of(s: u64, n: u64, segment_len: u64, offset: impl Fn(u64) -> u64) -> u64 {
+    let o = if segment_len != 0 { s.saturating_mul(segment_len) } else { offset(s) };
+    if o > n { n } else { o }
+}
+
+/// The segment that holds value `pos`: the last `s` below `segments` with `off(s) <= pos` (by
+/// binary search; 0 when there is none). With sorted offsets and empty segments, the non-empty
+/// segment that holds `pos`.
+#[inline(always)]
+pub fn segment_containing(pos: u64, segments: u64, off: impl Fn(u64) -> u64) -> u64 {
+    // off(lo) <= pos or lo = 0; the answer is below hi.
+    let (mut lo, mut hi) = (0u64, segments);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if off(mid) <= pos { lo = mid } else { hi = mid }
+    }
+    lo
+}
+
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod device_code {
+    use super::{block_share, offset_of, segment_containing};
+    use crate::device::{mem, thread, warp};
+    use crate::histogram::device_code::load_one;
+    use crate::histogram::packed::device_code::SharedCounters;
+    use crate::histogram::pipelined::device_code::for_each_group;
+    use crate::histogram::pipelined::piece_split;
+    use crate::histogram::{Binning, Element};
+    use crate::{dynamic_shared_array, gpu_kernel};
+
+    /// The kernel's body; see the [module documentation](super).
+    ///
+    /// # Safety
+    /// As the module's.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn segmented<T: Element>(
+        input: *const u8,
+        n: u64,
+        counts: *mut u32,
+        binning: Binning,
+        segments: u64,
+        segment_len: u64,
+        offsets: *const u64,
+        copies: u32,
+    ) {
+        let nbins = binning.nbins;
+        // SAFETY: the launch provides nbins * copies words of dynamic shared memory.
+        let words = unsafe { dynamic_shared_array!(HISTOGRAM_SEGMENT_COUNTERS: u32, (nbins * copies) as usize) };
+        // SAFETY: forwarded contract; the counts pointer is replaced per segment at the flush
+        // (plain counters make no corrections).
+        let counters = unsafe { SharedCounters::<0>::new(words, nbins, copies, counts) };
+        counters.zero();
+        // Every counter is zero before any thread adds to it.
+        thread::sync_threads();
+        let share = block_share(thread::block_idx_x(), thread::grid_dim_x(), n, T::PER_VECTOR);
+        if share.start >= share.end || segments == 0 {
+            // The whole block leaves (block-uniform): no value of any segment for it.
+            return;
+        }
+        // SAFETY: every offset read is at an index of 0..=segments, inside the array.
+        let off =
+            #[inline(always)]
+            |s: u64| offset_of(s, n, segment_len, |i| unsafe { mem::load_global_nc_u64(offsets.add(i as usize)) });
+        let copy = counters.copy();
+        let (tid, threads) = (thread::thread_idx_x() as u64, thread::block_dim_x() as u64);
+        let count = #[inline(always)]
+        |v: T| {
+            if let Some(bin) = v.bin(&binning) {
+                // SAFETY: bin < nbins; copy < copies.
+                unsafe { counters.add(bin, copy, 1) };
+            }
+        };
+        let mut s = segment_containing(share.start, segments, off);
+        let mut start = off(s);
+        while s < segments && start < share.end {
+            let end = off(s + 1);
+            // Every thread computes the same piece from the same offsets: block-uniform.
+            let (a, e) = (start.max(share.start), end.min(share.end));
+            if a < e {
+                let (head, groups, tail) = piece_split(a, e, T::PER_VECTOR);
+                // SAFETY: the block's lanes hold consecutive thread indices and its size is a
+                // multiple of 32; the groups are whole vectors inside 0..n.
+                unsafe {
+                    for_each_group(
+                        groups.start,
+                        groups.end,
+                        tid,
+                        threads,
+                        [0u32; 4],
+                        #[inline(always)]
+                        |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
+                        #[inline(always)]
+                        |w, _, present| {
+                            if present {
+                                let mut each = #[inline(always)]
+                                |v: T| count(v);
+                                T::for_each_in_word(w[0], &mut each);
+                                T::for_each_in_word(w[1], &mut each);
+                                T::for_each_in_word(w[2], &mut each);
+                                T::for_each_in_word(w[3], &mut each);
+                            }
+                        },
+                    )
+                };
+                // Head and tail: at most 2 * PER_VECTOR - 2 <= 30 values, one per lane of warp 0.
+                if tid < warp::WARP_SIZE as u64 {
+                    let (h, t) = (head.end - head.start, tail.end - tail.start);
+                    let i = if tid < h {
+                        Some(head.start + tid)
+                    } else if tid - h < t {
+                        Some(tail.start + tid - h)
+                    } else {
+                        None
+                    };
+                    if let Some(i) = i {
+                        // SAFETY: i lies in a..e, inside the input.
+                        count(unsafe { load_one::<T>(input, i) });
+                    }
+                }
+                // Every add of the piece has landed before its counters are read.
+                thread::sync_threads();
+                // SAFETY: s < segments: segment s's nbins counters lie inside `counts`. Each
+                // thread zeroes the words it read, so a barrier later the block counts again.
+                counters.flush(unsafe { counts.add((s * nbins as u64) as usize) }, true);
+                // The counters are zero again before the next piece adds to them.
+                thread::sync_threads();
+            }
+            s += 1;
+            start = end.max(start);
+        }
+    }
+
+    macro_rules! segmented_kernels {
+        ($($t:ty => $name:ident),*) => {$(
+            gpu_kernel! {
+                #[doc = concat!("Segmented histograms of `", stringify!($t), "` values; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's.
+                pub unsafe fn $name(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32,
+                                    scale: f32, segments: u64, segment_len: u64, offsets: *const u64, copies: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { segmented::<$t>(input, n, counts, binning, segments, segment_len, offsets, copies) }
+                }
+            }
+        )*};
+    }
+
+    segmented_kernels!(
+        u8 => histogram_segmented_u8,
+        u16 => histogram_segmented_u16,
+        i32 => histogram_segmented_i32,
+        f32 => histogram_segmented_f32
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_shares_are_whole_vectors_covering_every_value_once() {
+        for n in [0u64, 1, 15, 16, 17, 1000, 65_537] {
+            for blocks in [1u32, 3, 7, 132, 528] {
+                for per in [4u64, 8, 16] {
+                    let mut next = 0;
+                    for b in 0..blocks {
+                        let r = block_share(b, blocks, n, per);
+                        assert_eq!(r.start, next, "n {n}, {blocks} blocks, block {b}");
+                        assert!(r.start <= r.end);
+                        assert!(r.start.is_multiple_of(per) || r.start == n);
+                        next = r.end;
+                    }
+                    assert_eq!(next, n);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_segment_of_a_position_skips_empty_segments() {
+        let offsets = [0u64, 0, 5, 5, 5, 9, 12];
+        let off = |s: u64| offsets[s as usize];
+        let segments = offsets.len() as u64 - 1;
+        let want = [1, 1, 1, 1, 1, 4, 4, 4, 4, 5, 5, 5];
+        for (pos, &w) in want.iter().enumerate() {
+            assert_eq!(segment_containing(pos as u64, segments, off), w, "position {pos}");
+        }
+        // Every segment's offsets, clamped: equal lengths end at n.
+        assert_eq!(offset_of(3, 10, 4, |_| 0), 10);
+        assert_eq!(offset_of(2, 10, 4, |_| 0), 8);
+        assert_eq!(offset_of(1, 10, 0, |_| 99), 10);
+        assert_eq!(segment_containing(7, 3, |s| offset_of(s, 10, 4, |_| 0)), 1);
+        // Offsets that start after 0: the first segment is the answer for earlier positions.
+        assert_eq!(segment_containing(2, 2, |s| [5u64, 8, 9][s as usize]), 0);
+    }
+
+    #[test]
+    fn unsorted_offsets_stay_in_bounds() {
+        let offsets = [7u64, 3, 100, 0, 2];
+        for pos in 0..10 {
+            assert!(segment_containing(pos, 4, |s| offsets[s as usize]) < 4);
+        }
+        assert_eq!(shared_bytes(256, 4), 4096);
+    }
+}
