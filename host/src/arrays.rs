@@ -63,7 +63,7 @@ pub fn read_edges(source: &str) -> Result<BinEdges> {
     }
     let npy = open_npy(path)?;
     let d = descr(&npy);
-    let in_file = |e: Error| file_error(path, e.to_string().trim_start_matches("invalid input: ").to_string());
+    let in_file = |e: Error| file_error(path, e.to_string().trim_start_matches("invalid argument: ").to_string());
     match d.as_str() {
         "<f4" => BinEdges::new(npy.into_vec::<f32>().map_err(|e| file_error(path, format!("read failed: {e}")))?)
             .map_err(in_file),

@@ -32,7 +32,10 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyho
             .with_context(|| format!("matmul {shape}"))?;
         shapes.push(result);
     }
-    Ok(MatmulSection { shapes })
+    progress.set_message("matmul: host time per planned launch against cuBLAS's");
+    let launch_overhead = Some(super::overhead::measure(gpu).context("launch overhead")?);
+    progress.inc(1);
+    Ok(MatmulSection { shapes, launch_overhead })
 }
 
 /// How the results at `shape` are checked: every element up to [`FULL_CHECK_MAX_MACS`]

@@ -15,6 +15,7 @@ pub mod histogram_features;
 pub mod histogram_sweep;
 pub mod matmul;
 pub mod memcopy;
+pub mod overhead;
 pub mod report;
 pub mod suite;
 pub mod table;
@@ -100,10 +101,10 @@ pub struct BenchConfig {
 
 impl BenchConfig {
     /// Progress-bar steps of a run: per size the inputs, two CPU rows, each variant (skipped
-    /// ones too) and cuBLAS; the copy, once for the histogram and the suite; per bin count its CPU
+    /// ones too) and cuBLAS, then the launch overhead once; the copy, once for the histogram and the suite; per bin count its CPU
     /// histogram and tiers; per suite shape [`suite::STEPS_PER_SHAPE`].
     pub fn steps(&self) -> u64 {
-        let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 2) };
+        let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 2) + 1 };
         let copy = usize::from(self.needs_copy());
         let histogram = if self.skip_histogram { 0 } else { self.bins.len() };
         let features =
@@ -265,16 +266,18 @@ mod tests {
     #[test]
     fn steps_count_every_row_of_the_sections_that_run_and_the_copy_once() {
         let per_size = 3 + MatmulVariant::ALL.len() as u64 + 2;
+        // The launch overhead, once after the sizes.
+        let matmul = 2 * per_size + 1;
         let (copy, histogram, suite) = (1, 3, 2 * suite::STEPS_PER_SHAPE as u64);
-        assert_eq!(config().steps(), 2 * per_size + copy + histogram + suite);
-        assert_eq!(BenchConfig { skip_suite: true, ..config() }.steps(), 2 * per_size + copy + histogram);
-        assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), 2 * per_size + copy + suite);
-        assert_eq!(BenchConfig { skip_histogram: true, skip_suite: true, ..config() }.steps(), 2 * per_size);
+        assert_eq!(config().steps(), matmul + copy + histogram + suite);
+        assert_eq!(BenchConfig { skip_suite: true, ..config() }.steps(), matmul + copy + histogram);
+        assert_eq!(BenchConfig { skip_histogram: true, ..config() }.steps(), matmul + copy + suite);
+        assert_eq!(BenchConfig { skip_histogram: true, skip_suite: true, ..config() }.steps(), matmul);
         assert_eq!(BenchConfig { skip_matmul: true, ..config() }.steps(), copy + histogram + suite);
         let features = histogram_features::FEATURE_CASES.len() as u64;
         assert_eq!(
             BenchConfig { skip_features: false, ..config() }.steps(),
-            2 * per_size + copy + histogram + features + suite
+            matmul + copy + histogram + features + suite
         );
         // `--suite`: the copy, then the suite alone.
         let suite_only = BenchConfig { skip_matmul: true, skip_histogram: true, ..config() };

@@ -117,6 +117,62 @@ pub struct Settings {
 pub struct MatmulSection {
     /// One entry per size, in the order asked for.
     pub shapes: Vec<MatmulShapeResult>,
+    /// The host's cost of a planned launch beside cuBLAS's; absent in reports written before it
+    /// was measured.
+    #[serde(default)]
+    pub launch_overhead: Option<LaunchOverhead>,
+}
+
+/// Host time per call, microseconds: the median, fastest and slowest batch's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PerCall {
+    /// The median batch's.
+    pub median_us: f64,
+    /// The fastest batch's.
+    pub min_us: f64,
+    /// The slowest batch's.
+    pub max_us: f64,
+}
+
+/// The host's cost of enqueueing one planned GEMM (`GemmPlan::launch`: checks and launches)
+/// against one cuBLAS SGEMM call, on the same buffers and stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchOverhead {
+    /// The square product's side.
+    pub side: usize,
+    /// Calls timed per library.
+    pub launches: usize,
+    /// Calls per timed batch (the stream is drained, untimed, between batches).
+    pub batch: usize,
+    /// Our plan, in words (which kernels a launch enqueues).
+    pub plan: String,
+    /// Ours.
+    pub ours: PerCall,
+    /// cuBLAS's, if it could be loaded.
+    pub cublas: Option<PerCall>,
+    /// Why cuBLAS's is absent.
+    pub cublas_missing: Option<String>,
+    /// Our median over cuBLAS's.
+    pub ratio: Option<f64>,
+}
+
+impl LaunchOverhead {
+    /// The measurement of `ours` and `cublas` (or why cuBLAS is missing), with their ratio.
+    pub fn new(
+        side: usize,
+        launches: usize,
+        batch: usize,
+        plan: String,
+        ours: PerCall,
+        cublas: Result<PerCall, String>,
+    ) -> Self {
+        let (cublas, cublas_missing) = match cublas {
+            Ok(c) => (Some(c), None),
+            Err(why) => (None, Some(why)),
+        };
+        let ratio = cublas.map(|c| ours.median_us / c.median_us);
+        Self { side, launches, batch, plan, ours, cublas, cublas_missing, ratio }
+    }
 }
 
 /// How results were checked against the float64 reference.

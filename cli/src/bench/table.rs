@@ -3,7 +3,8 @@
 //! bandwidth in every row.
 
 use super::report::{
-    BenchReport, FeatureSection, HistogramSection, MatmulRow, MatmulRowKind, MatmulShapeResult, RowStatus, SuiteSection,
+    BenchReport, FeatureSection, HistogramSection, LaunchOverhead, MatmulRow, MatmulRowKind, MatmulShapeResult,
+    RowStatus, SuiteSection,
 };
 use crate::error::format_bytes;
 use crate::timing::Timing;
@@ -15,6 +16,10 @@ pub fn render(report: &BenchReport) -> String {
         for shape in &matmul.shapes {
             out.push('\n');
             out += &render_matmul_shape(shape);
+        }
+        if let Some(overhead) = &matmul.launch_overhead {
+            out.push('\n');
+            out += &render_launch_overhead(overhead);
         }
     }
     if let Some(histogram) = &report.histogram {
@@ -107,6 +112,28 @@ pub fn render_matmul_shape(result: &MatmulShapeResult) -> String {
         &[0],
         &rows,
     );
+    out
+}
+
+/// The host's time per planned launch beside cuBLAS's.
+pub fn render_launch_overhead(o: &LaunchOverhead) -> String {
+    let mut out = format!(
+        "launch overhead: host time to enqueue one {side}x{side}x{side} GEMM, {} calls in batches of {} (each batch timed on the host's clock, the stream drained between batches); ours: {}\n",
+        o.launches,
+        o.batch,
+        o.plan,
+        side = o.side
+    );
+    let row = |name: &str, c: Option<&super::report::PerCall>, note: String| {
+        let cell = |v: Option<f64>| opt(v.map(|v| format!("{v:.2}")));
+        vec![name.to_string(), cell(c.map(|c| c.median_us)), cell(c.map(|c| c.min_us)), cell(c.map(|c| c.max_us)), note]
+    };
+    let ratio = o.ratio.map_or(String::new(), |r| format!("{r:.2}x cuBLAS's"));
+    let rows = vec![
+        row("GemmPlan::launch", Some(&o.ours), ratio),
+        row("cublasSgemm", o.cublas.as_ref(), o.cublas_missing.clone().unwrap_or_default()),
+    ];
+    out += &grid(&["call", "median us", "min us", "max us", "note"], &[0], &rows);
     out
 }
 
@@ -361,6 +388,21 @@ fn grid(headers: &[&str], left: &[usize], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_overhead_shows_both_calls_and_the_ratio_or_why_cublas_is_missing() {
+        use super::super::report::PerCall;
+        let per = |median_us| PerCall { median_us, min_us: median_us, max_us: median_us };
+        let o = LaunchOverhead::new(256, 10_000, 200, "sgemm".into(), per(3.0), Ok(per(2.0)));
+        let text = render_launch_overhead(&o);
+        assert!(
+            text.contains("GemmPlan::launch") && text.contains("3.00") && text.contains("1.50x cuBLAS's"),
+            "{text}"
+        );
+        let missing = LaunchOverhead::new(256, 10_000, 200, "sgemm".into(), per(3.0), Err("no libcublas".into()));
+        assert_eq!(missing.ratio, None);
+        assert!(render_launch_overhead(&missing).contains("no libcublas"));
+    }
 
     #[test]
     fn feature_rows_show_rate_ceiling_baseline_peer_and_goal() {

@@ -40,7 +40,10 @@ impl Bins2d {
             binning_for(InputType::F32, bins, Some(range))
                 .map(|b| Axis { bins: b.nbins, lo: b.lo, hi: b.hi, scale: b.scale })
                 .map_err(|e| {
-                    Error::InvalidArgument(format!("{name}: {}", e.to_string().trim_start_matches("invalid input: ")))
+                    Error::InvalidArgument(format!(
+                        "{name}: {}",
+                        e.to_string().trim_start_matches("invalid argument: ")
+                    ))
                 })
         };
         let (x, y) = (axis(bx, x_range, "x")?, axis(by, y_range, "y")?);
@@ -472,7 +475,7 @@ mod tests {
             Bins2d::new(4, 4, (0.0, 1.0), (0.0, f32::NAN))
                 .unwrap_err()
                 .to_string()
-                .starts_with("invalid input: y: range")
+                .starts_with("invalid argument: y: range")
         );
         assert!(Bins2d::new(65_536, 65_536, (0.0, 1.0), (0.0, 1.0)).unwrap_err().to_string().contains("at most"));
     }
