@@ -35,7 +35,7 @@ impl ChannelLayout {
     /// `channels` from 1 to 4, `active` from 1 to `channels`.
     ///
     /// ```
-    /// use host::histogram::channels::ChannelLayout;
+    /// use hopper_kernels::histogram::channels::ChannelLayout;
     /// let rgb_of_rgba = ChannelLayout::new(4, 3).unwrap();
     /// assert_eq!((rgb_of_rgba.channels(), rgb_of_rgba.active()), (4, 3));
     /// assert!(ChannelLayout::new(5, 5).is_err());
@@ -287,9 +287,9 @@ pub fn launch_channels(
 /// `channels` values), on the GPU's stream; channel after channel, `bins` counts each.
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// use host::histogram::{Binning, Values, channels::{ChannelLayout, channels_histogram}};
-/// let gpu = host::Gpu::open(0)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Binning, Values, channels::{ChannelLayout, channels_histogram}};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
 /// let rgba = [255u8, 0, 0, 255, 0, 255, 0, 128];
 /// let counts = channels_histogram(&gpu, Values::U8(&rgba), Binning::integers(256), ChannelLayout::new(4, 3)?)?;
 /// assert_eq!((counts[255], counts[256], counts[256 + 255]), (1, 1, 1));

@@ -30,7 +30,7 @@ impl BinEdges {
     /// every refusal names the first edge at fault.
     ///
     /// ```
-    /// use host::histogram::edges::BinEdges;
+    /// use hopper_kernels::histogram::edges::BinEdges;
     /// assert_eq!(BinEdges::new(vec![0.0, 0.5, 2.0]).unwrap().bins(), 2);
     /// let err = BinEdges::new(vec![0.0, 1.0, 1.0]).unwrap_err().to_string();
     /// assert!(err.contains("edge 2 (1) is not above edge 1 (1)"));
@@ -361,9 +361,9 @@ pub fn launch_edges(
 /// counts), on the GPU's stream.
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// use host::histogram::{Values, edges::{BinEdges, edges_histogram}};
-/// let gpu = host::Gpu::open(0)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Values, edges::{BinEdges, edges_histogram}};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
 /// let edges = BinEdges::new(vec![0.0, 0.5, 2.0, 10.0])?;
 /// assert_eq!(edges_histogram(&gpu, Values::F32(&[0.5, 0.49, 10.0, 11.0, f32::NAN]), &edges)?, [1, 1, 1]);
 /// # Ok(()) }

@@ -30,7 +30,7 @@ impl Bins2d {
     /// an `f32` range, and at most `i32::MAX` bins in all.
     ///
     /// ```
-    /// use host::histogram::hist2d::Bins2d;
+    /// use hopper_kernels::histogram::hist2d::Bins2d;
     /// let b = Bins2d::new(256, 128, (0.0, 1.0), (-1.0, 1.0)).unwrap();
     /// assert_eq!(b.bins(), 256 * 128);
     /// assert!(Bins2d::new(4, 4, (1.0, 0.0), (0.0, 1.0)).unwrap_err().to_string().contains("x: range"));
@@ -377,9 +377,9 @@ pub fn launch_2d_weighted(
 /// (`numpy.histogram2d`'s `H.ravel()`).
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// use host::histogram::hist2d::{Bins2d, histogram2d};
-/// let gpu = host::Gpu::open(0)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
 /// let bins = Bins2d::new(2, 2, (0.0, 1.0), (0.0, 1.0))?;
 /// assert_eq!(histogram2d(&gpu, &[0.1, 0.9, 1.0, 2.0], &[0.1, 0.1, 1.0, 0.5], bins)?, [1, 0, 1, 1]);
 /// # Ok(()) }

@@ -326,9 +326,9 @@ pub fn launch_segments(
 /// bins` counts), on the GPU's stream.
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// use host::histogram::{Binning, Values, segmented::{Segments, segmented_histogram}};
-/// let gpu = host::Gpu::open(0)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Binning, Values, segmented::{Segments, segmented_histogram}};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
 /// let v = [0u8, 1, 1, 3, 2, 2];
 /// let counts = segmented_histogram(&gpu, Values::U8(&v), Binning::integers(4), Segments::Offsets(&[0, 3, 3, 6]))?;
 /// assert_eq!(counts, [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1]);

@@ -231,10 +231,10 @@ pub fn launch_weighted(
 /// `f64` (see [`kernel`] for the error bound), on the GPU's stream.
 ///
 /// ```no_run
-/// # fn main() -> host::Result<()> {
-/// use host::histogram::{Values, binning_for, weighted::weighted_histogram};
-/// let gpu = host::Gpu::open(0)?;
-/// let binning = binning_for(host::histogram::InputType::U8, 4, None)?;
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Values, binning_for, weighted::weighted_histogram};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
+/// let binning = binning_for(hopper_kernels::histogram::InputType::U8, 4, None)?;
 /// let sums = weighted_histogram(&gpu, Values::U8(&[0, 1, 1, 9]), &[0.5, 1.0, 2.0, -1.0], binning)?;
 /// assert_eq!(sums, [0.5, 3.0, 0.0, -1.0]);
 /// # Ok(()) }
