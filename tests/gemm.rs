@@ -10,10 +10,11 @@ use half::{bf16, f16};
 use hopper_kernels::Gpu;
 use hopper_kernels::matmul::{DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulVariant, Order};
 use rand::Rng;
+use rayon::prelude::*;
 use support::{fresh_rng, gpu};
 
 /// A value type of the tests: widened to `f64` for the reference, narrowed from `f32` draws.
-trait Value: GemmElement + DeviceRepr + ValidAsZeroBits + Default + Copy {
+trait Value: GemmElement + DeviceRepr + ValidAsZeroBits + Default + Copy + Send + Sync {
     fn from_f32(x: f32) -> Self;
     fn to_f64(self) -> f64;
     /// Relative rounding of a result stored in this type.
@@ -83,32 +84,32 @@ fn check<TA: Value, TD: Value>(gpu: &Gpu, rng: &mut impl Rng, desc: GemmDesc) ->
     let got: Vec<TD> = s.clone_dtoh(&dd).unwrap();
     let k = desc.k;
     let bound = plan.precision().tolerance(k);
-    for i in 0..desc.batch {
-        for r in 0..desc.m {
-            for col in 0..desc.n {
-                let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
-                for kk in 0..k {
-                    let ra = if desc.transpose_a { (kk, r) } else { (r, kk) };
-                    let rb = if desc.transpose_b { (col, kk) } else { (kk, col) };
-                    let x = a[at(desc.a, a_dims, i, ra)].to_f64();
-                    let y = b[at(desc.b, b_dims, i, rb)].to_f64();
-                    sum += x * y;
-                    magnitude += (x * y).abs();
-                }
-                let di = at(desc.d, d_dims, i, (r, col));
-                let cv = if desc.beta == 0.0 { 0.0 } else { c[di].to_f64() };
-                let want = desc.alpha as f64 * sum + desc.beta as f64 * cv;
-                let scale = desc.alpha.abs() as f64 * magnitude + desc.beta.abs() as f64 * cv.abs();
-                let g = got[di].to_f64();
-                let tol = bound * scale + TD::UNIT * want.abs() + 4.0 * f32::EPSILON as f64 * scale + 1e-30;
-                assert!(
-                    (g - want).abs() <= tol,
-                    "{plan}: batch {i} D[{r}][{col}] = {g}, want {want} (error {:.2e} > {tol:.2e})",
-                    (g - want).abs()
-                );
+    // Rows of every product in parallel: the float64 reference is most of the test's time.
+    (0..desc.batch * desc.m).into_par_iter().for_each(|row| {
+        let (i, r) = (row / desc.m, row % desc.m);
+        for col in 0..desc.n {
+            let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let ra = if desc.transpose_a { (kk, r) } else { (r, kk) };
+                let rb = if desc.transpose_b { (col, kk) } else { (kk, col) };
+                let x = a[at(desc.a, a_dims, i, ra)].to_f64();
+                let y = b[at(desc.b, b_dims, i, rb)].to_f64();
+                sum += x * y;
+                magnitude += (x * y).abs();
             }
+            let di = at(desc.d, d_dims, i, (r, col));
+            let cv = if desc.beta == 0.0 { 0.0 } else { c[di].to_f64() };
+            let want = desc.alpha as f64 * sum + desc.beta as f64 * cv;
+            let scale = desc.alpha.abs() as f64 * magnitude + desc.beta.abs() as f64 * cv.abs();
+            let g = got[di].to_f64();
+            let tol = bound * scale + TD::UNIT * want.abs() + 4.0 * f32::EPSILON as f64 * scale + 1e-30;
+            assert!(
+                (g - want).abs() <= tol,
+                "{plan}: batch {i} D[{r}][{col}] = {g}, want {want} (error {:.2e} > {tol:.2e})",
+                (g - want).abs()
+            );
         }
-    }
+    });
     // Padding between D's rows (or columns) and batches is left as it was.
     let mut written = vec![false; got.len()];
     for i in 0..desc.batch {
