@@ -22,7 +22,8 @@ const N: usize = 160;
 const P: usize = 96;
 const BATCH: usize = 3;
 const BINS: usize = 64;
-const RANGE: (f32, f32) = (-40.0, 40.0);
+/// Wide enough for every D2 value: D1's elements spread as sqrt(K / 9) ≈ 5.3, D2's as about 20.
+const RANGE: (f32, f32) = (-200.0, 200.0);
 
 /// The pipeline's device buffers: inputs, intermediates and outputs.
 struct Buffers {

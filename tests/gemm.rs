@@ -197,13 +197,14 @@ fn every_kernel_variant_takes_every_layout() {
         let desc = GemmDesc::new(m, n, k)
             .variant(variant)
             .transpose_a(true)
-            .a(f32(Order::ColMajor).ld(m + 2))
+            // A is stored k x m: column-major, its leading dimension strides k rows.
+            .a(f32(Order::ColMajor).ld(k + 2))
             .b(f32(Order::RowMajor).ld(n + 1))
             .d(f32(Order::ColMajor).ld(m + 3))
             .alpha_beta(1.5, -1.0)
             .batch(2);
         let desc = if variant == MatmulVariant::WgmmaBf16 {
-            desc.a(Layout::new(DType::Bf16, Order::ColMajor).ld(m + 2)).b(Layout::row_major(DType::Bf16).ld(n + 1))
+            desc.a(Layout::new(DType::Bf16, Order::ColMajor).ld(k + 2)).b(Layout::row_major(DType::Bf16).ld(n + 1))
         } else {
             desc
         };

@@ -113,11 +113,16 @@ fn weighted_sums_of_skewed_inputs_at_one_copy_and_at_the_shared_capacity() {
     {
         let values = histogram_input_of(rng.random(), 1 << 22, bins, dist, InputType::I32, None);
         let weights = weights_of(&mut rng, 1 << 22, false);
-        for copies in [1, 2] {
+        // At the shared capacity one copy fills the block: a second is refused, with the reason.
+        let copies: &[u32] = if bins == most { &[1] } else { &[1, 2] };
+        for &copies in copies {
             let r = LaunchRequest { copies: Some(copies), ..Default::default() };
             check_weighted(&gpu, values.as_values(), &weights, Binning::integers(bins as u32), r, true);
         }
     }
+    let two = LaunchRequest { copies: Some(2), ..Default::default() };
+    let err = weighted::plan_weighted(&gpu, InputType::I32, Binning::integers(most as u32), &two).unwrap_err();
+    assert!(err.to_string().contains("shared memory"), "{err}");
     // One more bin than a block holds: the planner's global tier.
     let plan =
         weighted::plan_weighted(&gpu, InputType::I32, Binning::integers(most as u32 + 1), &LaunchRequest::default());
