@@ -8,7 +8,9 @@ use cudarc::cublas::{CudaBlas, Gemm, StridedBatchedConfig, sys::cublasOperation_
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use hopper_kernels::Gpu;
-use hopper_kernels::matmul::{DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulVariant, Order};
+use hopper_kernels::matmul::{
+    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, Order, describe_plan,
+};
 use rand::Rng;
 use rayon::prelude::*;
 use support::{fresh_rng, gpu};
@@ -180,6 +182,41 @@ fn every_layout_of_bf16_and_f16_operands_and_outputs_matches_the_float64_product
     }
 }
 
+/// The descriptor `variant` is tested with: a transposed column-major `A`, a row-major `B`, leading
+/// dimensions past the packed ones, alpha and beta, a batch of two; BF16 operands for
+/// `wgmma_bf16`, `f32` for the rest.
+fn variant_desc(variant: MatmulVariant) -> GemmDesc {
+    let (m, n, k) = match variant {
+        MatmulVariant::FewRows => (5, 70, 90),
+        MatmulVariant::FewCols => (70, 5, 90),
+        _ => (70, 50, 90),
+    };
+    let dtype = if variant == MatmulVariant::WgmmaBf16 { DType::Bf16 } else { DType::F32 };
+    GemmDesc::new(m, n, k)
+        .variant(variant)
+        .transpose_a(true)
+        // A is stored k x m: column-major, its leading dimension strides k rows.
+        .a(Layout::new(dtype, Order::ColMajor).ld(k + 2))
+        .b(Layout::new(dtype, Order::RowMajor).ld(n + 1))
+        // The narrow kernels run the row-major product; a column-major D would swap m and n.
+        .d(match variant {
+            MatmulVariant::FewRows | MatmulVariant::FewCols => Layout::row_major(DType::F32).ld(n + 3),
+            _ => Layout::col_major(DType::F32).ld(m + 3),
+        })
+        .alpha_beta(1.5, -1.0)
+        .batch(2)
+}
+
+#[test]
+fn every_kernel_variant_plans_its_layout_test_on_the_h200_model() {
+    for variant in MatmulVariant::ALL {
+        let desc = variant_desc(variant);
+        if let Err(e) = describe_plan(&desc, MatmulDevice::H200) {
+            panic!("{variant}: {desc:?}: {e}");
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn every_kernel_variant_takes_every_layout() {
@@ -188,26 +225,7 @@ fn every_kernel_variant_takes_every_layout() {
         if variant.needs_tensor_cores() && gpu.hopper_status().is_err() {
             continue;
         }
-        let (m, n, k) = match variant {
-            MatmulVariant::FewRows => (5, 70, 90),
-            MatmulVariant::FewCols => (70, 5, 90),
-            _ => (70, 50, 90),
-        };
-        let f32 = |o| Layout::new(DType::F32, o);
-        let desc = GemmDesc::new(m, n, k)
-            .variant(variant)
-            .transpose_a(true)
-            // A is stored k x m: column-major, its leading dimension strides k rows.
-            .a(f32(Order::ColMajor).ld(k + 2))
-            .b(f32(Order::RowMajor).ld(n + 1))
-            .d(f32(Order::ColMajor).ld(m + 3))
-            .alpha_beta(1.5, -1.0)
-            .batch(2);
-        let desc = if variant == MatmulVariant::WgmmaBf16 {
-            desc.a(Layout::new(DType::Bf16, Order::ColMajor).ld(k + 2)).b(Layout::row_major(DType::Bf16).ld(n + 1))
-        } else {
-            desc
-        };
+        let desc = variant_desc(variant);
         if variant == MatmulVariant::WgmmaBf16 {
             check::<bf16, f32>(&gpu, &mut rng, desc);
         } else {

@@ -261,7 +261,9 @@ impl GemmDesc {
         Self { policy, ..self }
     }
 
-    /// With the kernel `variant`.
+    /// With the kernel `variant`, which runs the row-major product the plan reduces the
+    /// descriptor to: with a column-major `D`, that is `D^T = op(B)^T op(A)^T`, `n x m`, so a
+    /// narrow-row kernel (`few_rows`) then takes a narrow `n`.
     pub fn variant(self, variant: MatmulVariant) -> Self {
         Self { variant, ..self }
     }
