@@ -25,6 +25,17 @@ pub fn matmul(gpu: &Gpu, a: &Matrix, b: &Matrix) -> Result<Matrix> {
 }
 
 /// `A * B` on the GPU with a chosen kernel variant.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, Matrix, matmul::MatmulVariant};
+/// let gpu = Gpu::open(0)?;
+/// let a = Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let b = Matrix::new(3, 1, vec![1.0, 0.0, -1.0])?;
+/// let c = hopper_kernels::matmul_with(&gpu, &a, &b, MatmulVariant::Naive)?;
+/// assert_eq!(c.data, [-2.0, -2.0]);
+/// # Ok(()) }
+/// ```
 pub fn matmul_with(gpu: &Gpu, a: &Matrix, b: &Matrix, variant: MatmulVariant) -> Result<Matrix> {
     let shape = matmul_shape(a, b)?;
     let mut mats = DeviceMatrices::upload(gpu, shape, &a.data, &b.data)?;
@@ -91,11 +102,34 @@ pub fn histogram_of(gpu: &Gpu, values: Values<'_>, bins: usize, range: Option<(f
 /// be far larger than the GPU's memory): a `.npy` file of a supported dtype, or a raw
 /// little-endian file of `raw` values. Counts are `u64`, so no input size can overflow them.
 /// An `f32` file needs [`histogram_file_over`] and its range.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, io::ElementType};
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// // A .npy file's dtype picks the values' type; a raw file's is given.
+/// let counts = hopper_kernels::histogram_file(&gpu, Path::new("values.npy"), None, 256)?;
+/// let raw = hopper_kernels::histogram_file(&gpu, Path::new("bytes.bin"), Some(ElementType::U8), 256)?;
+/// println!("{} + {} values", counts.iter().sum::<u64>(), raw.iter().sum::<u64>());
+/// # Ok(()) }
+/// ```
 pub fn histogram_file(gpu: &Gpu, path: &Path, raw: Option<ElementType>, bins: usize) -> Result<Vec<u64>> {
     histogram_file_over(gpu, path, raw, bins, None)
 }
 
 /// [`histogram_file`] with a `range` for `f32` files (even bins over it, as [`histogram_of`]).
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// // 100 even bins over [-1, 1] of a float32 .npy file, as numpy.histogram(v, 100, (-1, 1)).
+/// let counts = hopper_kernels::histogram_file_over(&gpu, Path::new("v.npy"), None, 100, Some((-1.0, 1.0)))?;
+/// assert_eq!(counts.len(), 100);
+/// # Ok(()) }
+/// ```
 pub fn histogram_file_over(
     gpu: &Gpu,
     path: &Path,

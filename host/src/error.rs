@@ -17,6 +17,23 @@ use cudarc::driver::DriverError;
 use std::path::PathBuf;
 
 /// Errors of the library.
+///
+/// ```
+/// use hopper_kernels::{Error, io::read_matrix};
+/// let err = read_matrix(std::path::Path::new("no/such.npy")).unwrap_err();
+/// // Variants carry what a caller matches on; Display is the message the CLI prints.
+/// match &err {
+///     Error::File { path, problem } => {
+///         assert_eq!((path.to_str(), problem.as_str()), (Some("no/such.npy"), "no such file"))
+///     }
+///     other => panic!("unexpected: {other}"),
+/// }
+/// assert_eq!(err.to_string(), "no/such.npy: no such file");
+/// let what = "a 4096x4096x4096 matmul".to_string();
+/// let e = Error::OutOfDeviceMemory { what, needed: 192 << 20, free: 100 << 20, total: 80 << 30 };
+/// let message = "a 4096x4096x4096 matmul needs 192.00 MiB of device memory, but only 100.00 MiB of 80.00 GiB is free";
+/// assert_eq!(e.to_string(), message);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -183,6 +200,17 @@ pub enum Error {
 }
 
 /// `Result` of the library.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Result, matmul::MatmulShape};
+/// fn cube(n: usize) -> Result<MatmulShape> {
+///     MatmulShape::new(n, n, n)
+/// }
+/// assert_eq!(cube(4)?.flops(), 128.0);
+/// assert!(cube(0).is_err());
+/// # Ok(()) }
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Formats a byte count with a binary unit (`1.50 GiB`).

@@ -11,9 +11,25 @@ use std::sync::{Arc, Mutex};
 
 /// The compute capability whose devices run `sm_90a` code (the `wgmma` kernels): 9.0 exactly,
 /// since architecture-specific (`a`) code runs on no other.
+///
+/// ```
+/// use hopper_kernels::gpu::{DeviceModel, HOPPER_CAPABILITY};
+/// use hopper_kernels::ptx::arch_capability;
+/// assert_eq!(arch_capability("sm_90a"), Some(HOPPER_CAPABILITY));
+/// assert!(DeviceModel::ALL.iter().all(|m| m.info().compute_capability == HOPPER_CAPABILITY));
+/// ```
 pub const HOPPER_CAPABILITY: (i32, i32) = (9, 0);
 
 /// What the host reports and plans with about a device.
+///
+/// ```
+/// use hopper_kernels::{error::format_bytes, gpu::DeviceModel};
+/// let info = DeviceModel::H100.info();
+/// assert_eq!((info.sm_count, info.compute_capability), (132, (9, 0)));
+/// assert_eq!(format_bytes(info.total_memory), "79.19 GiB");
+/// // Serializable: `host bench --json` records the device with its measurements.
+/// assert!(serde_json::to_string(&info).unwrap().contains(r#""sm_count":132"#));
+/// ```
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct DeviceInfo {
     /// Device index.
@@ -66,6 +82,12 @@ impl DeviceModel {
     pub const ALL: [Self; 2] = [Self::H100, Self::H200];
 
     /// The name the CLI takes.
+    ///
+    /// ```
+    /// use hopper_kernels::gpu::DeviceModel;
+    /// assert_eq!(DeviceModel::H200.name(), "h200");
+    /// assert_eq!(DeviceModel::H200.name().parse::<DeviceModel>(), Ok(DeviceModel::H200));
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::H100 => "h100",
@@ -75,6 +97,14 @@ impl DeviceModel {
 
     /// The model's properties as its driver reports them (580.159, CUDA 13.0), with all of its
     /// memory free.
+    ///
+    /// ```
+    /// use hopper_kernels::gpu::DeviceModel;
+    /// let (h100, h200) = (DeviceModel::H100.info(), DeviceModel::H200.info());
+    /// // The same SMs and clocks; more memory, all of it free.
+    /// assert_eq!((h100.sm_count, h100.clock_khz), (h200.sm_count, h200.clock_khz));
+    /// assert!(h200.total_memory > h100.total_memory && h200.free_memory == h200.total_memory);
+    /// ```
     pub fn info(self) -> DeviceInfo {
         let (name, total_memory) = match self {
             Self::H100 => ("NVIDIA H100 80GB HBM3 (model)", 85_029_158_912),
@@ -111,6 +141,14 @@ impl std::str::FromStr for DeviceModel {
 
 impl DeviceInfo {
     /// `13.0` from the driver's `13000`.
+    ///
+    /// ```
+    /// use hopper_kernels::gpu::DeviceModel;
+    /// let mut info = DeviceModel::H100.info();
+    /// assert_eq!(info.driver_cuda_version_string(), "13.0");
+    /// info.driver_cuda_version = 12080;
+    /// assert_eq!(info.driver_cuda_version_string(), "12.8");
+    /// ```
     pub fn driver_cuda_version_string(&self) -> String {
         format!("{}.{}", self.driver_cuda_version / 1000, (self.driver_cuda_version % 1000) / 10)
     }
@@ -153,6 +191,17 @@ impl Gpu {
     /// Opens device `ordinal` in a context of its own, loads the embedded PTX and makes a
     /// non-blocking stream. Fails with a clear error when there is no driver, no such device, a
     /// device older than the PTX's target, or no usable PTX.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu};
+    /// match Gpu::open(0) {
+    ///     Ok(gpu) => println!("{} ({} SMs)", gpu.info().name, gpu.info().sm_count),
+    ///     Err(Error::NoDriver | Error::NoDevice) => println!("no GPU on this machine"),
+    ///     Err(e) => return Err(e), // a device too old for the PTX, unusable PTX, ...
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn open(ordinal: usize) -> Result<Self> {
         let ctx = open_context(ordinal)?;
         let stream = ctx.new_stream()?;
@@ -161,6 +210,16 @@ impl Gpu {
 
     /// Works in `stream`'s context and enqueues on `stream`: the caller's cudarc context and
     /// stream, shared with the rest of their program.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, matmul::{GemmDesc, GemmPlan}};
+    /// let ctx = hopper_kernels::gpu::open_context(0)?;
+    /// let stream = ctx.new_stream()?; // shared with the rest of the program
+    /// let gpu = Gpu::from_stream(stream.clone())?;
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(256, 256, 256))?; // its launches go on `stream`
+    /// # Ok(()) }
+    /// ```
     pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
         let ctx = stream.context().clone();
         let info = describe(&ctx)?;
@@ -195,6 +254,19 @@ impl Gpu {
 
     /// The same context and modules, enqueueing on `stream` instead; fails unless `stream`
     /// belongs to this GPU's context.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu};
+    /// let gpu = Gpu::open(0)?;
+    /// // A second stream of the same context: the loaded modules are shared, not reloaded.
+    /// let other = gpu.with_stream(gpu.context().new_stream()?)?;
+    /// assert!(!std::sync::Arc::ptr_eq(other.stream(), gpu.stream()));
+    /// // A stream of another context is refused.
+    /// let foreign = hopper_kernels::gpu::open_context(0)?.new_stream()?;
+    /// assert!(matches!(gpu.with_stream(foreign), Err(Error::InvalidArgument(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn with_stream(&self, stream: Arc<CudaStream>) -> Result<Self> {
         if !Arc::ptr_eq(stream.context(), &self.ctx) {
             return Err(Error::InvalidArgument(
@@ -205,21 +277,54 @@ impl Gpu {
     }
 
     /// Description of the device.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let info = gpu.info();
+    /// let (major, minor) = info.compute_capability;
+    /// println!("{}: compute capability {major}.{minor}, {} SMs", info.name, info.sm_count);
+    /// # Ok(()) }
+    /// ```
     pub fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
     /// What the build recorded about the loaded PTX.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// assert_eq!(gpu.ptx_info().arch, "sm_90");
+    /// println!("{} PTX, {} kernels", gpu.ptx_info().profile, gpu.ptx_info().entries.len());
+    /// # Ok(()) }
+    /// ```
     pub fn ptx_info(&self) -> &ptx::PtxInfo {
         &self.ptx_info
     }
 
     /// The CUDA context.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let (free, total) = gpu.context().mem_get_info()?;
+    /// assert!(free <= total);
+    /// # Ok(()) }
+    /// ```
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
     /// The stream every operation through this GPU is enqueued on.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let x = gpu.stream().clone_htod(&[1.0f32, 2.0])?; // ordered with the library's launches
+    /// assert_eq!(gpu.stream().clone_dtoh(&x)?, [1.0, 2.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
@@ -227,6 +332,18 @@ impl Gpu {
     /// A kernel of the loaded modules, by its PTX symbol, looked up once per context; a Hopper
     /// kernel (`kernels::HOPPER_KERNEL_NAMES`) on a device that cannot load the `sm_90a` module
     /// is an [`Error::HopperUnavailable`] that says why.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu};
+    /// let gpu = Gpu::open(0)?;
+    /// let saxpy = gpu.function("saxpy")?;
+    /// // On a GPU other than compute capability 9.0, the wgmma kernels say why they cannot run.
+    /// if gpu.hopper_status().is_err() {
+    ///     assert!(matches!(gpu.function("wgmma_bf16"), Err(Error::HopperUnavailable { .. })));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
         let mut functions = self.modules.functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(f) = functions.get(name) {
@@ -246,11 +363,31 @@ impl Gpu {
     }
 
     /// Whether the `sm_90a` module (the `wgmma` kernels) is loaded, or why not.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// match gpu.hopper_status() {
+    ///     Ok(()) => println!("wgmma kernels loaded"),
+    ///     Err(why) => println!("FP32 kernels only: {why}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn hopper_status(&self) -> std::result::Result<(), &str> {
         self.modules.hopper.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
     /// Fails with [`Error::OutOfDeviceMemory`] unless `bytes` fit in the memory free now.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu};
+    /// let gpu = Gpu::open(0)?;
+    /// gpu.ensure_fits("a small buffer", 1 << 20)?;
+    /// let err = gpu.ensure_fits("a petabyte", 1 << 50).unwrap_err();
+    /// assert!(matches!(err, Error::OutOfDeviceMemory { needed, .. } if needed == 1 << 50));
+    /// # Ok(()) }
+    /// ```
     pub fn ensure_fits(&self, what: &str, bytes: u64) -> Result<()> {
         let (free, total) = self.ctx.mem_get_info()?;
         // Leave room for the context's own allocations and fragmentation.
@@ -267,22 +404,57 @@ impl Gpu {
     }
 
     /// Copies a host slice to a new device buffer.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let x = gpu.upload(&[1i32, 2, 3])?;
+    /// assert_eq!(x.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
         Ok(self.stream.clone_htod(data)?)
     }
 
     /// Copies a device buffer back to the host.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let x = gpu.upload(&[1i32, 2, 3])?;
+    /// assert_eq!(gpu.download(&x)?, [1, 2, 3]); // waits for the copy
+    /// # Ok(()) }
+    /// ```
     pub fn download<T: DeviceRepr + Default + Clone>(&self, data: &CudaSlice<T>) -> Result<Vec<T>> {
         Ok(self.stream.clone_dtoh(data)?)
     }
 
     /// A new zeroed device buffer of `len` elements.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let counts = gpu.zeros::<u64>(256)?;
+    /// assert_eq!(gpu.download(&counts)?, [0; 256]);
+    /// # Ok(()) }
+    /// ```
     pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>> {
         Ok(self.stream.alloc_zeros(len)?)
     }
 
     /// Fills a 4-byte-element buffer with one bit pattern (`cuMemsetD32Async`), e.g. NaN to
     /// poison an output so that an element no thread wrote fails the check.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let mut c = gpu.zeros::<f32>(1024)?;
+    /// gpu.fill_u32_pattern(&mut c, f32::NAN.to_bits())?;
+    /// assert!(gpu.download(&c)?.iter().all(|x| x.is_nan()));
+    /// // Only for 4-byte elements.
+    /// assert!(gpu.fill_u32_pattern(&mut gpu.zeros::<u16>(8)?, 0).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn fill_u32_pattern<T: DeviceRepr>(&self, buf: &mut CudaSlice<T>, pattern: u32) -> Result<()> {
         if size_of::<T>() != 4 {
             return Err(Error::InvalidArgument(format!(
@@ -300,6 +472,18 @@ impl Gpu {
     /// Fails with [`Error::NeedsLaunchBeforeCapture`] while the stream is being captured into a
     /// CUDA graph: called before a launch allocates (scratch, tensor maps), which a capture
     /// cannot record.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::cudarc::driver::sys::CUstreamCaptureMode;
+    /// use hopper_kernels::{Error, Gpu};
+    /// let gpu = Gpu::open(0)?;
+    /// gpu.ensure_not_capturing("a scratch buffer")?;
+    /// gpu.stream().begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    /// let err = gpu.ensure_not_capturing("a scratch buffer").unwrap_err();
+    /// assert!(matches!(err, Error::NeedsLaunchBeforeCapture { what: "a scratch buffer" }));
+    /// # Ok(()) }
+    /// ```
     pub fn ensure_not_capturing(&self, what: &'static str) -> Result<()> {
         use sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         if self.stream.capture_status()? != CU_STREAM_CAPTURE_STATUS_NONE {
@@ -310,6 +494,19 @@ impl Gpu {
 
     /// Waits for all work on the stream, returning the first asynchronous error (a kernel fault):
     /// the one call here that blocks the host.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, matmul::{GemmDesc, GemmPlan}};
+    /// let gpu = Gpu::open(0)?;
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(1024, 1024, 1024))?;
+    /// let (a, b) = (gpu.upload(&vec![1.0f32; 1 << 20])?, gpu.upload(&vec![1.0f32; 1 << 20])?);
+    /// let mut d = gpu.zeros::<f32>(1 << 20)?;
+    /// let mut workspace = gpu.zeros::<u8>(plan.workspace_bytes().max(1))?;
+    /// plan.launch(&gpu, &a, &b, &mut d, &mut workspace)?;
+    /// gpu.synchronize()?; // a kernel fault would surface here
+    /// # Ok(()) }
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.stream.synchronize()?)
     }
@@ -366,6 +563,15 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<DeviceInfo> {
 
 /// Describes device `ordinal` without loading any PTX, so `host info` works even when the
 /// kernels are unavailable.
+///
+/// ```
+/// use hopper_kernels::gpu::device_info;
+/// // Runs anywhere: without a GPU it is an error that says why, never a panic.
+/// match device_info(0) {
+///     Ok(info) => println!("{}: {} SMs, {} MiB", info.name, info.sm_count, info.total_memory >> 20),
+///     Err(e) => println!("no GPU: {e}"),
+/// }
+/// ```
 pub fn device_info(ordinal: usize) -> Result<DeviceInfo> {
     describe(&open_context(ordinal)?)
 }

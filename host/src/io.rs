@@ -19,6 +19,13 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// Element types of histogram inputs: only those the histogram kernels count. A kernel for a new
 /// input type adds its variant here (name, `.npy` dtype, size), and `--type`, `.npy` dtype
 /// selection and the error messages that list the supported types follow.
+///
+/// ```
+/// use hopper_kernels::io::ElementType;
+/// assert_eq!("I32".parse::<ElementType>(), Ok(ElementType::I32));
+/// assert_eq!(ElementType::U16.to_string(), "u16");
+/// assert_eq!("f64".parse::<ElementType>().unwrap_err(), "unknown value type `f64`: choose from u8, u16, i32, f32");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ElementType {
     /// Unsigned bytes (`.npy` dtype `|u1`).
@@ -36,11 +43,23 @@ impl ElementType {
     pub const ALL: [Self; 4] = [Self::U8, Self::U16, Self::I32, Self::F32];
 
     /// The name `--type` takes.
+    ///
+    /// ```
+    /// use hopper_kernels::io::ElementType;
+    /// let names: Vec<&str> = ElementType::ALL.iter().map(|t| t.name()).collect();
+    /// assert_eq!(names, ["u8", "u16", "i32", "f32"]);
+    /// ```
     pub fn name(self) -> &'static str {
         self.input_type().name()
     }
 
     /// The `.npy` dtype string of this type, little-endian.
+    ///
+    /// ```
+    /// use hopper_kernels::io::ElementType;
+    /// assert_eq!(ElementType::U8.npy_descr(), "|u1"); // bytes have no byte order
+    /// assert_eq!(ElementType::U16.npy_descr(), "<u2");
+    /// ```
     pub fn npy_descr(self) -> &'static str {
         match self {
             Self::U8 => "|u1",
@@ -51,11 +70,23 @@ impl ElementType {
     }
 
     /// Bytes per value.
+    ///
+    /// ```
+    /// use hopper_kernels::io::ElementType;
+    /// let sizes: Vec<u64> = ElementType::ALL.iter().map(|t| t.size()).collect();
+    /// assert_eq!(sizes, [1, 2, 4, 4]);
+    /// ```
     pub fn size(self) -> u64 {
         self.input_type().size() as u64
     }
 
     /// The histogram kernels' tag of this type.
+    ///
+    /// ```
+    /// use hopper_kernels::{histogram::InputType, io::ElementType};
+    /// assert_eq!(ElementType::F32.input_type(), InputType::F32);
+    /// assert_eq!(ElementType::U8.input_type().name(), ElementType::U8.name());
+    /// ```
     pub fn input_type(self) -> kernels::histogram::InputType {
         use kernels::histogram::InputType;
         match self {
@@ -67,11 +98,23 @@ impl ElementType {
     }
 
     /// The type a `.npy` dtype string stores, if it is supported.
+    ///
+    /// ```
+    /// use hopper_kernels::io::ElementType;
+    /// assert_eq!(ElementType::from_npy_descr("<i4"), Some(ElementType::I32));
+    /// assert_eq!(ElementType::from_npy_descr(">i4"), None); // big-endian
+    /// assert_eq!(ElementType::from_npy_descr("<f8"), None); // float64
+    /// ```
     pub fn from_npy_descr(descr: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.npy_descr() == descr)
     }
 
     /// `i32 ('<i4')`, ...: the supported types, for error messages.
+    ///
+    /// ```
+    /// use hopper_kernels::io::ElementType;
+    /// assert_eq!(ElementType::supported(), "u8 ('|u1'), u16 ('<u2'), i32 ('<i4'), f32 ('<f4')");
+    /// ```
     pub fn supported() -> String {
         Self::ALL.iter().map(|t| format!("{} ('{}')", t.name(), t.npy_descr())).collect::<Vec<_>>().join(", ")
     }
@@ -80,6 +123,15 @@ impl ElementType {
 named_enum!(ElementType, "value type");
 
 /// A row-major (C order) `f32` matrix.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Matrix;
+/// // [1 2 3; 4 5 6], row after row.
+/// let m = Matrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// assert_eq!(m.data[m.cols + 2], 6.0); // row 1, column 2
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
     /// Rows.
@@ -93,6 +145,13 @@ pub struct Matrix {
 impl Matrix {
     /// A matrix of `rows x cols` from its values in row-major order; fails unless there are
     /// exactly `rows * cols` of them.
+    ///
+    /// ```
+    /// use hopper_kernels::Matrix;
+    /// assert!(Matrix::new(2, 3, vec![0.0; 6]).is_ok());
+    /// let err = Matrix::new(2, 3, vec![0.0; 5]).unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid argument: a 2x3 matrix has 6 values, not 5");
+    /// ```
     pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Self> {
         if rows.checked_mul(cols) != Some(data.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -261,12 +320,36 @@ fn read_exact_at(path: &Path, file: &File, offset: u64, out: &mut [u8]) -> Resul
 
 /// Writes `m` as a 2-D `float32` `.npy` file in C order, under a temporary name renamed to
 /// `path` once complete.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Matrix, io};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("c.npy");
+/// io::write_matrix(&path, &Matrix::new(1, 2, vec![0.5, -1.0])?)?;
+/// // numpy.load reads it as float32 of shape (1, 2); so does read_matrix.
+/// assert_eq!(io::read_matrix(&path)?.data, [0.5, -1.0]);
+/// # Ok(()) }
+/// ```
 pub fn write_matrix(path: &Path, m: &Matrix) -> Result<()> {
     OutputFile::create(path)?.write_npy(&[m.rows as u64, m.cols as u64], &m.data)
 }
 
 /// Writes `values` as a `.npy` file of the given shape (C order), under a temporary name renamed
 /// to `path` once complete.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::io::{self, DataFile, ElementType};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("v.npy");
+/// io::write_npy(&path, &[2, 2], &[1u16, 2, 3, 4])?;
+/// let file = DataFile::open(&path, None)?;
+/// assert_eq!((file.element(), file.len()), (ElementType::U16, 4));
+/// // The shape must hold the values.
+/// assert!(io::write_npy(&path, &[3], &[1u16, 2]).is_err());
+/// # Ok(()) }
+/// ```
 pub fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], values: &[T]) -> Result<()> {
     OutputFile::create(path)?.write_npy(shape, values)
 }
@@ -274,6 +357,19 @@ pub fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], valu
 /// An output file being written: a temporary file beside the target, renamed onto it by
 /// [`OutputFile::write_npy`]; dropped unwritten (after an error), it is removed. Create it before
 /// the work whose result it will hold, so that an unwritable destination fails first.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::io::{OutputFile, read_matrix};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("out.npy");
+/// // Created before the work, so that an unwritable destination fails first.
+/// let out = OutputFile::create(&path)?;
+/// assert!(!path.exists()); // only a temporary file beside it until the end
+/// out.write_npy(&[2, 1], &[1.0f32, 2.0])?;
+/// assert_eq!(read_matrix(&path)?.data, [1.0, 2.0]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct OutputFile {
     path: PathBuf,
@@ -284,6 +380,14 @@ impl OutputFile {
     /// Creates the temporary file in `path`'s directory (the same file system, so the final
     /// rename is atomic).
     /// Fails at once, rather than at the final rename, when `path` is a directory.
+    ///
+    /// ```
+    /// use hopper_kernels::io::OutputFile;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let err = OutputFile::create(dir.path()).unwrap_err().to_string();
+    /// assert!(err.ends_with("is a directory: name the output file (such as out.npy) in it"), "{err}");
+    /// assert!(OutputFile::create(&dir.path().join("no/such/dir/out.npy")).is_err());
+    /// ```
     pub fn create(path: &Path) -> Result<Self> {
         if path.is_dir() {
             return Err(file_error(path, "is a directory: name the output file (such as out.npy) in it"));
@@ -304,11 +408,31 @@ impl OutputFile {
     }
 
     /// The path the output will have.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::OutputFile;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let out = OutputFile::create(&dir.path().join("out.npy"))?;
+    /// assert_eq!(out.path(), dir.path().join("out.npy"));
+    /// # Ok(()) }
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes `values` in `shape` (C order) and renames the file onto its path.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::OutputFile;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let out = OutputFile::create(&dir.path().join("out.npy"))?;
+    /// // 2 x 2 of 1 value: refused, and nothing is left behind, not even the temporary file.
+    /// assert!(out.write_npy(&[2, 2], &[1.0f32]).is_err());
+    /// assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn write_npy<T: npyz::AutoSerialize + Copy>(mut self, shape: &[u64], values: &[T]) -> Result<()> {
         let path = self.path.clone();
         let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
@@ -339,6 +463,18 @@ impl OutputFile {
 /// A checked histogram input file: a `.npy` file of a supported dtype (any shape, any order: a
 /// histogram does not depend on the values' order), or a raw little-endian file of one
 /// [`ElementType`]. Only the header is read when it is opened; the values are read on demand.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::io::{DataFile, ElementType, write_npy};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("v.npy");
+/// write_npy(&path, &[3, 4], &(-5..7).collect::<Vec<i32>>())?; // any shape
+/// let file = DataFile::open(&path, None)?;
+/// assert_eq!((file.element(), file.len(), file.bytes()), (ElementType::I32, 12, 48));
+/// assert_eq!(file.read_all_i32()?[..3], [-5, -4, -3]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct DataFile {
     path: PathBuf,
@@ -349,6 +485,18 @@ pub struct DataFile {
 
 impl DataFile {
     /// A raw file when `raw` names its element type, else a `.npy` file whose dtype picks it.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.bin");
+    /// std::fs::write(&path, [1u8, 0, 2, 0]).unwrap();
+    /// // A raw file needs its type; read as u16 it holds [1, 2].
+    /// assert!(DataFile::open(&path, None).unwrap_err().to_string().contains("give its type with --type"));
+    /// assert_eq!(DataFile::open(&path, Some(ElementType::U16))?.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn open(path: &Path, raw: Option<ElementType>) -> Result<Self> {
         match raw {
             Some(element) => Self::open_raw(path, element),
@@ -358,6 +506,17 @@ impl DataFile {
 
     /// A `.npy` file; fails unless its dtype is a supported [`ElementType`] and its data matches
     /// its shape.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("f.npy");
+    /// write_npy(&path, &[2], &[1.0f64, 2.0])?;
+    /// let err = DataFile::open_npy(&path).unwrap_err().to_string();
+    /// assert!(err.contains("dtype float64 ('<f8'): the histogram counts u8 ('|u1'), u16"), "{err}");
+    /// # Ok(()) }
+    /// ```
     pub fn open_npy(path: &Path) -> Result<Self> {
         let layout = read_npy_layout(path).map_err(|e| match e {
             Error::File { path, problem } if problem.starts_with("not a .npy file") => Error::File {
@@ -379,6 +538,21 @@ impl DataFile {
     /// A raw file of little-endian `element` values, no header; fails unless its length is a
     /// whole number of values, and refuses a `.npy` file (its magic and a valid header), whose
     /// header would be counted as values.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let raw = dir.path().join("v.bin");
+    /// std::fs::write(&raw, [0u8; 10]).unwrap();
+    /// let err = DataFile::open_raw(&raw, ElementType::I32).unwrap_err().to_string();
+    /// assert!(err.contains("truncated: 10 bytes is not a whole number of i32 values"), "{err}");
+    /// // A .npy file is refused rather than its header counted as values.
+    /// let npy = dir.path().join("v.npy");
+    /// write_npy(&npy, &[2], &[1i32, 2])?;
+    /// assert!(DataFile::open_raw(&npy, ElementType::I32).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn open_raw(path: &Path, element: ElementType) -> Result<Self> {
         let mut file = open(path)?;
         let bytes = file.metadata().map_err(|e| file_error(path, format!("cannot read its metadata: {e}")))?.len();
@@ -410,42 +584,137 @@ impl DataFile {
     }
 
     /// The file's path.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.bin");
+    /// std::fs::write(&path, [7u8; 3]).unwrap();
+    /// assert_eq!(DataFile::open(&path, Some(ElementType::U8))?.path(), path);
+    /// # Ok(()) }
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The values' type.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.npy");
+    /// write_npy(&path, &[2], &[0.5f32, 1.5])?;
+    /// assert_eq!(DataFile::open(&path, None)?.element(), ElementType::F32); // from the dtype
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> ElementType {
         self.element
     }
 
     /// Where the values start in the file, bytes (0 for a raw file).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.npy");
+    /// write_npy(&path, &[4], &[1u16, 2, 3, 4])?;
+    /// let file = DataFile::open(&path, None)?;
+    /// // The header, then exactly the values.
+    /// assert_eq!(file.data_offset() + file.bytes(), std::fs::metadata(&path).unwrap().len());
+    /// let raw = dir.path().join("v.bin");
+    /// std::fs::write(&raw, [0u8; 4]).unwrap();
+    /// assert_eq!(DataFile::open(&raw, Some(ElementType::U8))?.data_offset(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn data_offset(&self) -> u64 {
         self.data_offset
     }
 
     /// Number of values.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.bin");
+    /// std::fs::write(&path, [0u8; 12]).unwrap();
+    /// assert_eq!(DataFile::open(&path, Some(ElementType::U16))?.len(), 6);
+    /// assert_eq!(DataFile::open(&path, Some(ElementType::I32))?.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> u64 {
         self.len
     }
 
     /// Whether the file holds no values.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("e.npy");
+    /// write_npy::<i32>(&path, &[0], &[])?;
+    /// assert!(DataFile::open(&path, None)?.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Bytes of values.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.bin");
+    /// std::fs::write(&path, [0u8; 12]).unwrap();
+    /// assert_eq!(DataFile::open(&path, Some(ElementType::U16))?.bytes(), 12);
+    /// # Ok(()) }
+    /// ```
     pub fn bytes(&self) -> u64 {
         self.len * self.element.size()
     }
 
     /// Opens the file for [`DataFile::read_i32_at`].
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.bin");
+    /// std::fs::write(&path, [1u8, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+    /// let file = DataFile::open(&path, Some(ElementType::I32))?;
+    /// let handle = file.reopen()?; // one handle for many reads
+    /// let (mut a, mut b) = ([0i32; 1], [0i32; 1]);
+    /// file.read_i32_at(&handle, 1, &mut b)?;
+    /// file.read_i32_at(&handle, 0, &mut a)?;
+    /// assert_eq!((a, b), ([1], [2]));
+    /// # Ok(()) }
+    /// ```
     pub fn reopen(&self) -> Result<File> {
         open(&self.path)
     }
 
     /// Reads `out.len()` values starting at value `first` from `file` (this data file, opened by
     /// [`DataFile::reopen`]).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.npy");
+    /// write_npy(&path, &[12], &(-5..7).collect::<Vec<i32>>())?;
+    /// let file = DataFile::open(&path, None)?;
+    /// let mut part = [0i32; 3];
+    /// file.read_i32_at(&file.reopen()?, 4, &mut part)?;
+    /// assert_eq!(part, [-1, 0, 1]);
+    /// assert!(file.read_i32_at(&file.reopen()?, 10, &mut part).is_err()); // past the end
+    /// # Ok(()) }
+    /// ```
     pub fn read_i32_at(&self, file: &File, first: u64, out: &mut [i32]) -> Result<()> {
         self.expect(ElementType::I32)?;
         let end = first.checked_add(out.len() as u64).filter(|&end| end <= self.len);
@@ -466,6 +735,20 @@ impl DataFile {
 
     /// Reads the bytes of `out.len() / size` values starting at value `first`, as stored: the
     /// little-endian values the kernels read on a little-endian host (every CUDA host).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, write_npy};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.npy");
+    /// write_npy(&path, &[3], &[0x0102u16, 0x0304, 0x0506])?;
+    /// let file = DataFile::open(&path, None)?;
+    /// let mut bytes = [0u8; 4];
+    /// file.read_bytes_at(&file.reopen()?, 1, &mut bytes)?; // values 1 and 2, as stored
+    /// assert_eq!(bytes, [0x04, 0x03, 0x06, 0x05]);
+    /// assert!(file.read_bytes_at(&file.reopen()?, 0, &mut [0u8; 3]).is_err()); // not whole values
+    /// # Ok(()) }
+    /// ```
     pub fn read_bytes_at(&self, file: &File, first: u64, out: &mut [u8]) -> Result<()> {
         let size = self.element.size();
         let count = out.len() as u64 / size;
@@ -482,6 +765,17 @@ impl DataFile {
     }
 
     /// Reads every value.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::io::{DataFile, ElementType};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("v.bin");
+    /// std::fs::write(&path, [1i32, -2, 300_000].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    /// let file = DataFile::open(&path, Some(ElementType::I32))?;
+    /// assert_eq!(file.read_all_i32()?, [1, -2, 300_000]);
+    /// # Ok(()) }
+    /// ```
     pub fn read_all_i32(&self) -> Result<Vec<i32>> {
         let len = usize::try_from(self.len)
             .map_err(|_| file_error(&self.path, format!("{} values do not fit in this machine's memory", self.len)))?;

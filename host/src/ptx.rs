@@ -12,11 +12,39 @@ const HOPPER_MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm
 const HOPPER_PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/kernels_sm90a_problem.rs"));
 
 /// The name of the main module (`sm_90`).
+///
+/// ```
+/// use hopper_kernels::{Error, ptx};
+/// // The module, or an error that names it and why it is missing.
+/// match ptx::embedded() {
+///     Ok(text) => assert!(text.contains(".visible .entry saxpy(")),
+///     Err(Error::PtxUnavailable { module, .. }) => assert_eq!(module, ptx::MAIN_MODULE),
+///     Err(e) => panic!("{e}"),
+/// }
+/// ```
 pub const MAIN_MODULE: &str = "kernels";
 /// The name of the Hopper module (`sm_90a`, the `wgmma` kernels).
+///
+/// ```
+/// use hopper_kernels::{Error, ptx};
+/// match ptx::embedded_hopper() {
+///     Ok(text) => assert!(text.lines().any(|l| l.trim() == ".target sm_90a")),
+///     Err(Error::PtxUnavailable { module, .. }) => assert_eq!(module, ptx::HOPPER_MODULE),
+///     Err(e) => panic!("{e}"),
+/// }
+/// ```
 pub const HOPPER_MODULE: &str = "kernels_sm90a";
 
 /// The embedded PTX text, or why there is none (missing or stale when the library was built).
+///
+/// ```
+/// use hopper_kernels::ptx;
+/// // Built by the library's build script; where that could not run, the reason instead.
+/// match ptx::embedded() {
+///     Ok(text) => assert!(text.lines().any(|l| l.trim() == ".target sm_90")),
+///     Err(e) => assert!(e.to_string().starts_with("kernels unavailable: kernels: "), "{e}"),
+/// }
+/// ```
 pub fn embedded() -> Result<&'static str> {
     match PROBLEM {
         Some(problem) => Err(Error::PtxUnavailable { module: MAIN_MODULE, reason: problem.to_string() }),
@@ -25,6 +53,18 @@ pub fn embedded() -> Result<&'static str> {
 }
 
 /// What `cargo xtask build-ptx` recorded about the embedded PTX.
+///
+/// ```
+/// use hopper_kernels::{Error, ptx};
+/// match ptx::info() {
+///     Ok(info) => {
+///         assert_eq!(info.arch, "sm_90");
+///         assert!(info.profile == "release" || info.profile == "ptx-checked");
+///         assert!(info.entries.iter().any(|e| e == "sgemm"));
+///     }
+///     Err(e) => assert!(matches!(e, Error::PtxUnavailable { .. }), "{e}"),
+/// }
+/// ```
 #[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
 pub struct PtxInfo {
     /// `.target`, e.g. `sm_90`.
@@ -36,6 +76,14 @@ pub struct PtxInfo {
 }
 
 /// The manifest of the embedded PTX.
+///
+/// ```
+/// use hopper_kernels::ptx;
+/// match ptx::info() {
+///     Ok(info) => assert_eq!(ptx::arch_capability(&info.arch), Some((9, 0))),
+///     Err(e) => assert!(ptx::embedded().is_err(), "a manifest error with PTX embedded: {e}"),
+/// }
+/// ```
 pub fn info() -> Result<PtxInfo> {
     embedded()?;
     serde_json::from_str(MANIFEST)
@@ -43,6 +91,16 @@ pub fn info() -> Result<PtxInfo> {
 }
 
 /// The embedded Hopper (`sm_90a`) PTX text, or why there is none.
+///
+/// ```
+/// use hopper_kernels::{Error, ptx};
+/// match ptx::embedded_hopper() {
+///     // The wgmma kernels, which only compute capability 9.0 runs.
+///     Ok(text) => assert!(text.contains(".visible .entry wgmma_bf16(")),
+///     Err(Error::PtxUnavailable { module, .. }) => assert_eq!(module, ptx::HOPPER_MODULE),
+///     Err(e) => panic!("{e}"),
+/// }
+/// ```
 pub fn embedded_hopper() -> Result<&'static str> {
     match HOPPER_PROBLEM {
         Some(problem) => Err(Error::PtxUnavailable { module: HOPPER_MODULE, reason: problem.to_string() }),
@@ -51,6 +109,17 @@ pub fn embedded_hopper() -> Result<&'static str> {
 }
 
 /// The manifest of the embedded Hopper PTX.
+///
+/// ```
+/// use hopper_kernels::{Error, ptx};
+/// match ptx::hopper_info() {
+///     Ok(info) => {
+///         assert_eq!(info.arch, "sm_90a");
+///         assert!(info.entries.iter().all(|e| e.starts_with("wgmma_")));
+///     }
+///     Err(e) => assert!(matches!(e, Error::PtxUnavailable { .. }), "{e}"),
+/// }
+/// ```
 pub fn hopper_info() -> Result<PtxInfo> {
     embedded_hopper()?;
     serde_json::from_str(HOPPER_MANIFEST)
@@ -58,6 +127,14 @@ pub fn hopper_info() -> Result<PtxInfo> {
 }
 
 /// The compute capability `sm_XY` names, as `(X, Y)`.
+///
+/// ```
+/// use hopper_kernels::ptx::arch_capability;
+/// assert_eq!(arch_capability("sm_90"), Some((9, 0)));
+/// assert_eq!(arch_capability("sm_90a"), Some((9, 0)));
+/// assert_eq!(arch_capability("sm_120"), Some((12, 0)));
+/// assert_eq!(arch_capability("compute_90"), None);
+/// ```
 pub fn arch_capability(arch: &str) -> Option<(i32, i32)> {
     let digits = arch.strip_prefix("sm_")?.trim_end_matches('a');
     let value: i32 = digits.parse().ok()?;

@@ -6,12 +6,29 @@ use rand_distr::{Distribution, Normal, Zipf};
 use rayon::prelude::*;
 
 /// `count` values uniform in [-1, 1): never zeros, so unwritten or misindexed outputs show.
+///
+/// ```
+/// use hopper_kernels::reference::random_matrix;
+/// use rand::SeedableRng;
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+/// let a = random_matrix(&mut rng, 10_000);
+/// assert!(a.iter().all(|&x| x != 0.0 && (-1.0..1.0).contains(&x)));
+/// // The same seed, the same matrix.
+/// assert_eq!(a, random_matrix(&mut rand::rngs::StdRng::seed_from_u64(1), 10_000));
+/// ```
 pub fn random_matrix(rng: &mut impl Rng, count: usize) -> Vec<f32> {
     (0..count).map(|_| rng.random_range(-1.0f32..1.0)).collect()
 }
 
 /// `C = A * B` for row-major `A[m x k]`, `B[k x n]` by the Guide's triple loop, in `f32` on one
 /// thread: the CPU baseline of the write-up this project grew from.
+///
+/// ```
+/// use hopper_kernels::reference::matmul_cpu_triple_loop;
+/// // [1 2 3; 4 5 6] * [7 8; 9 10; 11 12] = [58 64; 139 154]
+/// let c = matmul_cpu_triple_loop(&[1., 2., 3., 4., 5., 6.], &[7., 8., 9., 10., 11., 12.], 2, 3, 2);
+/// assert_eq!(c, [58., 64., 139., 154.]);
+/// ```
 pub fn matmul_cpu_triple_loop(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     assert_eq!((a.len(), b.len()), (m * k, k * n), "matrix lengths do not match m, k, n");
     let mut c = vec![0.0f32; m * n];
@@ -29,6 +46,17 @@ pub fn matmul_cpu_triple_loop(a: &[f32], b: &[f32], m: usize, k: usize, n: usize
 
 /// `C = A * B` in `f64`, with `sum_e |A[i][e]| * |B[e][j]|` per element: the scale that bounds
 /// the rounding error of any `f32` evaluation order (`|c - ref| <= k * u * scale`).
+///
+/// ```
+/// use hopper_kernels::reference::{MatmulReference, matmul_cpu_triple_loop, random_matrix};
+/// use rand::SeedableRng;
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+/// let (m, k, n) = (13, 300, 7);
+/// let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+/// // Any f32 evaluation order is within the bound; the triple loop's too.
+/// let reference = MatmulReference::new(&a, &b, m, k, n);
+/// assert!(reference.max_error(&matmul_cpu_triple_loop(&a, &b, m, k, n)) < reference.tolerance());
+/// ```
 pub struct MatmulReference {
     /// Exact-enough product, row-major `m x n`.
     pub values: Vec<f64>,
@@ -40,6 +68,13 @@ pub struct MatmulReference {
 
 impl MatmulReference {
     /// Computes the reference on all CPU cores (rows in parallel, `i-e-j` order).
+    ///
+    /// ```
+    /// use hopper_kernels::reference::MatmulReference;
+    /// // [1 -2] * [3; 4]: the product -5, and the scale |1 * 3| + |-2 * 4| = 11.
+    /// let r = MatmulReference::new(&[1.0, -2.0], &[3.0, 4.0], 1, 2, 1);
+    /// assert_eq!((r.values[0], r.scales[0], r.k), (-5.0, 11.0, 2));
+    /// ```
     pub fn new(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Self {
         assert_eq!((a.len(), b.len()), (m * k, k * n), "matrix lengths do not match m, k, n");
         let mut values = vec![0.0f64; m * n];
@@ -59,6 +94,15 @@ impl MatmulReference {
 
     /// Largest `|c - ref| / scale` over all elements; infinite if any element is NaN or
     /// infinite (an unwritten, NaN-poisoned output), or if the lengths differ.
+    ///
+    /// ```
+    /// use hopper_kernels::reference::MatmulReference;
+    /// let r = MatmulReference::new(&[1.0, -2.0], &[3.0, 4.0], 1, 2, 1);
+    /// assert_eq!(r.max_error(&[-5.0]), 0.0);
+    /// assert_eq!(r.max_error(&[0.5]), 0.5); // 5.5 off, of a scale of 11
+    /// assert_eq!(r.max_error(&[f32::NAN]), f64::INFINITY); // an unwritten element fails any bound
+    /// assert_eq!(r.max_error(&[-5.0, 0.0]), f64::INFINITY); // so does a wrong length
+    /// ```
     pub fn max_error(&self, c: &[f32]) -> f64 {
         if c.len() != self.values.len() {
             return f64::INFINITY;
@@ -79,6 +123,12 @@ impl MatmulReference {
 
     /// The largest [`MatmulReference::max_error`] a correct `f32` kernel can have: `k` roundings
     /// of at most `u = 2^-24` each, with a factor of two to spare.
+    ///
+    /// ```
+    /// use hopper_kernels::reference::MatmulReference;
+    /// let r = MatmulReference::new(&[1.0; 1000], &[1.0; 1000], 1, 1000, 1);
+    /// assert_eq!(r.tolerance(), 1000.0 * f32::EPSILON as f64);
+    /// ```
     pub fn tolerance(&self) -> f64 {
         self.k.max(1) as f64 * f32::EPSILON as f64
     }
@@ -87,6 +137,19 @@ impl MatmulReference {
 /// A [`MatmulReference`] for chosen rows of `C` only: at 8192^3 the full float64 product costs
 /// minutes of CPU, while a few dozen rows cost a second and still see every column, every tile
 /// boundary along `n` and (with the first and last row among them) both edges along `m`.
+///
+/// ```
+/// use hopper_kernels::reference::{SampledMatmulReference, matmul_cpu_triple_loop, random_matrix, sample_rows};
+/// use rand::SeedableRng;
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+/// let (m, k, n) = (40, 33, 17);
+/// let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+/// let mut c = matmul_cpu_triple_loop(&a, &b, m, k, n);
+/// let sampled = SampledMatmulReference::new(&a, &b, m, k, n, sample_rows(m, 5));
+/// assert!(sampled.max_error(&c) < sampled.tolerance());
+/// c[39 * n + 3] += 1.0; // an error in the last row, which is always sampled
+/// assert!(sampled.max_error(&c) > sampled.tolerance());
+/// ```
 pub struct SampledMatmulReference {
     rows: Vec<usize>,
     n: usize,
@@ -96,6 +159,13 @@ pub struct SampledMatmulReference {
 
 impl SampledMatmulReference {
     /// The reference for `rows` of `C = A * B` (each below `m`; duplicates are checked twice).
+    ///
+    /// ```
+    /// use hopper_kernels::reference::SampledMatmulReference;
+    /// // Rows 0 and 2 of [1; 2; 3] * [10 20].
+    /// let r = SampledMatmulReference::new(&[1.0, 2.0, 3.0], &[10.0, 20.0], 3, 1, 2, vec![0, 2]);
+    /// assert_eq!(r.max_error(&[10.0, 20.0, 0.0, 0.0, 30.0, 60.0]), 0.0); // row 1 is not checked
+    /// ```
     pub fn new(a: &[f32], b: &[f32], m: usize, k: usize, n: usize, rows: Vec<usize>) -> Self {
         assert_eq!((a.len(), b.len()), (m * k, k * n), "matrix lengths do not match m, k, n");
         assert!(rows.iter().all(|&r| r < m), "a sampled row is outside 0..{m}");
@@ -105,11 +175,25 @@ impl SampledMatmulReference {
     }
 
     /// The rows it checks.
+    ///
+    /// ```
+    /// use hopper_kernels::reference::{SampledMatmulReference, sample_rows};
+    /// let r = SampledMatmulReference::new(&[1.0; 40], &[1.0; 2], 40, 1, 2, sample_rows(40, 5));
+    /// assert_eq!(r.rows(), [0, 9, 19, 29, 39]);
+    /// ```
     pub fn rows(&self) -> &[usize] {
         &self.rows
     }
 
     /// [`MatmulReference::max_error`] over the sampled rows of the full `m x n` result `c`.
+    ///
+    /// ```
+    /// use hopper_kernels::reference::SampledMatmulReference;
+    /// let r = SampledMatmulReference::new(&[1.0, 2.0, 3.0], &[10.0, 20.0], 3, 1, 2, vec![2]);
+    /// assert_eq!(r.max_error(&[0.0, 0.0, 0.0, 0.0, 30.0, 60.0]), 0.0);
+    /// // The full result is checked for its length, m x n.
+    /// assert_eq!(r.max_error(&[30.0, 60.0]), f64::INFINITY);
+    /// ```
     pub fn max_error(&self, c: &[f32]) -> f64 {
         if c.len() != self.m * self.n {
             return f64::INFINITY;
@@ -120,6 +204,13 @@ impl SampledMatmulReference {
     }
 
     /// [`MatmulReference::tolerance`].
+    ///
+    /// ```
+    /// use hopper_kernels::reference::{MatmulReference, SampledMatmulReference};
+    /// let (a, b) = ([1.0; 4 * 64], [1.0; 64]);
+    /// let sampled = SampledMatmulReference::new(&a, &b, 4, 64, 1, vec![0, 3]);
+    /// assert_eq!(sampled.tolerance(), MatmulReference::new(&a, &b, 4, 64, 1).tolerance());
+    /// ```
     pub fn tolerance(&self) -> f64 {
         self.reference.tolerance()
     }
@@ -127,6 +218,14 @@ impl SampledMatmulReference {
 
 /// `count` rows of `0..m` to check: all of them when `m <= count`, otherwise the first, the last
 /// and evenly spaced ones between, in increasing order without repeats.
+///
+/// ```
+/// use hopper_kernels::reference::sample_rows;
+/// assert_eq!(sample_rows(3, 64), [0, 1, 2]); // all of them
+/// let rows = sample_rows(8192, 64);
+/// assert_eq!((rows.len(), rows[0], rows[63]), (64, 0, 8191)); // both edges
+/// assert!(rows.windows(2).all(|w| w[0] < w[1]));
+/// ```
 pub fn sample_rows(m: usize, count: usize) -> Vec<usize> {
     if m <= count {
         return (0..m).collect();
@@ -143,6 +242,13 @@ pub fn sample_rows(m: usize, count: usize) -> Vec<usize> {
 /// above `bins` in the last bin (the Guide's clamping), by the kernels' own
 /// [`kernels::histogram::bin_of`]. No bins count nothing (an empty histogram); bins past
 /// `i32::MAX` stay empty, as no value reaches them.
+///
+/// ```
+/// use hopper_kernels::reference::histogram_cpu;
+/// // Below 0 in the first bin, at or above 3 in the last.
+/// assert_eq!(histogram_cpu(&[-5, 0, 1, 2, 3, 99, i32::MIN, i32::MAX], 3), [3, 1, 4]);
+/// assert_eq!(histogram_cpu(&[1, 2], 0), Vec::<u32>::new());
+/// ```
 pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
     if bins == 0 {
         return Vec::new();
@@ -156,6 +262,13 @@ pub fn histogram_cpu(values: &[i32], bins: usize) -> Vec<u32> {
 }
 
 /// How histogram input values are drawn.
+///
+/// ```
+/// use hopper_kernels::reference::ValueDistribution;
+/// assert_eq!("zipf".parse::<ValueDistribution>(), Ok(ValueDistribution::Zipf));
+/// assert_eq!(ValueDistribution::Normal.to_string(), "normal");
+/// assert!("gauss".parse::<ValueDistribution>().unwrap_err().contains("choose from uniform, normal, constant, zipf"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ValueDistribution {
@@ -174,6 +287,12 @@ impl ValueDistribution {
     pub const ALL: [Self; 4] = [Self::Uniform, Self::Normal, Self::Constant, Self::Zipf];
 
     /// The name `--dist` takes.
+    ///
+    /// ```
+    /// use hopper_kernels::reference::ValueDistribution;
+    /// let names: Vec<&str> = ValueDistribution::ALL.iter().map(|d| d.name()).collect();
+    /// assert_eq!(names, ["uniform", "normal", "constant", "zipf"]);
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Uniform => "uniform",
@@ -187,6 +306,15 @@ impl ValueDistribution {
 named_enum!(ValueDistribution, "distribution");
 
 /// `n` histogram input values for `bins` bins, drawn in parallel from `seed`.
+///
+/// ```
+/// use hopper_kernels::reference::{ValueDistribution, histogram_cpu, histogram_input};
+/// let v = histogram_input(9, 100_000, 100, ValueDistribution::Uniform);
+/// assert!(v.iter().all(|x| (0..100).contains(x)));
+/// assert_eq!(v, histogram_input(9, 100_000, 100, ValueDistribution::Uniform)); // reproducible
+/// // Constant: every value in the middle bin.
+/// assert_eq!(histogram_cpu(&histogram_input(9, 1000, 100, ValueDistribution::Constant), 100)[50], 1000);
+/// ```
 pub fn histogram_input(seed: u64, n: usize, bins: usize, dist: ValueDistribution) -> Vec<i32> {
     const CHUNK: usize = 1 << 20;
     let bins = bins.clamp(1, i32::MAX as usize);
@@ -214,6 +342,19 @@ pub fn histogram_input(seed: u64, n: usize, bins: usize, dist: ValueDistribution
 /// [`histogram_input`]'s `i32` values and converted: integers clamped into the type (a `u8` input
 /// for more than 256 bins fills the first 256), and for `f32` the integer bin `b` becomes a value
 /// inside bin `b` of the range `(lo, hi)` (the middle of the bin, so it counts in `b` exactly).
+///
+/// ```
+/// use hopper_kernels::histogram::{InputType, ValuesBuf};
+/// use hopper_kernels::reference::{ValueDistribution, histogram_input_of};
+/// // u8 values for 1000 bins fill the first 256.
+/// let ValuesBuf::U8(bytes) = histogram_input_of(1, 10_000, 1000, ValueDistribution::Uniform, InputType::U8, None)
+/// else { unreachable!() };
+/// assert_eq!(bytes.iter().max(), Some(&255));
+/// // f32 values lie in the middle of their bins: 0.5, 1.5, 2.5 or 3.5 over (0, 4).
+/// let ValuesBuf::F32(floats) = histogram_input_of(1, 100, 4, ValueDistribution::Uniform, InputType::F32, None)
+/// else { unreachable!() };
+/// assert!(floats.iter().all(|&x| x.fract() == 0.5 && x < 4.0));
+/// ```
 pub fn histogram_input_of(
     seed: u64,
     n: usize,

@@ -9,12 +9,30 @@ use nvptx_launch::{ConfigError, LaunchConfig, TypedKernel};
 
 /// The launch for `n` elements: one thread per element in blocks of [`BLOCK`], at most
 /// [`MAX_BLOCKS`] blocks (the kernel's grid-stride loop covers the rest).
+///
+/// ```
+/// use hopper_kernels::saxpy::launch_config;
+/// let blocks = |n| launch_config(n).unwrap().grid().x;
+/// // Blocks of 256 threads, at least one, at most 65,535 (a grid-stride loop covers the rest).
+/// assert_eq!((blocks(0), blocks(256), blocks(257)), (1, 1, 2));
+/// assert_eq!(blocks(1 << 30), 65_535);
+/// assert_eq!(launch_config(1000).unwrap().block().x, 256);
+/// ```
 pub fn launch_config(n: usize) -> Result<LaunchConfig, ConfigError> {
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS as usize) as u32;
     LaunchConfig::new(blocks, BLOCK)
 }
 
 /// `y = a * x + y` on the GPU; returns the new `y`. Fails unless `x` and `y` have one length.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, saxpy::saxpy};
+/// let gpu = Gpu::open(0)?;
+/// assert_eq!(saxpy(&gpu, 2.0, &[1.0, 2.0], &[10.0, 20.0])?, [12.0, 24.0]);
+/// assert!(saxpy(&gpu, 2.0, &[1.0], &[1.0, 2.0]).is_err()); // one length
+/// # Ok(()) }
+/// ```
 pub fn saxpy(gpu: &Gpu, a: f32, x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
     if x.len() != y.len() {
         return Err(Error::InvalidArgument(format!(

@@ -11,6 +11,15 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfi
 use kernels::histogram::{Binning, InputType};
 
 /// A Rust type the histogram kernels count: `u8`, `u16`, `i32` or `f32`.
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramElement, InputType};
+/// fn input_of<T: HistogramElement>(_: &[T]) -> InputType {
+///     T::INPUT
+/// }
+/// assert_eq!(input_of(&[0u8]), InputType::U8);
+/// assert_eq!(input_of(&[0.5f32]), InputType::F32);
+/// ```
 pub trait HistogramElement: DeviceRepr + Copy + 'static {
     /// The kernels' tag of this type.
     const INPUT: InputType;
@@ -61,6 +70,20 @@ pub struct Histogram {
 /// `u32` counters of [`Histogram::count_u64`]; allocated by the first launch that needs them (so
 /// make one launch before capturing a CUDA graph) and grown when a launch needs more. One per
 /// stream that counts concurrently.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram::{Histogram, HistogramScratch, InputType}};
+/// let gpu = Gpu::open(0)?;
+/// let h = Histogram::new(&gpu, InputType::I32, 1 << 20, None)?; // the sorted tier: needs scratch
+/// let values = gpu.upload(&vec![7i32; 1 << 24])?;
+/// let mut counts = gpu.zeros::<u32>(1 << 20)?;
+/// let mut scratch = HistogramScratch::default();
+/// h.count(&gpu, &values, &mut counts, &mut scratch)?; // allocates the scratch
+/// // Later launches reuse it, so they may be captured into a CUDA graph.
+/// h.count(&gpu, &values, &mut counts, &mut scratch)?;
+/// # Ok(()) }
+/// ```
 #[derive(Default)]
 pub struct HistogramScratch {
     buckets: Option<BucketScratch>,
@@ -71,11 +94,37 @@ impl Histogram {
     /// Plans a histogram of `element` values into `bins` bins for `gpu`: integers count value
     /// `v` in bin `v` (clamped into the edge bins); `f32` values need `range` (even bins over it,
     /// `numpy.histogram`'s: `HI` in the last bin, values outside and NaN not counted).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{Histogram, HistogramScratch, InputType}};
+    /// let gpu = Gpu::open(0)?;
+    /// // numpy.histogram(values, bins=4, range=(0, 1)): NaN and values outside are not counted.
+    /// let h = Histogram::new(&gpu, InputType::F32, 4, Some((0.0, 1.0)))?;
+    /// let values = gpu.upload(&[0.0f32, 0.3, 0.6, 1.0, 1.5, f32::NAN])?;
+    /// let mut counts = gpu.zeros::<u32>(4)?;
+    /// h.count(&gpu, &values, &mut counts, &mut HistogramScratch::default())?;
+    /// assert_eq!(gpu.download(&counts)?, [1, 1, 1, 1]);
+    /// // f32 values need a range; integers take none.
+    /// assert!(Histogram::new(&gpu, InputType::F32, 4, None).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn new(gpu: &Gpu, element: InputType, bins: usize, range: Option<(f32, f32)>) -> Result<Self> {
         Self::with_request(gpu, element, bins, range, PlanRequest::default())
     }
 
     /// [`Histogram::new`] with more of the plan fixed by `request` (tier, threads, copies...).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::{Histogram, HistogramTier, InputType, PlanRequest};
+    /// let gpu = Gpu::open(0)?;
+    /// let request = PlanRequest { tier: Some(HistogramTier::Global), ..PlanRequest::default() };
+    /// let h = Histogram::with_request(&gpu, InputType::U16, 65_536, None, request)?;
+    /// assert_eq!(h.plan().tier(), HistogramTier::Global);
+    /// # Ok(()) }
+    /// ```
     pub fn with_request(
         gpu: &Gpu,
         element: InputType,
@@ -89,16 +138,44 @@ impl Histogram {
     }
 
     /// The plan every launch runs.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{Histogram, HistogramTier, InputType}};
+    /// let gpu = Gpu::open(0)?;
+    /// let h = Histogram::new(&gpu, InputType::U8, 256, None)?;
+    /// assert_eq!(h.plan().tier(), HistogramTier::Shared);
+    /// println!("{}", h.plan());
+    /// # Ok(()) }
+    /// ```
     pub fn plan(&self) -> &HistogramPlan {
         &self.plan
     }
 
     /// How values map to bins.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{Histogram, InputType}};
+    /// let gpu = Gpu::open(0)?;
+    /// let h = Histogram::new(&gpu, InputType::F32, 10, Some((-1.0, 1.0)))?;
+    /// assert_eq!((h.binning().lo, h.binning().hi, h.binning().scale), (-1.0, 1.0, 5.0));
+    /// # Ok(()) }
+    /// ```
     pub fn binning(&self) -> Binning {
         self.binning
     }
 
     /// The number of bins (and of counters).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{Histogram, InputType}};
+    /// let gpu = Gpu::open(0)?;
+    /// let h = Histogram::new(&gpu, InputType::I32, 1000, None)?;
+    /// let counts = gpu.zeros::<u64>(h.bins())?;
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> usize {
         self.binning.nbins as usize
     }
@@ -133,6 +210,22 @@ impl Histogram {
 
     /// Adds the counts of every value in `values` into `counts` (`u32`: at most `u32::MAX`
     /// values per call), enqueued on `gpu`'s stream.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu, histogram::{Histogram, HistogramScratch, InputType}};
+    /// let gpu = Gpu::open(0)?;
+    /// let h = Histogram::new(&gpu, InputType::U8, 256, None)?;
+    /// let values = gpu.upload(&[1u8, 1, 255])?;
+    /// let mut counts = gpu.zeros::<u32>(256)?;
+    /// h.count(&gpu, &values, &mut counts, &mut HistogramScratch::default())?;
+    /// assert_eq!(gpu.download(&counts)?[..2], [0, 2]);
+    /// // Buffers are checked before anything is enqueued.
+    /// let mut short = gpu.zeros::<u32>(255)?;
+    /// let err = h.count(&gpu, &values, &mut short, &mut HistogramScratch::default()).unwrap_err();
+    /// assert!(matches!(err, Error::BufferTooSmall { buffer: "counts", len: 255, needed: 256 }));
+    /// # Ok(()) }
+    /// ```
     pub fn count<T: HistogramElement>(
         &self,
         gpu: &Gpu,
@@ -154,6 +247,19 @@ impl Histogram {
     /// Adds the counts of every value in `values` into `counts` (`u64`: any number of values),
     /// enqueued on `gpu`'s stream: launches of at most [`COUNT_U64_CHUNK`] values each count into
     /// the scratch's `u32` counters, which are then added into `counts`.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{Histogram, HistogramScratch, InputType}};
+    /// let gpu = Gpu::open(0)?;
+    /// // 5 * 2^30 bytes: more values than a u32 counter holds, all in one bin.
+    /// let h = Histogram::new(&gpu, InputType::U8, 256, None)?;
+    /// let values = gpu.zeros::<u8>(5 << 30)?;
+    /// let mut counts = gpu.zeros::<u64>(256)?;
+    /// h.count_u64(&gpu, &values, &mut counts, &mut HistogramScratch::default())?;
+    /// assert_eq!(gpu.download(&counts)?[0], 5 << 30);
+    /// # Ok(()) }
+    /// ```
     pub fn count_u64<T: HistogramElement>(
         &self,
         gpu: &Gpu,
@@ -198,10 +304,24 @@ impl Histogram {
 
 /// Values per launch of [`Histogram::count_u64`]: the most `u32` counters take, rounded down to
 /// a multiple of 16 bytes of every value type (so every launch's first value stays aligned).
+///
+/// ```
+/// use hopper_kernels::histogram::COUNT_U64_CHUNK;
+/// // Fits the u32 counters, and every launch after the first starts 16-byte aligned for any type.
+/// assert!(COUNT_U64_CHUNK <= u32::MAX as u64);
+/// assert!([1, 2, 4].iter().all(|size| (COUNT_U64_CHUNK * size).is_multiple_of(16)));
+/// ```
 pub const COUNT_U64_CHUNK: u64 = u32::MAX as u64 / 16 * 16;
 
 /// Where a GPU histogram's counts first differ from the CPU's, in words (for a failed check);
 /// `None` when they are equal.
+///
+/// ```
+/// use hopper_kernels::histogram::first_count_difference;
+/// assert_eq!(first_count_difference(&[1, 2, 3], &[1, 2, 3]), None);
+/// let d = first_count_difference(&[1, 0, 3], &[1, 2, 3]).unwrap();
+/// assert_eq!(d, "bin 1 holds 0 instead of 2; 4 values counted of 6");
+/// ```
 pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
     if got.len() != want.len() {
         return Some(format!("{} bins came back, {} expected", got.len(), want.len()));
@@ -213,6 +333,17 @@ pub fn first_count_difference(got: &[u32], want: &[u32]) -> Option<String> {
 }
 
 /// Input values and counters owned on the device: the host-slice conveniences' and the tests'.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::{self, DeviceHistogram, PlanRequest};
+/// let gpu = Gpu::open(0)?;
+/// let plan = histogram::plan_with(&gpu, 4, PlanRequest::default())?;
+/// let mut h = DeviceHistogram::upload(&gpu, &[0, 1, 1, 7, -3], 4)?;
+/// assert_eq!(histogram::run(&gpu, &plan, &mut h)?, [2, 2, 0, 1]);
+/// # Ok(()) }
+/// ```
 pub struct DeviceHistogram {
     input: CudaSlice<u8>,
     element: InputType,
@@ -224,12 +355,35 @@ pub struct DeviceHistogram {
 
 impl DeviceHistogram {
     /// Uploads `i32` values and allocates `bins` counters, after checking sizes and free memory.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu, histogram::DeviceHistogram};
+    /// let gpu = Gpu::open(0)?;
+    /// let h = DeviceHistogram::upload(&gpu, &[3, 1, 4, 1, 5], 8)?;
+    /// assert_eq!((h.len(), h.bins()), (5, 8));
+    /// assert!(matches!(DeviceHistogram::upload(&gpu, &[1], 0), Err(Error::ZeroDimension { name: "bins" })));
+    /// # Ok(()) }
+    /// ```
     pub fn upload(gpu: &Gpu, values: &[i32], bins: usize) -> Result<Self> {
         check_bins(bins)?;
         Self::upload_values(gpu, Values::I32(values), Binning::integers(bins as u32))
     }
 
     /// Uploads values of any input type, counted by `binning` ([`binning_for`] checks it).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::{self, DeviceHistogram, InputType, PlanRequest, Values, binning_for};
+    /// let gpu = Gpu::open(0)?;
+    /// let binning = binning_for(InputType::F32, 2, Some((0.0, 1.0)))?;
+    /// let mut h = DeviceHistogram::upload_values(&gpu, Values::F32(&[0.1, 0.7, 0.9]), binning)?;
+    /// let request = PlanRequest { element: Some(InputType::F32), ..PlanRequest::default() };
+    /// let plan = histogram::plan_with(&gpu, 2, request)?;
+    /// assert_eq!(histogram::run(&gpu, &plan, &mut h)?, [1, 2]);
+    /// # Ok(()) }
+    /// ```
     pub fn upload_values(gpu: &Gpu, values: Values<'_>, binning: Binning) -> Result<Self> {
         let bins = binning.nbins as usize;
         check_bins(bins)?;
@@ -248,21 +402,57 @@ impl DeviceHistogram {
     }
 
     /// Number of input values.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::DeviceHistogram};
+    /// let gpu = Gpu::open(0)?;
+    /// assert_eq!(DeviceHistogram::upload(&gpu, &[1, 2, 3], 4)?.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.n
     }
 
     /// Whether there are no input values.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{self, DeviceHistogram}};
+    /// let gpu = Gpu::open(0)?;
+    /// let mut h = DeviceHistogram::upload(&gpu, &[], 4)?;
+    /// assert!(h.is_empty());
+    /// assert_eq!(histogram::run(&gpu, &histogram::plan(&gpu, 4, None)?, &mut h)?, [0; 4]); // no launch
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
 
     /// Number of bins.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::DeviceHistogram};
+    /// let gpu = Gpu::open(0)?;
+    /// assert_eq!(DeviceHistogram::upload(&gpu, &[1, 2, 3], 4)?.bins(), 4);
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> usize {
         self.counts.len()
     }
 
     /// The input type.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::{Binning, DeviceHistogram, InputType, Values};
+    /// let gpu = Gpu::open(0)?;
+    /// let h = DeviceHistogram::upload_values(&gpu, Values::U16(&[1, 2]), Binning::integers(4))?;
+    /// assert_eq!(h.element(), InputType::U16);
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> InputType {
         self.element
     }
@@ -270,6 +460,19 @@ impl DeviceHistogram {
 
 /// Zeroes the counters and enqueues the planned kernel (three for the bucketed tier) on the
 /// GPU's stream.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram::{self, DeviceHistogram}};
+/// let gpu = Gpu::open(0)?;
+/// let plan = histogram::plan(&gpu, 256, None)?;
+/// let mut h = DeviceHistogram::upload(&gpu, &vec![9; 1 << 20], 256)?;
+/// for _ in 0..10 {
+///     histogram::launch(&gpu, &plan, &mut h)?; // zeroes the counters and counts again: enqueued only
+/// }
+/// gpu.synchronize()?;
+/// # Ok(()) }
+/// ```
 pub fn launch(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Result<()> {
     gpu.stream().memset_zeros(&mut h.counts)?;
     let (input, _input_sync) = h.input.device_ptr(gpu.stream());
@@ -284,6 +487,16 @@ pub fn launch(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Resul
 }
 
 /// Runs the planned kernel once and returns the counts.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram::{self, DeviceHistogram}};
+/// let gpu = Gpu::open(0)?;
+/// let plan = histogram::plan(&gpu, 256, None)?;
+/// let mut h = DeviceHistogram::upload(&gpu, &vec![9; 1 << 20], 256)?;
+/// assert_eq!(histogram::run(&gpu, &plan, &mut h)?[9], 1 << 20);
+/// # Ok(()) }
+/// ```
 pub fn run(gpu: &Gpu, plan: &HistogramPlan, h: &mut DeviceHistogram) -> Result<Vec<u32>> {
     launch(gpu, plan, h)?;
     gpu.synchronize()?;

@@ -19,6 +19,27 @@ use std::sync::Arc;
 /// after tile sorted by bucket), per bucket its count and the scatter's cursor, and the sorted
 /// tier's table of where each bucket starts in each tile. One per stream that launches these
 /// tiers; allocated by [`launch_into`] on first use and grown when a launch needs more.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::cudarc::driver::{DevicePtr, DevicePtrMut};
+/// use hopper_kernels::histogram::{self, Binning, BucketScratch, DeviceCounters, DeviceInput};
+/// use hopper_kernels::histogram::{HistogramTier, InputType};
+/// let gpu = Gpu::open(0)?;
+/// let (n, bins) = (1 << 24, 1 << 20);
+/// let plan = histogram::plan(&gpu, bins, Some(HistogramTier::Sorted))?;
+/// let (values, mut counts) = (gpu.upload(&vec![5i32; n])?, gpu.zeros::<u32>(bins)?);
+/// let (v, _v_sync) = values.device_ptr(gpu.stream());
+/// let (c, _c_sync) = counts.device_ptr_mut(gpu.stream());
+/// // SAFETY: n i32 and `bins` u32 in two allocations, written by nothing else meanwhile.
+/// let input = unsafe { DeviceInput::new(v, InputType::I32, Binning::integers(bins as u32), n as u64) };
+/// let counters = unsafe { DeviceCounters::new(c, bins) };
+/// let mut scratch: Option<BucketScratch> = None; // one per stream
+/// histogram::launch_into(&gpu, &plan, gpu.stream(), &input, counters, &mut scratch)?;
+/// assert!(scratch.is_some()); // allocated by the first launch, reused by the next
+/// # Ok(()) }
+/// ```
 pub struct BucketScratch {
     keys: CudaSlice<u16>,
     bucket_counts: CudaSlice<u32>,
@@ -54,6 +75,20 @@ impl BucketScratch {
 /// `element` (16-byte aligned where the kernels read 16 bytes at a time), counted by `binning`.
 /// Built only by [`DeviceInput::new`] (or from a checked device slice by [`super::Histogram`]),
 /// so a launch can trust it.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::cudarc::driver::DevicePtr;
+/// use hopper_kernels::histogram::{Binning, DeviceInput, InputType};
+/// let gpu = Gpu::open(0)?;
+/// let values = gpu.upload(&[1.5f32, 2.5, 9.0])?;
+/// let (address, _sync) = values.device_ptr(gpu.stream());
+/// // SAFETY: `values` holds 3 f32, 16-byte aligned (an allocation), unwritten until the launches end.
+/// let input = unsafe { DeviceInput::new(address, InputType::F32, Binning::range(4, 0.0, 4.0), 3) };
+/// assert_eq!((input.element(), input.len()), (InputType::F32, 3));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceInput {
     address: u64,
@@ -68,27 +103,95 @@ impl DeviceInput {
     /// # Safety
     /// `address` is a live device allocation of this context holding at least `n` values of
     /// `element`, 16-byte aligned, and nothing writes it until the launches that read it finish.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::cudarc::driver::DevicePtr;
+    /// use hopper_kernels::histogram::{Binning, DeviceInput, InputType};
+    /// let gpu = Gpu::open(0)?;
+    /// let values = gpu.upload(&[0u8; 4096])?;
+    /// let (address, _sync) = values.device_ptr(gpu.stream());
+    /// // SAFETY: the first 1024 of the 4096 bytes; an allocation is 16-byte aligned; nothing writes it.
+    /// let input = unsafe { DeviceInput::new(address, InputType::U8, Binning::integers(256), 1024) };
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn new(address: u64, element: InputType, binning: Binning, n: u64) -> Self {
         Self { address, element, binning, n }
     }
 
     /// The values' type.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::cudarc::driver::DevicePtr;
+    /// use hopper_kernels::histogram::{Binning, DeviceInput, InputType};
+    /// let gpu = Gpu::open(0)?;
+    /// let values = gpu.upload(&[1u16, 2, 3])?;
+    /// let (address, _sync) = values.device_ptr(gpu.stream());
+    /// // SAFETY: 3 u16 of an allocation, unwritten until the launches end.
+    /// let input = unsafe { DeviceInput::new(address, InputType::U16, Binning::integers(4), 3) };
+    /// assert_eq!(input.element(), InputType::U16);
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> InputType {
         self.element
     }
 
     /// How many values.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::cudarc::driver::DevicePtr;
+    /// use hopper_kernels::histogram::{Binning, DeviceInput, InputType};
+    /// let gpu = Gpu::open(0)?;
+    /// let values = gpu.upload(&[1i32, 2, 3])?;
+    /// let (address, _sync) = values.device_ptr(gpu.stream());
+    /// // SAFETY: 3 i32 of an allocation, unwritten until the launches end.
+    /// let input = unsafe { DeviceInput::new(address, InputType::I32, Binning::integers(4), 3) };
+    /// assert_eq!(input.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> u64 {
         self.n
     }
 
     /// Whether there are none.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::cudarc::driver::DevicePtr;
+    /// use hopper_kernels::histogram::{Binning, DeviceInput, InputType};
+    /// let gpu = Gpu::open(0)?;
+    /// let values = gpu.zeros::<i32>(16)?;
+    /// let (address, _sync) = values.device_ptr(gpu.stream());
+    /// // SAFETY: no values are read.
+    /// let input = unsafe { DeviceInput::new(address, InputType::I32, Binning::integers(4), 0) };
+    /// assert!(input.is_empty()); // launch_into launches nothing for it
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
 }
 
 /// Counters on the device: `bins` `u32` at a device address.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::cudarc::driver::DevicePtrMut;
+/// use hopper_kernels::histogram::DeviceCounters;
+/// let gpu = Gpu::open(0)?;
+/// let mut counts = gpu.zeros::<u32>(256)?;
+/// let (address, _sync) = counts.device_ptr_mut(gpu.stream());
+/// // SAFETY: 256 u32 of an allocation that only histogram launches write while they run.
+/// let counters = unsafe { DeviceCounters::new(address, 256) };
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceCounters {
     address: u64,
@@ -101,6 +204,19 @@ impl DeviceCounters {
     /// # Safety
     /// `address` is a live device allocation of this context holding at least `bins` `u32`, that
     /// nothing but histogram launches writes while they run.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::cudarc::driver::DevicePtrMut;
+    /// use hopper_kernels::histogram::DeviceCounters;
+    /// let gpu = Gpu::open(0)?;
+    /// let mut counts = gpu.zeros::<u32>(1024)?;
+    /// let (address, _sync) = counts.device_ptr_mut(gpu.stream());
+    /// // SAFETY: the first 256 of 1024 u32, written only by histogram launches while they run.
+    /// let counters = unsafe { DeviceCounters::new(address, 256) };
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn new(address: u64, bins: usize) -> Self {
         Self { address, bins }
     }
@@ -111,6 +227,29 @@ impl DeviceCounters {
 /// counters (the kernels add atomically). The bucketed tier keeps its buffers in `scratch`, one
 /// per stream. Nothing is launched for `n = 0`; more than `u32::MAX` values are refused (the
 /// counts and the bucketed tier's offsets are `u32`).
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::cudarc::driver::{DevicePtr, DevicePtrMut};
+/// use hopper_kernels::histogram::{self, Binning, DeviceCounters, DeviceInput, InputType};
+/// let gpu = Gpu::open(0)?;
+/// let plan = histogram::plan(&gpu, 4, None)?;
+/// let values = gpu.upload(&[0i32, 1, 1, 3])?;
+/// let mut counts = gpu.zeros::<u32>(4)?;
+/// {
+///     let (v, _v_sync) = values.device_ptr(gpu.stream());
+///     let (c, _c_sync) = counts.device_ptr_mut(gpu.stream());
+///     // SAFETY: 4 i32 and 4 u32 of two allocations, neither written by anything else meanwhile.
+///     let input = unsafe { DeviceInput::new(v, InputType::I32, Binning::integers(4), 4) };
+///     let counters = unsafe { DeviceCounters::new(c, 4) };
+///     // Twice, adding into the same counters.
+///     histogram::launch_into(&gpu, &plan, gpu.stream(), &input, counters, &mut None)?;
+///     histogram::launch_into(&gpu, &plan, gpu.stream(), &input, counters, &mut None)?;
+/// }
+/// assert_eq!(gpu.download(&counts)?, [2, 4, 0, 2]);
+/// # Ok(()) }
+/// ```
 pub fn launch_into(
     gpu: &Gpu,
     plan: &HistogramPlan,

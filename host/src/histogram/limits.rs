@@ -9,6 +9,23 @@ use kernels::histogram::InputType;
 use kernels::histogram::bucketed::{self};
 
 /// The device limits the planner needs.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+/// // A smaller GPU: 48 KiB of shared memory per block, clusters of up to 8.
+/// let small = HistogramLimits {
+///     sm_count: 20,
+///     max_shared_per_block_optin: 49_152,
+///     max_shared_per_sm: 65_536,
+///     reserved_shared_per_block: 1024,
+///     max_threads_per_sm: 1536,
+///     max_cluster_size: 8,
+/// };
+/// assert_eq!(small.block_capacity(), 12_288);
+/// assert_eq!(plan_for(&small, 12_289, PlanRequest::default())?.tier(), HistogramTier::Sorted);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistogramLimits {
     /// Streaming multiprocessors.
@@ -28,6 +45,12 @@ pub struct HistogramLimits {
 
 impl HistogramLimits {
     /// The limits of a device model (both Hopper models have the same SMs).
+    ///
+    /// ```
+    /// use hopper_kernels::{gpu::DeviceModel, histogram::HistogramLimits};
+    /// assert_eq!(HistogramLimits::of_model(DeviceModel::H200), HistogramLimits::H100);
+    /// assert_eq!(HistogramLimits::of_model(DeviceModel::H200).sm_count, DeviceModel::H200.info().sm_count);
+    /// ```
     pub fn of_model(model: crate::gpu::DeviceModel) -> Self {
         match model {
             crate::gpu::DeviceModel::H100 | crate::gpu::DeviceModel::H200 => Self::H100,
@@ -35,6 +58,13 @@ impl HistogramLimits {
     }
 
     /// An H100 SXM (80 GB HBM3), as its driver reports it.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let h100 = HistogramLimits::H100;
+    /// assert_eq!((h100.sm_count, h100.max_cluster_size), (132, 16));
+    /// assert_eq!(h100.max_shared_per_block_optin, 227 * 1024);
+    /// ```
     pub const H100: Self = Self {
         sm_count: 132,
         max_shared_per_block_optin: 232_448,
@@ -45,29 +75,61 @@ impl HistogramLimits {
     };
 
     /// Bins one block's shared memory holds.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// // 227 KiB of 4-byte counters.
+    /// assert_eq!(HistogramLimits::H100.block_capacity(), 58_112);
+    /// ```
     pub fn block_capacity(&self) -> u64 {
         (self.max_shared_per_block_optin / 4) as u64
     }
 
     /// Bins the largest cluster's distributed shared memory holds: the most a forced cluster
     /// tier takes.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// assert_eq!(HistogramLimits::H100.cluster_capacity(), 16 * 58_112);
+    /// ```
     pub fn cluster_capacity(&self) -> u64 {
         self.max_cluster_size as u64 * self.block_capacity()
     }
 
     /// The widest bucket (bits of the bin) whose counters fit one block's shared memory.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// // 2^15 counters (128 KiB) fit in one block; 2^16 do not.
+    /// assert_eq!(HistogramLimits::H100.max_bucket_shift(), 15);
+    /// ```
     pub fn max_bucket_shift(&self) -> u32 {
         (self.block_capacity().max(1).ilog2()).min(16)
     }
 
     /// Bins the bucketed and sorted tiers hold: [`bucketed::MAX_BUCKETS`] buckets of the widest
     /// width.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// // 256 buckets of 2^15 bins.
+    /// assert_eq!(HistogramLimits::H100.bucketed_capacity(), 1 << 23);
+    /// ```
     pub fn bucketed_capacity(&self) -> u64 {
         bucketed::MAX_BUCKETS as u64 * (1u64 << self.max_bucket_shift())
     }
 
     /// Reads the limits of the opened device; the largest cluster comes from the driver's
     /// occupancy query with non-portable sizes allowed.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, histogram::{HistogramLimits, PlanRequest, plan_for}};
+    /// let gpu = Gpu::open(0)?;
+    /// let limits = HistogramLimits::of(&gpu)?;
+    /// println!("{}", plan_for(&limits, 1 << 20, PlanRequest::default())?);
+    /// # Ok(()) }
+    /// ```
     pub fn of(gpu: &Gpu) -> Result<Self> {
         let ctx = gpu.context();
         let attr = |a: Attr| ctx.attribute(a).map(|v| v as u32);

@@ -47,6 +47,14 @@ pub use plan::*;
 pub use values::{MAX_F32_BINS, Values, ValuesBuf, binning_for, histogram_cpu_of};
 
 /// Where the counters live.
+///
+/// ```
+/// use hopper_kernels::histogram::HistogramTier;
+/// assert_eq!("Sorted".parse::<HistogramTier>(), Ok(HistogramTier::Sorted));
+/// assert_eq!(HistogramTier::Cluster.to_string(), "cluster");
+/// let err = "smem".parse::<HistogramTier>().unwrap_err();
+/// assert_eq!(err, "unknown histogram tier `smem`: choose from shared, sorted, cluster, bucketed, global");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HistogramTier {
@@ -71,6 +79,12 @@ impl HistogramTier {
     pub const ALL: [Self; 5] = [Self::Shared, Self::Sorted, Self::Cluster, Self::Bucketed, Self::Global];
 
     /// The name the CLI and reports use.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::HistogramTier;
+    /// let names: Vec<&str> = HistogramTier::ALL.iter().map(|t| t.name()).collect();
+    /// assert_eq!(names, ["shared", "sorted", "cluster", "bucketed", "global"]);
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Shared => "shared",

@@ -18,11 +18,33 @@ use kernels::histogram::sorted::{self, KERNEL_SORTED_BINS};
 /// limit residency as much as threads and shared memory do, and clusters must fit in one GPC,
 /// which the estimate cannot see. Fails if the driver cannot keep a single block (or cluster)
 /// of the plan resident.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram::{self, HistogramTier}};
+/// let gpu = Gpu::open(0)?;
+/// let plan = histogram::plan(&gpu, 1 << 20, None)?;
+/// println!("{plan}"); // the tier, and grids the driver says stay resident
+/// let forced = histogram::plan(&gpu, 1 << 20, Some(HistogramTier::Global))?;
+/// assert_eq!(forced.tier(), HistogramTier::Global);
+/// # Ok(()) }
+/// ```
 pub fn plan(gpu: &Gpu, bins: usize, forced: Option<HistogramTier>) -> Result<HistogramPlan> {
     plan_with(gpu, bins, PlanRequest { tier: forced, ..PlanRequest::default() })
 }
 
 /// [`plan`] with more of the plan fixed by the caller.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram::{self, InputType, PlanRequest}};
+/// let gpu = Gpu::open(0)?;
+/// // Grids sized by the occupancy of the u8 kernels.
+/// let request = PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() };
+/// let plan = histogram::plan_with(&gpu, 256, request)?;
+/// assert_eq!(plan.threads_per_block(), 1024);
+/// # Ok(()) }
+/// ```
 pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let limits = HistogramLimits::of(gpu)?;
     // The shared tier's threads and copies from the occupancy query (tuning.rs).

@@ -10,9 +10,31 @@ use kernels::histogram::shared_bytes;
 use kernels::histogram::sorted::{self};
 
 /// Threads per block unless the request names another count.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, THREADS_PER_BLOCK, plan_for};
+/// let p = plan_for(&HistogramLimits::H100, 1000, PlanRequest::default())?;
+/// assert_eq!(p.threads_per_block(), THREADS_PER_BLOCK);
+/// # Ok(()) }
+/// ```
 pub const THREADS_PER_BLOCK: u32 = 512;
 
 /// What the caller fixes of a plan; `None` leaves the choice to the planner.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+/// // 65,536 bins in the global tier with 256-thread blocks, where the planner would sort.
+/// let global = Some(HistogramTier::Global);
+/// let request = PlanRequest { tier: global, threads_per_block: Some(256), ..PlanRequest::default() };
+/// let p = plan_for(&HistogramLimits::H100, 65_536, request)?;
+/// assert_eq!((p.tier(), p.threads_per_block()), (HistogramTier::Global, 256));
+/// // What does not apply to the tier is refused, not dropped.
+/// let copies = PlanRequest { copies: Some(4), ..request };
+/// assert!(plan_for(&HistogramLimits::H100, 65_536, copies).unwrap_err().to_string().contains("shared tier only"));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PlanRequest {
     /// The tier.
@@ -37,10 +59,29 @@ pub struct PlanRequest {
 }
 
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PORTABLE_CLUSTER_SIZE, PlanRequest, plan_for};
+/// let cluster = PlanRequest { tier: Some(HistogramTier::Cluster), ..PlanRequest::default() };
+/// // 500,000 bins need 9 blocks of 58,112: past the portable 8, within the H100's 16.
+/// let p = plan_for(&HistogramLimits::H100, 500_000, cluster)?;
+/// assert!(p.cluster_size() == 9 && p.cluster_size() > PORTABLE_CLUSTER_SIZE);
+/// # Ok(()) }
+/// ```
 pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
 
 /// The narrowest bucket the planner uses in the bucketed tier, in bits of the bin: 2^14
 /// counters take 64 KiB, so three blocks of the bins pass share an SM.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_BUCKET_SHIFT, PlanRequest, plan_for};
+/// let bucketed = PlanRequest { tier: Some(HistogramTier::Bucketed), ..PlanRequest::default() };
+/// // Even 300 bins take buckets of 2^14 (one bucket).
+/// assert_eq!(plan_for(&HistogramLimits::H100, 300, bucketed)?.bucket_shift(), MIN_BUCKET_SHIFT);
+/// # Ok(()) }
+/// ```
 pub const MIN_BUCKET_SHIFT: u32 = 14;
 
 /// Waves of resident blocks the sorted tier's bins pass runs: the kernel shares the grid out among
@@ -51,6 +92,15 @@ pub const MIN_BUCKET_SHIFT: u32 = 14;
 /// values, the final kernels) at 2^20 bins, uniform 0.346 ms against 0.336 in one wave, zipf
 /// 0.377 against 0.440 (1.09x uniform against 1.31x), constant 0.283 against 0.272; at 262,144
 /// bins zipf 0.332 against 0.364.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{BINS_PASS_WAVES, HistogramLimits, PlanRequest, plan_for};
+/// // 2^20 bins, sorted: 3 bins-pass blocks fit an SM by shared memory, in 2 waves.
+/// let p = plan_for(&HistogramLimits::H100, 1 << 20, PlanRequest::default())?;
+/// assert_eq!(p.blocks(), BINS_PASS_WAVES * 3 * 132);
+/// # Ok(()) }
+/// ```
 pub const BINS_PASS_WAVES: u32 = 2;
 
 /// The narrowest bucket the planner uses in the sorted tier, in bits of the bin: every block of
@@ -60,31 +110,98 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// two-group ranking): at 2^20 bins 0.368 ms with buckets of 2^13 bins, 0.332 with 2^14, 0.361
 /// with 2^15 (128 KiB of counters: one bins-pass block per SM). Before those, at 262,144 bins
 /// 0.386, 0.378, 0.475; zipf at 65,536 bins 0.409, 0.388, 0.448.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
+/// // One bin more than a block holds: sorted, in buckets of 2^14 bins.
+/// let p = plan_for(&HistogramLimits::H100, 58_113, PlanRequest::default())?;
+/// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
+/// # Ok(()) }
+/// ```
 pub const MIN_SORTED_SHIFT: u32 = 14;
 
 /// Static shared memory of the sorted tier's bins pass (its per-thread segment tables, two words a thread), bytes.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, SORTED_BINS_STATIC_SHARED, plan_for};
+/// let h100 = HistogramLimits::H100;
+/// let p = plan_for(&h100, 1 << 20, PlanRequest::default())?;
+/// // Counters, segment tables and the system's reserve per block: 3 blocks per SM.
+/// let per_block = p.shared_bytes() + SORTED_BINS_STATIC_SHARED + h100.reserved_shared_per_block;
+/// assert_eq!(h100.max_shared_per_sm / per_block, 3);
+/// # Ok(()) }
+/// ```
 pub const SORTED_BINS_STATIC_SHARED: u32 = 8368;
 
 /// Static shared memory of the sorted tier's tile sort (bucket counters, offsets and the block's totals), bytes.
 pub const TILE_SORT_STATIC_SHARED: u32 = 3088;
 
 /// Static shared memory of the bucketed tier's scatter, bytes.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, SCATTER_STATIC_SHARED, plan_for};
+/// // A device with 64 KiB of shared memory per SM keeps one scatter block per SM.
+/// let h100 = HistogramLimits::H100;
+/// let small = HistogramLimits { max_shared_per_sm: 65_536, max_shared_per_block_optin: 49_152, ..h100 };
+/// assert_eq!(small.max_shared_per_sm / (SCATTER_STATIC_SHARED + small.reserved_shared_per_block), 1);
+/// let bucketed = PlanRequest { tier: Some(HistogramTier::Bucketed), ..PlanRequest::default() };
+/// assert_eq!(plan_for(&small, 1 << 20, bucketed)?.scatter_blocks(), small.sm_count);
+/// # Ok(()) }
+/// ```
 pub const SCATTER_STATIC_SHARED: u32 = 36_880;
 
 /// Threads per block of the shared tier for `u8` values, 16 to a 16-byte load: on an H100,
 /// 2^28 values in 256 bins took 0.099 ms with 1024 threads against 0.112 ms with 512.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, InputType, PlanRequest, U8_SHARED_THREADS, plan_for};
+/// let u8s = PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() };
+/// assert_eq!(plan_for(&HistogramLimits::H100, 256, u8s)?.threads_per_block(), U8_SHARED_THREADS);
+/// # Ok(()) }
+/// ```
 pub const U8_SHARED_THREADS: u32 = 1024;
 
 /// Private copies the shared tier keeps at most: one per lane of a warp.
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramLimits, MAX_COPIES, PlanRequest, copies_for, plan_for};
+/// assert_eq!(copies_for(&HistogramLimits::H100, 256), MAX_COPIES);
+/// let request = PlanRequest { copies: Some(2 * MAX_COPIES), ..PlanRequest::default() };
+/// assert!(plan_for(&HistogramLimits::H100, 256, request).is_err());
+/// ```
 pub const MAX_COPIES: u32 = 32;
 
 /// Blocks per SM the shared tier keeps resident when it chooses its copies: the copies take
 /// what shared memory that many blocks leave.
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramLimits, SHARED_BLOCKS_PER_SM, copies_for};
+/// let h100 = HistogramLimits::H100;
+/// // A quarter of an SM's shared memory, less the reserve, holds 8 copies of 1024 bins, not 16.
+/// let per_block = h100.max_shared_per_sm / SHARED_BLOCKS_PER_SM - h100.reserved_shared_per_block;
+/// assert!(8 * 1024 * 4 <= per_block && 16 * 1024 * 4 > per_block);
+/// assert_eq!(copies_for(&h100, 1024), 8);
+/// ```
 pub const SHARED_BLOCKS_PER_SM: u32 = 4;
 
 /// A planned histogram launch.
 /// Built only by the planner ([`plan_for`], [`plan`](super::plan()), [`plan_with`](super::plan_with)); its fields are read through
 /// the accessors of the same names.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+/// let p = plan_for(&HistogramLimits::H100, 256, PlanRequest::default())?;
+/// assert_eq!(
+///     p.to_string(),
+///     "shared tier, 528 blocks x 512 threads, 32.00 KiB shared per block (256 bins each, 32 copies)"
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct HistogramPlan {
     /// Where the counters live.
@@ -118,64 +235,167 @@ pub struct HistogramPlan {
 
 impl HistogramPlan {
     /// Where the counters live.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+    /// let tier = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).unwrap().tier();
+    /// assert_eq!(tier(58_112), HistogramTier::Shared); // one block's shared memory
+    /// assert_eq!(tier(1 << 20), HistogramTier::Sorted);
+    /// assert_eq!(tier((1 << 23) + 1), HistogramTier::Global); // past the sorted tier's buckets
+    /// ```
     pub fn tier(&self) -> HistogramTier {
         self.tier
     }
 
     /// Blocks per cluster (1 outside the cluster tier).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+    /// let cluster = PlanRequest { tier: Some(HistogramTier::Cluster), ..PlanRequest::default() };
+    /// // The smallest cluster whose blocks hold 131,071 bins (58,112 each).
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 131_071, cluster)?.cluster_size(), 3);
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 256, PlanRequest::default())?.cluster_size(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn cluster_size(&self) -> u32 {
         self.cluster_size
     }
 
     /// Blocks in the grid (a multiple of `cluster_size`; the bins pass of the bucketed tier).
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let blocks = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).unwrap().blocks();
+    /// assert_eq!(blocks(256), 4 * 132); // 2048 threads per SM in blocks of 512
+    /// assert_eq!(blocks(58_112), 132); // 227 KiB each: one per SM
+    /// ```
     pub fn blocks(&self) -> u32 {
         self.blocks
     }
 
     /// Threads per block.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let request = PlanRequest { threads_per_block: Some(1024), ..PlanRequest::default() };
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 256, request)?.threads_per_block(), 1024);
+    /// let odd = PlanRequest { threads_per_block: Some(48), ..PlanRequest::default() };
+    /// assert!(plan_for(&HistogramLimits::H100, 256, odd).unwrap_err().to_string().contains("multiple of 32"));
+    /// # Ok(()) }
+    /// ```
     pub fn threads_per_block(&self) -> u32 {
         self.threads_per_block
     }
 
     /// Dynamic shared memory per block, bytes.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+    /// // 32 copies of 256 counters.
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 256, PlanRequest::default())?.shared_bytes(), 32 * 256 * 4);
+    /// let global = PlanRequest { tier: Some(HistogramTier::Global), ..PlanRequest::default() };
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 256, global)?.shared_bytes(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn shared_bytes(&self) -> u32 {
         self.shared_bytes
     }
 
     /// Bins each block holds in shared memory (0 for the global tier; the bucket width for the
     /// bucketed tier).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// // 65,536 bins over a cluster of 4 blocks.
+    /// let request = PlanRequest { cluster_size: Some(4), ..PlanRequest::default() };
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 65_536, request)?.bins_per_block(), 16_384);
+    /// # Ok(()) }
+    /// ```
     pub fn bins_per_block(&self) -> u32 {
         self.bins_per_block
     }
 
     /// Bins of the histogram.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 1000, PlanRequest::default())?.bins(), 1000);
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> u32 {
         self.bins
     }
 
     /// Private interleaved copies of the histogram per block (shared tier; the bucket counts of
     /// the bucketed tier), 1 elsewhere.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let copies = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).unwrap().copies();
+    /// assert_eq!((copies(256), copies(1024), copies(4096), copies(8192)), (32, 8, 2, 1));
+    /// ```
     pub fn copies(&self) -> u32 {
         self.copies
     }
 
     /// Whether warps merge equal bins before adding.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let h100 = HistogramLimits::H100;
+    /// assert!(!plan_for(&h100, 256, PlanRequest::default())?.aggregate());
+    /// // Clusters aggregate by default: remote adds to one address serialize.
+    /// assert!(plan_for(&h100, 65_536, PlanRequest { cluster_size: Some(2), ..PlanRequest::default() })?.aggregate());
+    /// # Ok(()) }
+    /// ```
     pub fn aggregate(&self) -> bool {
         self.aggregate
     }
 
     /// Bits of the bin below the bucket (bucketed tier; 0 elsewhere).
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let shift = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).unwrap().bucket_shift();
+    /// assert_eq!(shift(256), 0); // the shared tier has no buckets
+    /// assert_eq!(shift(1 << 20), 14);
+    /// assert_eq!(shift((256 << 14) + 1), 15); // past 256 buckets of 2^14 the buckets widen
+    /// ```
     pub fn bucket_shift(&self) -> u32 {
         self.bucket_shift
     }
 
     /// Blocks of the first pass that reads the values: the bucketed tier's scatter, the sorted
     /// tier's tile sort (0 elsewhere).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// // The sorted tier's tile sort: 4 blocks of 512 threads per SM.
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 1 << 20, PlanRequest::default())?.scatter_blocks(), 4 * 132);
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 256, PlanRequest::default())?.scatter_blocks(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn scatter_blocks(&self) -> u32 {
         self.scatter_blocks
     }
 
     /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+    /// let bucketed = PlanRequest { tier: Some(HistogramTier::Bucketed), ..PlanRequest::default() };
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 1 << 20, bucketed)?.count_blocks(), 4 * 132);
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 1 << 20, PlanRequest::default())?.count_blocks(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn count_blocks(&self) -> u32 {
         self.count_blocks
     }
@@ -228,6 +448,14 @@ impl std::fmt::Display for HistogramPlan {
 impl HistogramPlan {
     /// The grid of the tier's kernel (the bins pass, in the bucketed and sorted tiers): `blocks`
     /// blocks of `threads_per_block`, with `shared_bytes` of dynamic shared memory.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let cfg = plan_for(&HistogramLimits::H100, 256, PlanRequest::default())?.launch_config();
+    /// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((528, 1, 1), (512, 1, 1), 32_768));
+    /// # Ok(()) }
+    /// ```
     pub fn launch_config(&self) -> LaunchConfig {
         LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
@@ -237,6 +465,16 @@ impl HistogramPlan {
     }
 
     /// Why the planner chose this tier, in words (for `--plan`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let h100 = HistogramLimits::H100;
+    /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
+    /// assert!(why.starts_with("100000 bins exceed one block (58112 bins) and fit the sorted tier"), "{why}");
+    /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self, limits: &HistogramLimits, forced: bool) -> String {
         if forced {
             return format!("{} tier as requested", self.tier.name());
@@ -273,6 +511,12 @@ impl HistogramPlan {
 
 /// The shared tier's private copies for `bins` bins: the most (a power of two up to
 /// [`MAX_COPIES`]) that still let [`SHARED_BLOCKS_PER_SM`] blocks share an SM, at least 1.
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramLimits, copies_for};
+/// let h100 = HistogramLimits::H100;
+/// assert_eq!((copies_for(&h100, 256), copies_for(&h100, 1024), copies_for(&h100, 8192)), (32, 8, 1));
+/// ```
 pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
     let per_block = (limits.max_shared_per_sm / SHARED_BLOCKS_PER_SM).saturating_sub(limits.reserved_shared_per_block);
     let mut copies = MAX_COPIES;
@@ -289,6 +533,19 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 /// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
 /// blocks as the device keeps resident at once, estimated here from threads and shared memory
 /// ([`plan_with`](super::plan_with) replaces the estimate with the driver's occupancy for the kernel's registers).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier::*, PlanRequest, plan_for};
+/// let h100 = HistogramLimits::H100;
+/// let tier = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.tier());
+/// assert_eq!((tier(256)?, tier(100_000)?, tier(1 << 24)?), (Shared, Sorted, Global));
+/// // A forced tier that cannot hold the bins is an error that says which tiers can.
+/// let shared = PlanRequest { tier: Some(Shared), ..PlanRequest::default() };
+/// let err = plan_for(&h100, 100_000, shared).unwrap_err().to_string();
+/// assert!(err.contains("use the cluster, bucketed or global tier"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> Result<HistogramPlan> {
     let PlanRequest {
         tier: forced,
@@ -522,6 +779,13 @@ fn bucket_shift_for(
 }
 
 /// Fails unless `bins` is a bin count the kernels address: 1 to `i32::MAX`.
+///
+/// ```
+/// use hopper_kernels::{Error, histogram::check_bins};
+/// assert!(check_bins(1).is_ok() && check_bins(i32::MAX as usize).is_ok());
+/// assert!(matches!(check_bins(0), Err(Error::ZeroDimension { name: "bins" })));
+/// assert!(check_bins(i32::MAX as usize + 1).is_err()); // no 32-bit value reaches the bin
+/// ```
 pub fn check_bins(bins: usize) -> Result<()> {
     if bins == 0 {
         return Err(Error::ZeroDimension { name: "bins" });

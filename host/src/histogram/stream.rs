@@ -29,6 +29,14 @@ use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::Instant;
 
 /// Chunk size unless the caller names one.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{DEFAULT_CHUNK_BYTES, StreamOptions, chunk_bytes_for};
+/// assert_eq!(StreamOptions::default().chunk_bytes, DEFAULT_CHUNK_BYTES);
+/// // A device with 141 GB free takes the default; one with 600 MiB free, less.
+/// assert_eq!(chunk_bytes_for(141 << 30, 2), DEFAULT_CHUNK_BYTES);
+/// assert!(chunk_bytes_for(600 << 20, 2) < DEFAULT_CHUNK_BYTES);
+/// ```
 pub const DEFAULT_CHUNK_BYTES: u64 = 256 << 20;
 
 /// Piece size unless the caller names one. With [`READER_BUFFERS`] buffers per reader, the
@@ -36,16 +44,51 @@ pub const DEFAULT_CHUNK_BYTES: u64 = 256 << 20;
 /// (300 MiB), where the copy engine may find a piece just written without another pass over host
 /// memory: a probe of 12 copying threads with pieces of 4 MiB streamed 49.6 GB/s (0.90 of the
 /// pinned copy), of 2 MiB 46.2, with non-temporal stores (which bypass the cache) 42.4.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{DEFAULT_PIECE_BYTES, READER_BUFFERS, StreamOptions};
+/// let o = StreamOptions::default();
+/// // The default readers' pinned buffers: 12 readers x 2 buffers x 4 MiB = 96 MiB.
+/// assert_eq!(o.readers as u64 * READER_BUFFERS as u64 * DEFAULT_PIECE_BYTES, 96 << 20);
+/// ```
 pub const DEFAULT_PIECE_BYTES: u64 = 4 << 20;
 
 /// Pinned buffers of a piece each per reader: one is filled while the other's copy runs.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{READER_BUFFERS, StreamOptions};
+/// // Each reader fills one pinned buffer while the other's copy runs.
+/// let o = StreamOptions::default();
+/// assert_eq!(READER_BUFFERS as u64 * o.piece_bytes, 8 << 20);
+/// ```
 pub const READER_BUFFERS: usize = 2;
 
 /// Most values the counters take between two flushes into the host's `u64` totals: then no
 /// `u32` bin can overflow, whatever the values.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::stream::{FLUSH_LIMIT, plan_chunks};
+/// // 10 billion values in chunks of 2^30: the u32 counters are flushed after every 3 chunks
+/// // (4 would pass 2^32 - 1), and after the last.
+/// let chunks = plan_chunks(10_000_000_000, 1 << 30, 0, FLUSH_LIMIT)?;
+/// let flushed: Vec<usize> = chunks.iter().filter(|c| c.flush_after).map(|c| c.index).collect();
+/// assert_eq!(flushed, [2, 5, 9]);
+/// # Ok(()) }
+/// ```
 pub const FLUSH_LIMIT: u64 = u32::MAX as u64;
 
 /// One chunk of the input.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::stream::{Chunk, plan_chunks};
+/// // 10 values in chunks of 4, the first shorter by a lead of 1 value.
+/// let chunks = plan_chunks(10, 4, 1, u32::MAX as u64)?;
+/// assert_eq!(chunks[1], Chunk { index: 1, first: 3, len: 4, flush_after: false });
+/// assert_eq!(chunks.iter().map(|c| c.len).collect::<Vec<_>>(), [3, 4, 3]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chunk {
     /// Position in the input, from 0.
@@ -102,6 +145,14 @@ pub fn plan_chunks(n: u64, chunk: u64, lead: u64, flush_limit: u64) -> Result<Ve
 
 /// Parses a byte count with an optional binary unit: `4096`, `64KiB`, `256MiB`, `1GiB` (also
 /// `K`, `M`, `G`, `KB`, `MB`, `GB`, read as binary units).
+///
+/// ```
+/// use hopper_kernels::histogram::stream::parse_bytes;
+/// assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+/// assert_eq!(parse_bytes("4096"), Ok(4096));
+/// assert_eq!(parse_bytes("1 g"), Ok(1 << 30)); // binary units, any case
+/// assert!(parse_bytes("12 parsecs").unwrap_err().contains("unknown unit"));
+/// ```
 pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -138,6 +189,14 @@ pub fn check_chunk_bytes(chunk_bytes: u64, read: ReadMode) -> Result<()> {
 }
 
 /// How to stream.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{ReadMode, StreamOptions, check_chunk_bytes};
+/// // Page-locked chunks of 64 MiB in place, on three streams.
+/// let o = StreamOptions { chunk_bytes: 64 << 20, streams: 3, read: ReadMode::Mapped, ..StreamOptions::default() };
+/// assert!(check_chunk_bytes(o.chunk_bytes, o.read).is_ok());
+/// assert_eq!(StreamOptions::default().read, ReadMode::Copy);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamOptions {
     /// Bytes per chunk: a multiple of [`PAGE_BYTES`] when chunks are locked in place, of 16 when
@@ -163,6 +222,13 @@ pub struct StreamOptions {
 }
 
 /// How a streamed file's chunks reach the copy engine.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::ReadMode;
+/// assert_eq!("Pinned".parse::<ReadMode>(), Ok(ReadMode::Pinned));
+/// assert_eq!(ReadMode::Mixed.to_string(), "mixed");
+/// assert!("mmap".parse::<ReadMode>().unwrap_err().contains("choose from mapped, pinned, copy, mixed"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMode {
     /// The file is mapped, and each chunk's pages are page-locked in place (read-only), so the
@@ -185,6 +251,12 @@ impl ReadMode {
     pub const ALL: [Self; 4] = [Self::Mapped, Self::Pinned, Self::Copy, Self::Mixed];
 
     /// The name `--read` takes.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::stream::ReadMode;
+    /// let names: Vec<&str> = ReadMode::ALL.iter().map(|m| m.name()).collect();
+    /// assert_eq!(names, ["mapped", "pinned", "copy", "mixed"]);
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Mapped => "mapped",
@@ -195,16 +267,34 @@ impl ReadMode {
     }
 
     /// Whether chunks are page-locked in place (then they start on [`PAGE_BYTES`] boundaries).
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::stream::ReadMode;
+    /// let locking: Vec<ReadMode> = ReadMode::ALL.into_iter().filter(|m| m.locks()).collect();
+    /// assert_eq!(locking, [ReadMode::Mapped, ReadMode::Mixed]);
+    /// ```
     pub fn locks(self) -> bool {
         matches!(self, ReadMode::Mapped | ReadMode::Mixed)
     }
 
     /// Whether chunks are read or copied into pinned buffers.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::stream::ReadMode;
+    /// let reading: Vec<ReadMode> = ReadMode::ALL.into_iter().filter(|m| m.reads()).collect();
+    /// assert_eq!(reading, [ReadMode::Pinned, ReadMode::Copy, ReadMode::Mixed]);
+    /// ```
     pub fn reads(self) -> bool {
         self != ReadMode::Mapped
     }
 
     /// Whether readers copy from the mapped file (rather than `pread` it).
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::stream::ReadMode;
+    /// assert!(ReadMode::Copy.copies_mapping() && ReadMode::Mixed.copies_mapping());
+    /// assert!(!ReadMode::Pinned.copies_mapping()); // pread instead
+    /// ```
     pub fn copies_mapping(self) -> bool {
         matches!(self, ReadMode::Copy | ReadMode::Mixed)
     }
@@ -213,6 +303,14 @@ impl ReadMode {
 /// The chunk for `streams` streams on a device with `free_memory` bytes free: at most
 /// [`DEFAULT_CHUNK_BYTES`], small enough that a chunk per stream fits beside the counters with
 /// room to spare, and a whole number of [`PAGE_BYTES`] (at least one).
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{PAGE_BYTES, chunk_bytes_for};
+/// assert_eq!(chunk_bytes_for(80 << 30, 2), 256 << 20);
+/// // 600 MiB free: a chunk per stream, and as much again to spare, in whole pages.
+/// assert_eq!(chunk_bytes_for(600 << 20, 2), 100 << 20);
+/// assert_eq!(chunk_bytes_for(1 << 20, 4), PAGE_BYTES); // at least a page
+/// ```
 pub fn chunk_bytes_for(free_memory: u64, streams: usize) -> u64 {
     let fits = DEFAULT_CHUNK_BYTES.min(free_memory / (2 * streams as u64 + 2));
     (fits / PAGE_BYTES * PAGE_BYTES).max(PAGE_BYTES)
@@ -233,6 +331,21 @@ impl Default for StreamOptions {
 }
 
 /// What a streamed histogram measured.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{StreamPhases, StreamReport};
+/// let report = StreamReport {
+///     counts: vec![1_000_000_000, 0],
+///     values: 1_000_000_000,
+///     bytes: 4_000_000_000,
+///     chunks: 15,
+///     chunk_values: 1 << 26,
+///     last_chunk_values: 1_000_000_000 - 14 * (1 << 26),
+///     seconds: 0.5,
+///     phases: StreamPhases::default(),
+/// };
+/// assert_eq!(report.gb_per_s(), 8.0);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamReport {
     /// Counts per bin.
@@ -256,6 +369,21 @@ pub struct StreamReport {
 
 /// Where a streamed run's time went: seconds summed over the threads that spent them (so a
 /// phase on several threads may exceed the wall time), and the pieces each path prepared.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram, io::DataFile};
+/// use hopper_kernels::histogram::stream::{self, StreamOptions};
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// let file = DataFile::open(Path::new("values.npy"), None)?;
+/// let binning = histogram::binning_for(file.element().input_type(), 256, None)?;
+/// let plan = histogram::plan(&gpu, 256, None)?;
+/// let report = stream::histogram_file(&gpu, &plan, &file, binning, StreamOptions::default())?;
+/// let p = report.phases;
+/// println!("{} pieces locked ({:.3} s), {} read ({:.3} s)", p.locked_pieces, p.lock_s, p.read_pieces, p.read_s);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StreamPhases {
     /// Mapping the file and allocating the pinned buffers, before the timed part.
@@ -286,6 +414,22 @@ pub struct StreamPhases {
 
 impl StreamReport {
     /// Input bytes per second over the whole run, GB/s (10^9 bytes).
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::stream::{StreamPhases, StreamReport};
+    /// let report = |bytes, seconds| StreamReport {
+    ///     counts: vec![],
+    ///     values: bytes / 4,
+    ///     bytes,
+    ///     chunks: 1,
+    ///     chunk_values: bytes / 4,
+    ///     last_chunk_values: bytes / 4,
+    ///     seconds,
+    ///     phases: StreamPhases::default(),
+    /// };
+    /// assert_eq!(report(50_000_000_000, 1.0).gb_per_s(), 50.0);
+    /// assert_eq!(report(0, 0.0).gb_per_s(), 0.0); // an empty file took no time
+    /// ```
     pub fn gb_per_s(&self) -> f64 {
         if self.seconds > 0.0 { self.bytes as f64 / self.seconds / 1e9 } else { 0.0 }
     }
@@ -386,6 +530,22 @@ impl ChunkKernel for PlannedHistogram<'_> {
 
 /// The histogram of every value in `file` with the planned kernel, streamed in chunks; see the
 /// module documentation. The counts are exact: the same as the CPU's for any input size.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{self, stream::{self, StreamOptions}};
+/// use hopper_kernels::{Gpu, io::{DataFile, ElementType}};
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// // A raw file of little-endian u16 values, far larger than the GPU's memory.
+/// let file = DataFile::open(Path::new("big.u16"), Some(ElementType::U16))?;
+/// let binning = histogram::binning_for(file.element().input_type(), 65_536, None)?;
+/// let plan = histogram::plan(&gpu, 65_536, None)?;
+/// let report = stream::histogram_file(&gpu, &plan, &file, binning, StreamOptions::default())?;
+/// assert_eq!(report.counts.iter().sum::<u64>(), file.len());
+/// println!("{:.1} GB/s", report.gb_per_s());
+/// # Ok(()) }
+/// ```
 pub fn histogram_file(
     gpu: &Gpu,
     plan: &HistogramPlan,
@@ -398,6 +558,24 @@ pub fn histogram_file(
 
 /// [`histogram_file`], calling `progress` with the bytes of each chunk once it is counted (on the
 /// calling thread): a progress bar's feed.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{self, stream::{self, StreamOptions}};
+/// use hopper_kernels::{Gpu, io::DataFile};
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// let file = DataFile::open(Path::new("values.npy"), None)?;
+/// let binning = histogram::binning_for(file.element().input_type(), 1024, None)?;
+/// let plan = histogram::plan(&gpu, 1024, None)?;
+/// let mut done = 0;
+/// let mut progress = |bytes| {
+///     done += bytes;
+///     eprint!("\r{:.0}%", 100.0 * done as f64 / file.bytes() as f64);
+/// };
+/// stream::histogram_file_with_progress(&gpu, &plan, &file, binning, StreamOptions::default(), &mut progress)?;
+/// # Ok(()) }
+/// ```
 pub fn histogram_file_with_progress(
     gpu: &Gpu,
     plan: &HistogramPlan,
@@ -513,6 +691,14 @@ pub fn histogram_file_with(
 
 /// Page size the mapped mode aligns chunks to (the largest base page of common systems, so that
 /// chunk boundaries are page boundaries on 4 KiB-page systems too); mapped chunks are multiples.
+///
+/// ```
+/// use hopper_kernels::histogram::stream::{PAGE_BYTES, ReadMode, check_chunk_bytes};
+/// // Locked chunks are whole 64 KiB pages; chunks read into pinned buffers, whole 16-byte loads.
+/// assert!(check_chunk_bytes(3 * PAGE_BYTES, ReadMode::Mixed).is_ok());
+/// assert!(check_chunk_bytes(PAGE_BYTES / 2, ReadMode::Mixed).is_err());
+/// assert!(check_chunk_bytes(PAGE_BYTES / 2, ReadMode::Copy).is_ok());
+/// ```
 pub const PAGE_BYTES: u64 = 64 << 10;
 
 /// The smallest page size of the systems the host runs on (x86-64 and Arm64): a mapping is
@@ -701,6 +887,16 @@ impl Tally {
 /// A piece of a chunk: what a locker locks or a reader reads, and the main thread copies to its
 /// place in the chunk's device buffer. Small pieces keep each driver call short (the driver
 /// serializes page-locking, unlocking and enqueuing copies) and the pinned buffers few.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::stream::{Piece, plan_chunks, plan_pieces};
+/// // Chunks of 4 values in pieces of 2, the first chunk shorter by a lead of 1.
+/// let pieces = plan_pieces(&plan_chunks(10, 4, 1, u32::MAX as u64)?, 2, 1)?;
+/// assert_eq!(pieces[1], Piece { index: 1, chunk: 0, first: 1, len: 2 });
+/// assert_eq!(pieces.iter().map(|p| p.len).collect::<Vec<_>>(), [1, 2, 2, 2, 2, 1]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Piece {
     /// Position among all pieces, from 0.
@@ -1095,6 +1291,15 @@ fn fill(file: &DataFile, handle: &std::fs::File, buf: &mut Staging, piece: Piece
 
 /// The pinned host-to-device copy bandwidth, GB/s: `repeat` copies of `bytes` from page-locked
 /// memory, timed with CUDA events after one untimed copy. The ceiling a streamed input can reach.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{Gpu, histogram::stream::pinned_h2d_gb_per_s};
+/// let gpu = Gpu::open(0)?;
+/// // 20 copies of 256 MiB: the most a streamed histogram can read per second.
+/// println!("{:.1} GB/s", pinned_h2d_gb_per_s(&gpu, 256 << 20, 20)?);
+/// # Ok(()) }
+/// ```
 pub fn pinned_h2d_gb_per_s(gpu: &Gpu, bytes: u64, repeat: usize) -> Result<f64> {
     let len = (bytes / 4).max(1) as usize;
     let ctx = gpu.context();
@@ -1116,6 +1321,18 @@ pub fn pinned_h2d_gb_per_s(gpu: &Gpu, bytes: u64, repeat: usize) -> Result<f64> 
 /// The exact histogram of every value in `file` on the CPU (all cores, the file read in pieces),
 /// binned like the kernels ([`histogram::histogram_cpu_of`]): the reference a streamed histogram
 /// must equal.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Binning, stream::histogram_file_cpu};
+/// use hopper_kernels::io::{DataFile, write_npy};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("values.npy");
+/// write_npy(&path, &[2, 3], &[0i32, 1, 1, 5, -2, 3])?;
+/// let file = DataFile::open(&path, None)?;
+/// assert_eq!(histogram_file_cpu(&file, &Binning::integers(4))?, [2, 2, 0, 2]);
+/// # Ok(()) }
+/// ```
 pub fn histogram_file_cpu(file: &DataFile, binning: &Binning) -> Result<Vec<u64>> {
     histogram::check_bins(binning.nbins as usize)?;
     file_counts_cpu(file, binning.nbins as usize, |_, values| histogram::histogram_cpu_of(values, binning))

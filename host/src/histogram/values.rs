@@ -5,6 +5,14 @@ use super::{Binning, Element, InputType};
 use crate::error::{Error, Result};
 
 /// A borrowed slice of histogram input values: what the library API takes.
+///
+/// ```
+/// use hopper_kernels::histogram::{Binning, InputType, Values, histogram_cpu_of};
+/// let values = Values::U16(&[0, 1, 1, 65_535]);
+/// assert_eq!((values.len(), values.element()), (4, InputType::U16));
+/// // Integers count value v in bin v, clamped into the last bin.
+/// assert_eq!(histogram_cpu_of(values, &Binning::integers(3)), [1, 2, 1]);
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub enum Values<'a> {
     /// Unsigned bytes.
@@ -19,6 +27,11 @@ pub enum Values<'a> {
 
 impl<'a> Values<'a> {
     /// Number of values.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::Values;
+    /// assert_eq!(Values::F32(&[0.5, 1.5]).len(), 2);
+    /// ```
     pub fn len(&self) -> usize {
         match self {
             Self::U8(v) => v.len(),
@@ -29,11 +42,23 @@ impl<'a> Values<'a> {
     }
 
     /// Whether there are no values.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::Values;
+    /// assert!(Values::I32(&[]).is_empty());
+    /// assert!(!Values::U8(&[0]).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The element type.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::{InputType, Values};
+    /// assert_eq!(Values::U8(&[7]).element(), InputType::U8);
+    /// assert_eq!(Values::F32(&[]).element().name(), "f32");
+    /// ```
     pub fn element(&self) -> InputType {
         match self {
             Self::U8(_) => InputType::U8,
@@ -45,6 +70,12 @@ impl<'a> Values<'a> {
 
     /// The values' bytes in memory order (little-endian on every host this crate runs on), as
     /// the kernels read them.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::Values;
+    /// assert_eq!(Values::U16(&[0x0102]).bytes(), [0x02, 0x01]); // little-endian
+    /// assert_eq!(Values::I32(&[-1, 0]).bytes().len(), 8);
+    /// ```
     pub fn bytes(&self) -> &'a [u8] {
         match *self {
             Self::U8(v) => v,
@@ -56,6 +87,18 @@ impl<'a> Values<'a> {
 }
 
 /// Owned histogram input values of one type.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{InputType, binning_for, histogram_cpu_of};
+/// use hopper_kernels::reference::{ValueDistribution, histogram_input_of};
+/// // 1000 f32 values drawn into 10 bins over [0, 1).
+/// let buf = histogram_input_of(7, 1000, 10, ValueDistribution::Uniform, InputType::F32, Some((0.0, 1.0)));
+/// assert_eq!(buf.as_values().element(), InputType::F32);
+/// let binning = binning_for(InputType::F32, 10, Some((0.0, 1.0)))?;
+/// assert_eq!(histogram_cpu_of(buf.as_values(), &binning).iter().sum::<u32>(), 1000);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum ValuesBuf {
     /// Unsigned bytes.
@@ -70,6 +113,12 @@ pub enum ValuesBuf {
 
 impl ValuesBuf {
     /// The values as a borrowed slice.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::{InputType, ValuesBuf};
+    /// let buf = ValuesBuf::I32(vec![3, -1, 4]);
+    /// assert_eq!((buf.as_values().len(), buf.as_values().element()), (3, InputType::I32));
+    /// ```
     pub fn as_values(&self) -> Values<'_> {
         match self {
             Self::U8(v) => Values::U8(v),
@@ -82,12 +131,33 @@ impl ValuesBuf {
 
 /// The most bins an `f32` histogram takes: `(v - lo) * scale` is an `f32`, which above 2^24 holds
 /// only even integers, so some bins past 2^24 would never be hit.
+///
+/// ```
+/// use hopper_kernels::histogram::{InputType, MAX_F32_BINS, binning_for};
+/// assert!(binning_for(InputType::F32, MAX_F32_BINS, Some((0.0, 1.0))).is_ok());
+/// assert!(binning_for(InputType::F32, MAX_F32_BINS + 1, Some((0.0, 1.0))).is_err());
+/// // Integer bins have no such limit.
+/// assert!(binning_for(InputType::I32, MAX_F32_BINS + 1, None).is_ok());
+/// ```
 pub const MAX_F32_BINS: usize = 1 << 24;
 
 /// The binning of `bins` bins for values of type `element`: integers count in bin `v` and take no
 /// range; `f32` needs at most [`MAX_F32_BINS`] bins and a range `(lo, hi)` of finite values with
 /// `lo < hi` whose width `hi - lo` and `bins / (hi - lo)` are finite in `f32`. Every refusal says
 /// which.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Binning, InputType, binning_for};
+/// assert_eq!(binning_for(InputType::U8, 256, None)?, Binning::integers(256));
+/// let b = binning_for(InputType::F32, 4, Some((-1.0, 1.0)))?;
+/// assert_eq!((b.nbins, b.lo, b.hi, b.scale), (4, -1.0, 1.0, 2.0));
+/// let err = |t, range| binning_for(t, 4, range).unwrap_err().to_string();
+/// assert!(err(InputType::F32, None).contains("f32 values need a range"));
+/// assert!(err(InputType::F32, Some((1.0, 1.0))).contains("LO must be below HI"));
+/// assert!(err(InputType::I32, Some((0.0, 1.0))).contains("f32 values only"));
+/// # Ok(()) }
+/// ```
 pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -> Result<Binning> {
     super::check_bins(bins)?;
     let nbins = bins as u32;
@@ -127,6 +197,19 @@ pub fn binning_for(element: InputType, bins: usize, range: Option<(f32, f32)>) -
 
 /// Exact CPU histogram of any input: every value's bin by the kernels' own formula
 /// ([`Element::bin`]); values that are not counted (floats outside the range, NaN) are left out.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{InputType, Values, binning_for, histogram_cpu_of};
+/// // numpy.histogram's bins: HI counts in the last bin; NaN and values outside are left out.
+/// let b = binning_for(InputType::F32, 4, Some((0.0, 1.0)))?;
+/// let v = [0.0, 0.25, 0.5, 0.999, 1.0, f32::NAN, 1.5, -0.1];
+/// assert_eq!(histogram_cpu_of(Values::F32(&v), &b), [1, 1, 1, 2]);
+/// // Integers: below 0 in bin 0, at or above the bins in the last.
+/// let b = binning_for(InputType::I32, 3, None)?;
+/// assert_eq!(histogram_cpu_of(Values::I32(&[-5, 0, 1, 2, 3, 99]), &b), [2, 1, 3]);
+/// # Ok(()) }
+/// ```
 pub fn histogram_cpu_of(values: Values<'_>, binning: &Binning) -> Vec<u32> {
     fn count<T: Element>(values: &[T], binning: &Binning) -> Vec<u32> {
         let mut counts = vec![0u32; binning.nbins as usize];

@@ -168,6 +168,20 @@ pub struct GemmPlan {
 
 /// Where split-TF32's operands lie in a workspace: byte offsets of `A''` (`m' x ld_a` `f32`),
 /// `B''` (`3k x ld_b`) and the guard's words (`kernels::matmul::tf32x3::GUARD_WORDS` `u32`).
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::matmul::{GemmDesc, GemmPlan};
+/// let gpu = Gpu::open(0)?;
+/// let plan = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096))?;
+/// if let Some(r) = plan.tf32x3_regions() {
+///     // A'' holds 3k = 12288 columns per row; the guard lies inside the workspace.
+///     assert_eq!((r.ld_a, r.ld_b), (3 * 4096, 4096));
+///     assert!(r.guard < plan.workspace_bytes());
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tf32x3Regions {
     /// `A''`'s offset, bytes.
@@ -189,6 +203,21 @@ impl GemmPlan {
     /// Checks `desc` (the cuBLASLt/CUTLASS `can_implement`: dimensions, leading dimensions,
     /// element types, the kernel's limits) and plans it for `gpu`: nothing is enqueued. Every
     /// refusal names its reason.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu};
+    /// use hopper_kernels::matmul::{DType, GemmDesc, GemmPlan, Layout};
+    /// let gpu = Gpu::open(0)?;
+    /// // D (F16, column-major) = A B for BF16 A and B.
+    /// let bf16 = Layout::row_major(DType::Bf16);
+    /// let desc = GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F16));
+    /// let plan = GemmPlan::new(&gpu, desc)?;
+    /// // A descriptor no kernel can run is refused with its reason, before anything is enqueued.
+    /// let short = GemmDesc::new(64, 32, 128).a(Layout::row_major(DType::F32).ld(100));
+    /// assert!(matches!(GemmPlan::new(&gpu, short), Err(Error::LeadingDimension { operand: "A", ld: 100, min: 128 })));
+    /// # Ok(()) }
+    /// ```
     pub fn new(gpu: &Gpu, desc: GemmDesc) -> Result<Self> {
         Self::new_for(gpu, desc, MatmulDevice::of_gpu(gpu))
     }
@@ -226,34 +255,97 @@ impl GemmPlan {
     }
 
     /// The descriptor.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, matmul::{GemmDesc, GemmPlan}};
+    /// let gpu = Gpu::open(0)?;
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(256, 128, 64).batch(4))?;
+    /// assert_eq!((plan.desc().k, plan.desc().batch), (64, 4));
+    /// # Ok(()) }
+    /// ```
     pub fn desc(&self) -> &GemmDesc {
         &self.desc
     }
 
     /// The product kernel's plan, on the canonical shape ([`GemmPlan::canonical_shape`]).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, matmul::{GemmDesc, GemmPlan}};
+    /// let gpu = Gpu::open(0)?;
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096))?;
+    /// println!("{}", plan.kernel_plan()); // the kernel, its grid, its split of k and why
+    /// # Ok(()) }
+    /// ```
     pub fn kernel_plan(&self) -> &MatmulPlan {
         &self.kernel
     }
 
     /// `m' x k x n'` of the row-major product the kernels compute (`n x k x m` when `D` is
     /// column-major).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::matmul::{DType, GemmDesc, GemmPlan, Layout, MatmulShape};
+    /// let gpu = Gpu::open(0)?;
+    /// // A column-major D is computed as the row-major D^T: m' = n, n' = m.
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(300, 200, 100).d(Layout::col_major(DType::F32)))?;
+    /// assert_eq!(plan.canonical_shape(), MatmulShape::new(200, 100, 300)?);
+    /// # Ok(()) }
+    /// ```
     pub fn canonical_shape(&self) -> MatmulShape {
         self.shape
     }
 
     /// The precision of the products: the kernel's for `f32` operands; BF16 and F16 operands
     /// are multiplied exactly and accumulated in `f32`, FP32's or BF16's bound.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::matmul::{DType, GemmDesc, GemmPlan, Layout, Precision, PrecisionPolicy};
+    /// let gpu = Gpu::open(0)?;
+    /// let fp32 = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096).policy(PrecisionPolicy::Highest))?;
+    /// assert_eq!(fp32.precision(), Precision::Fp32);
+    /// // BF16 operands are multiplied exactly: BF16's bound is the f32 accumulation's.
+    /// let bf16 = Layout::row_major(DType::Bf16);
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16))?;
+    /// assert_eq!(plan.precision().tolerance(4096), Precision::Fp32.tolerance(4096));
+    /// # Ok(()) }
+    /// ```
     pub fn precision(&self) -> Precision {
         self.precision
     }
 
     /// Bytes of workspace a launch needs (possibly 0).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Gpu, matmul::{GemmDesc, GemmPlan}};
+    /// let gpu = Gpu::open(0)?;
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(512, 512, 512))?;
+    /// // At least one byte: cudarc refuses empty allocations.
+    /// let workspace = gpu.stream().alloc_zeros::<u8>(plan.workspace_bytes().max(1))?;
+    /// # Ok(()) }
+    /// ```
     pub fn workspace_bytes(&self) -> usize {
         self.regions.total
     }
 
     /// For a `wgmma_tf32x3` plan, where a launch leaves the split operands and the guard in the
     /// workspace (what the tests read back to check the split bit for bit).
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::matmul::{GemmDesc, GemmPlan, PrecisionPolicy};
+    /// let gpu = Gpu::open(0)?;
+    /// let fp32 = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096).policy(PrecisionPolicy::Highest))?;
+    /// assert!(fp32.tf32x3_regions().is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn tf32x3_regions(&self) -> Option<Tf32x3Regions> {
         (self.kernel.variant() == MatmulVariant::WgmmaTf32x3).then(|| {
             let (ld_a, ld_b, _) = wgmma::tf32x3_layout(self.shape);
@@ -263,6 +355,22 @@ impl GemmPlan {
 
     /// Enqueues `D = alpha op(A) op(B) + beta D` (`D` read where `beta != 0`) on `gpu`'s stream;
     /// see [`GemmPlan::launch_with_c`].
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::matmul::{GemmDesc, GemmPlan};
+    /// let gpu = Gpu::open(0)?;
+    /// let s = gpu.stream();
+    /// // D = 2 A^T B + D, A stored 64 x 32.
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(32, 16, 64).transpose_a(true).alpha_beta(2.0, 1.0))?;
+    /// let (a, b) = (s.clone_htod(&[1.0f32; 64 * 32])?, s.clone_htod(&[0.5f32; 64 * 16])?);
+    /// let mut d = s.clone_htod(&[1.0f32; 32 * 16])?;
+    /// let mut workspace = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1))?;
+    /// plan.launch(&gpu, &a, &b, &mut d, &mut workspace)?;
+    /// assert!(s.clone_dtoh(&d)?.iter().all(|&x| x == 65.0)); // 2 * 64 * 0.5 + 1
+    /// # Ok(()) }
+    /// ```
     pub fn launch<TA: super::GemmElement, TB: super::GemmElement, TD: super::GemmElement>(
         &self,
         gpu: &Gpu,
@@ -278,6 +386,22 @@ impl GemmPlan {
     /// against the descriptor: element types, lengths for the layouts and batch, the workspace's
     /// size, and that `D` overlaps none of the buffers the launch reads (`C` only by being `D`).
     /// Nothing is synchronized: the call returns once the work is enqueued.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::matmul::{GemmDesc, GemmPlan};
+    /// let gpu = Gpu::open(0)?;
+    /// let s = gpu.stream();
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(32, 16, 64).alpha_beta(1.0, -1.0))?; // D = A B - C
+    /// let (a, b) = (s.clone_htod(&[1.0f32; 32 * 64])?, s.clone_htod(&[1.0f32; 64 * 16])?);
+    /// let c = s.clone_htod(&[4.0f32; 32 * 16])?;
+    /// let mut d = s.alloc_zeros::<f32>(32 * 16)?;
+    /// let mut workspace = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1))?;
+    /// plan.launch_with_c(&gpu, &a, &b, &c, &mut d, &mut workspace)?;
+    /// assert!(s.clone_dtoh(&d)?.iter().all(|&x| x == 60.0));
+    /// # Ok(()) }
+    /// ```
     #[allow(clippy::too_many_arguments)]
     pub fn launch_with_c<TA: super::GemmElement, TB: super::GemmElement, TD: super::GemmElement>(
         &self,
@@ -720,6 +844,17 @@ fn formats(variant: MatmulVariant) -> (Format, Format, bool) {
 
 impl MatmulDevice {
     /// What the planner needs of `gpu`.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::matmul::{GemmDesc, MatmulDevice, describe_plan};
+    /// let gpu = Gpu::open(0)?;
+    /// let device = MatmulDevice::of_gpu(&gpu);
+    /// assert_eq!(device.tensor_cores, gpu.hopper_status().is_ok());
+    /// println!("{}", describe_plan(&GemmDesc::new(4096, 4096, 4096), device)?);
+    /// # Ok(()) }
+    /// ```
     pub fn of_gpu(gpu: &Gpu) -> Self {
         Self { sm_count: gpu.info().sm_count, tensor_cores: gpu.hopper_status().is_ok() }
     }
@@ -727,6 +862,20 @@ impl MatmulDevice {
 
 /// Plans `desc` for a device the planner knows without a GPU (for `--plan` and tests): the
 /// plan's description, or why there is none.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{DType, GemmDesc, Layout, MatmulDevice, MatmulVariant, describe_plan};
+/// // Row-major A and B, a column-major D: D^T = B^T A^T, both operands transposed into the workspace.
+/// let desc = GemmDesc::new(300, 200, 100).d(Layout::col_major(DType::F32)).variant(MatmulVariant::Sgemm);
+/// let text = describe_plan(&desc, MatmulDevice::H100)?;
+/// assert!(text.starts_with("1 product(s) of 200x100x300: sgemm: grid 3x2x"), "{text}");
+/// assert!(text.contains("A' via matmul_convert_f32_f32; B' via matmul_convert_f32_f32"), "{text}");
+/// // Refusals are the plan's: operands of two types.
+/// let mixed = GemmDesc::new(64, 64, 64).a(Layout::row_major(DType::Bf16));
+/// assert!(describe_plan(&mixed, MatmulDevice::H100).unwrap_err().to_string().contains("A is bf16 and B is f32"));
+/// # Ok(()) }
+/// ```
 pub fn describe_plan(desc: &GemmDesc, device: MatmulDevice) -> Result<String> {
     let s = Skeleton::new(desc, device)?;
     let mut text = format!("{} product(s) of {}: {}", desc.batch, s.shape, s.kernel);

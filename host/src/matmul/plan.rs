@@ -63,51 +63,211 @@ use kernels::matmul::wgmma as wgmma_tiles;
 
 /// Blocks per SM the narrow kernels' splits aim at: enough loads in flight to approach the copy
 /// bandwidth.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::NARROW_BLOCKS_PER_SM;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // A GEMV-like 1 x 4096 x 65536: 128 blocks per split, so k is split 5 ways to fill the SMs.
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(1, 4096, 65_536)?, MatmulDevice::H100)?;
+/// let blocks = p.launch_config().grid_dim.0 * p.split().unwrap().splits;
+/// assert!(blocks >= NARROW_BLOCKS_PER_SM * MatmulDevice::H100.sm_count);
+/// # Ok(()) }
+/// ```
 pub const NARROW_BLOCKS_PER_SM: u32 = 4;
 /// Shortest split of `few_cols`: one step of its warps (1024 columns of `A`).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::FEW_COLS_MIN_CHUNK;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // Three rows of A cannot fill the GPU: k is split as finely as the shortest split allows.
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(3, 100_000, 5)?, MatmulDevice::H100)?;
+/// assert_eq!(p.variant(), MatmulVariant::FewCols);
+/// assert_eq!(p.split().map(|s| (s.splits, s.k_chunk >= FEW_COLS_MIN_CHUNK)), Some((97, true)));
+/// # Ok(()) }
+/// ```
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// Shortest split of `few_rows_{1,2,4}`: 64 steps of 4 rows of `B` per thread.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::FEW_ROWS_MIN_CHUNK;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
+/// // One block of few_rows_1 would take 528 splits to fill the SMs; k = 1024 holds 4.
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(1, 1024, 512)?, MatmulDevice::H100)?;
+/// assert_eq!(p.split(), Some(SplitK { splits: 4, k_chunk: FEW_ROWS_MIN_CHUNK }));
+/// # Ok(()) }
+/// ```
 pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
 /// Shortest `k` for which `auto` runs `sgemm_warp_tiled`: shorter products spend too much of
 /// their time in the prologue and epilogue, where its 4 warps per block hide less latency.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WARP_TILED_MIN_K;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+/// let auto = |k| plan_with(MatmulVariant::Auto, MatmulShape::new(4097, k, 8193)?, MatmulDevice::H100, fp32);
+/// assert_eq!(auto(WARP_TILED_MIN_K - 1)?.variant(), MatmulVariant::Sgemm);
+/// assert_eq!(auto(WARP_TILED_MIN_K)?.variant(), MatmulVariant::SgemmWarpTiled);
+/// # Ok(()) }
+/// ```
 pub const WARP_TILED_MIN_K: usize = 512;
 /// Least fill of the waves of `sgemm_warp_tiled`'s blocks (`k` split included) for which `auto`
 /// runs it: an SM that gets one block in the last wave runs one warp per scheduler.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+/// // 512^3: 16 tiles, even in 2 splits of k, fill 12% of a wave of 264 block slots, below 85%.
+/// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(512, 512, 512)?, MatmulDevice::H100, fp32)?;
+/// assert_eq!(p.variant(), MatmulVariant::Sgemm);
+/// assert!(p.reason().contains("fill 12% of their waves"), "{}", p.reason());
+/// # Ok(()) }
+/// ```
 pub const WARP_TILED_MIN_FILL: f64 = 0.85;
 /// Shortest split of `sgemm_warp_tiled`: 32 slices, so that the prologue and epilogue stay
 /// small beside the multiply.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WARP_TILED_MIN_CHUNK;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
+/// // One tile, k = 1024: as many splits as splits of 256 allow.
+/// let p = plan(MatmulVariant::SgemmWarpTiled, MatmulShape::new(128, 1024, 128)?, MatmulDevice::H100)?;
+/// assert_eq!(p.split(), Some(SplitK { splits: 4, k_chunk: WARP_TILED_MIN_CHUNK }));
+/// # Ok(()) }
+/// ```
 pub const WARP_TILED_MIN_CHUNK: u32 = 256;
 /// Most splits of `sgemm_warp_tiled`: enough to even out the waves of any grid of at least 33
 /// tiles on 132 SMs; products with fewer tiles run `sgemm`, whose splits go deeper.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WARP_TILED_MAX_SPLITS;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // One tile and a long k: the split stops at 8.
+/// let p = plan(MatmulVariant::SgemmWarpTiled, MatmulShape::new(128, 65_536, 128)?, MatmulDevice::H100)?;
+/// assert_eq!(p.split().unwrap().splits, WARP_TILED_MAX_SPLITS);
+/// # Ok(()) }
+/// ```
 pub const WARP_TILED_MAX_SPLITS: u32 = 8;
 /// `sgemm_warp_tiled` takes the fewest splits whose estimated time is within this factor of
 /// the least (3000^3: 4 splits, estimated 2.25 waves, measured 1.00 x cuBLAS; 5 splits, 2.2
 /// waves, 0.99).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // 3000^3 (576 tiles on 264 slots): 5 splits take an estimated 2.2 waves, 4 splits 2.25, within
+/// // 5%: the planner takes 4.
+/// let p = plan(MatmulVariant::SgemmWarpTiled, MatmulShape::new(3000, 3000, 3000)?, MatmulDevice::H100)?;
+/// assert_eq!(p.split().unwrap().splits, 4);
+/// # Ok(()) }
+/// ```
 pub const WARP_TILED_SPLIT_SLACK: f64 = 1.05;
 /// `sgemm_warp_tiled` splits `k` only when the estimated time falls to this fraction or less
 /// (6000^3: 2 splits, 0.944, measured 0.99 against 1.01 x cuBLAS unsplit).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let warp_tiled = |n| plan(MatmulVariant::SgemmWarpTiled, MatmulShape::new(n, n, n).unwrap(), MatmulDevice::H100);
+/// // 6000^3: 2 splits save 5.6% of the estimate, so k is split; 4000^3: nothing to save.
+/// assert_eq!(warp_tiled(6000)?.split().unwrap().splits, 2);
+/// assert_eq!(warp_tiled(4000)?.split().unwrap().splits, 1);
+/// # Ok(()) }
+/// ```
 pub const WARP_TILED_SPLIT_GAIN: f64 = 0.95;
 /// Shortest split of `few_rows_{8,16}`: 16 steps of 4 rows of `B` per thread. Shorter than
 /// [`FEW_ROWS_MIN_CHUNK`] so that small products still fill the SMs: 16x4096x4096 ran in
 /// 0.077 ms with 16 splits of 256 (128 blocks) and in 0.044 ms with 64 splits of 64 (before
 /// `_16` was double-buffered).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::FEW_ROWS_PANEL_MIN_CHUNK;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(8, 4096, 4096)?, MatmulDevice::H100)?;
+/// assert_eq!(p.kernel(), "matmul_few_rows_8");
+/// assert_eq!(p.split(), Some(SplitK { splits: 64, k_chunk: FEW_ROWS_PANEL_MIN_CHUNK }));
+/// # Ok(()) }
+/// ```
 pub const FEW_ROWS_PANEL_MIN_CHUNK: u32 = 64;
 /// Shortest split of `sgemm`: one 8-deep slice per block (the estimate below weighs the cost of
 /// short splits).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::SGEMM_MIN_CHUNK;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
+/// // One tile, k = 128: 16 splits of one 8-deep slice each.
+/// let p = plan(MatmulVariant::Sgemm, MatmulShape::new(128, 128, 128)?, MatmulDevice::H100)?;
+/// assert_eq!(p.split(), Some(SplitK { splits: 16, k_chunk: SGEMM_MIN_CHUNK }));
+/// # Ok(()) }
+/// ```
 pub const SGEMM_MIN_CHUNK: u32 = 8;
 /// `sgemm` splits `k` only when the estimated time falls to this fraction or less.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let sgemm = |k| plan(MatmulVariant::Sgemm, MatmulShape::new(1280, k, 1280).unwrap(), MatmulDevice::H100);
+/// // 100 tiles on 264 slots. k = 256: 2 splits take an estimated 95% of the unsplit time, too
+/// // little to gain; k = 512: 74%, so k is split.
+/// assert_eq!(sgemm(256)?.split().unwrap().splits, 1);
+/// assert_eq!(sgemm(512)?.split().unwrap().splits, 2);
+/// # Ok(()) }
+/// ```
 pub const SGEMM_SPLIT_GAIN: f64 = 0.8;
 /// `sgemm` takes the fewest splits whose estimated time is within this factor of the least:
 /// the least itself, since the estimate already charges each split its reduction.
 pub const SGEMM_SPLIT_SLACK: f64 = 1.0;
 /// An `sgemm` block's cost besides its columns of `k` (prologue, epilogue, scheduling), in
 /// columns of `k`: fitted at 512^3 (about 3.6 us, at 0.097 us per column).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::{SGEMM_BLOCK_OVERHEAD_K, SGEMM_REDUCE_K_PER_VALUE};
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // The estimate of 512^3 (16 tiles: one wave on 264 slots) in s splits of 512 / s columns.
+/// let reduction = |s: f64| if s > 1.0 { s * 512.0 * 512.0 * SGEMM_REDUCE_K_PER_VALUE } else { 0.0 };
+/// let estimate = |s: f64| 512.0 / s + SGEMM_BLOCK_OVERHEAD_K + reduction(s);
+/// let best = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0].into_iter().min_by(|a, b| estimate(*a).total_cmp(&estimate(*b)));
+/// let p = plan(MatmulVariant::Sgemm, MatmulShape::new(512, 512, 512)?, MatmulDevice::H100)?;
+/// assert_eq!((best, p.split().unwrap().splits), (Some(8.0), 8));
+/// # Ok(()) }
+/// ```
 pub const SGEMM_BLOCK_OVERHEAD_K: f64 = 37.0;
 /// The split-K reduction's cost per partial sum, in columns of `k` of one wave of `sgemm`
 /// blocks: fitted at 512^3 (about 0.9 us per split of 512 x 512 partial sums).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::{SGEMM_BLOCK_OVERHEAD_K, SGEMM_REDUCE_K_PER_VALUE};
+/// // 512^3 in s splits, one wave: without the reduction's cost the deepest split would look best.
+/// let estimate = |s: f64, per_value: f64| 512.0 / s + SGEMM_BLOCK_OVERHEAD_K + s * 512.0 * 512.0 * per_value;
+/// let best = |per_value: f64| {
+///     let splits = [2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+///     splits.into_iter().min_by(|a, b| estimate(*a, per_value).total_cmp(&estimate(*b, per_value)))
+/// };
+/// assert_eq!((best(0.0), best(SGEMM_REDUCE_K_PER_VALUE)), (Some(64.0), Some(8.0)));
+/// ```
 pub const SGEMM_REDUCE_K_PER_VALUE: f64 = 3.5e-5;
 
 /// What the planner needs to know of the device.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // A GPU without Hopper's tensor cores: `auto` keeps to the FP32 kernels.
+/// let older = MatmulDevice { sm_count: 108, tensor_cores: false };
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, older)?;
+/// assert_eq!(p.variant(), MatmulVariant::SgemmWarpTiled);
+/// assert!(p.reason().contains("no tensor-core kernels on this device"));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatmulDevice {
     /// Streaming multiprocessors.
@@ -118,11 +278,30 @@ pub struct MatmulDevice {
 
 impl MatmulDevice {
     /// The H100 SXM (132 SMs, tensor-core kernels).
+    ///
+    /// ```
+    /// use hopper_kernels::{gpu::DeviceModel, matmul::MatmulDevice};
+    /// assert_eq!(MatmulDevice::H100, MatmulDevice::of_model(DeviceModel::H100));
+    /// assert_eq!(MatmulDevice::H100.sm_count, DeviceModel::H100.info().sm_count);
+    /// ```
     pub const H100: Self = Self { sm_count: 132, tensor_cores: true };
     /// The H200 SXM: the H100's 132 SMs with more and faster memory.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulDevice;
+    /// // What the planner knows of the H200 is the H100's: the same plans.
+    /// assert_eq!(MatmulDevice::H200, MatmulDevice::H100);
+    /// ```
     pub const H200: Self = Self { sm_count: 132, tensor_cores: true };
 
     /// What the planner knows of a device model.
+    ///
+    /// ```
+    /// use hopper_kernels::{gpu::DeviceModel, matmul::MatmulDevice};
+    /// let model: DeviceModel = "h200".parse().unwrap();
+    /// assert_eq!(MatmulDevice::of_model(model), MatmulDevice::H200);
+    /// assert_eq!(MatmulDevice::H200.sm_count, model.info().sm_count);
+    /// ```
     pub fn of_model(model: crate::gpu::DeviceModel) -> Self {
         match model {
             crate::gpu::DeviceModel::H100 => Self::H100,
@@ -136,16 +315,50 @@ impl MatmulDevice {
 /// `high` keeps FP32's bound on every input. (Measured on the H100, x cuBLAS FP32, against the
 /// FP32 kernels' choice: 4097x129x8193 0.89 against 1.13; 8192x64x8192 0.56 against 0.86, which
 /// now runs the FP32 kernels: its bound would exceed FP32's.)
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::SPLIT_TF32_MIN_K;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let auto = |k| plan(MatmulVariant::Auto, MatmulShape::new(2048, k, 2048).unwrap(), MatmulDevice::H100);
+/// assert_eq!(auto(SPLIT_TF32_MIN_K)?.variant(), MatmulVariant::WgmmaTf32x3);
+/// let short = auto(SPLIT_TF32_MIN_K - 1)?;
+/// assert_eq!(short.variant(), MatmulVariant::Sgemm);
+/// assert!(short.reason().contains("k = 127 < 128"), "{}", short.reason());
+/// # Ok(()) }
+/// ```
 pub const SPLIT_TF32_MIN_K: usize = 128;
 /// Fewest tiles of `wgmma_tf32x3` (128 x 128, one block per SM) for which `auto` runs it: with
 /// fewer, too many SMs idle (measured, x cuBLAS FP32, against the FP32 kernels' choice: 1000x800x1200,
 /// 80 tiles, 0.78 against 0.91; at 64 tiles a draw, 1024^3 0.93 against 0.96 and
 /// 1024x4096x1024 1.06 against 1.03; 512^3, 16 tiles, 1.94 against 1.15).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 1024, n).unwrap(), MatmulDevice::H100);
+/// // 8 x 10 tiles of 128 x 128 run split-TF32; 8 x 8 run the FP32 kernels.
+/// assert_eq!(auto(1000, 1200)?.variant(), MatmulVariant::WgmmaTf32x3);
+/// let small = auto(1024, 1024)?;
+/// assert!(small.reason().contains("64 tiles of 128x128 < 80"), "{}", small.reason());
+/// # Ok(()) }
+/// ```
 pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 
 /// A launch plan: which kernel, its grid, its split of `k`, the reduction that follows a split,
 /// and for `wgmma_tf32x3` the FP32 plan its guard falls back to. Built only by the planner
 /// ([`plan`], [`plan_with`]), for one shape: a launch refuses matrices of another.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let p = plan(MatmulVariant::Sgemm, MatmulShape::new(1000, 800, 1200)?, MatmulDevice::H100)?;
+/// // 80 tiles of 128 x 128 leave most of the 264 block slots idle: k is split in 3.
+/// let text = p.to_string();
+/// assert!(text.starts_with("sgemm: grid 10x8x3 of 256 threads, split-K 3 x 272 columns of A"), "{text}");
+/// assert!(p.reduce().is_some() && p.fallback().is_none());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct MatmulPlan {
     variant: MatmulVariant,
@@ -160,53 +373,145 @@ pub struct MatmulPlan {
 
 impl MatmulPlan {
     /// The kernel family that runs (never `auto`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// // `auto` plans a kernel family, never itself.
+    /// let p = plan(MatmulVariant::Auto, MatmulShape::new(65_536, 4096, 1)?, MatmulDevice::H100)?;
+    /// assert_eq!(p.variant(), MatmulVariant::FewCols);
+    /// # Ok(()) }
+    /// ```
     pub fn variant(&self) -> MatmulVariant {
         self.variant
     }
 
     /// Its PTX symbol (for `wgmma_tf32x3`, the product kernel after the scan and the split).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// // few_rows picks the kernel of its family that fits m = 5.
+    /// let p = plan(MatmulVariant::FewRows, MatmulShape::new(5, 4096, 1000)?, MatmulDevice::H100)?;
+    /// assert_eq!(p.kernel(), "matmul_few_rows_8");
+    /// # Ok(()) }
+    /// ```
     pub fn kernel(&self) -> &'static str {
         self.kernel
     }
 
     /// The shape the plan multiplies.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let shape = MatmulShape::new(300, 200, 100)?;
+    /// assert_eq!(plan(MatmulVariant::Naive, shape, MatmulDevice::H100)?.shape(), shape);
+    /// # Ok(()) }
+    /// ```
     pub fn shape(&self) -> MatmulShape {
         self.shape
     }
 
     /// Grid, block and dynamic shared memory of the kernel.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let p = plan(MatmulVariant::Naive, MatmulShape::new(1000, 800, 1200)?, MatmulDevice::H100)?;
+    /// let cfg = p.launch_config();
+    /// // One thread per element of C in 16 x 16 blocks: 1200 columns on x, 1000 rows on y.
+    /// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((75, 63, 1), (16, 16, 1), 0));
+    /// # Ok(()) }
+    /// ```
     pub fn launch_config(&self) -> LaunchConfig {
         self.launch
     }
 
     /// The split of `k`, for the kernels that take one (`sgemm`, `sgemm_warp_tiled`,
     /// `few_rows`, `few_cols`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
+    /// let shape = MatmulShape::new(512, 512, 512)?;
+    /// let auto = plan(MatmulVariant::Auto, shape, MatmulDevice::H100)?;
+    /// assert_eq!(auto.split(), Some(SplitK { splits: 8, k_chunk: 64 }));
+    /// assert_eq!(plan(MatmulVariant::Tiled16, shape, MatmulDevice::H100)?.split(), None); // takes no split
+    /// # Ok(()) }
+    /// ```
     pub fn split(&self) -> Option<SplitK> {
         self.split
     }
 
     /// The launch of the reduction of the split's partial products, when there is more than one.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let auto = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
+    /// assert!(auto(512, 512, 512)?.reduce().is_some()); // 8 splits to add up
+    /// assert!(auto(65_536, 4096, 1)?.reduce().is_none()); // one split: the kernel writes C
+    /// # Ok(()) }
+    /// ```
     pub fn reduce(&self) -> Option<LaunchConfig> {
         self.reduce
     }
 
     /// For `wgmma_tf32x3`: the FP32 plan that runs instead where its guard refuses the inputs
     /// (non-finite values, magnitudes outside the split's range, a `C` that might overflow).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let p = plan(MatmulVariant::Auto, MatmulShape::new(2048, 2048, 2048)?, MatmulDevice::H100)?;
+    /// assert_eq!(p.variant(), MatmulVariant::WgmmaTf32x3);
+    /// // Where the guard refuses the inputs, the FP32 plan runs instead.
+    /// assert_eq!(p.fallback().map(|f| f.precision().name()), Some("fp32"));
+    /// # Ok(()) }
+    /// ```
     pub fn fallback(&self) -> Option<&MatmulPlan> {
         self.fallback.as_deref()
     }
 
     /// Why the planner chose this, in a sentence.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let p = plan(MatmulVariant::Auto, MatmulShape::new(4097, 129, 8193)?, MatmulDevice::H100)?;
+    /// assert!(p.reason().starts_with("high: compute-bound on tensor cores, k = 129"), "{}", p.reason());
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self) -> &str {
         &self.reason
     }
 
     /// The precision of the planned kernel's products.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, Precision, plan};
+    /// let p = plan(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
+    /// assert_eq!(p.precision(), Precision::Tf32x3);
+    /// // `high` keeps FP32's bound.
+    /// assert!(p.precision().tolerance(4096) <= Precision::Fp32.tolerance(4096));
+    /// # Ok(()) }
+    /// ```
     pub fn precision(&self) -> super::Precision {
         self.variant.precision()
     }
 
     /// Floats of split-K workspace the plan needs (0 without a split), its fallback's included.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// // 8 splits of 512^3: 8 partial products of 512 x 512.
+    /// let p = plan(MatmulVariant::Auto, MatmulShape::new(512, 512, 512)?, MatmulDevice::H100)?;
+    /// assert_eq!(p.workspace_floats(), 8 * 512 * 512);
+    /// # Ok(()) }
+    /// ```
     pub fn workspace_floats(&self) -> usize {
         let own = self.split.map_or(0, |s| s.workspace_floats(self.shape.m * self.shape.n));
         own.max(self.fallback.as_ref().map_or(0, |f| f.workspace_floats()))
@@ -239,6 +544,17 @@ impl std::fmt::Display for MatmulPlan {
 
 /// What a caller may ask of the planner besides the variant: the precision policy `auto` plans
 /// under, and a forced split of `k` for the kernels that take one.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
+/// assert_eq!(PlanOptions::default().policy, PrecisionPolicy::High);
+/// // `medium`: TF32 where `high` would run split-TF32.
+/// let medium = PlanOptions { policy: PrecisionPolicy::Medium, split: None };
+/// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H100, medium)?;
+/// assert_eq!(p.variant(), MatmulVariant::WgmmaTf32);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PlanOptions {
     /// The arithmetic `auto` may use (explicit kernel variants keep their own).
@@ -263,6 +579,19 @@ pub fn plan(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) ->
 }
 
 /// As [`plan`], under `options`' policy and with its forced split.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, SplitK, plan_with};
+/// let shape = MatmulShape::new(100, 64, 100)?;
+/// let forced = |split| PlanOptions { split: Some(split), ..PlanOptions::default() };
+/// let p = plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, forced(SplitK { splits: 8, k_chunk: 8 }))?;
+/// assert_eq!(p.launch_config().grid_dim.2, 8);
+/// // A forced split is checked against k: 9 splits of 8 leave one past k = 64.
+/// let err = plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, forced(SplitK { splits: 9, k_chunk: 8 }));
+/// assert_eq!(err.unwrap_err().to_string(), "invalid argument: 9 splits of 8 columns leave splits past k = 64");
+/// # Ok(()) }
+/// ```
 pub fn plan_with(
     variant: MatmulVariant,
     shape: MatmulShape,

@@ -2,6 +2,15 @@
 //! compared with and the error bound.
 
 /// The precision of a variant's products. Every variant accumulates and writes `f32`.
+///
+/// ```
+/// use hopper_kernels::matmul::{MatmulVariant, Precision};
+/// let p = MatmulVariant::WgmmaTf32x3.precision();
+/// assert_eq!((p, p.name()), (Precision::Tf32x3, "tf32x3"));
+/// // From k = 128 on, split-TF32's bound is within FP32's, and far below TF32's.
+/// assert!(p.tolerance(4096) < Precision::Fp32.tolerance(4096));
+/// assert!(p.tolerance(4096) < Precision::Tf32.tolerance(4096) / 100.0);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Precision {
@@ -22,22 +31,60 @@ pub enum Precision {
 /// TF32's unit of truncation: a TF32 value keeps 10 of `f32`'s 23 mantissa bits, so dropping
 /// the rest (truncation, the worst case of the conversions the tensor cores may do) changes a
 /// value by less than 2^-10 of itself.
+///
+/// ```
+/// use hopper_kernels::matmul::TF32_UNIT;
+/// // Truncating an f32 to TF32 clears its 13 low mantissa bits.
+/// let x = 2.0f32 - f32::EPSILON; // every mantissa bit set
+/// let tf32 = f32::from_bits(x.to_bits() & !0x1fff);
+/// assert!(tf32 < x && ((x - tf32) / x) < TF32_UNIT as f32);
+/// ```
 pub const TF32_UNIT: f64 = 1.0 / 1024.0;
 
 /// The error of one split-TF32 product relative to `|a * b|` (see [`Precision::tolerance`]):
 /// the dropped `a_small b_small` (`2^-22`) and the truncation of `a_small` and of `b_small`
 /// (`2^-21 (1 + 2^-11)` each).
+///
+/// ```
+/// use hopper_kernels::matmul::{Precision, TF32X3_PRODUCT_BOUND};
+/// // About 5 * 2^-22 per product: three orders of magnitude below TF32's conversion error.
+/// assert!((TF32X3_PRODUCT_BOUND * 2f64.powi(22) - 5.0).abs() < 0.01);
+/// assert!(TF32X3_PRODUCT_BOUND < Precision::Tf32.tolerance(1) / 1000.0);
+/// ```
 pub const TF32X3_PRODUCT_BOUND: f64 = 1.0 / (1u64 << 22) as f64 + (1.0 + 1.0 / 2048.0) / (1u64 << 20) as f64;
 
 /// Products each TF32 `wgmma` instruction adds into an accumulator (`k = 8`).
+///
+/// ```
+/// use hopper_kernels::matmul::{TF32_INSTRUCTION_K, TF32X3_RUN};
+/// // A run of the tensor cores' accumulation is 12 instructions.
+/// assert_eq!(TF32X3_RUN / TF32_INSTRUCTION_K, 12);
+/// ```
 pub const TF32_INSTRUCTION_K: usize = 8;
 
 /// Summands of the tripled `k` per tensor-core run of `wgmma_tf32_promoted`: its accumulators
 /// restart every `PROMOTE_K_TILES` stages of 32, and each run is then added into `f32`.
+///
+/// ```
+/// use hopper_kernels::matmul::{Precision, TF32X3_RUN};
+/// assert_eq!(TF32X3_RUN, 96);
+/// // k = 32 triples to one run of 96; k = 64 to two, whose sums add half a unit in f32.
+/// let eps = f32::EPSILON as f64;
+/// let one_more_run = Precision::Tf32x3.tolerance(64) - Precision::Tf32x3.tolerance(32);
+/// assert!((one_more_run - 0.5 * eps * (1.0 + 1.0 / 512.0)).abs() < 1e-18);
+/// ```
 pub const TF32X3_RUN: usize = kernels::matmul::wgmma::PROMOTE_K_TILES as usize * 32;
 
 /// Half of `f32`'s smallest subnormal, `2^-150`: the largest error of one rounding of a
 /// result below `f32`'s normal range, which no relative bound covers.
+///
+/// ```
+/// use hopper_kernels::matmul::{F32_UNDERFLOW_UNIT, Precision};
+/// // Half of the smallest subnormal f32.
+/// assert_eq!(2.0 * F32_UNDERFLOW_UNIT, f32::from_bits(1) as f64);
+/// // All that bounds the error of a product whose terms are all zero.
+/// assert_eq!(Precision::Fp32.bound(10, 0.0), 10.0 * F32_UNDERFLOW_UNIT);
+/// ```
 pub const F32_UNDERFLOW_UNIT: f64 = 1.0 / (1u128 << 100) as f64 / (1u64 << 50) as f64;
 
 /// How `auto` may compute an `f32` product: the spirit of PyTorch's
@@ -77,6 +124,13 @@ impl PrecisionPolicy {
     pub const ALL: [Self; 3] = [Self::Highest, Self::High, Self::Medium];
 
     /// The name the CLI takes and prints.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::PrecisionPolicy;
+    /// let names: Vec<&str> = PrecisionPolicy::ALL.iter().map(|p| p.name()).collect();
+    /// assert_eq!(names, ["highest", "high", "medium"]);
+    /// assert_eq!(PrecisionPolicy::Medium.to_string(), "medium");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Highest => "highest",
@@ -105,6 +159,12 @@ impl std::str::FromStr for PrecisionPolicy {
 
 impl Precision {
     /// The name the reports use.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::Precision;
+    /// assert_eq!(Precision::Tf32x3.name(), "tf32x3");
+    /// assert_eq!(Precision::Bf16.name(), "bf16");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Fp32 => "fp32",
@@ -117,6 +177,13 @@ impl Precision {
     /// The precision of the cuBLAS row a variant of this precision is timed against: its own,
     /// except split-TF32, whose results are at FP32's error or below and so compete with cuBLAS
     /// FP32.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::Precision;
+    /// // Split-TF32 is timed against cuBLAS FP32, every other precision against its own.
+    /// assert_eq!(Precision::Tf32x3.baseline(), Precision::Fp32);
+    /// assert_eq!(Precision::Tf32.baseline(), Precision::Tf32);
+    /// ```
     pub fn baseline(self) -> Self {
         match self {
             Self::Tf32x3 => Self::Fp32,
@@ -127,6 +194,13 @@ impl Precision {
     /// The precision whose float64 reference this one is checked against: BF16 has its own
     /// (the product of the rounded inputs), every other the product of the inputs themselves,
     /// which is FP32's; callers compute that one once.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::Precision;
+    /// assert_eq!(Precision::Bf16.reference_precision(), Precision::Bf16);
+    /// assert_eq!(Precision::Tf32.reference_precision(), Precision::Fp32);
+    /// assert_eq!(Precision::Tf32x3.reference_precision(), Precision::Fp32);
+    /// ```
     pub fn reference_precision(self) -> Self {
         match self {
             Self::Bf16 => Self::Bf16,
@@ -160,6 +234,18 @@ impl Precision {
     ///   The guard's scaling keeps every partial product and sum normal, so no flush to zero adds
     ///   to this; a subnormal `C` adds one rounding, [`F32_UNDERFLOW_UNIT`] (see
     ///   [`Precision::bound`]).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::Precision;
+    /// let k = 1000;
+    /// assert_eq!(Precision::Fp32.tolerance(k), k as f64 * f32::EPSILON as f64);
+    /// // TF32 adds about 2^-9 for the operands' conversion.
+    /// let tf32 = Precision::Tf32.tolerance(k);
+    /// assert!(tf32 > 1.95e-3 && tf32 < 2.1e-3);
+    /// // Split-TF32 is within FP32's bound from k = 128, not below.
+    /// assert!(Precision::Tf32x3.tolerance(128) <= Precision::Fp32.tolerance(128));
+    /// assert!(Precision::Tf32x3.tolerance(100) > Precision::Fp32.tolerance(100));
+    /// ```
     pub fn tolerance(self, k: usize) -> f64 {
         let eps = f32::EPSILON as f64;
         let accumulation = k.max(1) as f64 * eps;
@@ -180,6 +266,13 @@ impl Precision {
     /// [`Precision::tolerance`] times it, plus one [`F32_UNDERFLOW_UNIT`] per term for the
     /// roundings of partial sums below `f32`'s normal range (FP32's fused multiply-adds round
     /// subnormal results absolutely; the split path rounds only its subnormal `C`, once).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::{F32_UNDERFLOW_UNIT, Precision};
+    /// // |C - reference| of an element with sum |a * b| = 3.5 and k = 10:
+    /// let bound = Precision::Fp32.bound(10, 3.5);
+    /// assert_eq!(bound, Precision::Fp32.tolerance(10) * 3.5 + 10.0 * F32_UNDERFLOW_UNIT);
+    /// ```
     pub fn bound(self, k: usize, magnitude: f64) -> f64 {
         self.tolerance(k) * magnitude + k.max(1) as f64 * F32_UNDERFLOW_UNIT
     }
@@ -187,6 +280,13 @@ impl Precision {
     /// The inputs whose float64 product is the reference: BF16 compares with the product of
     /// the BF16-rounded inputs (`half::bf16::from_f32`, to nearest, ties to even), the others
     /// with the product of the inputs themselves.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::Precision;
+    /// let x = [0.1f32, 1.0 + 1.0 / 128.0 + 1.0 / 1024.0];
+    /// assert_eq!(&*Precision::Fp32.reference_inputs(&x), &x); // borrowed as they are
+    /// assert_eq!(Precision::Bf16.reference_inputs(&x)[1], 1.0 + 1.0 / 128.0); // rounded to 8 bits
+    /// ```
     pub fn reference_inputs(self, values: &[f32]) -> std::borrow::Cow<'_, [f32]> {
         match self {
             Self::Bf16 => values.iter().map(|&v| round_to_bf16(v)).collect::<Vec<f32>>().into(),
@@ -196,6 +296,14 @@ impl Precision {
 }
 
 /// `v` rounded to the nearest BF16 and widened back to `f32`.
+///
+/// ```
+/// use hopper_kernels::matmul::round_to_bf16;
+/// assert_eq!(round_to_bf16(1.0 + 3.0 / 256.0), 1.0 + 4.0 / 256.0);
+/// // Halfway between 1 and 1 + 2^-7: ties go to the even mantissa.
+/// assert_eq!(round_to_bf16(1.0 + 1.0 / 256.0), 1.0);
+/// assert!(round_to_bf16(f32::NAN).is_nan());
+/// ```
 pub fn round_to_bf16(v: f32) -> f32 {
     half::bf16::from_f32(v).to_f32()
 }

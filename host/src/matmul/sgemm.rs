@@ -8,9 +8,29 @@ use kernels::matmul::sgemm::{BLOCK_M, BLOCK_N, THREADS};
 
 /// Blocks of `sgemm` one SM keeps resident: 126 registers x 256 threads leave room for two
 /// (ptxas report of the release PTX; 65,536 registers per SM).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan, sgemm};
+/// // 2 x 132 = 264 block slots: 256 tiles (2048^2 of C) fit in one wave, so k is not split.
+/// let slots = sgemm::BLOCKS_PER_SM * MatmulDevice::H100.sm_count;
+/// let shape = MatmulShape::new(2048, 1024, 2048)?;
+/// assert!((sgemm::tiles(shape) as u32) < slots);
+/// let p = plan(MatmulVariant::Sgemm, shape, MatmulDevice::H100)?;
+/// assert!(p.reason().ends_with("256 tiles on 264 block slots: no split"), "{}", p.reason());
+/// # Ok(()) }
+/// ```
 pub const BLOCKS_PER_SM: u32 = 2;
 
 /// Tiles of `C` the grid's x and y cover.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, sgemm};
+/// // 128 x 128 tiles: ceil(1000 / 128) x ceil(1200 / 128).
+/// assert_eq!(sgemm::tiles(MatmulShape::new(1000, 800, 1200)?), 8 * 10);
+/// # Ok(()) }
+/// ```
 pub fn tiles(shape: MatmulShape) -> usize {
     tile_count(shape, (BLOCK_M, BLOCK_N))
 }
@@ -24,6 +44,18 @@ pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> 
 /// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z
 /// index per split of `k`; the tiles live in static shared memory
 /// (`kernels::matmul::sgemm::SHARED_BYTES`), so no dynamic shared memory.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, sgemm};
+/// let shape = MatmulShape::new(1000, 800, 1200)?;
+/// let cfg = sgemm::plan(shape, SplitK::about(800, 3, 8))?;
+/// // A block of 256 threads per tile, columns on x, a z index per split of k.
+/// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((10, 8, 3), (256, 1, 1), 0));
+/// // CUDA allows at most 65,535 blocks along y.
+/// assert!(sgemm::plan(MatmulShape::new(128 * 65_536, 1, 1)?, SplitK::none(1)).is_err());
+/// # Ok(()) }
+/// ```
 pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     tile_plan(shape, split, (BLOCK_M, BLOCK_N), THREADS)
 }

@@ -8,9 +8,31 @@ use kernels::matmul::sgemm_warp_tiled::{BLOCK_M, BLOCK_N, THREADS};
 
 /// Blocks of `sgemm_warp_tiled` one SM keeps resident: 235 registers x 128 threads leave room
 /// for two (ptxas report of the release PTX; 65,536 registers per SM).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
+/// use hopper_kernels::matmul::sgemm_warp_tiled::{BLOCKS_PER_SM, tiles};
+/// // 4096^2 of C is 1024 tiles: 3.9 waves of 2 x 132 blocks, 97% full, so it is warp-tiled.
+/// let shape = MatmulShape::new(4096, 4096, 4096)?;
+/// assert_eq!((tiles(shape), BLOCKS_PER_SM * 132), (1024, 264));
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+/// let p = plan_with(MatmulVariant::Auto, shape, MatmulDevice::H100, fp32)?;
+/// assert!(p.reason().contains("1024 tiles on 264 block slots fill 97% of their waves"), "{}", p.reason());
+/// # Ok(()) }
+/// ```
 pub const BLOCKS_PER_SM: u32 = 2;
 
 /// Tiles of `C` the grid's x and y cover.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, sgemm, sgemm_warp_tiled};
+/// let shape = MatmulShape::new(1000, 800, 1200)?;
+/// // The same 128 x 128 tiles as sgemm.
+/// assert_eq!(sgemm_warp_tiled::tiles(shape), sgemm::tiles(shape));
+/// # Ok(()) }
+/// ```
 pub fn tiles(shape: MatmulShape) -> usize {
     super::sgemm::tile_count(shape, (BLOCK_M, BLOCK_N))
 }
@@ -18,6 +40,15 @@ pub fn tiles(shape: MatmulShape) -> usize {
 /// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z
 /// index per split of `k`; static shared memory only
 /// (`kernels::matmul::sgemm_warp_tiled::SHARED_BYTES`).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, sgemm_warp_tiled};
+/// let cfg = sgemm_warp_tiled::plan(MatmulShape::new(1000, 800, 1200)?, SplitK { splits: 3, k_chunk: 272 })?;
+/// // Four warps per 128 x 128 tile.
+/// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((10, 8, 3), (128, 1, 1), 0));
+/// # Ok(()) }
+/// ```
 pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     super::sgemm::tile_plan(shape, split, (BLOCK_M, BLOCK_N), THREADS)
 }

@@ -9,11 +9,29 @@ use kernels::matmul::skinny::{
 };
 
 /// Blocks along x of `matmul_few_rows` for `shape`: one per `FEW_ROWS_BLOCK_COLS` columns.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, skinny};
+/// // 512 columns of C per block.
+/// assert_eq!(skinny::few_rows_blocks(MatmulShape::new(1, 4096, 65_536)?), 128);
+/// assert_eq!(skinny::few_rows_blocks(MatmulShape::new(16, 1, 513)?), 2);
+/// # Ok(()) }
+/// ```
 pub fn few_rows_blocks(shape: MatmulShape) -> usize {
     shape.n.div_ceil(FEW_ROWS_BLOCK_COLS as usize)
 }
 
 /// Blocks along x of `matmul_few_cols` for `shape`: one per `FEW_COLS_ROWS_PER_BLOCK` rows.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, skinny};
+/// // 8 rows of C per block, a warp each.
+/// assert_eq!(skinny::few_cols_blocks(MatmulShape::new(65_536, 4096, 1)?), 8192);
+/// assert_eq!(skinny::few_cols_blocks(MatmulShape::new(3, 100_000, 5)?), 1);
+/// # Ok(()) }
+/// ```
 pub fn few_cols_blocks(shape: MatmulShape) -> usize {
     shape.m.div_ceil(FEW_COLS_ROWS_PER_BLOCK as usize)
 }
@@ -27,6 +45,16 @@ fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
 /// `matmul_few_rows`: one `FEW_ROWS_THREADS`-thread block per `FEW_ROWS_BLOCK_COLS` columns of
 /// `C`, one z index per split; no dynamic shared memory (`matmul_few_rows_{8,16}` declare their
 /// 32 KiB panel of `A` statically). Refuses `m > FEW_ROWS_MAX_M`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, skinny};
+/// let cfg = skinny::plan_few_rows(MatmulShape::new(1, 4096, 65_536)?, SplitK { splits: 5, k_chunk: 824 })?;
+/// assert_eq!((cfg.grid_dim, cfg.block_dim), ((128, 1, 5), (128, 1, 1)));
+/// let err = skinny::plan_few_rows(MatmulShape::new(17, 4, 4)?, SplitK::none(4)).unwrap_err().to_string();
+/// assert!(err.contains("few_rows multiplies at most 16 rows"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     let blocks = narrow_blocks(shape.m, FEW_ROWS_MAX_M, "few_rows", "rows", "m", few_rows_blocks(shape), shape)?;
     Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_ROWS_THREADS, 1, 1), shared_mem_bytes: 0 })
@@ -35,6 +63,16 @@ pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> 
 /// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per
 /// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, one z index per split; no shared memory. Refuses
 /// `n > FEW_COLS_MAX_N`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, skinny};
+/// let cfg = skinny::plan_few_cols(MatmulShape::new(65_536, 4096, 1)?, SplitK::none(4096))?;
+/// assert_eq!((cfg.grid_dim, cfg.block_dim), ((8192, 1, 1), (256, 1, 1)));
+/// let err = skinny::plan_few_cols(MatmulShape::new(4, 4, 17)?, SplitK::none(4)).unwrap_err().to_string();
+/// assert!(err.contains("few_cols multiplies at most 16 columns"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn plan_few_cols(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     let blocks = narrow_blocks(shape.n, FEW_COLS_MAX_N, "few_cols", "columns", "n", few_cols_blocks(shape), shape)?;
     Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_COLS_THREADS, 1, 1), shared_mem_bytes: 0 })

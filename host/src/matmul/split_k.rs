@@ -6,18 +6,45 @@ use kernels::matmul::split_k::{ELEMENTS_PER_THREAD, LOADS_IN_FLIGHT, MAX_THREADS
 
 /// Multiples of this many columns of `A` per split: `sgemm`'s slice depth, which also keeps
 /// every split's first element of `A` 16-byte aligned for the narrow kernels.
+///
+/// ```
+/// use hopper_kernels::matmul::split_k::{CHUNK_GRANULE, SplitK};
+/// assert_eq!(CHUNK_GRANULE, 8);
+/// // 1000 in 3 splits: 334 rounded up to 336.
+/// assert_eq!(SplitK::about(1000, 3, 8), SplitK { splits: 3, k_chunk: 336 });
+/// ```
 pub const CHUNK_GRANULE: u32 = kernels::matmul::sgemm::BLOCK_K;
 
 /// Most splits the planner uses: bounds the workspace (`splits x m x n` floats) and the
 /// reduction's reads per element.
+///
+/// ```
+/// use hopper_kernels::matmul::split_k::{MAX_SPLITS, SplitK};
+/// assert_eq!(SplitK::about(65_536, 1000, 8).splits, MAX_SPLITS);
+/// ```
 pub const MAX_SPLITS: u32 = 256;
 
 /// The longest split: the largest multiple of [`CHUNK_GRANULE`] a `u32` holds. A `k` beyond it
 /// (up to `u32::MAX`) needs at least two splits.
+///
+/// ```
+/// use hopper_kernels::matmul::split_k::{CHUNK_GRANULE, MAX_CHUNK, SplitK};
+/// assert!(MAX_CHUNK.is_multiple_of(CHUNK_GRANULE) && MAX_CHUNK > u32::MAX - CHUNK_GRANULE);
+/// // The longest k, u32::MAX, takes two splits even when one is asked for.
+/// assert_eq!(SplitK::about(u32::MAX as usize, 1, 8).splits, 2);
+/// ```
 pub const MAX_CHUNK: u32 = u32::MAX / CHUNK_GRANULE * CHUNK_GRANULE;
 
 /// A split of the inner dimension: `splits` ranges of `k_chunk` columns of `A` (the last one
 /// shorter), one per z index of the grid.
+///
+/// ```
+/// use hopper_kernels::matmul::SplitK;
+/// // k = 1000 in 4 splits: three of 256 columns of A and the rest, 232.
+/// let s = SplitK::about(1000, 4, 32);
+/// assert_eq!(s, SplitK { splits: 4, k_chunk: 256 });
+/// assert_eq!(1000 - (s.splits - 1) * s.k_chunk, 232);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct SplitK {
     /// Ranges, the grid's z extent; 1 is no split (the kernel writes `C` directly).
@@ -29,6 +56,12 @@ pub struct SplitK {
 impl SplitK {
     /// No split: one range covering all of `k` (for `k` past [`MAX_CHUNK`], the longest range,
     /// which the planner then refuses as too short for `k`).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::SplitK;
+    /// assert_eq!(SplitK::none(1000), SplitK { splits: 1, k_chunk: 1000 });
+    /// assert_eq!(SplitK::none(1001).k_chunk, 1008); // a multiple of 8
+    /// ```
     pub fn none(k: usize) -> Self {
         Self { splits: 1, k_chunk: Self::chunk(k as u64) }
     }
@@ -41,6 +74,15 @@ impl SplitK {
     /// About `wanted` ranges (at least 1, at most [`MAX_SPLITS`] and `k / min_chunk`, and at
     /// least as many as `k` needs at [`MAX_CHUNK`]), each a multiple of [`CHUNK_GRANULE`] long;
     /// the count is then recomputed from the rounded length so that no range is empty.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::SplitK;
+    /// assert_eq!(SplitK::about(1024, 4, 32), SplitK { splits: 4, k_chunk: 256 });
+    /// // 8 wanted, but k = 100 holds one split of at least 64.
+    /// assert_eq!(SplitK::about(100, 8, 64), SplitK { splits: 1, k_chunk: 104 });
+    /// // Rounding the length up to 8 can leave fewer splits than wanted, never an empty one.
+    /// assert_eq!(SplitK::about(9, 3, 1), SplitK { splits: 2, k_chunk: 8 });
+    /// ```
     pub fn about(k: usize, wanted: u32, min_chunk: u32) -> Self {
         let k = (k as u64).max(1);
         let least = k.div_ceil(MAX_CHUNK as u64) as u32;
@@ -52,6 +94,12 @@ impl SplitK {
 
     /// Floats of workspace the split needs: `splits` partial products of `len` floats, none
     /// without a split.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::SplitK;
+    /// assert_eq!(SplitK { splits: 4, k_chunk: 256 }.workspace_floats(50), 200);
+    /// assert_eq!(SplitK::none(1000).workspace_floats(50), 0); // the kernel writes C itself
+    /// ```
     pub fn workspace_floats(&self, len: usize) -> usize {
         if self.splits > 1 { self.splits as usize * len } else { 0 }
     }
@@ -62,6 +110,16 @@ impl SplitK {
 /// `LOADS_IN_FLIGHT` splits), so each thread keeps its loads in flight on few elements; the rest
 /// of the [`MAX_THREADS`] threads take groups of [`ELEMENTS_PER_THREAD`] elements, one block per
 /// `4 x blockDim.x` elements.
+///
+/// ```
+/// use hopper_kernels::matmul::split_k::reduce_plan;
+/// // Few splits: 256 threads on 4 elements each, 1024 elements per block.
+/// let few = reduce_plan(1 << 20, 4);
+/// assert_eq!((few.grid_dim, few.block_dim), ((1024, 1, 1), (256, 1, 1)));
+/// // Many splits: 8 rows of the block share the partials of 32 x 4 elements.
+/// let many = reduce_plan(15, 193);
+/// assert_eq!((many.grid_dim, many.block_dim), ((1, 1, 1), (32, 8, 1)));
+/// ```
 pub fn reduce_plan(len: usize, splits: u32) -> LaunchConfig {
     let rows = splits.div_ceil(LOADS_IN_FLIGHT).clamp(1, 8);
     let cols = MAX_THREADS / rows;

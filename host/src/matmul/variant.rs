@@ -6,6 +6,16 @@ use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
 
 /// The GPU matmul variants: `auto` (the planner's choice under a [`PrecisionPolicy`](super::PrecisionPolicy)) and each
 /// kernel family.
+///
+/// ```
+/// use hopper_kernels::matmul::MatmulVariant;
+/// // Names as the CLI takes them, in any case; Display prints the name.
+/// let v: MatmulVariant = "SGEMM_Warp_Tiled".parse().unwrap();
+/// assert_eq!((v, v.to_string()), (MatmulVariant::SgemmWarpTiled, "sgemm_warp_tiled".to_string()));
+/// let err = "sgem".parse::<MatmulVariant>().unwrap_err();
+/// assert!(err.starts_with("unknown matmul variant `sgem`: choose from auto, naive, tiled16"), "{err}");
+/// assert_eq!(MatmulVariant::ALL.len(), MatmulVariant::PLANNERS.len() + MatmulVariant::KERNELS.len());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatmulVariant {
@@ -74,9 +84,21 @@ impl MatmulVariant {
     ];
 
     /// The planners: the variants that pick a kernel family rather than name one.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulVariant;
+    /// // Planners name no kernel of their own.
+    /// assert!(MatmulVariant::PLANNERS.iter().all(|v| v.kernel().is_none()));
+    /// ```
     pub const PLANNERS: [Self; 1] = [Self::Auto];
 
     /// The kernel families: [`Self::ALL`] after the [`Self::PLANNERS`].
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulVariant;
+    /// assert!(MatmulVariant::KERNELS.iter().all(|v| v.kernel().is_some()));
+    /// assert_eq!(MatmulVariant::KERNELS[..], MatmulVariant::ALL[MatmulVariant::PLANNERS.len()..]);
+    /// ```
     pub const KERNELS: [Self; 11] = {
         let mut kernels = [Self::Naive; 11];
         let mut i = 0;
@@ -88,6 +110,14 @@ impl MatmulVariant {
     };
 
     /// The name the CLI and reports use.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulVariant;
+    /// assert_eq!(MatmulVariant::WgmmaTf32x3.name(), "wgmma_tf32x3");
+    /// for v in MatmulVariant::ALL {
+    ///     assert_eq!(v.name().parse::<MatmulVariant>(), Ok(v));
+    /// }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
@@ -109,6 +139,14 @@ impl MatmulVariant {
     /// planner picks the one that fits `m` or `n`, `kernels::matmul::skinny::few_rows_kernel`
     /// and `few_cols_kernel`; for `wgmma_tf32x3`, the product kernel `wgmma_tf32` that runs after
     /// the split); `None` for `auto`, which runs whichever kernel it plans.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulVariant;
+    /// assert_eq!(MatmulVariant::Auto.kernel(), None);
+    /// assert_eq!(MatmulVariant::Sgemm.kernel(), Some("sgemm"));
+    /// assert_eq!(MatmulVariant::FewRows.kernel(), Some("matmul_few_rows_16")); // the widest
+    /// assert_eq!(MatmulVariant::WgmmaTf32x3.kernel(), Some("wgmma_tf32_promoted"));
+    /// ```
     pub fn kernel(self) -> Option<&'static str> {
         match self {
             Self::Auto => None,
@@ -129,6 +167,15 @@ impl MatmulVariant {
     /// The precision of the variant's products: FP32 for all but the tensor-core variants;
     /// `auto`'s contract under the default policy is FP32's (a plan's own kernel gives the bound
     /// its run is checked on: [`super::MatmulPlan::precision`]).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::{MatmulVariant, Precision};
+    /// assert_eq!(MatmulVariant::SgemmWarpTiled.precision(), Precision::Fp32);
+    /// assert_eq!(MatmulVariant::WgmmaBf16.precision(), Precision::Bf16);
+    /// assert_eq!(MatmulVariant::WgmmaTf32.precision(), Precision::Tf32);
+    /// // Split-TF32 has its own bound, and competes with FP32.
+    /// assert_eq!(MatmulVariant::WgmmaTf32x3.precision().baseline(), Precision::Fp32);
+    /// ```
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 => Precision::Bf16,
@@ -140,17 +187,40 @@ impl MatmulVariant {
 
     /// Whether the variant runs only on Hopper's tensor cores (the `sm_90a` module); `auto` runs
     /// anywhere, on the FP32 kernels where there are no tensor cores.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulVariant;
+    /// let hopper_only: Vec<&str> =
+    ///     MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
+    /// assert_eq!(hopper_only, ["wgmma_bf16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
+    /// assert!(!MatmulVariant::Auto.needs_tensor_cores());
+    /// ```
     pub fn needs_tensor_cores(self) -> bool {
         matches!(self, Self::WgmmaBf16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed | Self::WgmmaTf32x3)
     }
 
     /// Whether the kernel splits `k` over the grid's z dimension (and so takes a `k_chunk`).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::MatmulVariant;
+    /// let splitting: Vec<&str> = MatmulVariant::ALL.iter().filter(|v| v.splits_k()).map(|v| v.name()).collect();
+    /// assert_eq!(splitting, ["sgemm", "sgemm_warp_tiled", "few_rows", "few_cols"]);
+    /// ```
     pub fn splits_k(self) -> bool {
         matches!(self, Self::Sgemm | Self::SgemmWarpTiled | Self::FewRows | Self::FewCols)
     }
 
     /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow
     /// side; every other variant takes any shape.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulShape, MatmulVariant};
+    /// let (short, tall) = (MatmulShape::new(16, 4096, 4096)?, MatmulShape::new(17, 4096, 4096)?);
+    /// assert!(MatmulVariant::FewRows.supports(short) && !MatmulVariant::FewRows.supports(tall));
+    /// assert!(MatmulVariant::Sgemm.supports(short) && MatmulVariant::Sgemm.supports(tall));
+    /// # Ok(()) }
+    /// ```
     pub fn supports(self, shape: MatmulShape) -> bool {
         match self {
             Self::FewRows => shape.m <= FEW_ROWS_MAX_M as usize,

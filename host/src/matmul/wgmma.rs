@@ -36,6 +36,14 @@ use kernels::matmul::wgmma::{
 /// `wgmma_tf32_promoted` accumulates the three products (it walks `k` upwards, in runs added
 /// into one `f32` sum per element). The small products are about `2^-11` of the big one:
 /// accumulated first, their sum stays small and its rounding errors with it.
+///
+/// ```
+/// use hopper_kernels::matmul::wgmma::{TF32X3_INTERLEAVE, Tf32x3Order};
+/// assert_eq!(Tf32x3Order::DEFAULT, Tf32x3Order::SmallFirst);
+/// // Whole blocks of k, or chunks of one stage each.
+/// assert_eq!(Tf32x3Order::SmallFirst.chunk(1000), 1000);
+/// assert_eq!(Tf32x3Order::InterleavedSmallFirst.chunk(1000), TF32X3_INTERLEAVE);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tf32x3Order {
     /// `[A_small B_big | A_big B_small | A_big B_big]`, each block all of `k`.
@@ -50,6 +58,12 @@ pub enum Tf32x3Order {
 }
 
 /// The `k` per interleaved chunk: `wgmma_tf32`'s 32 of `k` per stage.
+///
+/// ```
+/// use hopper_kernels::matmul::wgmma::TF32X3_INTERLEAVE;
+/// // A stage's 128 bytes of f32.
+/// assert_eq!(TF32X3_INTERLEAVE, 32);
+/// ```
 pub const TF32X3_INTERLEAVE: u32 = BLOCK_K_BYTES / 4;
 
 impl Tf32x3Order {
@@ -60,6 +74,13 @@ impl Tf32x3Order {
     pub const DEFAULT: Self = Self::SmallFirst;
 
     /// `matmul_split_tf32x3`'s `small_parts` for `A'` (`B'` is always [`tf32x3::SPLIT_B`]).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::wgmma::Tf32x3Order;
+    /// // Bit i set: the i-th of the three k-blocks of A' holds A's small halves.
+    /// assert_eq!(Tf32x3Order::SmallFirst.a_small_parts(), 0b001);
+    /// assert_eq!(Tf32x3Order::InterleavedSmallLast.a_small_parts(), 0b100);
+    /// ```
     pub fn a_small_parts(self) -> u32 {
         match self {
             Self::SmallFirst | Self::InterleavedSmallFirst => tf32x3::SPLIT_A_SMALL_FIRST,
@@ -68,6 +89,12 @@ impl Tf32x3Order {
     }
 
     /// `matmul_split_tf32x3`'s `chunk` for inner dimension `k`.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::wgmma::Tf32x3Order;
+    /// assert_eq!(Tf32x3Order::SmallLast.chunk(4096), 4096);
+    /// assert_eq!(Tf32x3Order::InterleavedSmallLast.chunk(4096), 32);
+    /// ```
     pub fn chunk(self, k: u32) -> u32 {
         match self {
             Self::SmallFirst | Self::SmallLast => k,
@@ -80,6 +107,19 @@ impl Tf32x3Order {
 /// [`THREADS`] threads and [`DYNAMIC_SHARED_BYTES`] of dynamic shared memory. `wgmma_tf32` and
 /// `wgmma_tf32_promoted` tile `C^T` (128 columns by 256 rows, or by 128) with `TF32_THREADS`
 /// threads; `wgmma_tf32_promoted` takes [`PROMOTED_DYNAMIC_SHARED_BYTES`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, wgmma};
+/// let bf16 = MatmulVariant::WgmmaBf16.kernel().unwrap();
+/// // A persistent grid: one block per SM, of 2 consumer warpgroups and a producer warp ...
+/// let big = wgmma::plan(MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H100, bf16)?;
+/// assert_eq!((big.grid_dim, big.block_dim), ((132, 1, 1), (288, 1, 1)));
+/// // ... and no more blocks than tiles of 128 x 256: 129 x 257 of C is 2 x 2.
+/// let small = wgmma::plan(MatmulShape::new(129, 7, 257)?, MatmulDevice::H100, bf16)?;
+/// assert_eq!(small.grid_dim, (4, 1, 1));
+/// # Ok(()) }
+/// ```
 pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
     use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, PROMOTED_BLOCK_ROWS, TF32_THREADS};
     let (m, n) = (dim(shape.m, "m")? as u64, dim(shape.n, "n")? as u64);
@@ -107,6 +147,18 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
 
 /// [`plan`] of `wgmma_tf32x3`'s product, `wgmma_tf32_promoted` (which depends on `m` and `n`
 /// only), after checking that the tripled `k` fits the kernels' sizes.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, wgmma};
+/// // C^T in 128 x 128 tiles: 257 columns of C in 3, 129 rows in 2.
+/// let cfg = wgmma::plan_tf32x3(MatmulShape::new(129, 7, 257)?, MatmulDevice::H100)?;
+/// assert_eq!((cfg.grid_dim, cfg.block_dim), ((6, 1, 1), (384, 1, 1)));
+/// // The split operands' inner dimension, 3k, must fit the kernels' sizes.
+/// let long = MatmulShape::new(1, 800_000_000, 1)?;
+/// assert!(wgmma::plan_tf32x3(long, MatmulDevice::H100).unwrap_err().to_string().contains("3k"));
+/// # Ok(()) }
+/// ```
 pub fn plan_tf32x3(shape: MatmulShape, device: MatmulDevice) -> Result<LaunchConfig> {
     dim(3 * shape.k, "3k (the split operands' inner dimension)")?;
     plan(shape, device, kernels::matmul::wgmma::KERNEL_TF32_PROMOTED)
@@ -121,6 +173,13 @@ fn dim(value: usize, what: &str) -> Result<u32> {
 }
 
 /// A 2-D tensor map's shape: `dims` and `box_dims` innermost first, the row stride in bytes.
+///
+/// ```
+/// use hopper_kernels::matmul::wgmma::TensorMap2d;
+/// // 64 x 64 BF16 elements, rows of 128 bytes, copied in one 64 x 64 box.
+/// let map = TensorMap2d { dims: [64, 64], row_stride_bytes: 128, box_dims: [64, 64], elem_bytes: 2 };
+/// assert!(map.check().is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TensorMap2d {
     /// Elements along the inner (contiguous) and outer dimension.
@@ -136,6 +195,16 @@ pub struct TensorMap2d {
 impl TensorMap2d {
     /// Checks the rules `cuTensorMapEncodeTiled` enforces for a 128-byte swizzled map, so that a
     /// violation is our error with a reason instead of the driver's bare `CUDA_ERROR_INVALID_VALUE`.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::wgmma::TensorMap2d;
+    /// let good = TensorMap2d { dims: [64, 64], row_stride_bytes: 128, box_dims: [64, 64], elem_bytes: 2 };
+    /// assert!(good.check().is_ok());
+    /// let err = |map: TensorMap2d| map.check().unwrap_err().to_string();
+    /// assert!(err(TensorMap2d { row_stride_bytes: 130, ..good }).contains("not a multiple of 16"));
+    /// assert!(err(TensorMap2d { row_stride_bytes: 112, ..good }).contains("shorter than a row"));
+    /// assert!(err(TensorMap2d { box_dims: [128, 64], ..good }).contains("exceed the 128-byte swizzle"));
+    /// ```
     pub fn check(&self) -> Result<()> {
         let problem = if !self.row_stride_bytes.is_multiple_of(STRIDE_GRANULE as u64) {
             Some(format!("row stride {} bytes is not a multiple of {STRIDE_GRANULE}", self.row_stride_bytes))
@@ -187,6 +256,18 @@ fn encode(base: u64, map: TensorMap2d, data_type: CUtensorMapDataType) -> Result
 /// The tensor maps of `A` and `B` for `op`, given the operands' device addresses and row
 /// lengths (elements): `A` is `m x lda`, K-major; `B` is `k x ldb` N-major (BF16) or `B^T`,
 /// `n x ldb` K-major (TF32).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, wgmma};
+/// use kernels::matmul::wgmma::Operand; // the `kernels` crate's operand types
+/// // BF16 operands of 1000 x 801 x 1203, rows padded to 16 bytes (808 and 1208 elements).
+/// let [a, b] = wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::Bf16, 808, 1208);
+/// assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 1616, [64, 128]));
+/// assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 2416, [64, 64]));
+/// assert!(a.check().is_ok() && b.check().is_ok());
+/// # Ok(()) }
+/// ```
 pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [TensorMap2d; 2] {
     let eb = op.bytes();
     let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
@@ -225,6 +306,16 @@ pub(super) fn upload_maps(gpu: &Gpu, maps: &[(TensorMap2d, u64, CUtensorMapDataT
 /// The map `wgmma_bf16` stores `C` through (`m x n` `f32`, boxes of 64 rows by 32 columns),
 /// when its rows are a multiple of 16 bytes (the TMA's stride rule; otherwise the kernel stores
 /// directly and reads no map).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, wgmma};
+/// let c = wgmma::c_map(MatmulShape::new(2100, 70, 300)?).unwrap();
+/// assert_eq!((c.dims, c.row_stride_bytes, c.box_dims), ([300, 2100], 1200, [32, 64]));
+/// // Rows of 257 floats are not a multiple of 16 bytes: no map, the kernel stores directly.
+/// assert!(wgmma::c_map(MatmulShape::new(129, 7, 257)?).is_none());
+/// # Ok(()) }
+/// ```
 pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
     shape.n.is_multiple_of(4).then(|| TensorMap2d {
         dims: [shape.n as u64, shape.m as u64],
@@ -238,6 +329,17 @@ pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
 /// ([`PROMOTED_BLOCK_ROWS`](kernels::matmul::wgmma::PROMOTED_BLOCK_ROWS)): `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of 32 of
 /// K by `a_box_rows` rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
 /// registers) in boxes of 32 columns by 32 of K.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, wgmma};
+/// // wgmma_tf32's maps of 1000 x 801 x 1203 (rows of 804 and 1204 floats), 256 rows of A per box.
+/// let [a, b] = wgmma::tensor_maps_rs(MatmulShape::new(1000, 801, 1203)?, 804, 1204, 256);
+/// assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 256]));
+/// assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 4816, [32, 32]));
+/// assert!(a.check().is_ok() && b.check().is_ok());
+/// # Ok(()) }
+/// ```
 pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, a_box_rows: u32) -> [TensorMap2d; 2] {
     let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
     [
@@ -252,6 +354,16 @@ pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, a_box_rows: 
 }
 
 /// The row lengths of `A'` and `B'` (rows padded to 16 bytes) and the bytes of both.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, wgmma};
+/// // A' is 1000 x 3k (2403, padded to 2404); B' is 3k x 1203 (padded to 1204).
+/// let (ld_a, ld_b, bytes) = wgmma::tf32x3_layout(MatmulShape::new(1000, 801, 1203)?);
+/// assert_eq!((ld_a, ld_b), (2404, 1204));
+/// assert_eq!(bytes, 4 * (1000 * 2404 + 2403 * 1204));
+/// # Ok(()) }
+/// ```
 pub fn tf32x3_layout(shape: MatmulShape) -> (usize, usize, u64) {
     let (ld_a, ld_b) = (padded_row_len(3 * shape.k, 4), padded_row_len(shape.n, 4));
     (ld_a, ld_b, 4 * (shape.m as u64 * ld_a as u64 + 3 * shape.k as u64 * ld_b as u64))
