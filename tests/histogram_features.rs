@@ -1,3 +1,6 @@
+// Over 600 lines: one specification per feature (weights, edges, channels, packed counters, 2-D,
+// segments, the sorted tier's waves, streaming), each a few tests sharing the input helpers at the
+// top.
 //! Issue 22's histogram features on the GPU against their CPU references: weights (within the
 //! stated bound of exact sums, and bit-exact where the sums are exact), bin edges (the edges
 //! themselves, values just inside and outside, NaN and infinities), interleaved channels (one to

@@ -1,3 +1,5 @@
+// Over 600 lines with its documentation: about 380 lines of code; the rest are doc comments with
+// examples and 260 lines of unit tests.
 //! Files in and out: 2-D `f32` matrices and histogram inputs as `.npy` files (headers parsed and
 //! files written by `npyz`), and raw little-endian files of a named element type.
 //!

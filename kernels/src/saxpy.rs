@@ -14,7 +14,7 @@
 //!
 //! # Host
 //! The kernel is declared outside `nvptx64`-only code, so that on the host this module holds
-//! the type [`saxpy`] (its name and parameter types), from which `host::saxpy` launches it with
+//! the type [`saxpy`] (its name and parameter types), from which `hopper_kernels::saxpy` launches it with
 //! argument types the compiler checks (`nvptx-launch`).
 
 /// PTX symbol of the kernel (the name of its function below).

@@ -1,3 +1,5 @@
+// Over 600 lines with its documentation: about 390 lines of code; the rest are doc comments with
+// examples and 240 lines of unit tests.
 //! `host matmul`: the ladder for one shape, from the CPU's triple loop through each kernel to
 //! cuBLAS, each timed with CUDA events and optionally checked against a float64 reference.
 

@@ -1,3 +1,5 @@
+// Over 600 lines with its documentation: about 360 lines of code; the rest are doc comments with
+// examples and 290 lines of unit tests.
 //! The matmul planner: from a variant, the shape, the device and the precision policy
 //! ([`PrecisionPolicy`]) to the kernel, its grid and its split of `k`. `auto` picks the kernel
 //! family by these rules, first match wins; under `highest` it skips the first:

@@ -95,6 +95,7 @@ pub const F32_UNDERFLOW_UNIT: f64 = 1.0 / (1u128 << 100) as f64 / (1u64 << 50) a
 /// use hopper_kernels::matmul::PrecisionPolicy;
 /// assert_eq!(PrecisionPolicy::default(), PrecisionPolicy::High);
 /// assert_eq!("highest".parse::<PrecisionPolicy>().unwrap(), PrecisionPolicy::Highest);
+/// assert_eq!("HIGH".parse::<PrecisionPolicy>().unwrap(), PrecisionPolicy::High); // any case, as every named enum
 /// assert!("fast".parse::<PrecisionPolicy>().unwrap_err().contains("highest, high, medium"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
@@ -152,7 +153,7 @@ impl std::str::FromStr for PrecisionPolicy {
     fn from_str(text: &str) -> Result<Self, String> {
         Self::ALL
             .into_iter()
-            .find(|p| p.name() == text)
+            .find(|p| p.name().eq_ignore_ascii_case(text))
             .ok_or_else(|| format!("unknown precision policy `{text}`: choose from highest, high, medium"))
     }
 }

@@ -1,3 +1,5 @@
+// Over 600 lines with its documentation: about 460 lines of code; the rest are doc comments (launch
+// contracts, the algorithm) and 120 lines of unit tests.
 //! Histograms of `u8`, `u16`, `i32` and `f32` inputs, in five tiers chosen by the bin count:
 //! `histogram_shared_*`, `histogram_cluster_*` and `histogram_global_*` here (after the CUDA C++
 //! Programming Guide's "Distributed Shared Memory" histogram), and for bin counts beyond one

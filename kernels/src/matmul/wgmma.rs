@@ -1,3 +1,5 @@
+// Over 600 lines with its documentation: about 470 lines of code; the rest are doc comments (launch
+// contracts, the algorithm) and 40 lines of unit tests.
 //! `wgmma_bf16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core matrix products,
 //! `C = A * B` with `f32` accumulation and output, operands copied by the TMA into a ring of
 //! shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build into the
