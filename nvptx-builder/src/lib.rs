@@ -108,8 +108,12 @@ impl Profile {
     /// The profile [`PROFILE_ENV`] asks for, if it is set (and not empty).
     ///
     /// ```
-    /// // Unset in doc tests: the builder's default, release, applies.
-    /// assert_eq!(nvptx_builder::Profile::from_env()?.unwrap_or_default(), nvptx_builder::Profile::Release);
+    /// use nvptx_builder::{PROFILE_ENV, Profile};
+    /// // Whatever this run's environment says (`cargo xtask test` sets checked), read the same way.
+    /// let set = std::env::var(PROFILE_ENV).ok().filter(|v| !v.trim().is_empty());
+    /// assert_eq!(Profile::from_env()?, set.map(|v| Profile::parse(&v)).transpose()?);
+    /// // Unset, the builder's default applies: release.
+    /// assert_eq!(Profile::default(), Profile::Release);
     /// # Ok::<(), nvptx_builder::Error>(())
     /// ```
     pub fn from_env() -> Result<Option<Self>, Error> {
