@@ -546,6 +546,12 @@ impl WeightedReference {
     /// assert_eq!(1e16f64 + 1.0 - 1e16, 0.0);
     /// assert_eq!(r.sums, [1.0, 0.0]);
     /// assert_eq!(r.counts, [3, 0]);
+    /// // Infinite weights make infinite sums, as numpy's; inf and -inf in one bin make NaN.
+    /// let inf = f32::INFINITY;
+    /// let items = [(Some(0), inf), (Some(0), 1.0), (Some(1), -inf), (Some(2), inf), (Some(2), -inf)];
+    /// let r = WeightedReference::from_bins(3, items);
+    /// assert_eq!((r.sums[0], r.sums[1]), (f64::INFINITY, f64::NEG_INFINITY));
+    /// assert!(r.sums[2].is_nan());
     /// ```
     pub fn from_bins(bins: usize, items: impl IntoIterator<Item = (Option<u32>, f32)>) -> Self {
         let mut r = WeightedReference { sums: vec![0.0; bins], abs_sums: vec![0.0; bins], counts: vec![0; bins] };
@@ -563,7 +569,7 @@ impl WeightedReference {
             }
         }
         for (s, l) in r.sums.iter_mut().zip(low) {
-            *s += l;
+            *s += if s.is_finite() { l } else { 0.0 };
         }
         r
     }
