@@ -585,6 +585,10 @@ impl WeightedReference {
     /// let d = r.first_difference(&[1.0 + 64.0], 10).unwrap();
     /// assert!(d.starts_with("bin 0 sums 6.5e1 instead of 1e0: off by 6.4e1"), "{d}");
     /// assert_eq!(r.first_difference(&[], 10).unwrap(), "0 sums came back, 1 expected");
+    /// // An infinite sum is matched only by the same infinity: the bound (infinite) allows no other.
+    /// let inf = WeightedReference::from_bins(1, [(Some(0), f32::INFINITY), (Some(0), 2.0)]);
+    /// assert_eq!(inf.first_difference(&[f64::INFINITY], 10), None);
+    /// assert!(inf.first_difference(&[1e300], 10).is_some());
     /// ```
     pub fn first_difference(&self, got: &[f64], partials: u64) -> Option<String> {
         if got.len() != self.sums.len() {
@@ -593,7 +597,7 @@ impl WeightedReference {
         (0..got.len()).find_map(|b| {
             let bound = kernel::error_bound(self.counts[b], partials, self.abs_sums[b]);
             let (g, w) = (got[b], self.sums[b]);
-            let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= bound;
+            let ok = g == w || (g.is_nan() && w.is_nan()) || (w.is_finite() && (g - w).abs() <= bound);
             (!ok).then(|| {
                 format!("bin {b} sums {g:e} instead of {w:e}: off by {:e}, the bound is {bound:e}", (g - w).abs())
             })
