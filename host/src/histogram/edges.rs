@@ -441,6 +441,7 @@ impl std::fmt::Display for EdgesPlan {
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Error;
 /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
 /// let limits = HistogramLimits::H100;
@@ -453,6 +454,7 @@ impl std::fmt::Display for EdgesPlan {
 /// assert!(err.contains("at most 24959 bins on this device"), "{err}");
 /// let global = LaunchRequest { global: Some(true), ..open };
 /// assert!(plan_edges_for(&limits, &model, InputType::F32, 256, &global).is_err());
+/// assert!(matches!(plan_edges_for(&limits, &model, InputType::F32, 0, &open), Err(Error::ZeroDimension { .. })));
 /// # Ok(()) }
 /// ```
 pub fn plan_edges_for(
@@ -462,6 +464,7 @@ pub fn plan_edges_for(
     bins: u32,
     request: &LaunchRequest,
 ) -> Result<EdgesPlan> {
+    super::check_bins(bins as usize)?;
     if request.packing.is_some() || request.global.is_some() || request.aggregate.is_some() {
         return Err(Error::InvalidArgument(
             "--packing, the global tier and --aggregate do not apply to edges: their counters are u32 in shared memory"
