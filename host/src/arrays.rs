@@ -3,6 +3,21 @@
 //! none negative), and 2-D pairs (`float32`). `.npy` files of any shape in C order (read as their
 //! flat values), or raw little-endian `float32` files for weights and pairs. Every refusal names
 //! the file and the problem, as [`crate::io`]'s do.
+//!
+//! ```
+//! # fn main() -> hopper_kernels::Result<()> {
+//! use hopper_kernels::arrays::{read_edges, read_f32_values};
+//! use hopper_kernels::histogram::{Binning, Values, weighted::weighted_histogram_cpu};
+//! use hopper_kernels::io::write_npy;
+//! let dir = tempfile::tempdir().unwrap();
+//! let weights = dir.path().join("weights.npy");
+//! write_npy(&weights, &[3], &[0.5f32, 2.0, -1.0])?;
+//! let r = weighted_histogram_cpu(Values::U8(&[0, 1, 1]), &read_f32_values(&weights)?, &Binning::integers(2));
+//! assert_eq!(r.sums, [0.5, 1.0]);
+//! // Edges from a file, or written out.
+//! assert_eq!(read_edges("0,1,10")?.bins(), 2);
+//! # Ok(()) }
+//! ```
 
 use crate::error::{Error, Result};
 use crate::histogram::edges::BinEdges;
@@ -24,6 +39,25 @@ fn is_npy(path: &Path) -> Result<bool> {
 }
 
 /// Every `f32` of a `.npy` `float32` file or a raw little-endian `f32` file.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{arrays::read_f32_values, io::write_npy};
+/// let dir = tempfile::tempdir().unwrap();
+/// // A .npy file of any shape gives its values in C order.
+/// let npy = dir.path().join("w.npy");
+/// write_npy(&npy, &[2, 2], &[1.0f32, 2.0, 3.0, 4.0])?;
+/// assert_eq!(read_f32_values(&npy)?, [1.0, 2.0, 3.0, 4.0]);
+/// // Any other file is raw little-endian f32.
+/// let raw = dir.path().join("w.f32");
+/// std::fs::write(&raw, [1.5f32, -2.0].iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+/// assert_eq!(read_f32_values(&raw)?, [1.5, -2.0]);
+/// let ints = dir.path().join("i.npy");
+/// write_npy(&ints, &[1], &[7i32])?;
+/// let err = read_f32_values(&ints).unwrap_err().to_string();
+/// assert!(err.contains("i.npy") && err.contains("holds i32 values: give float32 ('<f4')"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn read_f32_values(path: &Path) -> Result<Vec<f32>> {
     let file = if is_npy(path)? { DataFile::open_npy(path)? } else { DataFile::open_raw(path, ElementType::F32)? };
     if file.element() != ElementType::F32 {
@@ -56,6 +90,23 @@ fn descr(npy: &npyz::NpyFile<BufReader<File>>) -> String {
 
 /// Bin edges from a `.npy` file (`float32`, or `float64` values that are all exactly `float32`)
 /// or from a list written `0,0.5,1`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{arrays::read_edges, io::write_npy};
+/// assert_eq!(read_edges("0,0.5,2")?.edges(), [0.0, 0.5, 2.0]);
+/// let dir = tempfile::tempdir().unwrap();
+/// let (f4, f8) = (dir.path().join("e4.npy"), dir.path().join("e8.npy"));
+/// write_npy(&f4, &[3], &[0.0f32, 0.5, 2.0])?;
+/// assert_eq!(read_edges(f4.to_str().unwrap())?.bins(), 2);
+/// // numpy's default float64 edges are taken where each is exactly a float32.
+/// write_npy(&f8, &[3], &[0.0f64, 0.25, 1.0])?;
+/// assert_eq!(read_edges(f8.to_str().unwrap())?.edges(), [0.0, 0.25, 1.0]);
+/// write_npy(&f8, &[2], &[0.0f64, 0.1])?;
+/// let err = read_edges(f8.to_str().unwrap()).unwrap_err().to_string();
+/// assert!(err.contains("e8.npy") && err.contains("edge 1 (0.1) is not exactly a float32"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn read_edges(source: &str) -> Result<BinEdges> {
     let path = Path::new(source);
     if !path.exists() && source.contains(',') {
@@ -75,6 +126,23 @@ pub fn read_edges(source: &str) -> Result<BinEdges> {
 
 /// Segment offsets from a `.npy` file of any integer dtype (`int64` from numpy by default), none
 /// negative.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::{arrays::read_offsets, io::write_npy};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("offsets.npy");
+/// write_npy(&path, &[4], &[0i64, 3, 3, 6])?; // numpy.save of np.array([0, 3, 3, 6])
+/// assert_eq!(read_offsets(&path)?, [0, 3, 3, 6]);
+/// write_npy(&path, &[2], &[0u32, 7])?;
+/// assert_eq!(read_offsets(&path)?, [0, 7]);
+/// write_npy(&path, &[2], &[0i64, -1])?;
+/// assert!(read_offsets(&path).unwrap_err().to_string().contains("offset 1 is -1: offsets cannot be negative"));
+/// write_npy(&path, &[1], &[0.5f32])?;
+/// let err = read_offsets(&path).unwrap_err().to_string();
+/// assert!(err.contains("dtype <f4: offsets are int64, uint64, int32 or uint32"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn read_offsets(path: &Path) -> Result<Vec<u64>> {
     let npy = open_npy(path)?;
     let d = descr(&npy);
@@ -96,6 +164,22 @@ pub fn read_offsets(path: &Path) -> Result<Vec<u64>> {
 
 /// Every value of a histogram input file, read whole (for the features that do not stream:
 /// weights and segments).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::arrays::read_all_values;
+/// use hopper_kernels::histogram::ValuesBuf;
+/// use hopper_kernels::io::{DataFile, ElementType, write_npy};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("v.npy");
+/// write_npy(&path, &[2, 2], &[1u16, 2, 3, 65_535])?;
+/// assert_eq!(read_all_values(&DataFile::open(&path, None)?)?, ValuesBuf::U16(vec![1, 2, 3, 65_535]));
+/// // Raw files are read as the type they are opened as.
+/// let raw = dir.path().join("v.bin");
+/// std::fs::write(&raw, [1u8, 0, 0, 0, 255, 255, 255, 255]).unwrap();
+/// assert_eq!(read_all_values(&DataFile::open(&raw, Some(ElementType::I32))?)?, ValuesBuf::I32(vec![1, -1]));
+/// # Ok(()) }
+/// ```
 pub fn read_all_values(file: &DataFile) -> Result<ValuesBuf> {
     let len = usize::try_from(file.len())
         .map_err(|_| file_error(file.path(), format!("{} values do not fit in this machine's memory", file.len())))?;

@@ -25,6 +25,18 @@ use std::sync::Arc;
 
 /// How values interleave: `channels` channels (value `i` of channel `i % channels`), of which the
 /// first `active` get a histogram.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Binning, Values, channels::{ChannelLayout, channels_histogram_cpu}};
+/// // RGB of RGBA pixels: values 0, 4, 8... are red, 3, 7, 11... alpha (no histogram).
+/// let rgb = ChannelLayout::new(4, 3)?;
+/// let pixels = [255u8, 0, 0, 255, 0, 255, 0, 128];
+/// let counts = channels_histogram_cpu(Values::U8(&pixels), &Binning::integers(256), rgb, 0);
+/// assert_eq!(counts.len(), 3 * 256);
+/// assert_eq!((counts[255], counts[256 + 255], counts[2 * 256]), (1, 1, 2));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChannelLayout {
     channels: u32,
@@ -58,17 +70,48 @@ impl ChannelLayout {
     pub const ONE: Self = Self { channels: 1, active: 1 };
 
     /// Interleaved channels.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::channels::ChannelLayout;
+    /// assert_eq!(ChannelLayout::new(4, 3).unwrap().channels(), 4);
+    /// assert_eq!(ChannelLayout::ONE.channels(), 1);
+    /// ```
     pub fn channels(&self) -> u32 {
         self.channels
     }
 
     /// Channels with a histogram, the first ones.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::channels::ChannelLayout;
+    /// assert_eq!(ChannelLayout::new(4, 3).unwrap().active(), 3);
+    /// let err = ChannelLayout::new(3, 4).unwrap_err().to_string();
+    /// assert!(err.contains("4 active channels of 3: use 1 to 3"), "{err}");
+    /// ```
     pub fn active(&self) -> u32 {
         self.active
     }
 }
 
 /// A planned channels launch, built only by [`plan_channels_for`] / [`plan_channels`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let rgba = ChannelLayout::new(4, 4)?;
+/// let plan =
+///     plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgba, &LaunchRequest::default())?;
+/// assert_eq!(
+///     plan.to_string(),
+///     "channels tier (4 of 4 channels), histogram_channels4_u8: 132 blocks x 1024 threads, \
+///      128.00 KiB shared per block (32 copies)"
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChannelsPlan {
     launch: KernelLaunch,
@@ -81,36 +124,142 @@ pub struct ChannelsPlan {
 
 impl ChannelsPlan {
     /// The kernel launch.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let rgba = ChannelLayout::new(4, 4)?;
+    /// let plan =
+    ///     plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgba, &LaunchRequest::default())?;
+    /// assert_eq!(plan.launch().kernel(), "histogram_channels4_u8");
+    /// // 32 copies of 4 x 256 u32 counters.
+    /// assert_eq!(plan.launch().shared_bytes(), 32 * 4 * 256 * 4);
+    /// # Ok(()) }
+    /// ```
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
     }
 
     /// The values' type.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let rgba = ChannelLayout::new(4, 4)?;
+    /// let plan =
+    ///     plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgba, &LaunchRequest::default())?;
+    /// assert_eq!(plan.element(), InputType::U8);
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> InputType {
         self.element
     }
 
     /// How values map to bins (every channel alike).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, binning_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// // Two interleaved f32 channels (x, y, x, y...), 64 bins each over [-1, 1].
+    /// let binning = binning_for(InputType::F32, 64, Some((-1.0, 1.0)))?;
+    /// let xy = ChannelLayout::new(2, 2)?;
+    /// let plan = plan_channels_for(&limits, &model, InputType::F32, binning, xy, &LaunchRequest::default())?;
+    /// assert_eq!(plan.binning(), binning);
+    /// # Ok(()) }
+    /// ```
     pub fn binning(&self) -> Binning {
         self.binning
     }
 
     /// The channels.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let rgb = ChannelLayout::new(4, 3)?;
+    /// let plan =
+    ///     plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgb, &LaunchRequest::default())?;
+    /// assert_eq!(plan.layout(), rgb);
+    /// # Ok(()) }
+    /// ```
     pub fn layout(&self) -> ChannelLayout {
         self.layout
     }
 
     /// Counters per word, as `log2`.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let one = ChannelLayout::ONE;
+    /// let packing = |bins| {
+    ///     plan_channels_for(&limits, &model, InputType::I32, Binning::integers(bins), one, &LaunchRequest::default())
+    ///         .map(|p| p.packing())
+    /// };
+    /// // u32 counters up to one block's 58,112; then 16-bit digits up to 116,224; then 8-bit.
+    /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_225)?), (0, 1, 2));
+    /// # Ok(()) }
+    /// ```
     pub fn packing(&self) -> u32 {
         self.packing
     }
 
     /// Counters of the output: `active * bins`, channel after channel.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let rgb = ChannelLayout::new(4, 3)?;
+    /// let plan =
+    ///     plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgb, &LaunchRequest::default())?;
+    /// assert_eq!(plan.counters(), 3 * 256);
+    /// # Ok(()) }
+    /// ```
     pub fn counters(&self) -> u64 {
         self.layout.active as u64 * self.binning.nbins as u64
     }
 
     /// Why this plan, in words (for `--plan`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let one = ChannelLayout::ONE;
+    /// let binning = Binning::integers(65_536);
+    /// let plan = plan_channels_for(&limits, &model, InputType::I32, binning, one, &LaunchRequest::default())?;
+    /// let reason = plan.reason(&limits);
+    /// let packed = "65536 counters exceed one block's 58112 u32 counters, so they are packed 2 to a word";
+    /// assert!(reason.contains(packed), "{reason}");
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         let counters = self.counters();
         let fit = match self.packing {
@@ -150,6 +299,31 @@ impl std::fmt::Display for ChannelsPlan {
 /// Plans a histogram of each active channel of interleaved `element` values by `binning`: `u32`
 /// counters where `active * bins` fit one block, else (one channel only) the narrowest packing
 /// that fits; `request` can fix the packing, threads, copies and blocks per SM.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels_for};
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// // RGBA pixels: one kernel reads all four channels, 32 copies of their counters per block.
+/// let rgba = ChannelLayout::new(4, 4)?;
+/// let plan = plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgba, &open)?;
+/// assert_eq!((plan.launch().kernel(), plan.counters(), plan.launch().copies()), ("histogram_channels4_u8", 1024, 32));
+/// // One channel past one block's u32 counters: 16-bit packed counters.
+/// let one = ChannelLayout::ONE;
+/// let plan = plan_channels_for(&limits, &model, InputType::I32, Binning::integers(65_536), one, &open)?;
+/// assert_eq!((plan.launch().kernel(), plan.packing()), ("histogram_packed_i32", 1));
+/// // Packing is for one channel; past 8-bit digits a block holds no more.
+/// let two = ChannelLayout::new(2, 2)?;
+/// let err = plan_channels_for(&limits, &model, InputType::U16, Binning::integers(65_536), two, &open).unwrap_err();
+/// assert!(err.to_string().contains("packing applies to one channel only"), "{err}");
+/// let err = plan_channels_for(&limits, &model, InputType::I32, Binning::integers(232_449), one, &open).unwrap_err();
+/// assert!(err.to_string().contains("use the sorted tier"), "{err}");
+/// # Ok(()) }
+/// ```
 pub fn plan_channels_for(
     limits: &HistogramLimits,
     occupancy: &dyn Occupancy,
@@ -218,6 +392,19 @@ pub fn plan_channels_for(
 }
 
 /// [`plan_channels_for`] on the opened device, with its occupancy query for the kernel that runs.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::channels::{ChannelLayout, plan_channels};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// let gpu = Gpu::open(0)?;
+/// let rgba = ChannelLayout::new(4, 4)?;
+/// let plan = plan_channels(&gpu, InputType::U8, Binning::integers(256), rgba, &LaunchRequest::default())?;
+/// println!("{plan}: {}", plan.reason(&HistogramLimits::of(&gpu)?));
+/// # Ok(()) }
+/// ```
 pub fn plan_channels(
     gpu: &Gpu,
     element: InputType,
@@ -237,6 +424,24 @@ pub fn plan_channels(
 /// Enqueues the planned kernel on `stream`: counts each active channel of `values` (value `i` of
 /// channel `(phase + i) % channels`) into `counts` (`active * bins` `u32`, channel after channel),
 /// without zeroing them first. Values must start 16-byte aligned; nothing is launched for none.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::channels::{ChannelLayout, channels_histogram_cpu, launch_channels, plan_channels};
+/// use hopper_kernels::histogram::device_values::DeviceValues;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{Binning, InputType, Values};
+/// let gpu = Gpu::open(0)?;
+/// let (rgb, binning) = (ChannelLayout::new(4, 3)?, Binning::integers(256));
+/// let plan = plan_channels(&gpu, InputType::U8, binning, rgb, &LaunchRequest::default())?;
+/// let pixels: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 256) as u8).collect();
+/// let values = gpu.upload(&pixels)?;
+/// let mut counts = gpu.zeros::<u32>(plan.counters() as usize)?;
+/// launch_channels(&gpu, &plan, gpu.stream(), &DeviceValues::u8(&values.as_view()), 0, &mut counts.as_view_mut())?;
+/// assert_eq!(gpu.download(&counts)?, channels_histogram_cpu(Values::U8(&pixels), &binning, rgb, 0));
+/// # Ok(()) }
+/// ```
 pub fn launch_channels(
     gpu: &Gpu,
     plan: &ChannelsPlan,
@@ -307,6 +512,14 @@ pub fn channels_histogram(gpu: &Gpu, values: Values<'_>, binning: Binning, layou
 }
 
 /// Fails unless `n` values are whole pixels of `layout`'s channels.
+///
+/// ```
+/// use hopper_kernels::histogram::channels::{ChannelLayout, check_whole_pixels};
+/// let rgba = ChannelLayout::new(4, 4).unwrap();
+/// assert!(check_whole_pixels(12, rgba).is_ok());
+/// let err = check_whole_pixels(13, rgba).unwrap_err().to_string();
+/// assert_eq!(err, "invalid argument: 13 values are not whole pixels of 4 channels (1 left over)");
+/// ```
 pub fn check_whole_pixels(n: u64, layout: ChannelLayout) -> Result<()> {
     if !n.is_multiple_of(layout.channels as u64) {
         return Err(Error::InvalidArgument(format!(
@@ -320,6 +533,20 @@ pub fn check_whole_pixels(n: u64, layout: ChannelLayout) -> Result<()> {
 
 /// The channels' histograms on the CPU (value `i` of channel `(phase + i) % channels`), as the
 /// kernels count them: `active * bins` counts, channel after channel.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Binning, Values, channels::{ChannelLayout, channels_histogram_cpu}};
+/// let v = [0u8, 1, 2, 3, 4, 5, 255, 7, 8];
+/// let layout = ChannelLayout::new(3, 2)?; // 3 channels, histograms of the first 2
+/// // Channel 0: 0, 3, 255 (clamped into bin 3); channel 1: 1, 4, 7.
+/// let counts = channels_histogram_cpu(Values::U8(&v), &Binning::integers(4), layout, 0);
+/// assert_eq!(counts, [1, 0, 0, 2, 0, 1, 0, 2]);
+/// // Phase 2: value 0 is channel 2 (no histogram); channel 0 is 1, 4, 7; channel 1 is 2, 5, 8.
+/// let shifted = channels_histogram_cpu(Values::U8(&v), &Binning::integers(4), layout, 2);
+/// assert_eq!(shifted, [0, 1, 0, 2, 0, 0, 1, 2]);
+/// # Ok(()) }
+/// ```
 pub fn channels_histogram_cpu(values: Values<'_>, binning: &Binning, layout: ChannelLayout, phase: u32) -> Vec<u32> {
     let bins = binning.nbins as usize;
     let mut counts = vec![0u32; layout.active as usize * bins];
@@ -336,6 +563,45 @@ pub fn channels_histogram_cpu(values: Values<'_>, binning: &Binning, layout: Cha
 
 /// Counting channels as a [`ChunkKernel`]: the chunks of a streamed file
 /// ([`crate::histogram::stream::histogram_file_with`]), each with the phase of its first value.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsChunks, plan_channels_for};
+/// use hopper_kernels::histogram::stream::ChunkKernel;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let rgb = ChannelLayout::new(4, 3)?;
+/// let plan =
+///     plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgb, &LaunchRequest::default())?;
+/// let kernel = ChannelsChunks { plan: &plan };
+/// assert_eq!((kernel.element(), kernel.counters()), (InputType::U8, 768));
+/// # Ok(()) }
+/// ```
+///
+/// Streaming a file of RGBA pixels on the GPU:
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsChunks, check_whole_pixels, plan_channels};
+/// use hopper_kernels::histogram::stream::{StreamOptions, histogram_file_with};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{Binning, InputType};
+/// use hopper_kernels::io::{DataFile, ElementType};
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// let file = DataFile::open(Path::new("frames.rgba"), Some(ElementType::U8))?;
+/// let rgba = ChannelLayout::new(4, 4)?;
+/// check_whole_pixels(file.len(), rgba)?;
+/// let plan = plan_channels(&gpu, InputType::U8, Binning::integers(256), rgba, &LaunchRequest::default())?;
+/// let report =
+///     histogram_file_with(&gpu, &ChannelsChunks { plan: &plan }, &file, StreamOptions::default(), &mut |_| {})?;
+/// let alpha = &report.counts[3 * 256..];
+/// println!("opaque pixels: {}", alpha[255]);
+/// # Ok(()) }
+/// ```
 pub struct ChannelsChunks<'a> {
     /// The plan.
     pub plan: &'a ChannelsPlan,

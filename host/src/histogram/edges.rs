@@ -20,6 +20,16 @@ use kernels::histogram::edges::{self as kernel, EdgeValue};
 use std::sync::Arc;
 
 /// Sorted, strictly increasing, finite `f32` bin edges, at least two: `edges.len() - 1` bins.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Values, edges::{BinEdges, edges_histogram_cpu}};
+/// // numpy.histogram(values, bins=[0, 1, 2.5, 4]): the last bin holds its right edge.
+/// let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0])?;
+/// assert_eq!(edges.bins(), 3);
+/// assert_eq!(edges_histogram_cpu(Values::F32(&[0.0, 1.0, 2.4, 4.0, 4.5]), &edges), [1, 2, 1]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct BinEdges {
     edges: Vec<f32>,
@@ -61,6 +71,14 @@ impl BinEdges {
 
     /// Edges given as `f64` (numpy's default dtype), each of which must be an `f32` exactly: the
     /// kernels compare with `f32` edges, and a rounded edge would move values between bins.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// assert_eq!(BinEdges::from_f64(&[0.0, 0.5, 0.75]).unwrap().edges(), [0.0, 0.5, 0.75]);
+    /// // 0.1 has no exact float32: the nearest would move values between bins.
+    /// let err = BinEdges::from_f64(&[0.0, 0.1]).unwrap_err().to_string();
+    /// assert!(err.contains("edge 1 (0.1) is not exactly a float32 (the nearest is 0.1)"), "{err}");
+    /// ```
     pub fn from_f64(edges: &[f64]) -> Result<Self> {
         let mut out = Vec::with_capacity(edges.len());
         for (i, &e) in edges.iter().enumerate() {
@@ -76,6 +94,13 @@ impl BinEdges {
     }
 
     /// Parses edges written `0,0.5,1.5` (at least two).
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// assert_eq!(BinEdges::parse(" -1, 0.5 ,2").unwrap().edges(), [-1.0, 0.5, 2.0]);
+    /// assert!(BinEdges::parse("0,x").unwrap_err().to_string().contains("edge 'x' in '0,x'"));
+    /// assert!(BinEdges::parse("3").unwrap_err().to_string().contains("at least two edges"));
+    /// ```
     pub fn parse(text: &str) -> Result<Self> {
         let edges = text
             .split(',')
@@ -89,26 +114,72 @@ impl BinEdges {
     }
 
     /// Bins: one fewer than the edges.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// assert_eq!(BinEdges::parse("0,1,10,100")?.bins(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> u32 {
         self.edges.len() as u32 - 1
     }
 
     /// The edges.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// // Edges are float32: 16,777,217 has none, and rounds to 16,777,216.
+    /// let edges = BinEdges::parse("0,16777217,3e9")?;
+    /// assert_eq!(edges.edges(), [0.0, 16_777_216.0, 3e9]);
+    /// # Ok(()) }
+    /// ```
     pub fn edges(&self) -> &[f32] {
         &self.edges
     }
 
     /// The first edge.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// assert_eq!(BinEdges::parse("-1,0,1")?.lo(), -1.0);
+    /// # Ok(()) }
+    /// ```
     pub fn lo(&self) -> f32 {
         self.edges[0]
     }
 
     /// The last edge (in the last bin).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// let edges = BinEdges::parse("-1,0,1")?;
+    /// assert_eq!(edges.hi(), 1.0);
+    /// assert_eq!(edges.bin_of(edges.hi()), Some(1)); // in the last bin
+    /// # Ok(()) }
+    /// ```
     pub fn hi(&self) -> f32 {
         self.edges[self.edges.len() - 1]
     }
 
     /// `numpy.histogram`'s bin of a value of type `T`: `None` outside `[lo, hi]` and for NaN.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::edges::BinEdges;
+    /// let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0])?;
+    /// assert_eq!(edges.bin_of(2.5f32), Some(2));
+    /// assert_eq!(edges.bin_of(4.0f32), Some(2)); // the last edge closes the last bin
+    /// assert_eq!((edges.bin_of(4.0001f32), edges.bin_of(f32::NAN), edges.bin_of(-0.0f32)), (None, None, Some(0)));
+    /// assert_eq!((edges.bin_of(1u8), edges.bin_of(5u16), edges.bin_of(-1i32)), (Some(1), None, None));
+    /// // i32 values compare with the edges exactly, not rounded to f32.
+    /// let wide = BinEdges::new(vec![0.0, 16_777_216.0, 3e9])?;
+    /// assert_eq!((wide.bin_of(16_777_215i32), wide.bin_of(16_777_216i32)), (Some(0), Some(1)));
+    /// # Ok(()) }
+    /// ```
     pub fn bin_of<T: EdgeValue>(&self, v: T) -> Option<u32> {
         kernel::edge_bin(v, &self.edges)
     }
@@ -116,6 +187,19 @@ impl BinEdges {
 
 /// The lookup table of [`kernels::histogram::edges`] for one input type: entry `c` is the bin of
 /// the smallest value of the type in cell `c` or later.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{InputType, edges::{BinEdges, EdgeTable}};
+/// let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0])?;
+/// // 8 cells of width 0.5 over [0, 4]: a value in cell c lies in bins entries[c] to entries[c + 1].
+/// let table = EdgeTable::new(&edges, InputType::F32, 8);
+/// assert_eq!(table.entries(), [0, 0, 1, 1, 1, 2, 2, 2, 2]);
+/// let (v, c) = (2.7f32, (2.7f32 * table.scale()) as usize);
+/// let bin = edges.bin_of(v).unwrap();
+/// assert!(table.entries()[c] <= bin && bin <= table.entries()[c + 1]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct EdgeTable {
     table: Vec<u32>,
@@ -124,6 +208,16 @@ pub struct EdgeTable {
 
 impl EdgeTable {
     /// The table of `cells` cells over `edges` for `element` values.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, EdgeTable}};
+    /// let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0])?;
+    /// // Cell 1 is [0.5, 1): its smallest f32 is 0.5 (bin 0), its smallest u8 is 1 (bin 1).
+    /// assert_eq!(EdgeTable::new(&edges, InputType::F32, 8).entries()[1], 0);
+    /// assert_eq!(EdgeTable::new(&edges, InputType::U8, 8).entries(), [0, 1, 1, 1, 1, 2, 2, 2, 2]);
+    /// # Ok(()) }
+    /// ```
     pub fn new(edges: &BinEdges, element: InputType, cells: u32) -> Self {
         fn build<T: EdgeValue>(edges: &BinEdges, cells: u32) -> EdgeTable {
             let (lo, hi, last) = (edges.lo(), edges.hi(), edges.bins() - 1);
@@ -149,16 +243,45 @@ impl EdgeTable {
     }
 
     /// The entries: `cells + 1` bins.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, EdgeTable}};
+    /// let edges = BinEdges::new((0..=256).map(|i| (i as f32 / 256.0).powi(2)).collect())?;
+    /// let table = EdgeTable::new(&edges, InputType::F32, 1024);
+    /// let entries = table.entries();
+    /// assert_eq!(entries.len(), 1025);
+    /// assert!(entries.windows(2).all(|w| w[0] <= w[1]));
+    /// assert_eq!((entries[0], entries[1024]), (0, 255));
+    /// # Ok(()) }
+    /// ```
     pub fn entries(&self) -> &[u32] {
         &self.table
     }
 
     /// The cells' `f32` scale.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, EdgeTable}};
+    /// // 8 cells over [0, 4]: 2 cells per unit.
+    /// let table = EdgeTable::new(&BinEdges::new(vec![0.0, 1.0, 4.0])?, InputType::F32, 8);
+    /// assert_eq!(table.scale(), 2.0);
+    /// # Ok(()) }
+    /// ```
     pub fn scale(&self) -> f32 {
         self.scale
     }
 
     /// Cells.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, EdgeTable}};
+    /// let table = EdgeTable::new(&BinEdges::new(vec![0.0, 1.0, 4.0])?, InputType::I32, 64);
+    /// assert_eq!((table.cells(), table.entries().len()), (64, 65));
+    /// # Ok(()) }
+    /// ```
     pub fn cells(&self) -> u32 {
         self.table.len() as u32 - 1
     }
@@ -166,6 +289,18 @@ impl EdgeTable {
 
 /// The most bins the edges kernel holds in one block's shared memory (one copy of the counters,
 /// the edges and the table).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::{max_bins, plan_edges_for}};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// assert_eq!(max_bins(&limits), 24_959);
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_959, &LaunchRequest::default()).is_ok());
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_960, &LaunchRequest::default()).is_err());
+/// # Ok(()) }
+/// ```
 pub fn max_bins(limits: &HistogramLimits) -> u32 {
     let fits = |b: u32| kernel::shared_bytes(b, kernel::cells_for(b), 1) <= limits.max_shared_per_block_optin as u64;
     let (mut lo, mut hi) = (1u32, limits.max_shared_per_block_optin / 4);
@@ -177,6 +312,20 @@ pub fn max_bins(limits: &HistogramLimits) -> u32 {
 }
 
 /// A planned edges launch, built only by [`plan_edges_for`] / [`plan_edges`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 1025 table entries.
+/// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
+/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 1024, 32));
+/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 1025));
+/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 1024 cells), histogram_edges_f32"));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EdgesPlan {
     launch: KernelLaunch,
@@ -188,26 +337,86 @@ pub struct EdgesPlan {
 
 impl EdgesPlan {
     /// The kernel launch.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan = plan_edges_for(&limits, &model, InputType::I32, 1000, &LaunchRequest::default())?;
+    /// assert_eq!(plan.launch().kernel(), "histogram_edges_i32");
+    /// # Ok(()) }
+    /// ```
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
     }
 
     /// The values' type.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan = plan_edges_for(&limits, &model, InputType::U16, 10, &LaunchRequest::default())?;
+    /// assert_eq!(plan.element(), InputType::U16);
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> InputType {
         self.element
     }
 
     /// Bins.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::{BinEdges, plan_edges_for}};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let edges = BinEdges::parse("0,1,2,4,8")?;
+    /// let plan = plan_edges_for(&limits, &model, InputType::F32, edges.bins(), &LaunchRequest::default())?;
+    /// assert_eq!(plan.bins(), 4); // the counts buffer holds 4 u32
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> u32 {
         self.bins
     }
 
     /// Cells of the lookup table.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// // Four cells per bin, from 64 to 8192.
+    /// let cells =
+    ///     |bins| plan_edges_for(&limits, &model, InputType::F32, bins, &LaunchRequest::default()).map(|p| p.cells());
+    /// assert_eq!((cells(4)?, cells(256)?, cells(10_000)?), (64, 1024, 8192));
+    /// # Ok(()) }
+    /// ```
     pub fn cells(&self) -> u32 {
         self.cells
     }
 
     /// Why this plan, in words (for `--plan`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
+    /// let reason = plan.reason(&limits);
+    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 1024 cells fit"), "{reason}");
+    /// assert!(reason.contains("(up to 24959 bins)"), "{reason}");
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         format!(
             "{} edges: counters ({} copies), edges and a table of {} cells fit in one block's shared memory (up to {} bins); a value is searched between two table entries, usually 0 or 1 comparisons; {} blocks of {} threads per SM ({} resident threads) is the occupancy query's best shape",
@@ -229,6 +438,25 @@ impl std::fmt::Display for EdgesPlan {
 }
 
 /// Plans a histogram of `element` values over `bins` bins of edges on a device with `limits`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Error;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &open)?;
+/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 1024));
+/// // More bins than one block holds, and options of other kernels, are refused.
+/// let err = plan_edges_for(&limits, &model, InputType::F32, 30_000, &open).unwrap_err().to_string();
+/// assert!(err.contains("at most 24959 bins on this device"), "{err}");
+/// let global = LaunchRequest { global: Some(true), ..open };
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 256, &global).is_err());
+/// assert!(matches!(plan_edges_for(&limits, &model, InputType::F32, 0, &open), Err(Error::ZeroDimension { .. })));
+/// # Ok(()) }
+/// ```
 pub fn plan_edges_for(
     limits: &HistogramLimits,
     occupancy: &dyn Occupancy,
@@ -236,6 +464,7 @@ pub fn plan_edges_for(
     bins: u32,
     request: &LaunchRequest,
 ) -> Result<EdgesPlan> {
+    super::check_bins(bins as usize)?;
     if request.packing.is_some() || request.global.is_some() || request.aggregate.is_some() {
         return Err(Error::InvalidArgument(
             "--packing, the global tier and --aggregate do not apply to edges: their counters are u32 in shared memory"
@@ -268,6 +497,18 @@ pub fn plan_edges_for(
 }
 
 /// [`plan_edges_for`] on the opened device, with its occupancy query for the kernel.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{InputType, edges::{BinEdges, plan_edges}};
+/// let gpu = Gpu::open(0)?;
+/// let edges = BinEdges::parse("0,0.5,2,10")?;
+/// let plan = plan_edges(&gpu, InputType::F32, edges.bins(), &LaunchRequest::default())?;
+/// println!("{plan}");
+/// # Ok(()) }
+/// ```
 pub fn plan_edges(gpu: &Gpu, element: InputType, bins: u32, request: &LaunchRequest) -> Result<EdgesPlan> {
     let limits = HistogramLimits::of(gpu)?;
     let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
@@ -276,6 +517,20 @@ pub fn plan_edges(gpu: &Gpu, element: InputType, bins: u32, request: &LaunchRequ
 
 /// Edges and their lookup table on the device, for one input type and table size; built only by
 /// [`DeviceEdges::new`], so that the table always belongs to the edges.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{InputType, edges::{BinEdges, DeviceEdges, plan_edges}};
+/// let gpu = Gpu::open(0)?;
+/// let edges = BinEdges::parse("0,0.5,2,10")?;
+/// let plan = plan_edges(&gpu, InputType::F32, edges.bins(), &LaunchRequest::default())?;
+/// // Uploaded once, with the table the plan's cells need; used by every launch of the plan.
+/// let device_edges = DeviceEdges::new(&gpu, &edges, plan.element(), plan.cells())?;
+/// assert_eq!(device_edges.bins(), 3);
+/// # Ok(()) }
+/// ```
 pub struct DeviceEdges {
     edges: CudaSlice<f32>,
     table: CudaSlice<u32>,
@@ -289,6 +544,19 @@ pub struct DeviceEdges {
 
 impl DeviceEdges {
     /// Builds the table of `cells` cells for `element` values over `edges` and uploads both.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, DeviceEdges}};
+    /// let gpu = Gpu::open(0)?;
+    /// let edges = BinEdges::parse("0,1,2.5,4")?;
+    /// let table_for_u8 = DeviceEdges::new(&gpu, &edges, InputType::U8, 64)?;
+    /// assert_eq!(table_for_u8.bins(), 3);
+    /// // 1 to 8192 cells.
+    /// assert!(DeviceEdges::new(&gpu, &edges, InputType::U8, 0).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn new(gpu: &Gpu, edges: &BinEdges, element: InputType, cells: u32) -> Result<Self> {
         if cells == 0 || cells > kernel::MAX_CELLS {
             return Err(Error::InvalidArgument(format!("{cells} cells: use 1 to {}", kernel::MAX_CELLS)));
@@ -307,6 +575,17 @@ impl DeviceEdges {
     }
 
     /// Bins.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, DeviceEdges}};
+    /// let gpu = Gpu::open(0)?;
+    /// let device_edges = DeviceEdges::new(&gpu, &BinEdges::parse("0,1,2.5,4")?, InputType::F32, 64)?;
+    /// let counts = gpu.zeros::<u32>(device_edges.bins() as usize)?; // what launch_edges fills
+    /// assert_eq!(counts.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> u32 {
         self.bins
     }
@@ -315,6 +594,24 @@ impl DeviceEdges {
 /// Enqueues the planned kernel on `stream`: counts `values` over the `edges` into `counts` (`bins`
 /// `u32`), without zeroing them first. Values must start 16-byte aligned; nothing is launched for
 /// no values.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::device_values::DeviceValues;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{InputType, edges::{BinEdges, DeviceEdges, launch_edges, plan_edges}};
+/// let gpu = Gpu::open(0)?;
+/// let edges = BinEdges::parse("0,0.5,2,10")?;
+/// let plan = plan_edges(&gpu, InputType::F32, edges.bins(), &LaunchRequest::default())?;
+/// let device_edges = DeviceEdges::new(&gpu, &edges, plan.element(), plan.cells())?;
+/// let values = gpu.upload(&[0.5f32, 0.49, 10.0, 11.0, f32::NAN])?;
+/// let mut counts = gpu.zeros::<u32>(edges.bins() as usize)?;
+/// let input = DeviceValues::f32(&values.as_view());
+/// launch_edges(&gpu, &plan, gpu.stream(), &input, &device_edges, &mut counts.as_view_mut())?;
+/// assert_eq!(gpu.download(&counts)?, [1, 1, 1]);
+/// # Ok(()) }
+/// ```
 pub fn launch_edges(
     gpu: &Gpu,
     plan: &EdgesPlan,
@@ -380,6 +677,16 @@ pub fn edges_histogram(gpu: &Gpu, values: Values<'_>, edges: &BinEdges) -> Resul
 }
 
 /// The histogram of `values` over `edges` on the CPU, by numpy's rule ([`BinEdges::bin_of`]).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{Values, edges::{BinEdges, edges_histogram_cpu}};
+/// let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0])?;
+/// let v = [0.0, 0.999, 1.0, 2.5, 4.0, 4.0001, -0.0, -1e-30, f32::NAN, f32::INFINITY];
+/// assert_eq!(edges_histogram_cpu(Values::F32(&v), &edges), [3, 1, 2]);
+/// assert_eq!(edges_histogram_cpu(Values::U8(&[0, 1, 2, 3, 4, 5]), &edges), [1, 2, 2]);
+/// # Ok(()) }
+/// ```
 pub fn edges_histogram_cpu(values: Values<'_>, edges: &BinEdges) -> Vec<u32> {
     fn count<T: EdgeValue>(values: &[T], edges: &BinEdges) -> Vec<u32> {
         let mut counts = vec![0u32; edges.bins() as usize];
@@ -400,6 +707,26 @@ pub fn edges_histogram_cpu(values: Values<'_>, edges: &BinEdges) -> Vec<u32> {
 
 /// Counting over edges as a [`ChunkKernel`]: the chunks of a streamed file
 /// ([`crate::histogram::stream::histogram_file_with`]).
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::stream::{StreamOptions, file_counts_cpu, histogram_file_with};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::edges::{BinEdges, DeviceEdges, EdgesChunks, edges_histogram_cpu, plan_edges};
+/// use hopper_kernels::io::DataFile;
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// let file = DataFile::open(Path::new("values.npy"), None)?; // float32, any size
+/// let edges = BinEdges::parse("0,0.5,2,10")?;
+/// let plan = plan_edges(&gpu, file.element().input_type(), edges.bins(), &LaunchRequest::default())?;
+/// let device_edges = DeviceEdges::new(&gpu, &edges, plan.element(), plan.cells())?;
+/// let kernel = EdgesChunks { plan: &plan, edges: &device_edges };
+/// let report = histogram_file_with(&gpu, &kernel, &file, StreamOptions::default(), &mut |_| {})?;
+/// let cpu = file_counts_cpu(&file, edges.bins() as usize, |_, values| edges_histogram_cpu(values, &edges))?;
+/// assert_eq!(report.counts, cpu);
+/// # Ok(()) }
+/// ```
 pub struct EdgesChunks<'a> {
     /// The plan.
     pub plan: &'a EdgesPlan,

@@ -19,6 +19,16 @@ use kernels::histogram::packed::{self, MAX_PACKING};
 use std::sync::Arc;
 
 /// Even bins over two ranges, `bx * by` of them, checked like one-dimensional `f32` ranges.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d_cpu};
+/// // numpy.histogram2d(x, y, bins=(2, 3), range=((0, 1), (0, 3))).ravel()
+/// let bins = Bins2d::new(2, 3, (0.0, 1.0), (0.0, 3.0))?;
+/// let (x, y) = ([0.0, 0.5, 1.0, 0.2, f32::NAN, 0.7], [0.0, 2.9, 3.0, 3.5, 1.0, 1.5]);
+/// assert_eq!(histogram2d_cpu(&x, &y, &bins), [1, 0, 0, 0, 1, 2]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bins2d {
     x: Axis,
@@ -55,28 +65,86 @@ impl Bins2d {
     }
 
     /// Bins in all: `bx * by`.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::Bins2d;
+    /// assert_eq!(Bins2d::new(256, 128, (0.0, 1.0), (-1.0, 1.0))?.bins(), 32_768);
+    /// // At most i32::MAX bins in all.
+    /// let err = Bins2d::new(65_536, 65_536, (0.0, 1.0), (0.0, 1.0)).unwrap_err().to_string();
+    /// assert!(err.contains("at most 2147483647 bins in all"), "{err}");
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> u32 {
         self.x.bins * self.y.bins
     }
 
     /// The x axis.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::Bins2d;
+    /// let x = Bins2d::new(10, 4, (0.0, 5.0), (0.0, 1.0))?.x();
+    /// assert_eq!((x.bins, x.lo, x.hi, x.scale), (10, 0.0, 5.0, 2.0));
+    /// # Ok(()) }
+    /// ```
     pub fn x(&self) -> Axis {
         self.x
     }
 
     /// The y axis.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::Bins2d;
+    /// let y = Bins2d::new(10, 4, (0.0, 5.0), (-1.0, 1.0))?.y();
+    /// assert_eq!((y.bins, y.lo, y.hi, y.scale), (4, -1.0, 1.0, 2.0));
+    /// assert!(Bins2d::new(10, 4, (0.0, 5.0), (1.0, 1.0)).unwrap_err().to_string().contains("y: range"));
+    /// # Ok(()) }
+    /// ```
     pub fn y(&self) -> Axis {
         self.y
     }
 
     /// The bin (row-major, `ix * by + iy`) of a pair, `None` when either coordinate is out of its
     /// range or NaN.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::Bins2d;
+    /// let bins = Bins2d::new(2, 3, (0.0, 1.0), (0.0, 3.0))?;
+    /// // x's bin 1, y's bin 2: row-major 1 * 3 + 2.
+    /// assert_eq!(bins.bin_of(0.7, 2.5), Some(5));
+    /// assert_eq!(bins.bin_of(1.0, 3.0), Some(5)); // each range's top is in its last bin
+    /// assert_eq!((bins.bin_of(1.1, 0.0), bins.bin_of(0.0, f32::NAN)), (None, None));
+    /// # Ok(()) }
+    /// ```
     pub fn bin_of(&self, x: f32, y: f32) -> Option<u32> {
         bin_2d(x, y, &self.x, &self.y)
     }
 }
 
 /// Where a 2-D histogram accumulates.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, Tier2d, plan_2d_for};
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::HistogramLimits;
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// let tier = |b: usize| {
+///     let bins = Bins2d::new(b, b, (0.0, 1.0), (0.0, 1.0))?;
+///     plan_2d_for(&limits, &model, bins, false, &open).map(|p| p.tier())
+/// };
+/// // u32 counters up to 58,112 bins, then 16-bit and 8-bit digits, then global memory.
+/// assert_eq!(tier(128)?, Tier2d::Shared { packing: 0 });
+/// assert_eq!(tier(256)?, Tier2d::Shared { packing: 1 });
+/// assert_eq!(tier(480)?, Tier2d::Shared { packing: 2 });
+/// assert_eq!(tier(1024)?, Tier2d::Global);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier2d {
     /// Block-private counters (`u32`, or packed `2^packing` to a word) or `f64` sums in shared
@@ -90,6 +158,25 @@ pub enum Tier2d {
 }
 
 /// A planned 2-D launch, built only by [`plan_2d_for`] / [`plan_2d`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, Tier2d, plan_2d_for};
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::HistogramLimits;
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// // 256 x 256 counts: 65,536 counters as 16-bit digits, 128 KiB per block.
+/// let plan = plan_2d_for(&limits, &model, Bins2d::new(256, 256, (0.0, 1.0), (0.0, 1.0))?, false, &open)?;
+/// assert_eq!(
+///     plan.to_string(),
+///     "2-D shared tier (16-bit packed counters), 256 x 256 bins, histogram_2d_f32: 132 blocks x 1024 threads, \
+///      128.00 KiB shared per block"
+/// );
+/// assert_eq!(plan.tier(), Tier2d::Shared { packing: 1 });
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hist2dPlan {
     launch: KernelLaunch,
@@ -102,26 +189,99 @@ pub struct Hist2dPlan {
 
 impl Hist2dPlan {
     /// The kernel launch.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// let bins = Bins2d::new(64, 64, (0.0, 1.0), (0.0, 1.0))?;
+    /// assert_eq!(plan_2d_for(&limits, &model, bins, false, &open)?.launch().kernel(), "histogram_2d_f32");
+    /// assert_eq!(plan_2d_for(&limits, &model, bins, true, &open)?.launch().kernel(), "histogram_2d_weighted_f32");
+    /// # Ok(()) }
+    /// ```
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
     }
 
     /// The bins.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// let bins = Bins2d::new(100, 50, (0.0, 1.0), (0.0, 1.0))?;
+    /// let plan = plan_2d_for(&limits, &model, bins, false, &open)?;
+    /// assert_eq!((plan.bins(), plan.bins().bins()), (bins, 5000)); // the output holds 5000 counts
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> Bins2d {
         self.bins
     }
 
     /// Where it accumulates.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, Tier2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// let bins = Bins2d::new(64, 64, (0.0, 1.0), (0.0, 1.0))?;
+    /// // Any bin count can go to global memory on request.
+    /// let global = LaunchRequest { global: Some(true), ..open };
+    /// assert_eq!(plan_2d_for(&limits, &model, bins, false, &global)?.tier(), Tier2d::Global);
+    /// # Ok(()) }
+    /// ```
     pub fn tier(&self) -> Tier2d {
         self.tier
     }
 
     /// Whether it sums weights (else counts).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// let bins = Bins2d::new(64, 64, (0.0, 1.0), (0.0, 1.0))?;
+    /// assert!(plan_2d_for(&limits, &model, bins, true, &open)?.weighted());
+    /// assert!(!plan_2d_for(&limits, &model, bins, false, &open)?.weighted());
+    /// # Ok(()) }
+    /// ```
     pub fn weighted(&self) -> bool {
         self.weighted
     }
 
     /// Partial sums added into each global sum (weighted shared tier: one per block and copy).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, Tier2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 64 x 64 f64 sums: 4 copies of 32 KiB per block, 132 blocks.
+    /// let plan = plan_2d_for(&limits, &model, Bins2d::new(64, 64, (0.0, 1.0), (0.0, 1.0))?, true, &open)?;
+    /// assert_eq!((plan.launch().copies(), plan.partial_sums()), (4, 132 * 4));
+    /// let plan = plan_2d_for(&limits, &model, Bins2d::new(256, 256, (0.0, 1.0), (0.0, 1.0))?, true, &open)?;
+    /// assert_eq!((plan.tier(), plan.partial_sums()), (Tier2d::Global, 0));
+    /// # Ok(()) }
+    /// ```
     pub fn partial_sums(&self) -> u64 {
         match self.tier {
             Tier2d::Shared { .. } => self.launch.blocks() as u64 * self.launch.copies() as u64,
@@ -130,6 +290,21 @@ impl Hist2dPlan {
     }
 
     /// Why this plan, in words (for `--plan`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// let plan = plan_2d_for(&limits, &model, Bins2d::new(1024, 1024, (0.0, 1.0), (0.0, 1.0))?, false, &open)?;
+    /// let reason = plan.reason(&limits);
+    /// assert!(reason.starts_with("1024 x 1024 = 1048576 bins: every pair adds into global memory"), "{reason}");
+    /// assert!(reason.contains("at most 232448 8-bit counters"), "{reason}");
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         let (bx, by, total) = (self.bins.x.bins, self.bins.y.bins, self.bins.bins());
         let shape = format!(
@@ -183,6 +358,28 @@ impl std::fmt::Display for Hist2dPlan {
 }
 
 /// Plans a 2-D histogram of `bins` (counts, or `weighted` sums) on a device with `limits`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, Tier2d, plan_2d_for};
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::HistogramLimits;
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// let bins = Bins2d::new(256, 256, (0.0, 1.0), (0.0, 1.0))?;
+/// assert_eq!(plan_2d_for(&limits, &model, bins, false, &open)?.tier(), Tier2d::Shared { packing: 1 });
+/// // f64 sums fit one block up to 29,056 bins: 65,536 are added in global memory.
+/// assert_eq!(plan_2d_for(&limits, &model, bins, true, &open)?.tier(), Tier2d::Global);
+/// // 8-bit digits on request; u32 counters do not fit, and sums are not packed.
+/// let packed8 = LaunchRequest { packing: Some(2), ..open };
+/// assert_eq!(plan_2d_for(&limits, &model, bins, false, &packed8)?.tier(), Tier2d::Shared { packing: 2 });
+/// let unpacked = LaunchRequest { packing: Some(0), ..open };
+/// let err = plan_2d_for(&limits, &model, bins, false, &unpacked).unwrap_err().to_string();
+/// assert!(err.contains("do not fit one block's shared memory as 32-bit counters"), "{err}");
+/// assert!(plan_2d_for(&limits, &model, bins, true, &packed8).is_err());
+/// # Ok(()) }
+/// ```
 pub fn plan_2d_for(
     limits: &HistogramLimits,
     occupancy: &dyn Occupancy,
@@ -268,6 +465,18 @@ pub fn plan_2d_for(
 }
 
 /// [`plan_2d_for`] on the opened device, with its occupancy query for the kernel.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::hist2d::{Bins2d, plan_2d};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// let gpu = Gpu::open(0)?;
+/// let bins = Bins2d::new(256, 256, (-1.0, 1.0), (-1.0, 1.0))?;
+/// let plan = plan_2d(&gpu, bins, false, &LaunchRequest::default())?;
+/// println!("{plan}");
+/// # Ok(()) }
+/// ```
 pub fn plan_2d(gpu: &Gpu, bins: Bins2d, weighted: bool, request: &LaunchRequest) -> Result<Hist2dPlan> {
     let limits = HistogramLimits::of(gpu)?;
     let occupancy =
@@ -303,6 +512,22 @@ fn check_pairs(
 
 /// Enqueues the planned (counting) kernel on `stream`: counts the pairs `(x[i], y[i])` into
 /// `counts` (`bx * by` `u32`, row-major), without zeroing them first.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d_cpu, launch_2d, plan_2d};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// let gpu = Gpu::open(0)?;
+/// let bins = Bins2d::new(2, 2, (0.0, 1.0), (0.0, 1.0))?;
+/// let plan = plan_2d(&gpu, bins, false, &LaunchRequest::default())?;
+/// let (x, y) = ([0.1f32, 0.9, 1.0, 2.0], [0.1f32, 0.1, 1.0, 0.5]);
+/// let (dx, dy) = (gpu.upload(&x)?, gpu.upload(&y)?);
+/// let mut counts = gpu.zeros::<u32>(bins.bins() as usize)?;
+/// launch_2d(&gpu, &plan, gpu.stream(), &dx.as_view(), &dy.as_view(), &mut counts.as_view_mut())?;
+/// assert_eq!(gpu.download(&counts)?, histogram2d_cpu(&x, &y, &bins));
+/// # Ok(()) }
+/// ```
 pub fn launch_2d(
     gpu: &Gpu,
     plan: &Hist2dPlan,
@@ -341,6 +566,26 @@ pub fn launch_2d(
 
 /// Enqueues the planned weighted kernel on `stream`: adds `w[i]` of each pair into `sums` (`bx *
 /// by` `f64`, row-major), without zeroing them first.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d_weighted_cpu, launch_2d_weighted, plan_2d};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// let gpu = Gpu::open(0)?;
+/// let bins = Bins2d::new(2, 2, (0.0, 1.0), (0.0, 1.0))?;
+/// let plan = plan_2d(&gpu, bins, true, &LaunchRequest::default())?;
+/// let (x, y, w) = ([0.1f32, 0.9, 0.9], [0.1f32, 0.1, 0.2], [1.0f32, 0.25, 0.5]);
+/// let (dx, dy, dw) = (gpu.upload(&x)?, gpu.upload(&y)?, gpu.upload(&w)?);
+/// let mut sums = gpu.zeros::<f64>(bins.bins() as usize)?;
+/// let (vx, vy, vw) = (dx.as_view(), dy.as_view(), dw.as_view());
+/// launch_2d_weighted(&gpu, &plan, gpu.stream(), &vx, &vy, &vw, &mut sums.as_view_mut())?;
+/// let sums = gpu.download(&sums)?;
+/// assert_eq!(sums, [1.0, 0.0, 0.75, 0.0]);
+/// let reference = histogram2d_weighted_cpu(&x, &y, &w, &bins);
+/// assert_eq!(reference.first_difference(&sums, plan.partial_sums()), None);
+/// # Ok(()) }
+/// ```
 pub fn launch_2d_weighted(
     gpu: &Gpu,
     plan: &Hist2dPlan,
@@ -394,6 +639,16 @@ pub fn histogram2d(gpu: &Gpu, x: &[f32], y: &[f32], bins: Bins2d) -> Result<Vec<
 }
 
 /// The weighted 2-D histogram: `w[i]` summed per bin of `(x[i], y[i])` in `f64`.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d_weighted};
+/// let gpu = hopper_kernels::Gpu::open(0)?;
+/// let bins = Bins2d::new(2, 2, (0.0, 1.0), (0.0, 1.0))?;
+/// let sums = histogram2d_weighted(&gpu, &[0.1, 0.9, 1.0, 2.0], &[0.1, 0.1, 1.0, 0.5], &[1.0, 2.0, 0.5, 8.0], bins)?;
+/// assert_eq!(sums, [1.0, 0.0, 2.0, 0.5]);
+/// # Ok(()) }
+/// ```
 pub fn histogram2d_weighted(gpu: &Gpu, x: &[f32], y: &[f32], w: &[f32], bins: Bins2d) -> Result<Vec<f64>> {
     let plan = plan_2d(gpu, bins, true, &LaunchRequest::default())?;
     if w.len() != x.len() {
@@ -438,6 +693,15 @@ fn upload_pairs(gpu: &Gpu, x: &[f32], y: &[f32], w: Option<&[f32]>, extra: u64) 
 }
 
 /// The 2-D histogram on the CPU, as numpy counts it (each axis by the kernels' formula).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d_cpu};
+/// let bins = Bins2d::new(2, 2, (0.0, 1.0), (0.0, 1.0))?;
+/// // (1.0, 1.0) is in the last bin of both axes; (2.0, 0.5) is outside x's range.
+/// assert_eq!(histogram2d_cpu(&[0.1, 0.9, 1.0, 2.0], &[0.1, 0.1, 1.0, 0.5], &bins), [1, 0, 1, 1]);
+/// # Ok(()) }
+/// ```
 pub fn histogram2d_cpu(x: &[f32], y: &[f32], bins: &Bins2d) -> Vec<u32> {
     let mut counts = vec![0u32; bins.bins() as usize];
     for (&a, &b) in x.iter().zip(y) {
@@ -449,6 +713,17 @@ pub fn histogram2d_cpu(x: &[f32], y: &[f32], bins: &Bins2d) -> Vec<u32> {
 }
 
 /// The weighted 2-D histogram on the CPU, summed exactly ([`WeightedReference::from_bins`]).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::hist2d::{Bins2d, histogram2d_weighted_cpu};
+/// let bins = Bins2d::new(2, 3, (0.0, 1.0), (0.0, 3.0))?;
+/// let (x, y) = ([0.0, 0.5, 1.0, 0.2, f32::NAN, 0.7], [0.0, 2.9, 3.0, 3.5, 1.0, 1.5]);
+/// let r = histogram2d_weighted_cpu(&x, &y, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &bins);
+/// assert_eq!(r.sums, [1.0, 0.0, 0.0, 0.0, 6.0, 5.0]);
+/// assert_eq!(r.counts, [1, 0, 0, 0, 1, 2]);
+/// # Ok(()) }
+/// ```
 pub fn histogram2d_weighted_cpu(x: &[f32], y: &[f32], w: &[f32], bins: &Bins2d) -> WeightedReference {
     WeightedReference::from_bins(
         bins.bins() as usize,

@@ -19,6 +19,18 @@ use kernels::histogram::segmented as kernel;
 use std::sync::Arc;
 
 /// How the input splits into segments (host-side, checked).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::segmented::Segments;
+/// // CSR-style: values 0..3, none, then 3..6.
+/// let offsets = Segments::Offsets(&[0, 3, 3, 6]);
+/// assert_eq!(offsets.count(), 3);
+/// offsets.check(6)?;
+/// // 10 values in 4 segments of 3 (the last holds one).
+/// assert_eq!(Segments::equal_count(10, 4)?, Segments::Equal { count: 4, len: 3 });
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Segments<'a> {
     /// `count` segments of `len` values (the last ones shorter, or empty, at the input's end).
@@ -35,6 +47,13 @@ pub enum Segments<'a> {
 
 impl Segments<'_> {
     /// Segments.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::segmented::Segments;
+    /// assert_eq!(Segments::Offsets(&[0, 2, 5, 9]).count(), 3);
+    /// assert_eq!(Segments::Equal { count: 7, len: 100 }.count(), 7);
+    /// assert_eq!(Segments::Offsets(&[]).count(), 0); // refused by check
+    /// ```
     pub fn count(&self) -> u64 {
         match self {
             Segments::Equal { count, .. } => *count,
@@ -44,6 +63,17 @@ impl Segments<'_> {
 
     /// `n` values cut into `count` segments of equal length (`ceil(n / count)`, the last ones
     /// shorter).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::Segments;
+    /// assert_eq!(Segments::equal_count(10, 4)?, Segments::Equal { count: 4, len: 3 });
+    /// // More segments than values: one value each, the last ones empty.
+    /// assert_eq!(Segments::equal_count(2, 4)?, Segments::Equal { count: 4, len: 1 });
+    /// let err = Segments::equal_count(10, 0).unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid argument: 0 segments: use at least one");
+    /// # Ok(()) }
+    /// ```
     pub fn equal_count(n: u64, count: u64) -> Result<Self> {
         if count == 0 {
             return Err(Error::InvalidArgument("0 segments: use at least one".into()));
@@ -52,6 +82,15 @@ impl Segments<'_> {
     }
 
     /// `n` values cut into segments of `len` (the last one shorter): `ceil(n / len)` of them.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::Segments;
+    /// assert_eq!(Segments::equal_len(10, 4)?, Segments::Equal { count: 3, len: 4 });
+    /// assert_eq!(Segments::equal_len(0, 4)?.count(), 0);
+    /// assert!(Segments::equal_len(10, 0).unwrap_err().to_string().contains("a length of at least 1"));
+    /// # Ok(()) }
+    /// ```
     pub fn equal_len(n: u64, len: u64) -> Result<Self> {
         if len == 0 {
             return Err(Error::InvalidArgument("segments of 0 values: use a length of at least 1".into()));
@@ -61,6 +100,17 @@ impl Segments<'_> {
 
     /// Fails unless these segments cover `n` values exactly: offsets sorted, from 0 to `n`; equal
     /// segments of a positive length that reach `n`.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::segmented::Segments;
+    /// assert!(Segments::Offsets(&[0, 2, 5]).check(5).is_ok());
+    /// let err = |s: Segments, n| s.check(n).unwrap_err().to_string();
+    /// assert!(err(Segments::Offsets(&[0]), 0).contains("at least two"));
+    /// assert!(err(Segments::Offsets(&[1, 5]), 5).contains("they must run from 0 to the input's 5 values"));
+    /// assert!(err(Segments::Offsets(&[0, 4, 3, 5]), 5).contains("offset 2 (3) is below offset 1 (4)"));
+    /// let short = Segments::Equal { count: 3, len: 4 };
+    /// assert!(err(short, 13).contains("3 segments of 4 values cover 12 of the 13 values"));
+    /// ```
     pub fn check(&self, n: u64) -> Result<()> {
         match *self {
             Segments::Equal { count, len } => {
@@ -106,6 +156,19 @@ impl Segments<'_> {
 }
 
 /// Segments on the device: equal ones, or a device buffer of `count + 1` offsets.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::segmented::DeviceSegments;
+/// let gpu = Gpu::open(0)?;
+/// // Offsets uploaded once, for every launch over the same segments.
+/// let offsets = gpu.upload(&[0u64, 3, 3, 6])?;
+/// let by_offsets = DeviceSegments::Offsets(offsets.as_view());
+/// let equal = DeviceSegments::Equal { count: 3, len: 2 };
+/// assert_eq!((by_offsets.count(), equal.count()), (3, 3));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub enum DeviceSegments<'a> {
     /// `count` segments of `len` values.
@@ -122,6 +185,17 @@ pub enum DeviceSegments<'a> {
 
 impl DeviceSegments<'_> {
     /// Segments.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::segmented::DeviceSegments;
+    /// let gpu = Gpu::open(0)?;
+    /// let offsets = gpu.upload(&[0u64, 10, 20, 20, 35])?;
+    /// assert_eq!(DeviceSegments::Offsets(offsets.as_view()).count(), 4);
+    /// assert_eq!(DeviceSegments::Equal { count: 8, len: 5 }.count(), 8);
+    /// # Ok(()) }
+    /// ```
     pub fn count(&self) -> u64 {
         match self {
             DeviceSegments::Equal { count, .. } => *count,
@@ -133,6 +207,14 @@ impl DeviceSegments<'_> {
 /// The most copies for segments of about `values_per_segment` values into `bins` bins: each piece
 /// of a segment zeroes and reads `bins * copies` counters, which should stay within an eighth of
 /// the piece's values (at least one copy).
+///
+/// ```
+/// use hopper_kernels::histogram::segmented::max_copies_for;
+/// // 256 bins x 8 copies x 8 = 16,384: the most for segments of 16,384 values.
+/// assert_eq!(max_copies_for(256, 16_384), 8);
+/// assert_eq!(max_copies_for(256, 1 << 20), 32);
+/// assert_eq!(max_copies_for(256, 100), 1);
+/// ```
 pub fn max_copies_for(bins: u32, values_per_segment: u64) -> u32 {
     let mut copies = MAX_COPIES;
     while copies > 1 && bins as u64 * copies as u64 * 8 > values_per_segment {
@@ -142,6 +224,24 @@ pub fn max_copies_for(bins: u32, values_per_segment: u64) -> u32 {
 }
 
 /// A planned segmented launch, built only by [`plan_segments_for`] / [`plan_segments`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::segmented::plan_segments_for;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// // 4096 histograms of 256 bins over 2^26 i32 values.
+/// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+/// assert_eq!(
+///     plan.to_string(),
+///     "segmented tier (4096 segments x 256 bins), histogram_segmented_i32: 528 blocks x 256 threads, \
+///      8.00 KiB shared per block (8 copies)"
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SegmentsPlan {
     launch: KernelLaunch,
@@ -153,31 +253,118 @@ pub struct SegmentsPlan {
 
 impl SegmentsPlan {
     /// The kernel launch.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 4096 histograms of 256 bins over 2^26 i32 values.
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+    /// // Blocks of 256 threads: the kernel meets a barrier twice per piece of a segment.
+    /// assert_eq!((plan.launch().kernel(), plan.launch().threads()), ("histogram_segmented_i32", 256));
+    /// # Ok(()) }
+    /// ```
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
     }
 
     /// The values' type.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 4096 histograms of 256 bins over 2^26 i32 values.
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+    /// assert_eq!(plan.element(), InputType::I32);
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> InputType {
         self.element
     }
 
     /// How values map to bins (every segment alike).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 4096 histograms of 256 bins over 2^26 i32 values.
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+    /// assert_eq!(plan.binning(), Binning::integers(256));
+    /// # Ok(()) }
+    /// ```
     pub fn binning(&self) -> Binning {
         self.binning
     }
 
     /// Segments.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 4096 histograms of 256 bins over 2^26 i32 values.
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+    /// assert_eq!(plan.segments(), 4096);
+    /// # Ok(()) }
+    /// ```
     pub fn segments(&self) -> u64 {
         self.segments
     }
 
     /// Counters of the output: `segments * bins`.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 4096 histograms of 256 bins over 2^26 i32 values.
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+    /// assert_eq!(plan.counters(), 4096 * 256); // the counts buffer, segment after segment
+    /// # Ok(()) }
+    /// ```
     pub fn counters(&self) -> u64 {
         self.segments * self.binning.nbins as u64
     }
 
     /// Why this plan, in words (for `--plan`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// // 4096 histograms of 256 bins over 2^26 i32 values.
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+    /// let reason = plan.reason(&limits);
+    /// assert!(reason.starts_with("4096 segments of 256 bins each (at most 58112 bins per segment"), "{reason}");
+    /// assert!(reason.contains("8 copies keep the zeroing and flush per piece within an eighth of its values"));
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         format!(
             "{} segments of {} bins each (at most {} bins per segment: one block's shared memory); every block counts an equal share of the values, whatever the segments' lengths, flushing its counters into each segment it leaves; {} copies keep the zeroing and flush per piece within an eighth of its values; {} blocks of {} threads per SM ({} resident threads) from the occupancy query",
@@ -200,6 +387,27 @@ impl std::fmt::Display for SegmentsPlan {
 
 /// Plans `segments` histograms of `element` values by `binning` over `values` values on a device
 /// with `limits`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::segmented::plan_segments_for;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// // Segments of 16,384 values: 8 copies of 256 counters.
+/// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
+/// assert_eq!((plan.launch().copies(), plan.counters()), (8, 4096 * 256));
+/// // Segments of 1,000 values: one copy.
+/// let plan = plan_segments_for(&limits, &model, InputType::U8, Binning::integers(256), 3, 3000, &open)?;
+/// assert_eq!(plan.launch().copies(), 1);
+/// // A segment's bins must fit one block; segments there must be.
+/// let err = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(58_113), 2, 100, &open).unwrap_err();
+/// assert!(err.to_string().contains("histogram larger segments one launch each"), "{err}");
+/// assert!(plan_segments_for(&limits, &model, InputType::I32, Binning::integers(4), 0, 100, &open).is_err());
+/// # Ok(()) }
+/// ```
 pub fn plan_segments_for(
     limits: &HistogramLimits,
     occupancy: &dyn Occupancy,
@@ -250,6 +458,19 @@ pub fn plan_segments_for(
 }
 
 /// [`plan_segments_for`] on the opened device, with its occupancy query for the kernel.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::segmented::plan_segments;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{Binning, InputType};
+/// let gpu = Gpu::open(0)?;
+/// let plan =
+///     plan_segments(&gpu, InputType::U16, Binning::integers(1024), 10_000, 1 << 28, &LaunchRequest::default())?;
+/// println!("{plan}");
+/// # Ok(()) }
+/// ```
 pub fn plan_segments(
     gpu: &Gpu,
     element: InputType,
@@ -266,6 +487,29 @@ pub fn plan_segments(
 /// Enqueues the planned kernel on `stream`: counts each segment of `values` into its `bins`
 /// counters of `counts` (`segments * bins` `u32`, segment after segment), without zeroing them.
 /// Values must start 16-byte aligned (offsets 8-byte); nothing is launched for no values.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::device_values::DeviceValues;
+/// use hopper_kernels::histogram::segmented::{DeviceSegments, Segments, launch_segments, plan_segments};
+/// use hopper_kernels::histogram::segmented::segmented_histogram_cpu;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{Binning, InputType, Values};
+/// let gpu = Gpu::open(0)?;
+/// let v = [0u8, 1, 1, 3, 2, 2];
+/// let (binning, offsets) = (Binning::integers(4), [0u64, 3, 3, 6]);
+/// Segments::Offsets(&offsets).check(v.len() as u64)?; // the kernel does not check them
+/// let plan = plan_segments(&gpu, InputType::U8, binning, 3, v.len() as u64, &LaunchRequest::default())?;
+/// let (values, device_offsets) = (gpu.upload(&v)?, gpu.upload(&offsets)?);
+/// let mut counts = gpu.zeros::<u32>(plan.counters() as usize)?;
+/// let segments = DeviceSegments::Offsets(device_offsets.as_view());
+/// let input = DeviceValues::u8(&values.as_view());
+/// launch_segments(&gpu, &plan, gpu.stream(), &input, &segments, &mut counts.as_view_mut())?;
+/// let want = segmented_histogram_cpu(Values::U8(&v), &binning, Segments::Offsets(&offsets));
+/// assert_eq!(gpu.download(&counts)?, want);
+/// # Ok(()) }
+/// ```
 pub fn launch_segments(
     gpu: &Gpu,
     plan: &SegmentsPlan,
@@ -360,6 +604,17 @@ pub fn segmented_histogram(
 }
 
 /// The segments' histograms on the CPU: `count * bins` counts, segment after segment.
+///
+/// ```
+/// use hopper_kernels::histogram::{Binning, Values, segmented::{Segments, segmented_histogram_cpu}};
+/// let v = [0i32, 1, 1, 3, 2, 2, 9];
+/// let b = Binning::integers(4);
+/// // Segments 0..3, 3..3 (empty) and 3..7; 9 is clamped into bin 3.
+/// let counts = segmented_histogram_cpu(Values::I32(&v), &b, Segments::Offsets(&[0, 3, 3, 7]));
+/// assert_eq!(counts, [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2]);
+/// let equal = segmented_histogram_cpu(Values::I32(&v), &b, Segments::Equal { count: 3, len: 3 });
+/// assert_eq!(equal, [1, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 1]);
+/// ```
 pub fn segmented_histogram_cpu(values: Values<'_>, binning: &Binning, segments: Segments<'_>) -> Vec<u32> {
     let bins = binning.nbins as usize;
     let n = values.len() as u64;

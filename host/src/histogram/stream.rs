@@ -462,14 +462,107 @@ const READ_PIECE_VALUES: usize = (4 << 20) / 4;
 /// What counts the chunks of a streamed file: the values' histogram under a [`HistogramPlan`]
 /// ([`histogram_file`]), or a feature's kernel (bin edges, channels) that reads one stream of
 /// values into `u32` counters.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::cudarc::driver::{CudaSlice, CudaStream};
+/// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsPlan, launch_channels, plan_channels_for};
+/// use hopper_kernels::histogram::device_values::DeviceValues;
+/// use hopper_kernels::histogram::stream::ChunkKernel;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, BucketScratch, HistogramLimits, InputType};
+/// use std::sync::Arc;
+/// // Interleaved channels, each chunk counted from the channel of its first value (what
+/// // `channels::ChannelsChunks` does).
+/// struct Pixels<'a>(&'a ChannelsPlan);
+/// impl ChunkKernel for Pixels<'_> {
+///     fn element(&self) -> InputType {
+///         self.0.element()
+///     }
+///     fn counters(&self) -> usize {
+///         self.0.counters() as usize
+///     }
+///     fn count(
+///         &self,
+///         gpu: &Gpu,
+///         stream: &Arc<CudaStream>,
+///         chunk: &CudaSlice<u8>,
+///         first: u64,
+///         n: u64,
+///         counts: &mut CudaSlice<u32>,
+///         _scratch: &mut Option<BucketScratch>,
+///     ) -> hopper_kernels::Result<()> {
+///         let values = DeviceValues::from_bytes(chunk.as_view(), self.0.element(), n)?;
+///         let phase = (first % self.0.layout().channels() as u64) as u32;
+///         launch_channels(gpu, self.0, stream, &values, phase, &mut counts.as_view_mut())
+///     }
+/// }
+/// let limits = HistogramLimits::H100;
+/// let (rgba, binning, request) = (ChannelLayout::new(4, 4)?, Binning::integers(256), LaunchRequest::default());
+/// let plan = plan_channels_for(&limits, &model_before_device(limits), InputType::U8, binning, rgba, &request)?;
+/// let kernel = Pixels(&plan);
+/// assert_eq!((kernel.element(), kernel.counters()), (InputType::U8, 4 * 256));
+/// # Ok(()) }
+/// ```
 pub trait ChunkKernel {
     /// The values' type the kernel counts.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsChunks, plan_channels_for};
+    /// use hopper_kernels::histogram::stream::ChunkKernel;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let (one, request) = (ChannelLayout::ONE, LaunchRequest::default());
+    /// let model = model_before_device(limits);
+    /// let plan = plan_channels_for(&limits, &model, InputType::U16, Binning::integers(4096), one, &request)?;
+    /// // Streaming refuses a file of another type.
+    /// assert_eq!(ChannelsChunks { plan: &plan }.element(), InputType::U16);
+    /// # Ok(()) }
+    /// ```
     fn element(&self) -> InputType;
     /// Counters the chunks add into (and the totals the report returns).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsChunks, plan_channels_for};
+    /// use hopper_kernels::histogram::stream::ChunkKernel;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let (rgb, request) = (ChannelLayout::new(4, 3)?, LaunchRequest::default());
+    /// let model = model_before_device(limits);
+    /// let plan = plan_channels_for(&limits, &model, InputType::U8, Binning::integers(256), rgb, &request)?;
+    /// // Three histograms of 256 bins: the report's counts hold 768 totals.
+    /// assert_eq!(ChannelsChunks { plan: &plan }.counters(), 768);
+    /// # Ok(()) }
+    /// ```
     fn counters(&self) -> usize;
     /// Enqueues on `stream` the count of the first `n` values of `chunk` (value 0 of the chunk
     /// is value `first` of the file), adding into `counts`; `scratch` is the stream's own for
     /// kernels that need one.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::Gpu;
+    /// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsChunks, plan_channels};
+    /// use hopper_kernels::histogram::stream::ChunkKernel;
+    /// use hopper_kernels::histogram::tuning::LaunchRequest;
+    /// use hopper_kernels::histogram::{Binning, InputType};
+    /// let gpu = Gpu::open(0)?;
+    /// let rgba = ChannelLayout::new(4, 4)?;
+    /// let plan = plan_channels(&gpu, InputType::U8, Binning::integers(256), rgba, &LaunchRequest::default())?;
+    /// let kernel = ChannelsChunks { plan: &plan };
+    /// let chunk = gpu.upload(&[0u8, 1, 2, 3, 4, 5, 6, 7])?;
+    /// let mut counts = gpu.zeros::<u32>(kernel.counters())?;
+    /// // The chunk starts at value 2 of the file: its value 0 is blue, its value 2 red.
+    /// kernel.count(&gpu, gpu.stream(), &chunk, 2, 8, &mut counts, &mut None)?;
+    /// let counts = gpu.download(&counts)?;
+    /// assert_eq!((counts[2 * 256], counts[3 * 256 + 1], counts[2]), (1, 1, 1));
+    /// # Ok(()) }
+    /// ```
     #[allow(clippy::too_many_arguments)]
     fn count(
         &self,
@@ -592,6 +685,30 @@ pub fn histogram_file_with_progress(
 /// as [`histogram_file`] streams them: the counters are flushed into `u64` totals before any
 /// could overflow, so the counts are exact for any input size. `progress` gets the bytes of each
 /// chunk once it is counted.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::channels::{ChannelLayout, ChannelsChunks, plan_channels};
+/// use hopper_kernels::histogram::stream::{StreamOptions, file_counts_cpu, histogram_file_with};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{Binning, histogram_cpu_of};
+/// use hopper_kernels::io::DataFile;
+/// use std::path::Path;
+/// let gpu = Gpu::open(0)?;
+/// // An int32 file of any size, 100,000 bins: one channel in 16-bit packed counters.
+/// let file = DataFile::open(Path::new("ids.npy"), None)?;
+/// let binning = Binning::integers(100_000);
+/// let one = ChannelLayout::ONE;
+/// let plan = plan_channels(&gpu, file.element().input_type(), binning, one, &LaunchRequest::default())?;
+/// let mut done = 0;
+/// let kernel = ChannelsChunks { plan: &plan };
+/// let report = histogram_file_with(&gpu, &kernel, &file, StreamOptions::default(), &mut |bytes| done += bytes)?;
+/// assert_eq!(done, file.bytes());
+/// let cpu = file_counts_cpu(&file, plan.counters() as usize, |_, values| histogram_cpu_of(values, &binning))?;
+/// assert_eq!(report.counts, cpu);
+/// # Ok(()) }
+/// ```
 pub fn histogram_file_with(
     gpu: &Gpu,
     kernel: &dyn ChunkKernel,
@@ -1341,6 +1458,26 @@ pub fn histogram_file_cpu(file: &DataFile, binning: &Binning) -> Result<Vec<u64>
 /// `counters` counts of every value in `file` on the CPU: the file is read in pieces on all
 /// cores, `count(first, values)` counts each piece (whose value 0 is value `first` of the file),
 /// and the pieces' counts are added in `u64`. The reference of the streamed features.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::channels::{ChannelLayout, channels_histogram_cpu};
+/// use hopper_kernels::histogram::{Binning, Values, stream::file_counts_cpu};
+/// use hopper_kernels::io::{DataFile, write_npy};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("pixels.npy");
+/// let pixels: Vec<u8> = (0..4000u32).map(|i| (i % 251) as u8).collect();
+/// write_npy(&path, &[1000, 4], &pixels)?;
+/// let file = DataFile::open(&path, None)?;
+/// let (rgba, binning) = (ChannelLayout::new(4, 4)?, Binning::integers(256));
+/// // A piece whose value 0 is value `first` of the file starts in channel `first % 4`.
+/// let counts = file_counts_cpu(&file, 4 * 256, |first, values| {
+///     channels_histogram_cpu(values, &binning, rgba, (first % 4) as u32)
+/// })?;
+/// let whole = channels_histogram_cpu(Values::U8(&pixels), &binning, rgba, 0);
+/// assert_eq!(counts, whole.into_iter().map(u64::from).collect::<Vec<_>>());
+/// # Ok(()) }
+/// ```
 pub fn file_counts_cpu(
     file: &DataFile,
     counters: usize,

@@ -30,6 +30,19 @@ pub const MAX_COPIES: u32 = 32;
 
 /// What the caller fixes of a launch of the weighted, edges, channels, 2-D or segmented kernels;
 /// `None` leaves the choice to [`choose_shape`] and the feature's planner.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+/// let limits = HistogramLimits::H100;
+/// // Fix blocks of 256 threads with 4 copies of the sums; the planner chooses the rest.
+/// let request = LaunchRequest { threads_per_block: Some(256), copies: Some(4), ..LaunchRequest::default() };
+/// let model = model_before_device(limits);
+/// let plan = plan_weighted_for(&limits, &model, InputType::U8, Binning::integers(256), &request)?;
+/// assert_eq!((plan.launch().threads(), plan.launch().copies()), (256, 4));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LaunchRequest {
     /// Threads per block: a multiple of 32 from 32 to 1024.
@@ -49,6 +62,15 @@ pub struct LaunchRequest {
 
 impl LaunchRequest {
     /// Fails unless the fixed threads and copies are ones the kernels take.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::tuning::LaunchRequest;
+    /// assert!(LaunchRequest { threads_per_block: Some(512), copies: Some(8), ..Default::default() }.check().is_ok());
+    /// let err = LaunchRequest { threads_per_block: Some(48), ..Default::default() }.check().unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid argument: 48 threads per block: use a multiple of 32 from 32 to 1024");
+    /// assert!(LaunchRequest { copies: Some(3), ..Default::default() }.check().is_err());
+    /// assert!(LaunchRequest { blocks_per_sm: Some(0), ..Default::default() }.check().is_err());
+    /// ```
     pub fn check(&self) -> Result<()> {
         if let Some(t) = self.threads_per_block
             && (t == 0 || t > 1024 || t % 32 != 0)
@@ -68,19 +90,81 @@ impl LaunchRequest {
 }
 
 /// How many blocks of a kernel one SM keeps resident.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, Occupancy, choose_shape};
+/// // A kernel that only threads limit: 2048 resident per SM.
+/// struct ThreadsOnly;
+/// impl Occupancy for ThreadsOnly {
+///     fn blocks_per_sm(&self, threads: u32, _shared: u32) -> hopper_kernels::Result<u32> {
+///         Ok(2048 / threads)
+///     }
+/// }
+/// let counters = |copies: u32| 1024 * copies as u64; // 256 u32 counters per copy
+/// let request = LaunchRequest::default();
+/// let shape = choose_shape(&ThreadsOnly, &HistogramLimits::H100, &counters, 32, &request, "256 bins")?;
+/// // Every block size keeps 2048 threads resident: then the most copies, then the largest blocks.
+/// assert_eq!((shape.threads, shape.copies, shape.blocks_per_sm), (1024, 32, 2));
+/// # Ok(()) }
+/// ```
 pub trait Occupancy {
     /// Resident blocks of `threads` threads with `shared` bytes of dynamic shared memory (0 when
     /// not even one fits).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// use hopper_kernels::histogram::tuning::{ModelOccupancy, Occupancy};
+    /// let model = ModelOccupancy { limits: HistogramLimits::H100, registers: 32 };
+    /// assert_eq!(model.blocks_per_sm(256, 0)?, 8);
+    /// // 100 KiB of shared memory each: two blocks share an SM's 228 KiB.
+    /// assert_eq!(model.blocks_per_sm(256, 100 << 10)?, 2);
+    /// // More shared memory than a block may have: none.
+    /// assert_eq!(model.blocks_per_sm(256, 232_449)?, 0);
+    /// # Ok(()) }
+    /// ```
     fn blocks_per_sm(&self, threads: u32, shared: u32) -> Result<u32>;
 }
 
 /// The driver's occupancy calculator for one kernel of the loaded module.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::tuning::{DriverOccupancy, LaunchRequest, Occupancy, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+/// let gpu = Gpu::open(0)?;
+/// let limits = HistogramLimits::of(&gpu)?;
+/// let (binning, request) = (Binning::integers(256), LaunchRequest::default());
+/// // The kernel's symbol from a plan on the model, then its residency from the driver.
+/// let on_model = plan_weighted_for(&limits, &model_before_device(limits), InputType::U8, binning, &request)?;
+/// let occupancy = DriverOccupancy::new(&gpu, on_model.launch().kernel())?;
+/// println!("{} blocks of 256 threads per SM", occupancy.blocks_per_sm(256, 0)?);
+/// let plan = plan_weighted_for(&limits, &occupancy, InputType::U8, binning, &request)?;
+/// println!("{plan}");
+/// # Ok(()) }
+/// ```
 pub struct DriverOccupancy {
     function: CudaFunction,
 }
 
 impl DriverOccupancy {
     /// The occupancy of kernel `name` on `gpu`.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu};
+    /// use hopper_kernels::histogram::tuning::{DriverOccupancy, Occupancy};
+    /// let gpu = Gpu::open(0)?;
+    /// let occupancy = DriverOccupancy::new(&gpu, "histogram_weighted_f32")?;
+    /// // Blocks of 512 threads with 64 KiB of shared memory each, as the driver counts them.
+    /// println!("{}", occupancy.blocks_per_sm(512, 64 << 10)?);
+    /// // A name the loaded module lacks is an error, not a panic.
+    /// assert!(matches!(DriverOccupancy::new(&gpu, "no_such_kernel"), Err(Error::KernelMissing { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn new(gpu: &Gpu, name: &'static str) -> Result<Self> {
         Ok(Self { function: gpu.function(name)? })
     }
@@ -97,6 +181,21 @@ impl Occupancy for DriverOccupancy {
 /// The occupancy calculator's arithmetic for a kernel of `registers` registers per thread on a
 /// device with `limits`: the least of the blocks that threads, shared memory and registers allow
 /// (registers allocated per warp in units of 256, 64 Ki registers per SM, at most 32 blocks).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::{ModelOccupancy, Occupancy};
+/// let model = |registers| ModelOccupancy { limits: HistogramLimits::H100, registers };
+/// // 32 registers a thread: the SM's 2048 threads, as two blocks of 1024.
+/// assert_eq!(model(32).blocks_per_sm(1024, 0)?, 2);
+/// // 40 registers: a block of 1024 threads takes 40 Ki of the 64 Ki registers; three of 512 fit.
+/// assert_eq!(model(40).blocks_per_sm(1024, 0)?, 1);
+/// assert_eq!(model(40).blocks_per_sm(512, 0)?, 3);
+/// // 96 registers: a block of 1024 threads needs more registers than an SM has.
+/// assert_eq!(model(96).blocks_per_sm(1024, 0)?, 0);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ModelOccupancy {
     /// The device.
@@ -120,6 +219,13 @@ impl Occupancy for ModelOccupancy {
 }
 
 /// A launch shape: threads per block, copies, and the resident blocks per SM that set the grid.
+///
+/// ```
+/// use hopper_kernels::histogram::tuning::Shape;
+/// // Three blocks of 512 threads per SM, each with 8 copies of 256 u32 counters.
+/// let shape = Shape { threads: 512, copies: 8, blocks_per_sm: 3, shared_bytes: 8 * 256 * 4 };
+/// assert_eq!(shape.resident_threads(), 1536);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     /// Threads per block.
@@ -134,6 +240,18 @@ pub struct Shape {
 
 impl Shape {
     /// Threads resident per SM.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, ModelOccupancy, choose_shape};
+    /// let model = ModelOccupancy { limits: HistogramLimits::H100, registers: 40 };
+    /// let counters = |copies: u32| 4 * 256 * copies as u64;
+    /// let shape = choose_shape(&model, &HistogramLimits::H100, &counters, 32, &LaunchRequest::default(), "256 bins")?;
+    /// // Two blocks of 768 threads keep more resident than one of 1024.
+    /// assert_eq!((shape.threads, shape.blocks_per_sm, shape.resident_threads()), (768, 2, 1536));
+    /// # Ok(()) }
+    /// ```
     pub fn resident_threads(&self) -> u32 {
         self.threads * self.blocks_per_sm
     }
@@ -143,6 +261,30 @@ impl Shape {
 /// most `max_copies` copies (a power of two), by the rule in the module documentation; the request
 /// fixes threads, copies or blocks per SM. `what` names the histogram in errors. Fails when no
 /// shape keeps even one block resident, saying what did not fit.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, ModelOccupancy, choose_shape};
+/// let (limits, open) = (HistogramLimits::H100, LaunchRequest::default());
+/// let model = ModelOccupancy { limits, registers: 32 };
+/// // 256 u32 counters per copy: 32 copies (32 KiB) still leave two blocks of 1024 threads per SM.
+/// let small = |copies: u32| 4 * 256 * copies as u64;
+/// let s = choose_shape(&model, &limits, &small, 32, &open, "256 bins")?;
+/// assert_eq!((s.threads, s.copies, s.blocks_per_sm, s.shared_bytes), (1024, 32, 2, 32 << 10));
+/// // 8192 counters per copy: copies that cost residency lose, so 2 (64 KiB) rather than 32.
+/// let large = |copies: u32| 4 * 8192 * copies as u64;
+/// let s = choose_shape(&model, &limits, &large, 32, &open, "8192 bins")?;
+/// assert_eq!((s.resident_threads(), s.copies), (2048, 2));
+/// // A request fixes what it names.
+/// let fixed = LaunchRequest { threads_per_block: Some(256), copies: Some(4), blocks_per_sm: Some(2), ..open };
+/// let s = choose_shape(&model, &limits, &small, 32, &fixed, "256 bins")?;
+/// assert_eq!((s.threads, s.copies, s.blocks_per_sm), (256, 4, 2));
+/// // Nothing fits: the error says what and how much.
+/// let err = choose_shape(&model, &limits, &|_| 300 << 10, 1, &open, "65536 f64 sums").unwrap_err();
+/// assert!(err.to_string().contains("65536 f64 sums: no block of 256 or 512 or 768 or 1024 threads with 300.00 KiB"));
+/// # Ok(()) }
+/// ```
 pub fn choose_shape(
     occupancy: &dyn Occupancy,
     limits: &HistogramLimits,
@@ -157,6 +299,22 @@ pub fn choose_shape(
 /// [`choose_shape`], but among shapes of equal residency and copies the smallest blocks: for
 /// kernels that meet block barriers often (the segmented kernel, twice per piece of a segment),
 /// where more, smaller blocks per SM keep loads in flight while one block waits at a barrier.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, ModelOccupancy, choose_shape, choose_shape_small_blocks};
+/// let (limits, open) = (HistogramLimits::H100, LaunchRequest::default());
+/// let model = ModelOccupancy { limits, registers: 40 };
+/// let counters = |copies: u32| 4 * 256 * copies as u64;
+/// // 1536 resident threads either way: six blocks of 256 rather than two of 768.
+/// let small = choose_shape_small_blocks(&model, &limits, &counters, 8, &open, "segments")?;
+/// assert_eq!((small.threads, small.blocks_per_sm, small.copies), (256, 6, 8));
+/// let large = choose_shape(&model, &limits, &counters, 8, &open, "segments")?;
+/// assert_eq!((large.threads, large.blocks_per_sm), (768, 2));
+/// assert_eq!(small.resident_threads(), large.resident_threads());
+/// # Ok(()) }
+/// ```
 pub fn choose_shape_small_blocks(
     occupancy: &dyn Occupancy,
     limits: &HistogramLimits,
@@ -225,6 +383,21 @@ fn choose(
 }
 
 /// A planned launch of one kernel: its symbol and grid, checked by the planner that built it.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+/// let limits = HistogramLimits::H100;
+/// let binning = Binning::integers(256);
+/// let plan =
+///     plan_weighted_for(&limits, &model_before_device(limits), InputType::I32, binning, &LaunchRequest::default())?;
+/// assert_eq!(
+///     plan.launch().to_string(),
+///     "histogram_weighted_i32: 132 blocks x 1024 threads, 64.00 KiB shared per block (32 copies)"
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelLaunch {
     kernel: &'static str,
@@ -247,31 +420,113 @@ impl KernelLaunch {
     }
 
     /// The kernel's PTX symbol.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+    /// let limits = HistogramLimits::H100;
+    /// let plan =
+    ///     plan_edges_for(&limits, &model_before_device(limits), InputType::U16, 100, &LaunchRequest::default())?;
+    /// // The symbol in the embedded PTX: one kernel per input type.
+    /// assert_eq!(plan.launch().kernel(), "histogram_edges_u16");
+    /// # Ok(()) }
+    /// ```
     pub fn kernel(&self) -> &'static str {
         self.kernel
     }
 
     /// Blocks in the grid.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, segmented::plan_segments_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let (binning, open) = (Binning::integers(256), LaunchRequest::default());
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, binning, 4096, 1 << 26, &open)?;
+    /// // A persistent grid: every resident block, 4 per SM on 132 SMs.
+    /// assert_eq!(plan.launch().blocks(), 4 * 132);
+    /// # Ok(()) }
+    /// ```
     pub fn blocks(&self) -> u32 {
         self.blocks
     }
 
     /// Threads per block.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let request = LaunchRequest { threads_per_block: Some(512), ..LaunchRequest::default() };
+    /// let (model, binning) = (model_before_device(limits), Binning::range(64, 0.0, 1.0));
+    /// let plan = plan_weighted_for(&limits, &model, InputType::F32, binning, &request)?;
+    /// assert_eq!(plan.launch().threads(), 512);
+    /// # Ok(()) }
+    /// ```
     pub fn threads(&self) -> u32 {
         self.threads
     }
 
     /// Dynamic shared memory per block, bytes.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan =
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &LaunchRequest::default())?;
+    /// // 32 copies of 256 f64 sums.
+    /// assert_eq!(plan.launch().shared_bytes(), 32 * 256 * 8);
+    /// // The global mode keeps no sums in shared memory.
+    /// let global = LaunchRequest { global: Some(true), ..LaunchRequest::default() };
+    /// let plan = plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &global)?;
+    /// assert_eq!(plan.launch().shared_bytes(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn shared_bytes(&self) -> u32 {
         self.shared_bytes
     }
 
     /// Private copies of the counters per block.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let copies = |bins| {
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), &LaunchRequest::default())
+    ///         .map(|p| p.launch().copies())
+    /// };
+    /// // One copy per lane of a warp where they fit; one copy of 29,056 f64 sums fills a block.
+    /// assert_eq!((copies(256)?, copies(29_056)?), (32, 1));
+    /// # Ok(()) }
+    /// ```
     pub fn copies(&self) -> u32 {
         self.copies
     }
 
     /// The grid as cudarc's launch configuration.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType, weighted::plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan =
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &LaunchRequest::default())?;
+    /// let config = plan.launch().config();
+    /// assert_eq!((config.grid_dim, config.block_dim, config.shared_mem_bytes), ((132, 1, 1), (1024, 1, 1), 65_536));
+    /// # Ok(()) }
+    /// ```
     pub fn config(&self) -> LaunchConfig {
         LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
@@ -303,6 +558,24 @@ impl std::fmt::Display for KernelLaunch {
 
 /// The occupancy [`choose_shape`] plans with before a GPU is opened (argument checks): an
 /// H100-class device and a kernel of 64 registers.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::gpu::DeviceModel;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+/// // Plans for an H200 on a machine without one (`--plan --device-model h200`).
+/// let limits = HistogramLimits::of_model(DeviceModel::H200);
+/// let model = model_before_device(limits);
+/// assert_eq!(model.registers, 64);
+/// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
+/// assert_eq!(
+///     plan.to_string(),
+///     "edges tier (256 bins, a table of 1024 cells), histogram_edges_f32: 132 blocks x 1024 threads, \
+///      37.01 KiB shared per block (32 copies)"
+/// );
+/// # Ok(()) }
+/// ```
 pub fn model_before_device(limits: HistogramLimits) -> ModelOccupancy {
     ModelOccupancy { limits, registers: 64 }
 }
@@ -312,6 +585,23 @@ pub fn model_before_device(limits: HistogramLimits) -> ModelOccupancy {
 /// one block and no other tier or cluster is asked for) and the request leaves either open; other
 /// requests unchanged. This replaces the constants measured on an H100 (1,024 threads for `u8`,
 /// copies that leave room for 4 blocks per SM) by [`choose_shape`]'s rule on the device that runs.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::tuning::shared_tier_request;
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, InputType, PlanRequest, plan_for};
+/// let gpu = Gpu::open(0)?;
+/// let limits = HistogramLimits::of(&gpu)?;
+/// let open = PlanRequest { element: Some(InputType::U8), ..PlanRequest::default() };
+/// // Threads and copies from the occupancy of the u8 shared-tier kernel on this GPU.
+/// let request = shared_tier_request(&gpu, &limits, 256, open)?;
+/// assert!(request.threads_per_block.is_some() && request.copies.is_some());
+/// let plan = plan_for(&limits, 256, request)?;
+/// assert_eq!(plan.tier(), HistogramTier::Shared);
+/// println!("{plan}");
+/// # Ok(()) }
+/// ```
 pub fn shared_tier_request(
     gpu: &Gpu,
     limits: &HistogramLimits,
@@ -337,6 +627,24 @@ fn takes_shared_tier(limits: &HistogramLimits, bins: usize, request: &super::Pla
 }
 
 /// [`shared_tier_request`] over any [`Occupancy`] (pure: tested with [`ModelOccupancy`]).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{ModelOccupancy, shared_tier_request_for};
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+/// let limits = HistogramLimits::H100;
+/// // A shared-tier kernel of 40 registers: 768-thread blocks keep 1536 threads per SM, where
+/// // 1024-thread blocks keep 1024.
+/// let model = ModelOccupancy { limits, registers: 40 };
+/// let request = shared_tier_request_for(&limits, &model, 256, PlanRequest::default())?;
+/// assert_eq!((request.threads_per_block, request.copies), (Some(768), Some(32)));
+/// let plan = plan_for(&limits, 256, request)?;
+/// assert_eq!((plan.tier(), plan.threads_per_block(), plan.copies()), (HistogramTier::Shared, 768, 32));
+/// // Requests for another tier are left as they are.
+/// let sorted = PlanRequest { tier: Some(HistogramTier::Sorted), ..PlanRequest::default() };
+/// assert_eq!(shared_tier_request_for(&limits, &model, 256, sorted)?, sorted);
+/// # Ok(()) }
+/// ```
 pub fn shared_tier_request_for(
     limits: &HistogramLimits,
     occupancy: &dyn Occupancy,

@@ -21,6 +21,23 @@ use kernels::histogram::weighted as kernel;
 use std::sync::Arc;
 
 /// Where the weights are summed.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// use hopper_kernels::histogram::weighted::{WeightedMode, plan_weighted_for};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let mode = |bins| {
+///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), &LaunchRequest::default())
+///         .map(|p| p.mode())
+/// };
+/// // 29,056 f64 sums fill one block's 227 KiB; one more and every weight goes to global memory.
+/// assert_eq!(mode(29_056)?, WeightedMode::Shared);
+/// assert_eq!(mode(29_057)?, WeightedMode::Global);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WeightedMode {
     /// Block-private `f64` sums in shared memory, added into the global sums at the end.
@@ -30,6 +47,24 @@ pub enum WeightedMode {
 }
 
 /// A planned weighted histogram launch, built only by [`plan_weighted_for`] / [`plan_weighted`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// use hopper_kernels::histogram::weighted::plan_weighted_for;
+/// use hopper_kernels::gpu::DeviceModel;
+/// // Planned for an H200 on any machine: 256 sums in 32 lane-private copies per block.
+/// let limits = HistogramLimits::of_model(DeviceModel::H200);
+/// let model = model_before_device(limits);
+/// let plan = plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &LaunchRequest::default())?;
+/// assert_eq!(
+///     plan.to_string(),
+///     "weighted shared tier (f64 sums), histogram_weighted_i32: 132 blocks x 1024 threads, \
+///      64.00 KiB shared per block (32 copies)"
+/// );
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WeightedPlan {
     launch: KernelLaunch,
@@ -42,37 +77,141 @@ pub struct WeightedPlan {
 
 impl WeightedPlan {
     /// The kernel launch.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan =
+    ///     plan_weighted_for(&limits, &model, InputType::U8, Binning::integers(256), &LaunchRequest::default())?;
+    /// assert_eq!(plan.launch().kernel(), "histogram_weighted_u8");
+    /// assert_eq!(plan.launch().config().shared_mem_bytes, plan.launch().shared_bytes());
+    /// # Ok(()) }
+    /// ```
     pub fn launch(&self) -> &KernelLaunch {
         &self.launch
     }
 
     /// The values' type.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let binning = Binning::range(100, 0.0, 1.0);
+    /// let model = model_before_device(limits);
+    /// let plan = plan_weighted_for(&limits, &model, InputType::F32, binning, &LaunchRequest::default())?;
+    /// assert_eq!(plan.element(), InputType::F32);
+    /// # Ok(()) }
+    /// ```
     pub fn element(&self) -> InputType {
         self.element
     }
 
     /// How values map to bins.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::{binning_for, weighted::plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let binning = binning_for(InputType::F32, 10, Some((0.0, 1.0)))?;
+    /// let model = model_before_device(limits);
+    /// let plan = plan_weighted_for(&limits, &model, InputType::F32, binning, &LaunchRequest::default())?;
+    /// assert_eq!((plan.binning().lo, plan.binning().hi, plan.binning().scale), (0.0, 1.0, 10.0));
+    /// # Ok(()) }
+    /// ```
     pub fn binning(&self) -> Binning {
         self.binning
     }
 
     /// Bins (and sums).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan =
+    ///     plan_weighted_for(&limits, &model, InputType::U16, Binning::integers(1000), &LaunchRequest::default())?;
+    /// assert_eq!(plan.bins(), 1000); // the sums buffer holds 1000 f64
+    /// # Ok(()) }
+    /// ```
     pub fn bins(&self) -> u32 {
         self.binning.nbins
     }
 
     /// Where the weights are summed.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::{WeightedMode, plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// // Sums that fit one block, added straight into global memory because the request says so.
+    /// let global = LaunchRequest { global: Some(true), ..LaunchRequest::default() };
+    /// let plan = plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &global)?;
+    /// assert_eq!(plan.mode(), WeightedMode::Global);
+    /// # Ok(()) }
+    /// ```
     pub fn mode(&self) -> WeightedMode {
         self.mode
     }
 
     /// Whether warps whose lanes hold one bin add once.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let aggregate = |bins, request: &LaunchRequest| {
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), request).map(|p| p.aggregate())
+    /// };
+    /// let open = LaunchRequest::default();
+    /// // 32 copies: each lane of a warp adds into its own copy, so there is nothing to merge.
+    /// assert!(!aggregate(256, &open)?);
+    /// // One copy: lanes can share an address, so warps merge equal bins first.
+    /// assert!(aggregate(29_056, &open)?);
+    /// // The request decides where it names it.
+    /// assert!(aggregate(256, &LaunchRequest { aggregate: Some(true), ..open })?);
+    /// # Ok(()) }
+    /// ```
     pub fn aggregate(&self) -> bool {
         self.aggregate
     }
 
     /// Partial sums added into each global sum: one per block and copy in shared mode, none in
     /// global mode; the `p` of [`kernel::error_bound`].
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan =
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &LaunchRequest::default())?;
+    /// // 132 blocks of 32 copies each add a partial sum into every global sum.
+    /// assert_eq!(plan.partial_sums(), 132 * 32);
+    /// let global = LaunchRequest { global: Some(true), ..LaunchRequest::default() };
+    /// let plan = plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &global)?;
+    /// assert_eq!(plan.partial_sums(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn partial_sums(&self) -> u64 {
         match self.mode {
             WeightedMode::Shared => self.launch.blocks() as u64 * self.launch.copies() as u64,
@@ -81,6 +220,21 @@ impl WeightedPlan {
     }
 
     /// Why this plan, in words (for `--plan`).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan =
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(29_057), &LaunchRequest::default())?;
+    /// let reason = plan.reason(&limits);
+    /// assert!(reason.starts_with("29057 f64 sums: every weight is one red.global.add.f64"), "{reason}");
+    /// assert!(reason.contains("at most 29056 bins of sums"), "{reason}");
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         let bins = self.bins();
         let resident = self.blocks_per_sm * self.launch.threads();
@@ -119,6 +273,12 @@ impl std::fmt::Display for WeightedPlan {
 }
 
 /// Bins of `f64` sums one block's shared memory holds (one copy).
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramLimits, weighted::max_shared_bins};
+/// // 227 KiB of 8-byte sums.
+/// assert_eq!(max_shared_bins(&HistogramLimits::H100), 29_056);
+/// ```
 pub fn max_shared_bins(limits: &HistogramLimits) -> u64 {
     limits.max_shared_per_block_optin as u64 / 8
 }
@@ -132,6 +292,30 @@ pub(crate) fn type_index(t: InputType) -> usize {
 /// kernel residency `occupancy` reports: the shared mode when the sums fit one block, else the
 /// global mode; `request` can force either (`global`), and fix threads, copies (shared mode) and
 /// warp aggregation (default: on wherever lanes can share an address, i.e. below 32 copies).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+/// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+/// use hopper_kernels::histogram::weighted::{WeightedMode, plan_weighted_for};
+/// let limits = HistogramLimits::H100;
+/// let model = model_before_device(limits);
+/// let open = LaunchRequest::default();
+/// let plan = |bins, request: &LaunchRequest| {
+///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), request)
+/// };
+/// let shared = plan(256, &open)?;
+/// assert_eq!((shared.mode(), shared.launch().copies(), shared.aggregate()), (WeightedMode::Shared, 32, false));
+/// let global = plan(100_000, &open)?;
+/// assert_eq!((global.mode(), global.launch().shared_bytes()), (WeightedMode::Global, 0));
+/// // What cannot be done is refused, saying why.
+/// let forced = LaunchRequest { global: Some(false), ..open };
+/// assert!(plan(100_000, &forced).unwrap_err().to_string().contains("use the global tier"));
+/// let packed = LaunchRequest { packing: Some(1), ..open };
+/// assert!(plan(256, &packed).unwrap_err().to_string().contains("--packing applies to counts"));
+/// assert!(plan(0, &open).is_err());
+/// # Ok(()) }
+/// ```
 pub fn plan_weighted_for(
     limits: &HistogramLimits,
     occupancy: &dyn Occupancy,
@@ -174,6 +358,18 @@ pub fn plan_weighted_for(
 }
 
 /// [`plan_weighted_for`] on the opened device, with its occupancy query for the kernel.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::{HistogramLimits, InputType, binning_for, weighted::plan_weighted};
+/// let gpu = Gpu::open(0)?;
+/// let binning = binning_for(InputType::F32, 4096, Some((-1.0, 1.0)))?;
+/// let plan = plan_weighted(&gpu, InputType::F32, binning, &LaunchRequest::default())?;
+/// println!("{plan}: {}", plan.reason(&HistogramLimits::of(&gpu)?));
+/// # Ok(()) }
+/// ```
 pub fn plan_weighted(gpu: &Gpu, element: InputType, binning: Binning, request: &LaunchRequest) -> Result<WeightedPlan> {
     let limits = HistogramLimits::of(gpu)?;
     let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
@@ -184,6 +380,29 @@ pub fn plan_weighted(gpu: &Gpu, element: InputType, binning: Binning, request: &
 /// value `i`; as many weights as values) into `sums` (`bins` `f64`), without zeroing them first,
 /// so that launches accumulate. Both inputs must start 16-byte aligned; nothing is launched for no
 /// values.
+///
+/// ```no_run
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::Gpu;
+/// use hopper_kernels::histogram::device_values::DeviceValues;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::weighted::{launch_weighted, plan_weighted};
+/// use hopper_kernels::histogram::{Binning, InputType};
+/// let gpu = Gpu::open(0)?;
+/// let plan = plan_weighted(&gpu, InputType::I32, Binning::integers(4), &LaunchRequest::default())?;
+/// let values = gpu.upload(&[0i32, 1, 1, 9])?;
+/// let weights = gpu.upload(&[0.5f32, 1.0, 2.0, -1.0])?;
+/// let mut sums = gpu.zeros::<f64>(4)?;
+/// let input = DeviceValues::i32(&values.as_view());
+/// launch_weighted(&gpu, &plan, gpu.stream(), &input, &weights.as_view(), &mut sums.as_view_mut())?;
+/// // Launches add into the sums: a second one doubles them.
+/// launch_weighted(&gpu, &plan, gpu.stream(), &input, &weights.as_view(), &mut sums.as_view_mut())?;
+/// assert_eq!(gpu.download(&sums)?, [1.0, 6.0, 0.0, -2.0]);
+/// // One weight per value.
+/// let short = weights.slice(0..3);
+/// assert!(launch_weighted(&gpu, &plan, gpu.stream(), &input, &short, &mut sums.as_view_mut()).is_err());
+/// # Ok(()) }
+/// ```
 pub fn launch_weighted(
     gpu: &Gpu,
     plan: &WeightedPlan,
@@ -279,6 +498,18 @@ pub(crate) fn for_each_bin(values: Values<'_>, binning: &Binning, mut f: impl Fn
 /// 2^-106` of the bin's sum of absolute weights for `m` values, far below the GPU's bound) and
 /// rounded to `f64`; with it, the sum of absolute weights and the count of each bin, for
 /// [`kernel::error_bound`].
+///
+/// ```
+/// use hopper_kernels::histogram::{Binning, Values, weighted::weighted_histogram_cpu};
+/// // Integers clamp into the edge bins: 9 sums into bin 3.
+/// let r = weighted_histogram_cpu(Values::U8(&[0, 1, 1, 9]), &[0.5, 1.0, 2.0, -1.0], &Binning::integers(4));
+/// assert_eq!(r.sums, [0.5, 3.0, 0.0, -1.0]);
+/// assert_eq!(r.abs_sums, [0.5, 3.0, 0.0, 1.0]);
+/// assert_eq!(r.counts, [1, 2, 0, 1]);
+/// // f32 values outside the range, and NaN, add nothing.
+/// let r = weighted_histogram_cpu(Values::F32(&[0.25, 2.0, f32::NAN]), &[1.0, 1.0, 1.0], &Binning::range(2, 0.0, 1.0));
+/// assert_eq!(r.sums, [1.0, 0.0]);
+/// ```
 pub fn weighted_histogram_cpu(values: Values<'_>, weights: &[f32], binning: &Binning) -> WeightedReference {
     let mut bins = vec![None; values.len()];
     for_each_bin(values, binning, |i, bin| bins[i] = bin);
@@ -286,6 +517,14 @@ pub fn weighted_histogram_cpu(values: Values<'_>, weights: &[f32], binning: &Bin
 }
 
 /// What [`weighted_histogram_cpu`] computes per bin.
+///
+/// ```
+/// use hopper_kernels::histogram::{Binning, Values, weighted::weighted_histogram_cpu};
+/// let r = weighted_histogram_cpu(Values::I32(&[0, 0, 1]), &[2.0, -3.0, 0.5], &Binning::integers(2));
+/// assert_eq!((r.sums[0], r.abs_sums[0], r.counts[0]), (-1.0, 5.0, 2));
+/// // The GPU's sums are checked against it within the bound of their partial sums.
+/// assert_eq!(r.first_difference(&[-1.0, 0.5], 4224), None);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct WeightedReference {
     /// The sums of the weights, to `f64`'s precision.
@@ -299,6 +538,21 @@ pub struct WeightedReference {
 impl WeightedReference {
     /// The exact sums of `bins` bins from (bin, weight) pairs (`None`: not counted), each bin's
     /// sum in double-double arithmetic (Knuth's TwoSum), rounded to `f64` at the end.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::weighted::WeightedReference;
+    /// // 1e16 + 1 - 1e16 in f64 gives 0 (1 is below half an ulp of 1e16); the reference keeps the 1.
+    /// let r = WeightedReference::from_bins(2, [(Some(0), 1e16), (Some(0), 1.0), (None, 7.0), (Some(0), -1e16)]);
+    /// assert_eq!(1e16f64 + 1.0 - 1e16, 0.0);
+    /// assert_eq!(r.sums, [1.0, 0.0]);
+    /// assert_eq!(r.counts, [3, 0]);
+    /// // Infinite weights make infinite sums, as numpy's; inf and -inf in one bin make NaN.
+    /// let inf = f32::INFINITY;
+    /// let items = [(Some(0), inf), (Some(0), 1.0), (Some(1), -inf), (Some(2), inf), (Some(2), -inf)];
+    /// let r = WeightedReference::from_bins(3, items);
+    /// assert_eq!((r.sums[0], r.sums[1]), (f64::INFINITY, f64::NEG_INFINITY));
+    /// assert!(r.sums[2].is_nan());
+    /// ```
     pub fn from_bins(bins: usize, items: impl IntoIterator<Item = (Option<u32>, f32)>) -> Self {
         let mut r = WeightedReference { sums: vec![0.0; bins], abs_sums: vec![0.0; bins], counts: vec![0; bins] };
         let mut low = vec![0.0f64; bins];
@@ -315,13 +569,27 @@ impl WeightedReference {
             }
         }
         for (s, l) in r.sums.iter_mut().zip(low) {
-            *s += l;
+            *s += if s.is_finite() { l } else { 0.0 };
         }
         r
     }
 
     /// The first bin whose GPU sum `got` differs from the reference by more than
     /// [`kernel::error_bound`] with `partials` partial sums, in words; `None` when all are within.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::weighted::WeightedReference;
+    /// let r = WeightedReference::from_bins(1, [(Some(0), 1e16), (Some(0), 1.0), (Some(0), -1e16)]);
+    /// // The bound: 1.01 * (3 values + 10 partial sums) * 2^-53 * 2e16, about 29.
+    /// assert_eq!(r.first_difference(&[1.0 + 16.0], 10), None);
+    /// let d = r.first_difference(&[1.0 + 64.0], 10).unwrap();
+    /// assert!(d.starts_with("bin 0 sums 6.5e1 instead of 1e0: off by 6.4e1"), "{d}");
+    /// assert_eq!(r.first_difference(&[], 10).unwrap(), "0 sums came back, 1 expected");
+    /// // An infinite sum is matched only by the same infinity: the bound (infinite) allows no other.
+    /// let inf = WeightedReference::from_bins(1, [(Some(0), f32::INFINITY), (Some(0), 2.0)]);
+    /// assert_eq!(inf.first_difference(&[f64::INFINITY], 10), None);
+    /// assert!(inf.first_difference(&[1e300], 10).is_some());
+    /// ```
     pub fn first_difference(&self, got: &[f64], partials: u64) -> Option<String> {
         if got.len() != self.sums.len() {
             return Some(format!("{} sums came back, {} expected", got.len(), self.sums.len()));
@@ -329,7 +597,7 @@ impl WeightedReference {
         (0..got.len()).find_map(|b| {
             let bound = kernel::error_bound(self.counts[b], partials, self.abs_sums[b]);
             let (g, w) = (got[b], self.sums[b]);
-            let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= bound;
+            let ok = g == w || (g.is_nan() && w.is_nan()) || (w.is_finite() && (g - w).abs() <= bound);
             (!ok).then(|| {
                 format!("bin {b} sums {g:e} instead of {w:e}: off by {:e}, the bound is {bound:e}", (g - w).abs())
             })

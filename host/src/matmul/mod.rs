@@ -3,6 +3,19 @@
 //! families ([`plan()`]), one launch plan per kernel family (beside the kernels of
 //! `kernels::matmul`), and owned row-major matrices ([`DeviceMatrices`]) for the command line and
 //! the tests.
+//!
+//! Planning needs no GPU: the planners take a device model.
+//!
+//! ```
+//! # fn main() -> hopper_kernels::Result<()> {
+//! use hopper_kernels::matmul::{GemmDesc, MatmulDevice, MatmulShape, MatmulVariant, describe_plan, plan};
+//! // f32 at FP32's accuracy (the default `high` policy) on an H200: split-TF32 tensor cores.
+//! let p = plan(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
+//! assert_eq!(p.variant(), MatmulVariant::WgmmaTf32x3);
+//! let text = describe_plan(&GemmDesc::new(4096, 4096, 4096), MatmulDevice::H200)?;
+//! assert!(text.starts_with("1 product(s) of 4096x4096x4096: "), "{text}");
+//! # Ok(()) }
+//! ```
 
 mod convert;
 pub mod desc;
