@@ -1,5 +1,5 @@
 //! Small arrays the histogram features read whole from files: weights (`float32`), bin edges
-//! (`float32`, or `float64` that are exactly `float32`), segment offsets (any integer dtype,
+//! (`float32`, or `float64` that are exactly `float32`), segment offsets (`int64`, `uint64`, `int32` or `uint32`,
 //! none negative), and 2-D pairs (`float32`). `.npy` files of any shape in C order (read as their
 //! flat values), or raw little-endian `float32` files for weights and pairs. Every refusal names
 //! the file and the problem, as [`crate::io`]'s do.
@@ -124,7 +124,7 @@ pub fn read_edges(source: &str) -> Result<BinEdges> {
     }
 }
 
-/// Segment offsets from a `.npy` file of any integer dtype (`int64` from numpy by default), none
+/// Segment offsets from a `.npy` file of `int64` (numpy's default), `uint64`, `int32` or `uint32`, none
 /// negative.
 ///
 /// ```
