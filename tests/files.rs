@@ -54,9 +54,10 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
     let chunk_bytes = 1 << 20;
     // Five full chunks and a ragged sixth whose length is not a multiple of the 4-value loads.
     let n = 5 * (chunk_bytes / 4) + 4_099;
-    // The planner's tiers (shared, sorted) and the forced ones (cluster, bucketed).
+    // The planner's tiers (shared, packed, sorted) and the forced ones (cluster, bucketed).
     for (bins, tier, forced) in [
         (256, HistogramTier::Shared, false),
+        (2 * capacity + 1, HistogramTier::Packed, false),
         (capacity + 1, HistogramTier::Cluster, true),
         (300_000, HistogramTier::Sorted, false),
         (300_000, HistogramTier::Bucketed, true),

@@ -447,7 +447,7 @@ impl HistogramBinsResult {
 /// One GPU tier at one bin count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistogramRow {
-    /// `shared`, `sorted`, `cluster`, `bucketed` or `global`; or an input under the planner's plan: `zipf`,
+    /// `shared`, `packed`, `sorted`, `cluster`, `bucketed` or `global`; or an input under the planner's plan: `zipf`,
     /// `constant` (skewed `i32`), `f32` (over a range), `u8 2^28`.
     pub tier: String,
     /// The launch plan in words (cluster size, blocks, threads, shared bytes, bins per block).

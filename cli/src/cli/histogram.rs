@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 /// `--tier`: the planner's choice, or a forced tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TierChoice {
-    /// Shared, sorted or global, by the bin count and the device.
+    /// Shared, packed, sorted or global, by the bin count and the device.
     Auto,
     /// One block's shared memory.
     Shared,
+    /// One block's shared memory, counters packed two or four to a word.
+    Packed,
     /// Tiles sorted by bucket of bins, each bucket counted in shared memory, two passes.
     Sorted,
     /// A cluster's distributed shared memory.
@@ -36,6 +38,7 @@ impl TierChoice {
         match self {
             Self::Auto => None,
             Self::Shared => Some(HistogramTier::Shared),
+            Self::Packed => Some(HistogramTier::Packed),
             Self::Sorted => Some(HistogramTier::Sorted),
             Self::Cluster => Some(HistogramTier::Cluster),
             Self::Bucketed => Some(HistogramTier::Bucketed),

@@ -268,6 +268,17 @@ pub fn launch_into(
     let aggregate = plan.aggregate() as u32;
     let (bytes, counts) = (&input.address, &counts.address);
     match plan.tier() {
+        HistogramTier::Shared if !plan.aggregate() => {
+            let mut launch = stream.launch_builder(&func);
+            let (active, phase, copies) = (1u32, 0u32, plan.copies());
+            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+            launch.arg(&active).arg(&phase).arg(&copies);
+            // SAFETY: kernel contract (kernels::histogram::channels, one channel, packing 0):
+            // input holds n values of the kernel's type (checked above), counts holds nbins
+            // counters, copies is a power of two up to 32 and the launch provides nbins * copies
+            // * 4 bytes of shared memory.
+            unsafe { launch.launch(plan.launch_config()) }?;
+        }
         HistogramTier::Shared => {
             let mut launch = stream.launch_builder(&func);
             let shift = 0u32;
@@ -277,6 +288,17 @@ pub fn launch_into(
             // SAFETY: kernel contract (kernels::histogram): input holds n values of the kernel's
             // type (checked above), counts holds nbins counters, copies is a power of two up to
             // 32 and the launch provides nbins * copies * 4 bytes of shared memory.
+            unsafe { launch.launch(plan.launch_config()) }?;
+        }
+        HistogramTier::Packed => {
+            let mut launch = stream.launch_builder(&func);
+            let (copies, packing) = (1u32, plan.packing());
+            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+            launch.arg(&copies).arg(&packing);
+            // SAFETY: kernel contract (kernels::histogram::channels, one channel): input holds n
+            // values of the kernel's type (checked above), counts holds nbins counters, packing is
+            // 1 or 2 and the launch provides packed::counter_bytes(nbins, packing, 1) bytes of
+            // shared memory (the planner's shared_bytes).
             unsafe { launch.launch(plan.launch_config()) }?;
         }
         HistogramTier::Global => {

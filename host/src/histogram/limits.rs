@@ -23,7 +23,8 @@ use kernels::histogram::bucketed::{self};
 ///     max_cluster_size: 8,
 /// };
 /// assert_eq!(small.block_capacity(), 12_288);
-/// assert_eq!(plan_for(&small, 12_289, PlanRequest::default())?.tier(), HistogramTier::Sorted);
+/// assert_eq!(plan_for(&small, 12_289, PlanRequest::default())?.tier(), HistogramTier::Packed);
+/// assert_eq!(plan_for(&small, 4 * 12_288 + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

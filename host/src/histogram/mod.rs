@@ -53,13 +53,17 @@ pub use values::{MAX_F32_BINS, Values, ValuesBuf, binning_for, histogram_cpu_of}
 /// assert_eq!("Sorted".parse::<HistogramTier>(), Ok(HistogramTier::Sorted));
 /// assert_eq!(HistogramTier::Cluster.to_string(), "cluster");
 /// let err = "smem".parse::<HistogramTier>().unwrap_err();
-/// assert_eq!(err, "unknown histogram tier `smem`: choose from shared, sorted, cluster, bucketed, global");
+/// assert_eq!(err, "unknown histogram tier `smem`: choose from shared, packed, sorted, cluster, bucketed, global");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HistogramTier {
     /// Private histograms per block in its shared memory.
     Shared,
+    /// Private histograms per block in its shared memory with the counters packed two or four to a
+    /// word (16- or 8-bit digits whose carries are corrected exactly): two or four times the
+    /// shared tier's bins, one pass.
+    Packed,
     /// Values sorted by bucket of bins within tiles, then each bucket counted in shared memory:
     /// two passes.
     Sorted,
@@ -76,18 +80,19 @@ named_enum!(HistogramTier, "histogram tier");
 
 impl HistogramTier {
     /// Every tier, in the planner's order of preference.
-    pub const ALL: [Self; 5] = [Self::Shared, Self::Sorted, Self::Cluster, Self::Bucketed, Self::Global];
+    pub const ALL: [Self; 6] = [Self::Shared, Self::Packed, Self::Sorted, Self::Cluster, Self::Bucketed, Self::Global];
 
     /// The name the CLI and reports use.
     ///
     /// ```
     /// use hopper_kernels::histogram::HistogramTier;
     /// let names: Vec<&str> = HistogramTier::ALL.iter().map(|t| t.name()).collect();
-    /// assert_eq!(names, ["shared", "sorted", "cluster", "bucketed", "global"]);
+    /// assert_eq!(names, ["shared", "packed", "sorted", "cluster", "bucketed", "global"]);
     /// ```
     pub fn name(self) -> &'static str {
         match self {
             Self::Shared => "shared",
+            Self::Packed => "packed",
             Self::Sorted => "sorted",
             Self::Cluster => "cluster",
             Self::Bucketed => "bucketed",
@@ -100,6 +105,7 @@ impl HistogramTier {
         let k = input.kernels();
         match self {
             Self::Shared => k.shared,
+            Self::Packed => kernels::histogram::channels::PACKED_KERNELS[weighted::type_index(input)],
             Self::Cluster => k.cluster,
             Self::Bucketed => KERNEL_BUCKET_BINS,
             Self::Sorted => KERNEL_SORTED_BINS,

@@ -68,8 +68,8 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
     };
     let kernels = element.kernels();
     match plan.tier {
-        HistogramTier::Shared | HistogramTier::Global => {
-            plan.blocks = resident(plan.tier.kernel(element), plan.threads_per_block, plan.shared_bytes)?;
+        HistogramTier::Shared | HistogramTier::Packed | HistogramTier::Global => {
+            plan.blocks = resident(plan.kernel(element), plan.threads_per_block, plan.shared_bytes)?;
         }
         HistogramTier::Bucketed => {
             plan.blocks = resident(KERNEL_BUCKET_BINS, plan.threads_per_block, plan.shared_bytes)?;
@@ -122,7 +122,7 @@ pub(super) fn tile_sort_threads(gpu: &Gpu, element: InputType, threads: u32) -> 
 /// The tier's kernel for `input` with the attributes its plan needs: dynamic shared memory above
 /// 48 KiB, and non-portable cluster sizes above 8.
 pub(super) fn prepared_function(gpu: &Gpu, plan: &HistogramPlan, input: InputType) -> Result<CudaFunction> {
-    let func = gpu.function(plan.tier.kernel(input))?;
+    let func = gpu.function(plan.kernel(input))?;
     func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, plan.shared_bytes as i32)?;
     if plan.cluster_size > PORTABLE_CLUSTER_SIZE {
         func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;

@@ -6,6 +6,7 @@ use crate::error::{Error, Result, format_bytes};
 use cudarc::driver::LaunchConfig;
 use kernels::histogram::InputType;
 use kernels::histogram::bucketed::{self, SCATTER_THREADS};
+use kernels::histogram::packed::{self, MAX_PACKING};
 use kernels::histogram::shared_bytes;
 use kernels::histogram::sorted::{self};
 
@@ -114,8 +115,8 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
-/// // One bin more than a block holds: sorted, in buckets of 2^14 bins.
-/// let p = plan_for(&HistogramLimits::H100, 58_113, PlanRequest::default())?;
+/// // One bin more than a block's packed counters hold: sorted, in buckets of 2^14 bins.
+/// let p = plan_for(&HistogramLimits::H100, 4 * 58_112 + 1, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
 /// ```
@@ -164,6 +165,20 @@ pub const SCATTER_STATIC_SHARED: u32 = 36_880;
 /// # Ok(()) }
 /// ```
 pub const U8_SHARED_THREADS: u32 = 1024;
+
+/// Threads per block of the packed tier unless asked otherwise: one block per SM holds the
+/// packed counters (up to 227 KiB), so the block is as large as an SM's threads allow to keep
+/// loads in flight. On the H200 one-channel packed counters at 65,536 bins ran 132 blocks of
+/// 1024 threads at 63% of the copy's bandwidth (2^26 `i32`), where the sorted tier ran at 21%.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PACKED_THREADS, PlanRequest, plan_for};
+/// let p = plan_for(&HistogramLimits::H100, 65_536, PlanRequest::default())?;
+/// assert_eq!((p.tier(), p.threads_per_block()), (HistogramTier::Packed, PACKED_THREADS));
+/// # Ok(()) }
+/// ```
+pub const PACKED_THREADS: u32 = 1024;
 
 /// Private copies the shared tier keeps at most: one per lane of a warp.
 ///
@@ -231,6 +246,9 @@ pub struct HistogramPlan {
     pub(super) scatter_blocks: u32,
     /// Blocks of the bucketed tier's bucket count pass (0 elsewhere).
     pub(super) count_blocks: u32,
+    /// Counters per 32-bit word as `log2` (packed tier: 1 for 16-bit, 2 for 8-bit digits; 0
+    /// elsewhere).
+    pub(super) packing: u32,
 }
 
 impl HistogramPlan {
@@ -240,6 +258,7 @@ impl HistogramPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
     /// let tier = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).unwrap().tier();
     /// assert_eq!(tier(58_112), HistogramTier::Shared); // one block's shared memory
+    /// assert_eq!(tier(58_113), HistogramTier::Packed); // ... as 16-bit or 8-bit counters
     /// assert_eq!(tier(1 << 20), HistogramTier::Sorted);
     /// assert_eq!(tier((1 << 23) + 1), HistogramTier::Global); // past the sorted tier's buckets
     /// ```
@@ -399,6 +418,47 @@ impl HistogramPlan {
     pub fn count_blocks(&self) -> u32 {
         self.count_blocks
     }
+
+    /// Counters per 32-bit word as `log2`: 1 (16-bit digits) or 2 (8-bit digits) in the packed
+    /// tier, 0 (whole `u32` counters) elsewhere.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let h100 = HistogramLimits::H100; // 58,112 u32 counters per block
+    /// let packing = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.packing());
+    /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
+    /// # Ok(()) }
+    /// ```
+    pub fn packing(&self) -> u32 {
+        self.packing
+    }
+
+    /// The PTX symbol of the kernel that counts `input` values (the bins pass, in the bucketed
+    /// and sorted tiers). The shared tier counts through the one-channel kernel of
+    /// `kernels::histogram::channels`, whose input loop keeps the next step's loads in flight
+    /// while it counts ([`kernels::histogram::pipelined`]): on the H200 (2^26 values) it ran `f32`
+    /// at 256 bins in 0.065 ms against the first shared kernel's 0.076 and `i32` in 0.064 against
+    /// 0.065. Warp-aggregated adds, which only the first kernel makes, keep it.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, PlanRequest, plan_for};
+    /// let h100 = HistogramLimits::H100;
+    /// let plan = |bins, aggregate| plan_for(&h100, bins, PlanRequest { aggregate, ..PlanRequest::default() });
+    /// assert_eq!(plan(256, None)?.kernel(InputType::F32), "histogram_channels1_f32");
+    /// assert_eq!(plan(256, Some(true))?.kernel(InputType::F32), "histogram_shared_f32");
+    /// assert_eq!(plan(65_536, None)?.kernel(InputType::I32), "histogram_packed_i32");
+    /// # Ok(()) }
+    /// ```
+    pub fn kernel(&self, input: InputType) -> &'static str {
+        match self.tier {
+            HistogramTier::Shared if !self.aggregate => {
+                kernels::histogram::channels::KERNELS[0][super::weighted::type_index(input)]
+            }
+            tier => tier.kernel(input),
+        }
+    }
 }
 
 impl std::fmt::Display for HistogramPlan {
@@ -436,6 +496,9 @@ impl std::fmt::Display for HistogramPlan {
             if self.tier == HistogramTier::Shared && self.copies > 1 {
                 write!(f, ", {} copies", self.copies)?;
             }
+            if self.tier == HistogramTier::Packed {
+                write!(f, ", {}-bit counters", packed::digit_bits(self.packing))?;
+            }
             write!(f, ")")?;
         }
         if self.aggregate {
@@ -471,7 +534,9 @@ impl HistogramPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
     /// let h100 = HistogramLimits::H100;
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("100000 bins exceed one block (58112 bins) and fit the sorted tier"), "{why}");
+    /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
+    /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
+    /// assert!(why.starts_with("1048576 bins exceed one block's packed counters (232448 bins as 8-bit digits) and fit the sorted tier"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
     /// # Ok(()) }
     /// ```
@@ -487,9 +552,15 @@ impl HistogramPlan {
                 self.copies,
                 SHARED_BLOCKS_PER_SM
             ),
-            HistogramTier::Sorted => format!(
-                "{bins} bins exceed one block ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+            HistogramTier::Packed => format!(
+                "{bins} bins exceed one block's {} u32 counters, so they are packed {} to a word ({}-bit digits, carries corrected exactly): one pass over the values, where the sorted tier makes two (H200, 2^26 i32 at 65,536 bins: 0.100 ms against 0.308)",
                 limits.block_capacity(),
+                packed::per_word(self.packing),
+                packed::digit_bits(self.packing)
+            ),
+            HistogramTier::Sorted => format!(
+                "{bins} bins exceed one block's packed counters ({} bins as 8-bit digits) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                packed_capacity(limits),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
                 1u64 << limits.max_bucket_shift()
@@ -527,7 +598,8 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 }
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
-/// holds every bin, else the sorted tier while its buckets hold the bins, else the global tier
+/// holds every bin, else the packed tier while 16- or 8-bit counters fit one block, else the
+/// sorted tier while its buckets hold the bins, else the global tier
 /// (the cluster and bucketed tiers only when asked for). The request can fix the tier, the
 /// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
 /// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
@@ -539,7 +611,7 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier::*, PlanRequest, plan_for};
 /// let h100 = HistogramLimits::H100;
 /// let tier = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.tier());
-/// assert_eq!((tier(256)?, tier(100_000)?, tier(1 << 24)?), (Shared, Sorted, Global));
+/// assert_eq!((tier(256)?, tier(100_000)?, tier(1 << 20)?, tier(1 << 24)?), (Shared, Packed, Sorted, Global));
 /// // A forced tier that cannot hold the bins is an error that says which tiers can.
 /// let shared = PlanRequest { tier: Some(Shared), ..PlanRequest::default() };
 /// let err = plan_for(&h100, 100_000, shared).unwrap_err().to_string();
@@ -581,6 +653,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         (Some(tier), _) => tier,
         (None, Some(_)) => HistogramTier::Cluster,
         (None, None) if bins <= capacity => HistogramTier::Shared,
+        (None, None) if bins as u64 <= packed_capacity(limits) => HistogramTier::Packed,
         (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Sorted,
         (None, None) => HistogramTier::Global,
     };
@@ -623,6 +696,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         bucket_shift: 0,
         scatter_blocks: 0,
         count_blocks: 0,
+        packing: 0,
     };
     let element = element.unwrap_or(InputType::I32);
     match tier {
@@ -735,8 +809,40 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
                 ..base
             })
         }
+        HistogramTier::Packed => {
+            let packing = (1..=MAX_PACKING)
+                .find(|&p| (bins as u64).div_ceil(packed::per_word(p) as u64) <= capacity as u64)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{bins} bins exceed the packed tier's {} (8-bit counters, four to a word, in one block's {}): use the sorted, bucketed or global tier",
+                        packed_capacity(limits),
+                        format_bytes(limits.max_shared_per_block_optin as u64)
+                    ))
+                })?;
+            let threads = threads_per_block.unwrap_or(PACKED_THREADS);
+            let shared = packed::counter_bytes(bins32, packing, 1) as u32;
+            Ok(HistogramPlan {
+                blocks: persistent(shared, threads, 1),
+                threads_per_block: threads,
+                shared_bytes: shared,
+                bins_per_block: bins32,
+                packing,
+                ..base
+            })
+        }
         HistogramTier::Global => Ok(HistogramPlan { blocks: persistent(0, threads, 1), ..base }),
     }
+}
+
+/// The most bins the packed tier holds on a device with `limits`: four 8-bit counters in each
+/// 32-bit word of one block's shared memory.
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramLimits, packed_capacity};
+/// assert_eq!(packed_capacity(&HistogramLimits::H100), 4 * 58_112);
+/// ```
+pub fn packed_capacity(limits: &HistogramLimits) -> u64 {
+    limits.block_capacity() * packed::per_word(MAX_PACKING) as u64
 }
 
 /// The bucket width, in bits of the bin, for `bins` bins in `tier` (bucketed or sorted): the
@@ -822,15 +928,21 @@ mod tests {
         let at = plan_for(&H100, capacity, PlanRequest::default()).unwrap();
         assert_eq!((at.tier, at.shared_bytes, at.bins_per_block), (Shared, 232_448, 58_112));
         let above = plan_for(&H100, capacity + 1, PlanRequest::default()).unwrap();
-        assert_eq!((above.tier, above.bucket_shift, above.bins_per_block), (Sorted, 14, 16_384));
+        assert_eq!((above.tier, above.packing, above.bins_per_block), (Packed, 1, 58_113));
+        assert_eq!((above.threads_per_block, above.shared_bytes), (PACKED_THREADS, 29_057 * 4));
         let cluster = plan_for(&H100, capacity + 1, PlanRequest { tier: Some(Cluster), ..PlanRequest::default() });
         assert_eq!(cluster.unwrap().cluster_size, 2);
     }
 
     #[test]
-    fn the_planner_sorts_every_bin_count_above_one_block_that_its_buckets_hold() {
+    fn the_planner_packs_counters_up_to_four_times_one_block_then_sorts_what_buckets_hold() {
         let sorted = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap();
-        for bins in [58_113, 65_536, 131_072, 1 << 20, 256 << 14] {
+        for (bins, packing) in [(58_113, 1), (65_536, 1), (116_224, 1), (116_225, 2), (131_072, 2), (232_448, 2)] {
+            let p = sorted(bins);
+            assert_eq!((p.tier, p.packing, p.blocks), (Packed, packing, 132), "{bins}");
+            assert!(p.shared_bytes as u64 <= H100.max_shared_per_block_optin as u64, "{bins}");
+        }
+        for bins in [232_449, 1 << 20, 256 << 14] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
@@ -918,7 +1030,7 @@ mod tests {
         let two = PlanRequest { copies: Some(2), ..PlanRequest::default() };
         assert_eq!(plan_for(&H100, 4096, two).unwrap().copies, 2);
         // The planner's own choice above one block's capacity: the copies would be dropped.
-        for (bins, tier) in [(100_000, "sorted"), (1 << 20, "sorted"), ((256 << 15) + 1, "global")] {
+        for (bins, tier) in [(100_000, "packed"), (1 << 20, "sorted"), ((256 << 15) + 1, "global")] {
             let err = plan_for(&H100, bins, two).unwrap_err().to_string();
             assert!(err.contains("shared tier only") && err.contains(&format!("the {tier} tier")), "{err}");
         }
@@ -926,6 +1038,17 @@ mod tests {
         assert!(plan_for(&H100, 4096, with_cluster).unwrap_err().to_string().contains("shared tier only"));
         let forced = PlanRequest { tier: Some(Global), ..two };
         assert!(plan_for(&H100, 256, forced).unwrap_err().to_string().contains("shared tier only"));
+    }
+
+    #[test]
+    fn a_forced_packed_tier_takes_the_narrowest_digits_that_fit_and_refuses_more_bins() {
+        let packed = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 256, packed).unwrap().packing, 1);
+        assert_eq!(plan_for(&H100, 232_448, packed).unwrap().packing, 2);
+        let err = plan_for(&H100, 232_449, packed).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 232448") && err.contains("use the sorted"), "{err}");
+        let threads = plan_for(&H100, 65_536, PlanRequest { threads_per_block: Some(512), ..packed }).unwrap();
+        assert_eq!(threads.threads_per_block, 512);
     }
 
     #[test]
@@ -948,7 +1071,8 @@ mod tests {
     fn plan_reason_names_the_capacity_or_crossover_that_decided() {
         let why = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap().reason(&H100, false);
         assert!(why(256).contains("fit in one block") && why(256).contains("32 interleaved copies"), "{}", why(256));
-        assert!(why(100_000).contains("exceed one block (58112 bins)"), "{}", why(100_000));
+        assert!(why(100_000).contains("exceed one block's 58112 u32 counters"), "{}", why(100_000));
+        assert!(why(200_000).contains("8-bit digits"), "{}", why(200_000));
         assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
         assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
         let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
@@ -980,6 +1104,8 @@ mod tests {
         assert_eq!(SMALL.block_capacity(), 12_288);
         assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
         let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.packing), (Packed, 1));
+        let above = plan_for(&SMALL, 4 * 12_288 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));
         // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
         let wide = plan_for(&SMALL, 1 << 21, PlanRequest::default()).unwrap();
