@@ -57,7 +57,7 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
     // The planner's tiers (shared, packed, sorted) and the forced ones (cluster, bucketed).
     for (bins, tier, forced) in [
         (256, HistogramTier::Shared, false),
-        (2 * capacity + 1, HistogramTier::Packed, false),
+        (2 * capacity, HistogramTier::Packed, false),
         (capacity + 1, HistogramTier::Cluster, true),
         (300_000, HistogramTier::Sorted, false),
         (300_000, HistogramTier::Bucketed, true),

@@ -50,13 +50,17 @@ fn values_with_outliers(rng: &mut impl Rng, n: usize, bins: usize) -> Vec<i32> {
 fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
     let (gpu, mut rng) = (gpu(), fresh_rng("block capacity"));
     let capacity = HistogramLimits::of(&gpu).unwrap().block_capacity() as usize;
-    let values = values_with_outliers(&mut rng, (1 << 22) + 5, 4 * capacity + 1);
+    let values = values_with_outliers(&mut rng, (1 << 22) + 5, 4 * capacity);
     assert_eq!(assert_matches_cpu(&gpu, &values, capacity, None, None), HistogramTier::Shared);
-    // Past one block's u32 counters: 16-bit, then 8-bit packed counters, then the sorted tier.
-    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, 4 * capacity] {
+    // Past one block's u32 counters: 16-bit packed counters, then the sorted tier; 8-bit packed
+    // counters when asked for.
+    for bins in [capacity + 1, 2 * capacity] {
         assert_eq!(assert_matches_cpu(&gpu, &values, bins, None, None), HistogramTier::Packed, "{bins} bins");
     }
-    assert_eq!(assert_matches_cpu(&gpu, &values, 4 * capacity + 1, None, None), HistogramTier::Sorted);
+    assert_eq!(assert_matches_cpu(&gpu, &values, 2 * capacity + 1, None, None), HistogramTier::Sorted);
+    for bins in [2 * capacity + 1, 4 * capacity] {
+        assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Packed), None);
+    }
     for tier in HistogramTier::ALL {
         assert_matches_cpu(&gpu, &values, capacity, Some(tier), None);
     }
@@ -149,8 +153,8 @@ fn a_2_pow_28_value_input_matches_cpu_in_every_tier() {
     let values = histogram_input(rng.random(), 1 << 28, 131_072, ValueDistribution::Uniform);
     assert_eq!(assert_matches_cpu(&gpu, &values, 4096, None, None), HistogramTier::Shared);
     assert_matches_cpu(&gpu, &values, 131_071, Some(HistogramTier::Cluster), None);
-    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Packed);
-    assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Sorted), None);
+    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Sorted);
+    assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Packed), None);
     assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Bucketed), None);
     assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Global), None);
 }
@@ -364,23 +368,19 @@ fn packed_tier_counts_every_type_and_skew_exactly_through_digit_carries() {
     let capacity = HistogramLimits::of(&gpu).unwrap().block_capacity() as usize;
     // 16-bit digits (65,536 bins) and 8-bit digits (131,072): a constant input carries out of its
     // digit every 2^16 or 2^8 adds, zipf's hot bins nearly as often.
+    let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
     for bins in [65_536, 131_072] {
-        assert!(bins > capacity && bins <= 4 * capacity, "{bins} bins are not in the packed tier on this device");
+        assert!(bins > capacity && bins <= 4 * capacity, "{bins} bins do not take packed counters on this device");
         for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {
             let values = histogram_input(rng.random(), (1 << 22) + 3, bins, dist);
-            let tier = assert_typed_matches_cpu(
-                &gpu,
-                Values::I32(&values),
-                Binning::integers(bins as u32),
-                PlanRequest::default(),
-            );
+            let tier = assert_typed_matches_cpu(&gpu, Values::I32(&values), Binning::integers(bins as u32), packed);
             assert_eq!(tier, HistogramTier::Packed, "{bins} bins, {dist:?}");
         }
         for element in [InputType::U16, InputType::F32] {
             let range = (element == InputType::F32).then_some((-1.0, 3.0));
             let values = histogram_input_of(rng.random(), (1 << 21) + 5, bins, ValueDistribution::Zipf, element, range);
             let binning = binning_for(element, bins, range).unwrap();
-            let request = PlanRequest { element: Some(element), ..PlanRequest::default() };
+            let request = PlanRequest { element: Some(element), ..packed };
             assert_eq!(assert_typed_matches_cpu(&gpu, values.as_values(), binning, request), HistogramTier::Packed);
         }
     }

@@ -115,8 +115,8 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
-/// // One bin more than a block's packed counters hold: sorted, in buckets of 2^14 bins.
-/// let p = plan_for(&HistogramLimits::H100, 4 * 58_112 + 1, PlanRequest::default())?;
+/// // One bin more than a block's 16-bit counters hold: sorted, in buckets of 2^14 bins.
+/// let p = plan_for(&HistogramLimits::H100, 2 * 58_112 + 1, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
 /// ```
@@ -179,6 +179,24 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// # Ok(()) }
 /// ```
 pub const PACKED_THREADS: u32 = 1024;
+
+/// The packing the planner goes up to on its own: 16-bit digits (twice one block's bins). 8-bit
+/// digits hold twice as many again, but a digit carries out every 256 adds, and each carry is two
+/// global atomics on the same two counters from every SM: on the H200 (2^26 `i32` values, 131,072
+/// bins) 8-bit digits took 0.114 ms on uniform values where the sorted tier took 0.303, but 0.463
+/// on a constant input where the sorted tier took 0.263 (zipf: 0.266 against 0.324). A forced
+/// packed tier (`--tier packed`) takes them.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PACKED_AUTO_PACKING, PlanRequest, plan_for};
+/// let h100 = HistogramLimits::H100;
+/// let last = (h100.block_capacity() << PACKED_AUTO_PACKING) as usize;
+/// assert_eq!(plan_for(&h100, last, PlanRequest::default())?.tier(), HistogramTier::Packed);
+/// assert_eq!(plan_for(&h100, last + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
+/// # Ok(()) }
+/// ```
+pub const PACKED_AUTO_PACKING: u32 = 1;
 
 /// Private copies the shared tier keeps at most: one per lane of a warp.
 ///
@@ -424,10 +442,13 @@ impl HistogramPlan {
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
-    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
     /// let h100 = HistogramLimits::H100; // 58,112 u32 counters per block
     /// let packing = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.packing());
-    /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
+    /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 0));
+    /// // 8-bit digits only where the packed tier is asked for (see `PACKED_AUTO_PACKING`).
+    /// let forced = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
+    /// assert_eq!(plan_for(&h100, 116_225, forced)?.packing(), 2);
     /// # Ok(()) }
     /// ```
     pub fn packing(&self) -> u32 {
@@ -536,7 +557,7 @@ impl HistogramPlan {
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
     /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("1048576 bins exceed one block's packed counters (232448 bins as 8-bit digits) and fit the sorted tier"), "{why}");
+    /// assert!(why.starts_with("1048576 bins exceed one block's 16-bit packed counters (116224 bins; 8-bit digits only when asked for"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
     /// # Ok(()) }
     /// ```
@@ -559,8 +580,8 @@ impl HistogramPlan {
                 packed::digit_bits(self.packing)
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed one block's packed counters ({} bins as 8-bit digits) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
-                packed_capacity(limits),
+                "{bins} bins exceed one block's 16-bit packed counters ({} bins; 8-bit digits only when asked for: a skewed input carries out of them every 256 adds) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                limits.block_capacity() << PACKED_AUTO_PACKING,
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
                 1u64 << limits.max_bucket_shift()
@@ -598,7 +619,7 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 }
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
-/// holds every bin, else the packed tier while 16- or 8-bit counters fit one block, else the
+/// holds every bin, else the packed tier while 16-bit counters fit one block, else the
 /// sorted tier while its buckets hold the bins, else the global tier
 /// (the cluster and bucketed tiers only when asked for). The request can fix the tier, the
 /// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
@@ -653,7 +674,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         (Some(tier), _) => tier,
         (None, Some(_)) => HistogramTier::Cluster,
         (None, None) if bins <= capacity => HistogramTier::Shared,
-        (None, None) if bins as u64 <= packed_capacity(limits) => HistogramTier::Packed,
+        (None, None) if bins as u64 <= limits.block_capacity() << PACKED_AUTO_PACKING => HistogramTier::Packed,
         (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Sorted,
         (None, None) => HistogramTier::Global,
     };
@@ -937,12 +958,12 @@ mod tests {
     #[test]
     fn the_planner_packs_counters_up_to_four_times_one_block_then_sorts_what_buckets_hold() {
         let sorted = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap();
-        for (bins, packing) in [(58_113, 1), (65_536, 1), (116_224, 1), (116_225, 2), (131_072, 2), (232_448, 2)] {
+        for (bins, packing) in [(58_113, 1), (65_536, 1), (116_224, 1)] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.packing, p.blocks), (Packed, packing, 132), "{bins}");
             assert!(p.shared_bytes as u64 <= H100.max_shared_per_block_optin as u64, "{bins}");
         }
-        for bins in [232_449, 1 << 20, 256 << 14] {
+        for bins in [116_225, 131_072, 232_449, 1 << 20, 256 << 14] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
@@ -1105,7 +1126,7 @@ mod tests {
         assert_eq!(plan_for(&SMALL, 12_288, PlanRequest::default()).unwrap().tier, Shared);
         let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing), (Packed, 1));
-        let above = plan_for(&SMALL, 4 * 12_288 + 1, PlanRequest::default()).unwrap();
+        let above = plan_for(&SMALL, 2 * 12_288 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));
         // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
         let wide = plan_for(&SMALL, 1 << 21, PlanRequest::default()).unwrap();
