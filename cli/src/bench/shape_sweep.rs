@@ -7,7 +7,8 @@
 
 use super::BenchConfig;
 use super::matmul::{
-    GpuTiming, check_method, measure_cublas_in, measure_cublaslt_in, measure_plan, plan_or_skip, reference_for,
+    GpuTiming, check_method, cublas_name, cublaslt_name, measure_cublas_in, measure_cublaslt_in, measure_plan,
+    plan_or_skip, reference_for,
 };
 use super::report::{
     MatmulRow, MatmulRowKind, RowStatus, SweepPrecision, SweepSection, SweepShapeResult, SweepSummary,
@@ -135,15 +136,10 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
 /// One precision's section from its shapes: the summaries against cuBLASLt and, where it is a
 /// baseline, cuBLAS.
 pub fn summarize(entry: &SweepEntry, planner: String, shapes: Vec<SweepShapeResult>) -> SweepPrecision {
-    let x_cublaslt = SweepSummary::new(
-        super::matmul::cublaslt_name(entry.precision),
-        shapes.iter().map(|s| (s.shape, s.ours.ratio_to_cublaslt)),
-    );
+    let x_cublaslt =
+        SweepSummary::new(cublaslt_name(entry.precision), shapes.iter().map(|s| (s.shape, s.ours.ratio_to_cublaslt)));
     let x_cublas = entry.cublas.then(|| {
-        SweepSummary::new(
-            super::matmul::cublas_name(entry.precision),
-            shapes.iter().map(|s| (s.shape, s.ours.ratio_to_cublas)),
-        )
+        SweepSummary::new(cublas_name(entry.precision), shapes.iter().map(|s| (s.shape, s.ours.ratio_to_cublas)))
     });
     SweepPrecision { name: entry.name.to_string(), precision: entry.precision, planner, shapes, x_cublaslt, x_cublas }
 }
@@ -189,7 +185,8 @@ fn measure_shape(
                 let options = PlanOptions { policy: config.suite_policy, split: None };
                 match plan_or_skip(gpu, entry.ours, shape, options) {
                     Ok(plan) => {
-                        let row = measure_plan(gpu, &planner, &plan, &mut mats, reference, &timing)?;
+                        let row = measure_plan(gpu, &planner, &plan, &mut mats, reference, &timing);
+                        let row = failed_on_error(row, &planner, MatmulRowKind::Gpu, &timing, plan.precision());
                         let kernel = plan.kernel_plan().variant().name().to_string();
                         (Some(kernel), row.with_plan(plan.kernel_plan().to_string()))
                     }
@@ -213,20 +210,20 @@ fn measure_shape(
                     let row = MatmulRow::unmeasured(name, MatmulRowKind::CublasLt, timing.method.clone(), status, None);
                     row.with_precision(entry.precision)
                 };
-                let cublaslt = skipped(super::matmul::cublaslt_name(entry.precision));
-                let cublas = entry.cublas.then(|| MatmulRow {
-                    kind: MatmulRowKind::Cublas,
-                    ..skipped(super::matmul::cublas_name(entry.precision))
-                });
+                let cublaslt = skipped(cublaslt_name(entry.precision));
+                let cublas = entry
+                    .cublas
+                    .then(|| MatmulRow { kind: MatmulRowKind::Cublas, ..skipped(cublas_name(entry.precision)) });
                 (cublaslt, cublas)
             }
             None => {
-                let cublaslt = measure_cublaslt_in(gpu, sgemm, entry.precision, &mut mats, reference, &timing)?;
-                let cublas = if entry.cublas {
-                    Some(measure_cublas_in(gpu, sgemm, entry.precision, &mut mats, reference, &timing)?)
-                } else {
-                    None
-                };
+                let p = entry.precision;
+                let cublaslt = measure_cublaslt_in(gpu, sgemm, p, &mut mats, reference, &timing);
+                let cublaslt = failed_on_error(cublaslt, cublaslt_name(p), MatmulRowKind::CublasLt, &timing, p);
+                let cublas = entry.cublas.then(|| {
+                    let row = measure_cublas_in(gpu, sgemm, p, &mut mats, reference, &timing);
+                    failed_on_error(row, cublas_name(p), MatmulRowKind::Cublas, &timing, p)
+                });
                 (cublaslt, cublas)
             }
         };
@@ -234,6 +231,23 @@ fn measure_shape(
         results.push(SweepShapeResult::new(shape, mats.len(), check, kernel, ours, cublaslt, cublas));
     }
     Ok(results)
+}
+
+/// The row, or for an error (a launch that failed, no cuBLASLt algorithm for the shape) a failed
+/// row that says what it was: one shape's error is reported among the results, and the run goes
+/// on, instead of ending a long sweep without its outputs. An error the context keeps (a kernel
+/// that trapped) fails every later row too, each saying so; the first is the cause.
+fn failed_on_error(
+    row: anyhow::Result<MatmulRow>,
+    name: &str,
+    kind: MatmulRowKind,
+    timing: &GpuTiming,
+    precision: Precision,
+) -> MatmulRow {
+    row.unwrap_or_else(|e| {
+        let status = RowStatus::Failed { reason: format!("{e:#}") };
+        MatmulRow::unmeasured(name, kind, timing.method.clone(), status, None).with_precision(precision)
+    })
 }
 
 #[cfg(test)]
@@ -294,7 +308,7 @@ mod tests {
         // Over 200 shapes under the cap, the sides still reach both ends.
         let shapes = draw_shapes(200, 1, MAX_MACS);
         let sides: Vec<usize> = shapes.iter().flat_map(|s| [s.m, s.k, s.n]).collect();
-        assert!(sides.iter().any(|&s| s == 1) && sides.iter().any(|&s| s >= 8192), "{sides:?}");
+        assert!(sides.contains(&1) && sides.iter().any(|&s| s >= 8192), "{sides:?}");
     }
 
     #[test]
@@ -332,6 +346,19 @@ mod tests {
         assert!((s.geomean.unwrap() - 2f64.powf(0.25)).abs() < 1e-12, "{:?}", s.geomean);
         let none = SweepSummary::new("cublas", [(shape(1, 1, 1), None), (shape(2, 2, 2), Some(f64::NAN))]);
         assert_eq!((none.measured, none.unmeasured, none.geomean, none.worst), (0, 2, None, None));
+    }
+
+    #[test]
+    fn an_error_is_a_failed_row_that_says_what_it_was_and_the_sweep_goes_on() {
+        let timing = GpuTiming { warmup: 1, repeat: 1, method: "events".into() };
+        let err = Err(anyhow::anyhow!("no algorithm").context("running cuBLASLt"));
+        let row = failed_on_error(err, "cublaslt bf16", MatmulRowKind::CublasLt, &timing, Precision::Bf16);
+        assert_eq!(row.status, RowStatus::Failed { reason: "running cuBLASLt: no algorithm".into() });
+        assert_eq!(
+            (row.name.as_str(), row.kind, row.precision),
+            ("cublaslt bf16", MatmulRowKind::CublasLt, Precision::Bf16)
+        );
+        assert_eq!(row.timing, None);
     }
 
     #[test]
