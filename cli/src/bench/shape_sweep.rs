@@ -68,7 +68,7 @@ pub fn steps_per_shape() -> usize {
 /// The rule the shapes are drawn by, in words (recorded in the report).
 pub fn draw_rule() -> String {
     format!(
-        "m, k, n each log-uniform on the integers 1..={MAX_SIDE} (floor of e^U, U uniform on [0, ln {}]), \
+        "m, k, n each log-uniform on the integers 1..={MAX_SIDE} (floor of e^U, U uniform on [0, ln {})), \
          ChaCha8 seeded with the run's seed; a shape with m*k*n above 2^{} is drawn again",
         MAX_SIDE + 1,
         MAX_MACS.trailing_zeros()
