@@ -17,6 +17,7 @@ pub mod matmul;
 pub mod memcopy;
 pub mod overhead;
 pub mod report;
+pub mod shape_sweep;
 pub mod suite;
 pub mod table;
 
@@ -92,6 +93,8 @@ pub struct BenchConfig {
     pub skip_suite: bool,
     /// Leave out the histogram features (weights, edges, channels, 2-D, segments).
     pub skip_features: bool,
+    /// Shapes of the random-shape sweep ([`shape_sweep`]), drawn from `seed`; `None`: no sweep.
+    pub sweep: Option<usize>,
     /// The torch/cupy peers' times of the feature cases (`scripts/histogram_peers.py`), and
     /// where they came from.
     pub peers: Option<(histogram_features::PeersFile, String)>,
@@ -102,7 +105,8 @@ pub struct BenchConfig {
 impl BenchConfig {
     /// Progress-bar steps of a run: per size the inputs, two CPU rows, each variant (skipped
     /// ones too) and cuBLAS, then the launch overhead once; the copy, once for the histogram and the suite; per bin count its CPU
-    /// histogram and tiers; per suite shape [`suite::STEPS_PER_SHAPE`].
+    /// histogram and tiers; per suite shape [`suite::STEPS_PER_SHAPE`]; per sweep shape
+    /// [`shape_sweep::steps_per_shape`].
     pub fn steps(&self) -> u64 {
         let matmul = if self.skip_matmul { 0 } else { self.sizes.len() * (3 + MatmulVariant::ALL.len() + 2) + 1 };
         let copy = usize::from(self.needs_copy());
@@ -110,7 +114,8 @@ impl BenchConfig {
         let features =
             if self.skip_histogram || self.skip_features { 0 } else { histogram_features::FEATURE_CASES.len() };
         let suite = if self.skip_suite { 0 } else { self.suite.len() * suite::STEPS_PER_SHAPE };
-        (matmul + copy + histogram + features + suite) as u64
+        let sweep = self.sweep.map_or(0, |shapes| shapes * shape_sweep::steps_per_shape());
+        (matmul + copy + histogram + features + suite + sweep) as u64
     }
 
     /// Whether a section that is read against the copy ceiling runs.
@@ -181,6 +186,10 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::R
         Some(copy) if !config.skip_suite => Some(suite::measure(gpu, config, copy, progress)?),
         _ => None,
     };
+    let sweep = match config.sweep {
+        Some(shapes) => Some(shape_sweep::measure(gpu, config, shapes, progress)?),
+        None => None,
+    };
     Ok(BenchReport {
         schema: report::SCHEMA_VERSION,
         date,
@@ -193,6 +202,7 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &ProgressBar) -> anyhow::R
         histogram,
         suite,
         features,
+        sweep,
     })
 }
 
@@ -258,6 +268,7 @@ mod tests {
             skip_histogram: false,
             skip_suite: false,
             skip_features: true,
+            sweep: None,
             peers: None,
             command_line: vec!["host".into(), "bench".into()],
         }
@@ -282,6 +293,10 @@ mod tests {
         // `--suite`: the copy, then the suite alone.
         let suite_only = BenchConfig { skip_matmul: true, skip_histogram: true, ..config() };
         assert_eq!(suite_only.steps(), copy + suite);
+        // `--sweep 5`: the sweep alone, no copy.
+        let sweep_only =
+            BenchConfig { skip_matmul: true, skip_histogram: true, skip_suite: true, sweep: Some(5), ..config() };
+        assert_eq!(sweep_only.steps(), 5 * shape_sweep::steps_per_shape() as u64);
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub struct BenchReport {
     /// their torch/cupy peers; absent when skipped and in reports written before them.
     #[serde(default)]
     pub features: Option<FeatureSection>,
+    /// The random-shape sweep (`--sweep N`), absent when it did not run and in reports written
+    /// before it existed.
+    #[serde(default)]
+    pub sweep: Option<SweepSection>,
 }
 
 impl BenchReport {
@@ -77,6 +81,15 @@ impl BenchReport {
             for row in [&shape.auto, &shape.cublas] {
                 if let RowStatus::Failed { reason } = &row.status {
                     out.push(format!("suite {} {}: {reason}", shape.shape, row.name));
+                }
+            }
+        }
+        for precision in self.sweep.iter().flat_map(|s| &s.precisions) {
+            for shape in &precision.shapes {
+                for row in shape.rows() {
+                    if let RowStatus::Failed { reason } = &row.status {
+                        out.push(format!("sweep {} {} {}: {reason}", precision.name, shape.shape, row.name));
+                    }
                 }
             }
         }
@@ -825,6 +838,134 @@ impl SuiteShapeResult {
     }
 }
 
+/// The random-shape sweep: shapes drawn from a seed, and for each precision our planner's choice
+/// against cuBLASLt (and, for `auto`, cuBLAS FP32) at every shape, with the worst shape and the
+/// geometric mean of the ratios.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSection {
+    /// The seed the shapes (and their inputs) were drawn from.
+    pub seed: u64,
+    /// How the shapes were drawn, in words (range, distribution, cap).
+    pub draw: String,
+    /// The largest side drawn.
+    pub max_side: usize,
+    /// The cap on `m * k * n` (multiply-adds); shapes above it were drawn again.
+    pub max_macs: u64,
+    /// The shapes, in the order drawn and measured.
+    pub shapes: Vec<MatmulShape>,
+    /// One entry per precision, in the order of the sweep's precision table.
+    pub precisions: Vec<SweepPrecision>,
+}
+
+/// One precision of the sweep: every shape's rows and the summaries against each baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPrecision {
+    /// The precision's name in the sweep (`bf16`, `tf32`, `auto`).
+    pub name: String,
+    /// The precision of the baselines, and of the reference every row is checked against.
+    pub precision: Precision,
+    /// What ran on our side: a variant, or `auto` (under its policy).
+    pub planner: String,
+    /// One entry per shape, in the order of [`SweepSection::shapes`].
+    pub shapes: Vec<SweepShapeResult>,
+    /// Ours against cuBLASLt over every shape where both were measured.
+    pub x_cublaslt: SweepSummary,
+    /// Ours against cuBLAS, where cuBLAS is a baseline of this precision (`auto`: cuBLAS FP32).
+    pub x_cublas: Option<SweepSummary>,
+}
+
+/// Our row and the baselines' at one shape of one precision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepShapeResult {
+    /// `m x k x n`.
+    pub shape: MatmulShape,
+    /// Input sets the timed runs rotated through.
+    pub input_sets: usize,
+    /// How every row was checked.
+    pub check: CheckMethod,
+    /// The kernel family our side ran (`auto`'s choice); absent when it was not planned.
+    pub kernel: Option<String>,
+    /// Ours, with `ratio_to_cublaslt` (and `ratio_to_cublas` when cuBLAS is a baseline) set.
+    pub ours: MatmulRow,
+    /// cuBLASLt's row (heuristic best algorithm).
+    pub cublaslt: MatmulRow,
+    /// cuBLAS's row, where it is a baseline.
+    pub cublas: Option<MatmulRow>,
+}
+
+impl SweepShapeResult {
+    /// The result from its rows, with our ratios to each measured baseline set.
+    pub fn new(
+        shape: MatmulShape,
+        input_sets: usize,
+        check: CheckMethod,
+        kernel: Option<String>,
+        mut ours: MatmulRow,
+        cublaslt: MatmulRow,
+        cublas: Option<MatmulRow>,
+    ) -> Self {
+        let ratio = |base: Option<&MatmulRow>| {
+            ours.timing.zip(base.and_then(|b| b.timing)).map(|(o, b)| o.median_ms / b.median_ms)
+        };
+        (ours.ratio_to_cublaslt, ours.ratio_to_cublas) = (ratio(Some(&cublaslt)), ratio(cublas.as_ref()));
+        Self { shape, input_sets, check, kernel, ours, cublaslt, cublas }
+    }
+
+    /// Every row: ours, cuBLASLt's, cuBLAS's where it ran.
+    pub fn rows(&self) -> impl Iterator<Item = &MatmulRow> {
+        [&self.ours, &self.cublaslt].into_iter().chain(&self.cublas)
+    }
+}
+
+/// Our time over a baseline's across the sweep: the worst shape and the geometric mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    /// The baseline's row name (`cublaslt bf16`, `cublas`).
+    pub baseline: String,
+    /// Shapes with both rows measured: the ones the worst and the mean are over.
+    pub measured: usize,
+    /// Shapes left out because a row was skipped or failed its check.
+    pub unmeasured: usize,
+    /// The geometric mean of the ratios.
+    pub geomean: Option<f64>,
+    /// The shape with the largest ratio (the first of equals), and that ratio.
+    pub worst: Option<SweepWorst>,
+}
+
+/// The sweep's worst shape against one baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepWorst {
+    /// `m x k x n`.
+    pub shape: MatmulShape,
+    /// Our time over the baseline's there.
+    pub ratio: f64,
+}
+
+impl SweepSummary {
+    /// The summary of `ratios` (one per shape; `None` where a row was not measured) against
+    /// `baseline`.
+    pub fn new(baseline: &str, ratios: impl IntoIterator<Item = (MatmulShape, Option<f64>)>) -> Self {
+        let (mut measured, mut unmeasured) = (Vec::new(), 0);
+        for (shape, ratio) in ratios {
+            match ratio.filter(|r| r.is_finite() && *r > 0.0) {
+                Some(r) => measured.push((shape, r)),
+                None => unmeasured += 1,
+            }
+        }
+        let worst = measured.iter().fold(None, |worst: Option<SweepWorst>, &(shape, ratio)| match worst {
+            Some(w) if w.ratio >= ratio => Some(w),
+            _ => Some(SweepWorst { shape, ratio }),
+        });
+        Self {
+            baseline: baseline.to_string(),
+            measured: measured.len(),
+            unmeasured,
+            geomean: geometric_mean(measured.iter().map(|m| m.1)).map(|m| m.0),
+            worst,
+        }
+    }
+}
+
 /// GB/s of reading `values` `i32`s in `ms`.
 pub fn input_gb_per_s(values: usize, ms: f64) -> f64 {
     4.0 * values as f64 / (ms * 1e6)
@@ -1009,6 +1150,33 @@ mod tests {
             table.starts_with("matmul shape suite: auto highest (") && table.contains("auto highest ms"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn sweep_rows_relate_ours_to_each_baseline_and_survive_json() {
+        let sweep = crate::bench::table::tests::sweep_fixture();
+        let auto = &sweep.precisions[0];
+        let first = &auto.shapes[0];
+        assert!((first.ours.ratio_to_cublaslt.unwrap() - 2.2).abs() < 1e-12);
+        assert!((first.ours.ratio_to_cublas.unwrap() - 2.0).abs() < 1e-12);
+        // A failed baseline gives no ratio.
+        assert_eq!(auto.shapes[1].ours.ratio_to_cublas, None);
+        assert_eq!(auto.shapes[1].rows().count(), 3);
+        let json = serde_json::to_value(&sweep).unwrap();
+        assert_eq!(serde_json::from_value::<SweepSection>(json).unwrap(), sweep);
+    }
+
+    #[test]
+    fn a_report_with_a_sweep_lists_its_failed_rows_and_reads_back_and_older_ones_load_without() {
+        let fixture = include_str!("../../tests/fixtures/bench-report.json");
+        let mut report = from_json(fixture).unwrap();
+        assert_eq!(report.sweep, None, "a report from before the sweep loads without one");
+        report.sweep = Some(crate::bench::table::tests::sweep_fixture());
+        let failures = report.failures();
+        assert!(failures.iter().any(|f| f.starts_with("sweep auto 333x777x555 cublas: error 1e-2")), "{failures:?}");
+        let again = from_json(&serde_json::to_string(&report).unwrap()).unwrap();
+        assert_eq!(again.sweep, report.sweep);
+        assert!(crate::bench::table::render(&again).contains("sweep summary:"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::report::{
     BenchReport, FeatureSection, HistogramSection, LaunchOverhead, MatmulRow, MatmulRowKind, MatmulShapeResult,
-    RowStatus, SuiteSection,
+    RowStatus, SuiteSection, SweepPrecision, SweepSection, SweepSummary,
 };
 use crate::error::format_bytes;
 use crate::timing::Timing;
@@ -33,6 +33,10 @@ pub fn render(report: &BenchReport) -> String {
     if let Some(suite) = &report.suite {
         out.push('\n');
         out += &render_suite(suite);
+    }
+    if let Some(sweep) = &report.sweep {
+        out.push('\n');
+        out += &render_sweep(sweep);
     }
     let failures = report.failures();
     if !failures.is_empty() {
@@ -308,6 +312,107 @@ pub fn render_suite(section: &SuiteSection) -> String {
     out
 }
 
+/// The sweep: how its shapes were drawn, a table per precision with each shape's times and
+/// ratios, then every precision's summary lines together.
+pub fn render_sweep(section: &SweepSection) -> String {
+    let mut out = format!(
+        "random-shape sweep: {} shapes, seed {}; {}\n\
+         x = our time / the baseline's (1.10 = 10% slower); worst = the shape with the largest x\n",
+        section.shapes.len(),
+        section.seed,
+        section.draw,
+    );
+    for precision in &section.precisions {
+        out.push('\n');
+        out += &render_sweep_precision(precision);
+    }
+    out += "\nsweep summary:\n";
+    for precision in &section.precisions {
+        for summary in [Some(&precision.x_cublaslt), precision.x_cublas.as_ref()].into_iter().flatten() {
+            out += &format!("  {}\n", sweep_summary_line(precision, summary));
+        }
+    }
+    out
+}
+
+/// One precision's table and its summary lines.
+pub fn render_sweep_precision(p: &SweepPrecision) -> String {
+    let cublas = p.x_cublas.as_ref();
+    let mut out = format!(
+        "sweep {}: {} against {}{}\n",
+        p.name,
+        p.planner,
+        p.x_cublaslt.baseline,
+        cublas.map_or(String::new(), |c| format!(" and {}", c.baseline)),
+    );
+    let rows: Vec<Vec<String>> = p
+        .shapes
+        .iter()
+        .map(|s| {
+            let time = |row: Option<&MatmulRow>| opt(row.and_then(|r| r.timing).map(|t| fine_ms(t.median_ms)));
+            let ratio = |r: Option<f64>| opt(r.map(|r| format!("{r:.2}")));
+            // Only what went wrong: a measured row's plan is in the JSON.
+            let note = s
+                .rows()
+                .filter_map(|row| match &row.status {
+                    RowStatus::Measured => None,
+                    RowStatus::Skipped { reason } => Some(format!("{} skipped: {reason}", row.name)),
+                    RowStatus::Failed { reason } => Some(format!("{} FAILED: {reason}", row.name)),
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let mut cells = vec![
+                s.shape.to_string(),
+                opt(s.kernel.clone()),
+                time(Some(&s.ours)),
+                time(Some(&s.cublaslt)),
+                ratio(s.ours.ratio_to_cublaslt),
+            ];
+            if cublas.is_some() {
+                cells.push(time(s.cublas.as_ref()));
+                cells.push(ratio(s.ours.ratio_to_cublas));
+            }
+            cells.push(opt(s.ours.gflops.map(rate)));
+            cells.push(opt(s.ours.max_error.map(|e| format!("{e:.1e}"))));
+            cells.push(note);
+            cells
+        })
+        .collect();
+    let ours_ms = format!("{} ms", p.planner);
+    let mut headers = vec!["shape", "kernel", &ours_ms, "cuBLASLt ms", "x cuBLASLt"];
+    if cublas.is_some() {
+        headers.extend(["cuBLAS ms", "x cuBLAS"]);
+    }
+    headers.extend(["GFLOP/s", "max error", "note"]);
+    out += &grid(&headers, &[0, 1], &rows);
+    for summary in [Some(&p.x_cublaslt), cublas].into_iter().flatten() {
+        out += &sweep_summary_line(p, summary);
+        out.push('\n');
+    }
+    out
+}
+
+/// `bf16 x cublaslt bf16: worst 1.83 at 16x4096x14336, geometric mean 1.12 over 198 shapes (2
+/// not measured)`.
+pub fn sweep_summary_line(p: &SweepPrecision, s: &SweepSummary) -> String {
+    let unmeasured = match s.unmeasured {
+        0 => String::new(),
+        n => format!(" ({n} not measured: skipped or failed)"),
+    };
+    match (s.worst, s.geomean) {
+        (Some(worst), Some(mean)) => format!(
+            "{} x {}: worst {:.2} at {}, geometric mean {mean:.2} over {} shape{}{unmeasured}",
+            p.name,
+            s.baseline,
+            worst.ratio,
+            worst.shape,
+            s.measured,
+            if s.measured == 1 { "" } else { "s" },
+        ),
+        _ => format!("{} x {}: - (no shape has both rows measured){unmeasured}", p.name, s.baseline),
+    }
+}
+
 /// A GPU row's note: its plan when it has one, then why it was not measured.
 fn row_note(row: &MatmulRow) -> String {
     let plan = row.plan.clone().unwrap_or_default();
@@ -386,7 +491,7 @@ fn grid(headers: &[&str], left: &[usize], rows: &[Vec<String>]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -440,6 +545,75 @@ mod tests {
         assert!(text.contains("1.25") && text.contains("torch 0.400") && text.contains("0.25"), "{text}");
         assert!(text.contains("<= 1.5x the even bins") && text.contains("exact; edges tier; baseline"), "{text}");
         assert!(text.contains("no plan: x") && text.contains("peers: p.json: H200"), "{text}");
+    }
+
+    /// A sweep of two shapes: `auto` measured at both against cuBLASLt and cuBLAS, except
+    /// cuBLAS failing its check at the second.
+    pub(crate) fn sweep_fixture() -> SweepSection {
+        use super::super::report::{CheckMethod, SweepShapeResult};
+        use super::super::shape_sweep::{MAX_MACS, MAX_SIDE, SWEEP_PRECISIONS, draw_rule, summarize};
+        use crate::matmul::{MatmulShape, Precision};
+        let t = |ms: f64| Timing::from_samples(vec![ms]).unwrap();
+        let (a, b) = (MatmulShape::new(16, 4096, 14336).unwrap(), MatmulShape::new(333, 777, 555).unwrap());
+        let row = |name: &str, kind, shape: MatmulShape, ms: f64| {
+            MatmulRow::measured(name, kind, "events", shape.flops(), t(ms), Some(1e-7)).with_precision(Precision::Fp32)
+        };
+        let failed = MatmulRow::unmeasured(
+            "cublas",
+            MatmulRowKind::Cublas,
+            "events",
+            RowStatus::Failed { reason: "error 1e-2 exceeds the bound".into() },
+            Some(1e-2),
+        );
+        let shapes = vec![
+            SweepShapeResult::new(
+                a,
+                1,
+                CheckMethod::Full,
+                Some("few_rows".into()),
+                row("auto", MatmulRowKind::Gpu, a, 0.066),
+                row("cublaslt", MatmulRowKind::CublasLt, a, 0.030),
+                Some(row("cublas", MatmulRowKind::Cublas, a, 0.033)),
+            ),
+            SweepShapeResult::new(
+                b,
+                16,
+                CheckMethod::Full,
+                Some("sgemm".into()),
+                row("auto", MatmulRowKind::Gpu, b, 0.0120),
+                row("cublaslt", MatmulRowKind::CublasLt, b, 0.0150),
+                Some(failed),
+            ),
+        ];
+        let auto = SWEEP_PRECISIONS.iter().find(|e| e.name == "auto").unwrap();
+        SweepSection {
+            seed: 1,
+            draw: draw_rule(),
+            max_side: MAX_SIDE,
+            max_macs: MAX_MACS,
+            shapes: vec![a, b],
+            precisions: vec![summarize(auto, "auto".into(), shapes)],
+        }
+    }
+
+    #[test]
+    fn sweep_tables_give_every_shape_its_ratios_and_each_baseline_its_worst_and_mean() {
+        let text = render_sweep(&sweep_fixture());
+        assert!(text.starts_with("random-shape sweep: 2 shapes, seed 1; m, k, n each log-uniform"), "{text}");
+        assert!(text.contains("sweep auto: auto against cublaslt and cublas\n"), "{text}");
+        let line = text.lines().find(|l| l.starts_with("16x4096x14336")).unwrap();
+        let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        assert_eq!(cells[..7], ["16x4096x14336", "few_rows", "0.0660", "0.0300", "2.20", "0.0330", "2.00"], "{line}");
+        let line = text.lines().find(|l| l.starts_with("333x777x555")).unwrap();
+        assert!(line.contains("0.80") && line.contains("cublas FAILED: error 1e-2"), "{line}");
+        // Worst and mean against cuBLASLt over both shapes; against cuBLAS over the one measured.
+        let mean = (2.2f64 * 0.8).sqrt();
+        let lt = format!("auto x cublaslt: worst 2.20 at 16x4096x14336, geometric mean {mean:.2} over 2 shapes");
+        let cublas = "auto x cublas: worst 2.00 at 16x4096x14336, geometric mean 2.00 over 1 shape \
+                      (1 not measured: skipped or failed)";
+        assert_eq!(text.matches(&lt).count(), 2, "under the table and in the summary: {text}");
+        assert_eq!(text.matches(cublas).count(), 2, "{text}");
+        assert!(text.contains("\nsweep summary:\n  auto x cublaslt"), "{text}");
     }
 
     #[test]

@@ -43,9 +43,9 @@ pub struct BenchArgs {
     /// Untimed GPU runs before timing.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
-    /// Timed GPU runs (the median is reported, with min and max).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
-    pub repeat: u32,
+    /// Timed GPU runs (the median is reported, with min and max) [default: 20; 10 with --sweep]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: Option<u32>,
     /// Most timed runs of the multithreaded CPU SGEMM (fewer when one run takes seconds).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub cpu_repeat: u32,
@@ -81,6 +81,16 @@ pub struct BenchArgs {
         "skip_histogram", "skip_suite", "skip_features", "chart", "from_json", "peers",
     ])]
     pub histogram_sweep: bool,
+    /// Run the random-shape sweep alone: N shapes with m, k and n each log-uniform in [1, 16384]
+    /// (m*k*n at most 2^35, drawn again above), drawn from --seed; at every shape BF16 and TF32
+    /// (our tensor-core kernels against cuBLASLt) and auto (against cuBLASLt and cuBLAS FP32),
+    /// each result checked before it is timed; tables per precision with the worst shape and the
+    /// geometric mean of the ratios.
+    #[arg(long, value_name = "N", value_parser = parse_sweep_shapes, allow_negative_numbers = true, conflicts_with_all = [
+        "sizes", "bins", "quick", "suite", "values", "cpu_repeat", "cpu_loop_limit", "skip_matmul",
+        "skip_histogram", "skip_suite", "skip_features", "chart", "from_json", "peers", "histogram_sweep",
+    ])]
+    pub sweep: Option<usize>,
     /// Sweep only the cases whose keys start with one of these prefixes, e.g. shared,packed
     /// (with --histogram-sweep).
     #[arg(long, value_name = "PREFIXES", value_delimiter = ',', requires = "histogram_sweep")]
@@ -101,6 +111,9 @@ pub struct BenchArgs {
     ])]
     pub from_json: Option<PathBuf>,
 }
+
+/// Timed GPU runs when `--repeat` is not given (outside `--sweep`).
+pub const DEFAULT_REPEAT: usize = 20;
 
 /// The shapes `--sizes` selected.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,6 +194,21 @@ pub fn parse_values(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The most shapes `--sweep` takes: 100,000 run for about a day.
+pub const MAX_SWEEP_SHAPES: usize = 100_000;
+
+/// Parses the sweep's shape count: at least 1, at most [`MAX_SWEEP_SHAPES`].
+pub fn parse_sweep_shapes(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("a sweep of 0 shapes measures nothing: give at least 1 (200 for the saved run)".into()),
+        Ok(n) if n > MAX_SWEEP_SHAPES => {
+            Err(format!("{n} shapes: a sweep takes at most {MAX_SWEEP_SHAPES} (about a second each)"))
+        }
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a number of shapes: write a whole number like 200")),
+    }
+}
+
 fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
@@ -197,6 +225,15 @@ fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
 }
 
 impl BenchArgs {
+    /// Timed GPU runs: `--repeat`, else 20, or [`bench::shape_sweep::SWEEP_REPEAT`] under `--sweep`.
+    pub fn repeat(&self) -> usize {
+        match (self.repeat, self.sweep) {
+            (Some(r), _) => r as usize,
+            (None, Some(_)) => bench::shape_sweep::SWEEP_REPEAT,
+            (None, None) => DEFAULT_REPEAT,
+        }
+    }
+
     /// The measuring configuration: explicit lists, else the `--quick` or full defaults; `--suite`
     /// leaves out the ladder and the histograms.
     pub fn config(&self, command_line: Vec<String>) -> anyhow::Result<BenchConfig> {
@@ -213,6 +250,7 @@ impl BenchArgs {
             Some(list) => list.0.clone(),
             None => parse_bins(bins).map_err(anyhow::Error::msg)?.0,
         };
+        let sweep = self.sweep.is_some();
         Ok(BenchConfig {
             sizes,
             bins,
@@ -220,14 +258,15 @@ impl BenchArgs {
             suite_policy: self.precision,
             histogram_values: self.values,
             warmup: self.warmup as usize,
-            repeat: self.repeat as usize,
+            repeat: self.repeat(),
             cpu_sgemm_max_runs: self.cpu_repeat as usize,
             cpu_loop_limit_s: self.cpu_loop_limit,
             seed: self.seed.unwrap_or_else(rand::random),
-            skip_matmul: self.skip_matmul || self.suite,
-            skip_histogram: self.skip_histogram || self.suite,
-            skip_suite: self.skip_suite,
-            skip_features: self.skip_features,
+            skip_matmul: self.skip_matmul || self.suite || sweep,
+            skip_histogram: self.skip_histogram || self.suite || sweep,
+            skip_suite: self.skip_suite || sweep,
+            skip_features: self.skip_features || sweep,
+            sweep: self.sweep,
             peers: match &self.peers {
                 Some(path) => {
                     let peers = bench::histogram_features::PeersFile::read(path)?;
@@ -285,7 +324,7 @@ fn run_sweep(device: usize, args: &BenchArgs) -> anyhow::Result<()> {
     for path in args.json.iter().chain(&args.table) {
         create_parent(path)?;
     }
-    let (warmup, repeat) = (args.warmup as usize, args.repeat as usize);
+    let (warmup, repeat) = (args.warmup as usize, args.repeat());
     let progress = progress_bar(bench::histogram_sweep::steps(&args.sweep_only))?;
     progress.set_message("device-to-device copy (bandwidth ceiling)");
     let copy = bench::memcopy::measure(&gpu, bench::COPY_BYTES, warmup, repeat)?;
@@ -502,6 +541,48 @@ mod tests {
         assert_eq!(args.chart.as_deref(), Some(Path::new("results/h100.svg")));
         let err = parse(&["--chart", "results/h100.png"]).unwrap_err().to_string();
         assert!(err.contains("ending in .svg"), "{err}");
+    }
+
+    #[test]
+    fn sweep_takes_a_shape_count_and_the_seed_and_runs_alone_with_fewer_repeats() {
+        let config = parse(&["--sweep", "200", "--seed", "1"]).unwrap().config(vec![]).unwrap();
+        assert_eq!((config.sweep, config.seed), (Some(200), 1));
+        assert!(config.skip_matmul && config.skip_histogram && config.skip_suite && config.skip_features);
+        assert_eq!(config.repeat, bench::shape_sweep::SWEEP_REPEAT);
+        assert_eq!(config.steps(), 200 * bench::shape_sweep::steps_per_shape() as u64);
+        // --repeat still wins, and outside the sweep the default stays 20.
+        let config = parse(&["--sweep", "5", "--repeat", "3"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(config.repeat, 3);
+        assert_eq!(parse(&[]).unwrap().config(vec![]).unwrap().sweep, None);
+        assert_eq!(parse(&[]).unwrap().repeat(), DEFAULT_REPEAT);
+        // The policy auto runs under, and the outputs, go with it.
+        let a = parse(&["--sweep", "3", "--precision", "highest", "--json", "s.json", "--table", "s.txt"]).unwrap();
+        assert_eq!(a.config(vec![]).unwrap().suite_policy, PrecisionPolicy::Highest);
+    }
+
+    #[test]
+    fn sweep_refuses_zero_shapes_non_numbers_and_the_other_sections_flags() {
+        let err = parse(&["--sweep", "0"]).unwrap_err().to_string();
+        assert!(err.contains("a sweep of 0 shapes measures nothing"), "{err}");
+        let err = parse(&["--sweep", "many"]).unwrap_err().to_string();
+        assert!(err.contains("`many` is not a number of shapes"), "{err}");
+        let err = parse(&["--sweep", "-3"]).unwrap_err().to_string();
+        assert!(err.contains("`-3` is not a number of shapes"), "{err}");
+        let err = parse(&["--sweep", "1000000"]).unwrap_err().to_string();
+        assert!(err.contains("at most 100000"), "{err}");
+        for flag in [
+            &["--suite"][..],
+            &["--quick"],
+            &["--sizes", "256"],
+            &["--skip-suite"],
+            &["--histogram-sweep"],
+            &["--chart", "s.svg"],
+            &["--from-json", "r.json"],
+        ] {
+            let args: Vec<&str> = ["--sweep", "10"].iter().chain(flag).copied().collect();
+            let err = parse(&args).unwrap_err().to_string();
+            assert!(err.contains("cannot be used with"), "{args:?}: {err}");
+        }
     }
 
     #[test]
