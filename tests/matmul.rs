@@ -282,6 +282,20 @@ fn hopper_gpu_f16_rounding_equals_the_half_crates_bit_for_bit_and_out_of_range_i
             assert!(got == want || both_nan, "[{i}] = {x:e}: {got:#06x}, want {want:#06x}");
         }
     }
+    // A row of F16 subnormals (below 2^-14 = 6.1e-5) multiplies as they are, not flushed to zero:
+    // the row's products are all subnormal, so a flush would miss its whole sum.
+    let mut tiny = random_matrix(&mut rng, m * k);
+    for (j, v) in tiny[..k].iter_mut().enumerate() {
+        *v = (j as f32 + 1.0) * -1.0e-6;
+    }
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &tiny, &b).unwrap();
+    let c = matmul::run(&gpu, MatmulVariant::WgmmaF16, &mut mats).unwrap();
+    let (ra, rb) = (Precision::Fp16.reference_inputs(&tiny), Precision::Fp16.reference_inputs(&b));
+    let reference = MatmulReference::new(&ra, &rb, m, k, n);
+    for (i, (&got, (&want, &scale))) in c.iter().zip(reference.values.iter().zip(&reference.scales)).enumerate() {
+        let bound = Precision::Fp16.bound(k, scale);
+        assert!((got as f64 - want).abs() <= bound, "C[{}][{}] = {got:e}, want {want:e}", i / n, i % n);
+    }
     // One element past F16's range in B: refused by the copies, by wgmma_f16 and by cuBLAS FP16.
     let mut big = b.clone();
     big[7] = -65520.0;
@@ -292,6 +306,9 @@ fn hopper_gpu_f16_rounding_equals_the_half_crates_bit_for_bit_and_out_of_range_i
     let plan = matmul::plan_gemm(&gpu, MatmulVariant::WgmmaF16, shape, PlanOptions::default()).unwrap();
     let e = matmul::run_plan(&gpu, &plan, &mut mats).unwrap_err();
     assert!(refused(&e), "{e}");
+    let blas = host::cublas::Sgemm::new(&gpu).unwrap();
+    let e = blas.run_in(&gpu, Precision::Fp16, &mut mats).unwrap_err().to_string();
+    assert!(e.contains("outside f16's finite range"), "{e}");
     // BF16 holds it: wgmma_bf16 runs on the same matrices.
     matmul::run(&gpu, MatmulVariant::WgmmaBf16, &mut mats).unwrap();
 }
