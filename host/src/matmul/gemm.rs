@@ -962,6 +962,49 @@ mod tests {
     }
 
     #[test]
+    fn f16_operands_take_wgmma_f16_wherever_bf16_ones_take_wgmma_bf16() {
+        let (bf16, f16) = (Layout::row_major(DType::Bf16), Layout::row_major(DType::F16));
+        let shapes =
+            [(1, 1, 1), (17, 65, 33), (256, 256, 256), (1000, 1200, 800), (4097, 8193, 129), (4096, 4096, 4096)];
+        for (m, n, k) in shapes {
+            for policy in PrecisionPolicy::ALL {
+                let b = skeleton(GemmDesc::new(m, n, k).a(bf16).b(bf16).policy(policy));
+                let h = skeleton(GemmDesc::new(m, n, k).a(f16).b(f16).policy(policy));
+                let on_tensor_cores = b.kernel.variant() == MatmulVariant::WgmmaBf16;
+                assert_eq!(h.kernel.variant() == MatmulVariant::WgmmaF16, on_tensor_cores, "{m}x{n}x{k} {policy}");
+                if on_tensor_cores {
+                    assert_eq!(h.precision, Precision::Fp16);
+                    let cfg = |s: &Skeleton| {
+                        let c = s.kernel.launch_config();
+                        (c.grid_dim, c.block_dim, c.shared_mem_bytes)
+                    };
+                    assert_eq!(cfg(&h), cfg(&b));
+                } else {
+                    // Elsewhere both run the FP32 kernels on their exact f32 widening.
+                    assert_eq!(h.kernel.variant(), b.kernel.variant(), "{m}x{n}x{k} {policy}");
+                    assert_eq!(h.left.convert.unwrap().0, "matmul_convert_f16_f32");
+                    assert_eq!(h.precision, Precision::Fp32);
+                }
+            }
+        }
+        // wgmma_f16 named: F16 in place (rows of 16-byte multiples), or converted where they are
+        // not; f32 rounded to F16 on the GPU, under FP16's bound, as wgmma_bf16 takes f32.
+        let named = |desc: GemmDesc| skeleton(desc.variant(MatmulVariant::WgmmaF16));
+        let s = named(GemmDesc::new(17, 65, 33).a(f16).b(f16));
+        assert_eq!((s.kernel.variant(), s.precision), (MatmulVariant::WgmmaF16, Precision::Fp16));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f16_f16", "33 halves are not 16-byte rows");
+        assert_eq!(s.left.ld, 40);
+        let s = named(GemmDesc::new(64, 64, 64).a(f16).b(f16));
+        assert!(s.left.convert.is_none() && s.right.convert.is_none());
+        let s = named(GemmDesc::new(64, 64, 64));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f32_f16");
+        assert_eq!(s.right.convert.unwrap().0, "matmul_convert_f32_f16");
+        assert_eq!(s.precision, Precision::Fp16);
+        let text = describe_plan(&GemmDesc::new(64, 64, 64).variant(MatmulVariant::WgmmaF16), MatmulDevice::H200);
+        assert!(text.unwrap().contains("wgmma_f16"));
+    }
+
+    #[test]
     fn alpha_beta_and_16_bit_outputs_take_the_epilogue() {
         for desc in [
             GemmDesc::new(8, 8, 8).alpha_beta(2.0, 0.0),
