@@ -1,9 +1,9 @@
 // Over 600 lines with its documentation: about 470 lines of code; the rest are doc comments (launch
 // contracts, the algorithm) and 40 lines of unit tests.
-//! `wgmma_bf16`, `wgmma_f16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core matrix products,
-//! `C = A * B` with `f32` accumulation and output, operands copied by the TMA into a ring of
-//! shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build into the
-//! second PTX module, `kernels_sm90a.ptx`, with the `hopper` feature).
+//! `wgmma_bf16`, `wgmma_f16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core
+//! matrix products, `C = A * B` with `f32` accumulation and output, operands copied by the TMA
+//! into a ring of shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build
+//! into the second PTX module, `kernels_sm90a.ptx`, with the `hopper` feature).
 //!
 //! This documentation is that of the first three, which share one body; `wgmma_tf32` (`C^T =
 //! B^T A^T` with `B` through registers) is documented at its body (`gpu_rs`).
@@ -31,8 +31,8 @@
 //! 128 `f32` accumulators per thread; warp 8 produces: its first lane issues the TMA copies.
 //!
 //! # Tiling
-//! Block tile [`BLOCK_M`] x [`BLOCK_N`], [`BLOCK_K_BYTES`] of `K` per stage (64 BF16/F16 or 32 TF32:
-//! one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
+//! Block tile [`BLOCK_M`] x [`BLOCK_N`], [`BLOCK_K_BYTES`] of `K` per stage (64 BF16 or F16, or
+//! 32 TF32: one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
 //! `b` takes tiles `b, b + grid, ...` in [`tile_coords`] order (bands of [`GROUP_M`] tile rows,
 //! so that the tiles in flight share their rows of `A` and columns of `B` in L2). Each stage
 //! has a `full` barrier (the producer's expected bytes, completed by the TMA) and an `empty`
@@ -40,10 +40,10 @@
 //! the stage completed: CUTLASS's `PipelineTmaAsync`; 256 per-thread arrivals measured the same).
 //!
 //! # Epilogue
-//! `wgmma_bf16` and `wgmma_f16` with `n % 4 == 0` store `C` through shared memory: each consumer warpgroup
-//! writes its 64 x 256 part as 8 boxes of 64 rows x 32 columns (128-byte swizzled, so that a
-//! warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and its
-//! first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
+//! `wgmma_bf16` and `wgmma_f16` with `n % 4 == 0` store `C` through shared memory: each consumer
+//! warpgroup writes its 64 x 256 part as 8 boxes of 64 rows x 32 columns (128-byte swizzled, so
+//! that a warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and
+//! its first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
 //! 128-byte lines) while the warpgroup fills the next; the last stores drain while the next
 //! tile's `wgmma` run. Otherwise (and in `wgmma_tf32_transposed`) each thread stores its
 //! accumulator pairs directly.
@@ -117,7 +117,8 @@ pub const STAGE_A_BYTES: u32 = BLOCK_M * BLOCK_K_BYTES;
 pub const STAGE_B_BYTES: u32 = BLOCK_N * BLOCK_K_BYTES;
 /// Bytes per stage (a multiple of 1024, so every stage starts a swizzle pattern).
 pub const STAGE_BYTES: u32 = STAGE_A_BYTES + STAGE_B_BYTES;
-/// Columns of BF16 (or F16) `B` per TMA box (128 bytes, the most a 128-byte swizzled box row spans).
+/// Columns of BF16 (or F16) `B` per TMA box (128 bytes, the most a 128-byte swizzled box row
+/// spans).
 pub const BF16_B_BOX_N: u32 = 64;
 /// Tile rows per band of the tile order.
 pub const GROUP_M: u32 = 16;
