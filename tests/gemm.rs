@@ -184,14 +184,18 @@ fn every_layout_of_bf16_and_f16_operands_and_outputs_matches_the_float64_product
 
 /// The descriptor `variant` is tested with: a transposed column-major `A`, a row-major `B`, leading
 /// dimensions past the packed ones, alpha and beta, a batch of two; BF16 operands for
-/// `wgmma_bf16`, `f32` for the rest.
+/// `wgmma_bf16`, F16 for `wgmma_f16`, `f32` for the rest.
 fn variant_desc(variant: MatmulVariant) -> GemmDesc {
     let (m, n, k) = match variant {
         MatmulVariant::FewRows => (5, 70, 90),
         MatmulVariant::FewCols => (70, 5, 90),
         _ => (70, 50, 90),
     };
-    let dtype = if variant == MatmulVariant::WgmmaBf16 { DType::Bf16 } else { DType::F32 };
+    let dtype = match variant {
+        MatmulVariant::WgmmaBf16 => DType::Bf16,
+        MatmulVariant::WgmmaF16 => DType::F16,
+        _ => DType::F32,
+    };
     GemmDesc::new(m, n, k)
         .variant(variant)
         .transpose_a(true)
@@ -226,10 +230,59 @@ fn every_kernel_variant_takes_every_layout() {
             continue;
         }
         let desc = variant_desc(variant);
-        if variant == MatmulVariant::WgmmaBf16 {
-            check::<bf16, f32>(&gpu, &mut rng, desc);
-        } else {
-            check::<f32, f32>(&gpu, &mut rng, desc);
+        match variant {
+            MatmulVariant::WgmmaBf16 => check::<bf16, f32>(&gpu, &mut rng, desc),
+            MatmulVariant::WgmmaF16 => check::<f16, f32>(&gpu, &mut rng, desc),
+            _ => check::<f32, f32>(&gpu, &mut rng, desc),
+        };
+    }
+}
+
+/// F16 operands through the descriptor: `auto` runs them on `wgmma_f16` where BF16 ones take
+/// `wgmma_bf16` (and on the FP32 kernels elsewhere), and `wgmma_f16` named takes every shape;
+/// square, rectangular and ragged shapes, `D` NaN-poisoned, against the float64 product under
+/// the plan's bound; reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_product() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm f16 on wgmma_f16"));
+    if let Err(why) = gpu.hopper_status() {
+        panic!("this test checks the Hopper tensor-core kernels: {why}");
+    }
+    let f16_rows = Layout::row_major(DType::F16);
+    // (m, k, n) as the matmul tests name them; GemmDesc::new takes (m, n, k).
+    for (m, k, n) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (1000, 800, 1200), (4097, 129, 8193)] {
+        let auto = GemmDesc::new(m, n, k).a(f16_rows).b(f16_rows);
+        let planned = GemmPlan::new(&gpu, auto).unwrap();
+        let bf16_rows = Layout::row_major(DType::Bf16);
+        let bf16_plan = GemmPlan::new(&gpu, GemmDesc::new(m, n, k).a(bf16_rows).b(bf16_rows)).unwrap();
+        // Where auto takes wgmma_bf16 for BF16, it takes wgmma_f16 for F16.
+        let tensor_cores = bf16_plan.kernel_plan().variant() == MatmulVariant::WgmmaBf16;
+        assert_eq!(planned.kernel_plan().variant() == MatmulVariant::WgmmaF16, tensor_cores, "{planned}");
+        check::<f16, f32>(&gpu, &mut rng, auto);
+        let named = auto.variant(MatmulVariant::WgmmaF16);
+        check::<f16, f32>(&gpu, &mut rng, named);
+        // A column-major D with a leading dimension, transposed A (computed as D^T = B^T A^T).
+        let odd = GemmDesc::new(m, n, k)
+            .variant(MatmulVariant::WgmmaF16)
+            .transpose_a(true)
+            .a(Layout::row_major(DType::F16).ld(m + 5))
+            .b(f16_rows)
+            .d(Layout::col_major(DType::F32).ld(m + 3));
+        check::<f16, f32>(&gpu, &mut rng, odd);
+        // Reruns are bitwise equal.
+        let s = gpu.stream();
+        let (a, b): (Vec<f16>, Vec<f16>) = (draw(&mut rng, m * k), draw(&mut rng, k * n));
+        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+        let plan = GemmPlan::new(&gpu, named).unwrap();
+        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+        let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
+        plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
+        let first = s.clone_dtoh(&d).unwrap();
+        for _ in 0..3 {
+            plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
+            let again = s.clone_dtoh(&d).unwrap();
+            assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
         }
     }
 }

@@ -55,15 +55,17 @@ fn assert_plans_match_cpu(
     let shape = MatmulShape::new(m, k, n).unwrap();
     let (a, b) = (random_matrix(rng, m * k), random_matrix(rng, k * n));
     let reference = MatmulReference::new(&a, &b, m, k, n);
-    let mut bf16_reference = None;
+    let (mut bf16_reference, mut fp16_reference) = (None, None);
     let mut mats = DeviceMatrices::upload(gpu, shape, &a, &b).unwrap();
     for plan in plans(gpu, shape) {
         let precision = plan.precision();
+        let rounded = || {
+            let (a, b) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
+            MatmulReference::new(&a, &b, m, k, n)
+        };
         let reference = match precision {
-            Precision::Bf16 => bf16_reference.get_or_insert_with(|| {
-                let (a, b) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
-                MatmulReference::new(&a, &b, m, k, n)
-            }),
+            Precision::Bf16 => bf16_reference.get_or_insert_with(rounded),
+            Precision::Fp16 => fp16_reference.get_or_insert_with(rounded),
             Precision::Fp32 | Precision::Tf32 | Precision::Tf32x3 => &reference,
         };
         let c = matmul::run_plan(gpu, &plan, &mut mats).unwrap();
@@ -174,10 +176,16 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
 
 /// The plans of the tensor-core variants alone.
 fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed, MatmulVariant::WgmmaTf32x3]
-        .into_iter()
-        .map(|v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap())
-        .collect()
+    [
+        MatmulVariant::WgmmaBf16,
+        MatmulVariant::WgmmaF16,
+        MatmulVariant::WgmmaTf32,
+        MatmulVariant::WgmmaTf32Transposed,
+        MatmulVariant::WgmmaTf32x3,
+    ]
+    .into_iter()
+    .map(|v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap())
+    .collect()
 }
 
 /// Kept small for compute-sanitizer (`run.sh sanitize`, filter `tensor_core`): edges of the
@@ -205,6 +213,104 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     for plan in tensor_core_plans(&gpu, shape) {
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
+}
+
+/// `wgmma_f16`'s plan alone.
+fn f16_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    vec![matmul::plan_gemm(gpu, MatmulVariant::WgmmaF16, shape, PlanOptions::default()).unwrap()]
+}
+
+/// `wgmma_f16` on square, rectangular and ragged shapes (m, n of 1; k not a multiple of the
+/// 64-deep stage; n not a multiple of 4, so the direct stores; several tiles per block) under
+/// FP16's bound against the float64 product of the F16-rounded inputs, `C` NaN-poisoned; then
+/// bitwise-equal reruns.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_wgmma_f16_matches_cpu_on_square_rectangular_and_ragged_shapes_and_reruns_bitwise_equal() {
+    let (gpu, mut rng) = hopper_gpu("wgmma_f16");
+    for shape in [
+        (1, 1, 1),
+        (17, 33, 65),
+        (256, 256, 256),
+        (1000, 800, 1200),
+        (1200, 800, 1000),
+        (129, 65, 257),
+        (127, 33, 255),
+        (2100, 70, 300),
+        (1, 300, 1),
+        (4097, 129, 8193),
+    ] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, f16_plans);
+    }
+    for (m, k, n) in [(1000, 800, 1200), (4097, 129, 8193), (17, 33, 65)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+        assert_runs_bitwise_equal(&gpu, &f16_plans(&gpu, shape)[0], &mut mats);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_gpu_f16_rounding_equals_the_half_crates_bit_for_bit_and_out_of_range_inputs_are_refused() {
+    let (gpu, mut rng) = hopper_gpu("f16 rounding");
+    let (m, k, n) = (37, 45, 3);
+    let mut a = random_matrix(&mut rng, m * k);
+    // Ties, NaN, infinities, F16 subnormals, values that underflow, the largest finite F16 and
+    // the largest value that still rounds to it.
+    a[..9].copy_from_slice(&[
+        1.0 + 1.0 / 2048.0,
+        f32::NAN,
+        f32::INFINITY,
+        -3.0e-6,
+        1e-9,
+        65504.0,
+        -65519.0,
+        1.0 + 3.0 / 2048.0,
+        f32::NEG_INFINITY,
+    ]);
+    let b = random_matrix(&mut rng, k * n);
+    let shape = MatmulShape::new(m, k, n).unwrap();
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    let (da, db) = mats.f16_operands(&gpu).unwrap();
+    let to_bits = |v: Vec<half::f16>| v.into_iter().map(half::f16::to_bits).collect::<Vec<u16>>();
+    let (ga, gb) = (to_bits(gpu.download(da).unwrap()), to_bits(gpu.download(db).unwrap()));
+    for (host, dev) in [(&a, &ga), (&b, &gb)] {
+        for (i, (&x, &got)) in host.iter().zip(dev).enumerate() {
+            let want = half::f16::from_f32(x).to_bits();
+            let both_nan = x.is_nan() && half::f16::from_bits(got).is_nan();
+            assert!(got == want || both_nan, "[{i}] = {x:e}: {got:#06x}, want {want:#06x}");
+        }
+    }
+    // A row of F16 subnormals (below 2^-14 = 6.1e-5) multiplies as they are, not flushed to zero:
+    // the row's products are all subnormal, so a flush would miss its whole sum.
+    let mut tiny = random_matrix(&mut rng, m * k);
+    for (j, v) in tiny[..k].iter_mut().enumerate() {
+        *v = (j as f32 + 1.0) * -1.0e-6;
+    }
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &tiny, &b).unwrap();
+    let c = matmul::run(&gpu, MatmulVariant::WgmmaF16, &mut mats).unwrap();
+    let (ra, rb) = (Precision::Fp16.reference_inputs(&tiny), Precision::Fp16.reference_inputs(&b));
+    let reference = MatmulReference::new(&ra, &rb, m, k, n);
+    for (i, (&got, (&want, &scale))) in c.iter().zip(reference.values.iter().zip(&reference.scales)).enumerate() {
+        let bound = Precision::Fp16.bound(k, scale);
+        assert!((got as f64 - want).abs() <= bound, "C[{}][{}] = {got:e}, want {want:e}", i / n, i % n);
+    }
+    // One element past F16's range in B: refused by the copies, by wgmma_f16 and by cuBLAS FP16.
+    let mut big = b.clone();
+    big[7] = -65520.0;
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a[..], &big).unwrap();
+    let refused = |e: &Error| matches!(e, Error::OutOfRange { operand: "B", index: 7, .. });
+    let e = mats.f16_operands(&gpu).unwrap_err();
+    assert!(refused(&e) && e.to_string().contains("-65520"), "{e}");
+    let plan = matmul::plan_gemm(&gpu, MatmulVariant::WgmmaF16, shape, PlanOptions::default()).unwrap();
+    let e = matmul::run_plan(&gpu, &plan, &mut mats).unwrap_err();
+    assert!(refused(&e), "{e}");
+    let blas = host::cublas::Sgemm::new(&gpu).unwrap();
+    let e = blas.run_in(&gpu, Precision::Fp16, &mut mats).unwrap_err().to_string();
+    assert!(e.contains("outside f16's finite range"), "{e}");
+    // BF16 holds it: wgmma_bf16 runs on the same matrices.
+    matmul::run(&gpu, MatmulVariant::WgmmaBf16, &mut mats).unwrap();
 }
 
 /// Runs `plan` four times on the same inputs and asserts every `C` is bitwise the first.
@@ -341,17 +447,21 @@ fn a_workspace_shorter_than_the_plan_takes_is_refused_before_anything_runs() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn cublas_bf16_and_tf32_baselines_match_cpu_under_their_bounds() {
+fn cublas_bf16_fp16_and_tf32_baselines_match_cpu_under_their_bounds() {
     let (gpu, mut rng) = (gpu(), fresh_rng("cublas reduced precision"));
     let (m, k, n) = (300, 203, 101);
     let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
     let mut mats = DeviceMatrices::upload(&gpu, MatmulShape::new(m, k, n).unwrap(), &a, &b).unwrap();
     let blas = host::cublas::Sgemm::new(&gpu).unwrap();
-    for precision in [Precision::Bf16, Precision::Tf32] {
+    for precision in [Precision::Bf16, Precision::Fp16, Precision::Tf32] {
         let (ra, rb) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
         let reference = MatmulReference::new(&ra, &rb, m, k, n);
         let err = reference.max_error(&blas.run_in(&gpu, precision, &mut mats).unwrap());
         assert!(err <= precision.tolerance(k), "cuBLAS {precision:?} error {err}");
+        if blas.has_lt() {
+            let err = reference.max_error(&blas.run_lt(&gpu, precision, &mut mats).unwrap());
+            assert!(err <= precision.tolerance(k), "cuBLASLt {precision:?} error {err}");
+        }
     }
 }
 

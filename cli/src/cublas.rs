@@ -123,7 +123,8 @@ impl Sgemm {
     }
 
     /// Enqueues `C = A * B` in `precision` with `cublasGemmEx`: FP32 is [`Sgemm::launch`]; BF16
-    /// multiplies the matrices' BF16 copies (those `wgmma_bf16` runs on), FP32 compute; TF32
+    /// (FP16) multiplies the matrices' BF16 (F16) copies (those `wgmma_bf16` and `wgmma_f16` run
+    /// on), FP32 compute; TF32
     /// multiplies `A` and `B` with `CUBLAS_COMPUTE_32F_FAST_TF32`; split-TF32, which cuBLAS does
     /// not offer, is FP32 (its baseline).
     pub fn launch_in(&self, gpu: &Gpu, precision: Precision, mats: &mut DeviceMatrices) -> Result<()> {
@@ -177,8 +178,8 @@ impl Sgemm {
 
     /// Enqueues `C = A * B` in `precision` through cuBLASLt with the heuristic's best algorithm
     /// for the shape (found on the first launch of a precision and shape, then reused): FP32
-    /// (`CUBLAS_COMPUTE_32F`, `f32` operands), TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`), BF16 (the
-    /// BF16 copies, `CUBLAS_COMPUTE_32F`); `f32` `C`.
+    /// (`CUBLAS_COMPUTE_32F`, `f32` operands), TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`), BF16 and
+    /// FP16 (the BF16 or F16 copies, `CUDA_R_16BF` or `CUDA_R_16F`, `CUBLAS_COMPUTE_32F`); `f32` `C`.
     pub fn launch_lt(&self, gpu: &Gpu, precision: Precision, mats: &mut DeviceMatrices) -> Result<()> {
         let lt = self.lt.as_ref().context("libcublasLt.so was not found")?;
         let s = mats.shape();
@@ -229,6 +230,7 @@ impl LtPlan {
         let err = |what: &'static str| move |e: lt::CublasError| anyhow::anyhow!("cuBLASLt {what}: {e:?}");
         let (in_type, compute) = match precision {
             Precision::Bf16 => (Type::CUDA_R_16BF, Compute::CUBLAS_COMPUTE_32F),
+            Precision::Fp16 => (Type::CUDA_R_16F, Compute::CUBLAS_COMPUTE_32F),
             Precision::Tf32 => (Type::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F_FAST_TF32),
             Precision::Fp32 | Precision::Tf32x3 => (Type::CUDA_R_32F, Compute::CUBLAS_COMPUTE_32F),
         };
@@ -273,6 +275,15 @@ fn operands(
                 a.device_ptr(stream).0,
                 b.device_ptr(stream).0,
                 cudaDataType::CUDA_R_16BF,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            )
+        }
+        Precision::Fp16 => {
+            let (a, b) = mats.f16_operands(gpu)?;
+            (
+                a.device_ptr(stream).0,
+                b.device_ptr(stream).0,
+                cudaDataType::CUDA_R_16F,
                 cublasComputeType_t::CUBLAS_COMPUTE_32F,
             )
         }

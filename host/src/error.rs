@@ -156,6 +156,20 @@ pub enum Error {
         /// The buffer's type.
         got: DType,
     },
+    /// An input value the operands' element type cannot hold: `f32` inputs rounded to F16 for
+    /// `wgmma_f16` (F16's largest finite value is 65504; from 65520 on the rounding gives an
+    /// infinity, which would silently turn the products into infinities or NaN).
+    #[error("{operand}[{index}] = {value} is outside {dtype}'s finite range: rounded to {dtype} it would be infinite")]
+    OutOfRange {
+        /// The operand (`A` or `B`).
+        operand: &'static str,
+        /// The first such element's index, row-major.
+        index: usize,
+        /// Its value.
+        value: f32,
+        /// The element type it was to be rounded to.
+        dtype: DType,
+    },
     /// A combination of arguments no kernel takes, and why (a planner's refusal).
     #[error("{0}")]
     Unsupported(String),

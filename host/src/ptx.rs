@@ -179,4 +179,28 @@ mod tests {
             assert!(!embedded().unwrap().contains(&format!(".entry {name}(")), "{name} in the sm_90 module");
         }
     }
+
+    /// The text of kernel `name`'s entry in `ptx`: from its `.entry` to the next one.
+    fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
+        let start = ptx.find(&format!(".visible .entry {name}(")).unwrap_or_else(|| panic!("no .entry {name}"));
+        let rest = &ptx[start + 1..];
+        &ptx[start..start + 1 + rest.find(".visible .entry").unwrap_or(rest.len())]
+    }
+
+    #[test]
+    fn the_16_bit_wgmma_kernels_issue_their_own_types_instruction() {
+        let ptx = embedded_hopper().unwrap_or_else(|e| panic!("the library was built without its PTX: {e}"));
+        let bf16 = "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16";
+        let f16 = "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16";
+        use kernels::matmul::wgmma::{KERNEL_BF16, KERNEL_F16};
+        for (kernel, own, other) in [(KERNEL_BF16, bf16, f16), (KERNEL_F16, f16, bf16)] {
+            let body = entry_body(ptx, kernel);
+            // Four k-steps of 16 per 64-element stage, unrolled.
+            assert_eq!(body.matches(own).count(), 4, "{kernel}");
+            assert!(!body.contains(other), "{kernel} issues {other}");
+        }
+        // The F16 operands' conversion is in the sm_90 module.
+        let main = embedded().unwrap();
+        assert!(entry_body(main, "matmul_convert_f32_f16").contains("cvt.rn.f16.f32"));
+    }
 }

@@ -115,6 +115,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::convert::CONVERT_KERNELS[3].1,
     matmul::convert::CONVERT_KERNELS[4].1,
     matmul::convert::CONVERT_KERNELS[5].1,
+    matmul::convert::CONVERT_KERNELS[6].1,
     matmul::convert::EPILOGUE_KERNELS[0].1,
     matmul::convert::EPILOGUE_KERNELS[1].1,
     matmul::convert::EPILOGUE_KERNELS[2].1,

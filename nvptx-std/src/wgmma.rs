@@ -322,6 +322,35 @@ pub unsafe fn mma_m64n256k16_f32_bf16_b_n_major(acc: &mut [f32; 128], a: u64, b:
     };
 }
 
+/// `wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {d0..d127}, a, b, p, 1, 1, 0, 1;`:
+/// `D = A * B + (scale_d != 0 ? D : 0)` for a 64 x 16 F16 (IEEE half) `A` (K-major, descriptor
+/// `a`), a 16 x 256 F16 `B` stored N-major (descriptor `b`, transposed by the instruction: the
+/// last immediate), into this warpgroup's 64 x 256 `f32` accumulators (layout
+/// [`accumulator_position`]): [`mma_m64n256k16_f32_bf16_b_n_major`] with F16 inputs, whose
+/// products (11 by 11 significant bits) are exact in `f32`.
+///
+/// # Safety
+/// As for [`mma_m64n256k16_f32_bf16_b_n_major`].
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_f16_b_n_major(&mut acc, a_desc, b_desc, (k > 0) as u32) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n256k16_f32_f16_b_n_major(acc: &mut [f32; 128], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices!(mma_n256!(
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
+            "1, 1, 0, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
 /// `wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {d0..d127}, a, b, p, 1, 1;`:
 /// `D = A * B + (scale_d != 0 ? D : 0)` for a 64 x 8 `A` and an 8 x 256 `B`, both K-major (the
 /// only layout TF32 takes), `f32` values of which the tensor cores use the TF32 part (10-bit

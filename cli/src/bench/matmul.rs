@@ -57,9 +57,16 @@ pub fn reference_for(a: &[f32], b: &[f32], shape: MatmulShape, check: CheckMetho
     SampledMatmulReference::new(a, b, shape.m, shape.k, shape.n, rows_checked)
 }
 
-/// [`reference_for`] of the BF16-rounded inputs: the reference of the BF16 rows.
-fn bf16_reference_for(a: &[f32], b: &[f32], shape: MatmulShape, check: CheckMethod) -> SampledMatmulReference {
-    let (a, b) = (Precision::Bf16.reference_inputs(a), Precision::Bf16.reference_inputs(b));
+/// [`reference_for`] of the inputs as `precision` rounds them
+/// ([`Precision::reference_inputs`]): the reference of the BF16 or FP16 rows.
+fn rounded_reference_for(
+    precision: Precision,
+    a: &[f32],
+    b: &[f32],
+    shape: MatmulShape,
+    check: CheckMethod,
+) -> SampledMatmulReference {
+    let (a, b) = (precision.reference_inputs(a), precision.reference_inputs(b));
     reference_for(&a, &b, shape, check)
 }
 
@@ -176,6 +183,7 @@ pub fn cublas_name(precision: Precision) -> &'static str {
     match precision {
         Precision::Fp32 | Precision::Tf32x3 => CUBLAS,
         Precision::Bf16 => "cublas bf16",
+        Precision::Fp16 => "cublas fp16",
         Precision::Tf32 => "cublas tf32",
     }
 }
@@ -192,6 +200,7 @@ pub fn measure_cublas_in(
     let what = match precision {
         Precision::Fp32 | Precision::Tf32x3 => "cuBLAS SGEMM, FP32 (no TF32)",
         Precision::Bf16 => "cublasGemmEx, BF16 inputs, FP32 compute",
+        Precision::Fp16 => "cublasGemmEx, FP16 inputs, FP32 compute",
         Precision::Tf32 => "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32",
     };
     let (name, method) = (cublas_name(precision), format!("{what}, {}", timing.method));
@@ -218,6 +227,7 @@ pub fn cublaslt_name(precision: Precision) -> &'static str {
     match precision {
         Precision::Fp32 | Precision::Tf32x3 => "cublaslt",
         Precision::Bf16 => "cublaslt bf16",
+        Precision::Fp16 => "cublaslt fp16",
         Precision::Tf32 => "cublaslt tf32",
     }
 }
@@ -235,6 +245,7 @@ pub fn measure_cublaslt_in(
     let what = match precision {
         Precision::Fp32 | Precision::Tf32x3 => "cublasLtMatmul, CUBLAS_COMPUTE_32F, heuristic best",
         Precision::Bf16 => "cublasLtMatmul, BF16 inputs, CUBLAS_COMPUTE_32F, heuristic best",
+        Precision::Fp16 => "cublasLtMatmul, FP16 inputs, CUBLAS_COMPUTE_32F, heuristic best",
         Precision::Tf32 => "cublasLtMatmul, CUBLAS_COMPUTE_32F_FAST_TF32, heuristic best",
     };
     let (name, method) = (cublaslt_name(precision), format!("{what}, {}", timing.method));
@@ -324,8 +335,10 @@ fn measure_shape(
     progress.inc(1);
 
     let timing = GpuTiming::new(config, sets);
-    // BF16 rows are checked against the product of the BF16-rounded inputs (made when needed).
+    // BF16 and FP16 rows are checked against the product of the inputs rounded to their type
+    // (made when needed).
     let mut bf16_reference = None;
+    let mut fp16_reference = None;
     for variant in MatmulVariant::ALL {
         progress.set_message(format!("matmul {shape}: {}", variant.name()));
         let precision = variant.precision();
@@ -337,7 +350,12 @@ fn measure_shape(
             continue;
         }
         let reference = match precision {
-            Precision::Bf16 => &*bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check)),
+            Precision::Bf16 => {
+                &*bf16_reference.get_or_insert_with(|| rounded_reference_for(precision, &a, &b, shape, check))
+            }
+            Precision::Fp16 => {
+                &*fp16_reference.get_or_insert_with(|| rounded_reference_for(precision, &a, &b, shape, check))
+            }
             Precision::Fp32 | Precision::Tf32 | Precision::Tf32x3 => &reference,
         };
         rows.push(match plan_or_skip(gpu, variant, shape, PlanOptions::default()) {
@@ -357,15 +375,20 @@ fn measure_shape(
     progress.set_message(format!("matmul {shape}: {CUBLAS}"));
     rows.push(measure_cublas(gpu, sgemm, &mut mats, &reference, &timing)?);
     progress.inc(1);
-    if gpu.hopper_status().is_ok() {
-        let bf16 = bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check));
+    let hopper = gpu.hopper_status().is_ok();
+    if hopper {
+        let bf16 = bf16_reference.get_or_insert_with(|| rounded_reference_for(Precision::Bf16, &a, &b, shape, check));
         rows.push(measure_cublas_in(gpu, sgemm, Precision::Bf16, &mut mats, bf16, &timing)?);
+        let fp16 = fp16_reference.get_or_insert_with(|| rounded_reference_for(Precision::Fp16, &a, &b, shape, check));
+        rows.push(measure_cublas_in(gpu, sgemm, Precision::Fp16, &mut mats, fp16, &timing)?);
         rows.push(measure_cublas_in(gpu, sgemm, Precision::Tf32, &mut mats, &reference, &timing)?);
     }
     rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Fp32, &mut mats, &reference, &timing)?);
-    if gpu.hopper_status().is_ok() {
-        let bf16 = bf16_reference.get_or_insert_with(|| bf16_reference_for(&a, &b, shape, check));
+    if hopper {
+        let bf16 = bf16_reference.get_or_insert_with(|| rounded_reference_for(Precision::Bf16, &a, &b, shape, check));
         rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Bf16, &mut mats, bf16, &timing)?);
+        let fp16 = fp16_reference.get_or_insert_with(|| rounded_reference_for(Precision::Fp16, &a, &b, shape, check));
+        rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Fp16, &mut mats, fp16, &timing)?);
         rows.push(measure_cublaslt_in(gpu, sgemm, Precision::Tf32, &mut mats, &reference, &timing)?);
     }
     progress.inc(1);

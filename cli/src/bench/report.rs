@@ -256,10 +256,11 @@ impl MatmulShapeResult {
     /// Sets every measured row's `ratio_to_cublas` (its median over that of the cuBLAS row of
     /// its precision's baseline, [`Precision::baseline`]: FP32 for split-TF32).
     pub fn fill_ratios(&mut self) {
-        let baselines: Vec<(Precision, Option<f64>, Option<f64>)> = [Precision::Fp32, Precision::Bf16, Precision::Tf32]
-            .into_iter()
-            .map(|p| (p, self.cublas_ms_in(p), self.cublaslt_ms_in(p)))
-            .collect();
+        let baselines: Vec<(Precision, Option<f64>, Option<f64>)> =
+            [Precision::Fp32, Precision::Bf16, Precision::Fp16, Precision::Tf32]
+                .into_iter()
+                .map(|p| (p, self.cublas_ms_in(p), self.cublaslt_ms_in(p)))
+                .collect();
         for row in &mut self.rows {
             let (c, lt) = baselines
                 .iter()

@@ -50,7 +50,8 @@ pub struct MatmulArgs {
     pub out: Option<PathBuf>,
     /// Variants to run: auto (the planner's choice under --precision), naive, tiled16, tiled32,
     /// sgemm, sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
-    /// wgmma_tf32 and wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
+    /// wgmma_f16 (refused for inputs beyond F16's range, |x| >= 65520), wgmma_tf32 and
+    /// wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
     /// wgmma_tf32x3 (guarded split-TF32, within FP32's bound, timed against cuBLAS FP32), a
     /// comma-separated list, or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
@@ -323,6 +324,12 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         let gemm = matmul::plan_gemm(&gpu, variant, shape, options)?;
         // The planned kernel's precision: its bound and its cuBLAS baseline.
         let precision = gemm.precision();
+        // Inputs F16 cannot hold (|x| >= 65520 rounds to infinity) are refused, not multiplied
+        // as infinities: the row says which element, and the other variants still run.
+        if let Some(refusal) = f16_refusal(&gpu, precision, &mut mats)? {
+            rows.push(row(None, None, refusal, precision));
+            continue;
+        }
         let reference = match precision.reference_precision() {
             Precision::Fp32 => reference.clone(),
             p => reference_for(p),
@@ -350,6 +357,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
                 format!("{}: ran {}{}", args.precision, plan.variant().name(), split.unwrap_or_default())
             }
             MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
+            MatmulVariant::WgmmaF16 => "FP16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
             MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
             MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
             MatmulVariant::WgmmaTf32x3 => "split-TF32 (3xTF32) tensor cores; the split timed, vs cuBLAS FP32".into(),
@@ -372,9 +380,11 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             let (name, note) = match (precision, lt) {
                 (Precision::Fp32 | Precision::Tf32x3, false) => ("cublas sgemm", "FP32, no TF32"),
                 (Precision::Bf16, false) => ("cublas bf16", "cublasGemmEx, BF16 inputs, FP32 compute"),
+                (Precision::Fp16, false) => ("cublas fp16", "cublasGemmEx, FP16 inputs, FP32 compute"),
                 (Precision::Tf32, false) => ("cublas tf32", "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32"),
                 (Precision::Fp32 | Precision::Tf32x3, true) => ("cublaslt fp32", "cuBLASLt, heuristic's best, FP32"),
                 (Precision::Bf16, true) => ("cublaslt bf16", "cuBLASLt, heuristic's best, BF16 inputs"),
+                (Precision::Fp16, true) => ("cublaslt fp16", "cuBLASLt, heuristic's best, FP16 inputs"),
                 (Precision::Tf32, true) => ("cublaslt tf32", "cuBLASLt, heuristic's best, FAST_TF32"),
             };
             let row = |timing, error, note: String| Row { name: name.into(), timing, error, note, precision };
@@ -389,6 +399,10 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
                     continue;
                 }
             };
+            if let Some(refusal) = f16_refusal(&gpu, precision, &mut mats)? {
+                rows.push(row(None, None, refusal));
+                continue;
+            }
             let reference = match precision.reference_precision() {
                 Precision::Fp32 => reference.clone(),
                 p => reference_for(p),
@@ -464,6 +478,22 @@ pub fn render(shape: MatmulShape, rows: &[Row]) -> String {
         );
     }
     out
+}
+
+/// For FP16 rows, the note of a row not run because an input of some set is beyond F16's range
+/// (the library's [`Error::OutOfRange`], naming the element); `None` when the row can run.
+fn f16_refusal(gpu: &Gpu, precision: Precision, mats: &mut [DeviceMatrices]) -> Result<Option<String>, Error> {
+    if precision != Precision::Fp16 {
+        return Ok(None);
+    }
+    for m in mats {
+        match m.f16_operands(gpu) {
+            Ok(_) => {}
+            Err(e @ Error::OutOfRange { .. }) => return Ok(Some(format!("not run: {e}"))),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -9,8 +9,9 @@ use kernels::matmul::convert;
 
 /// Enqueues `dst = convert(src)` for a `rows x cols` matrix on `gpu`'s stream: `src` in
 /// `src_layout` (row- or column-major at its leading dimension), `dst` row-major at `dst_ld`
-/// (elements; at least `cols`). Conversions to `f32` are exact, to BF16 rounded to nearest, ties
-/// to even; between equal types a copy. `dst` may not overlap `src`.
+/// (elements; at least `cols`). Conversions to `f32` are exact, from `f32` to BF16 or F16 rounded
+/// to nearest, ties to even (to F16, `|x| >= 65520` becomes an infinity); between equal types a
+/// copy. `dst` may not overlap `src`.
 ///
 /// ```no_run
 /// # fn main() -> hopper_kernels::Result<()> {

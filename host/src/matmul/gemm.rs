@@ -44,6 +44,8 @@ enum Format {
     F32Rows16,
     /// BF16, rows a multiple of 16 bytes.
     Bf16Rows16,
+    /// F16, rows a multiple of 16 bytes.
+    F16Rows16,
 }
 
 impl Format {
@@ -51,6 +53,7 @@ impl Format {
         match self {
             Self::F32Packed | Self::F32Rows16 => DType::F32,
             Self::Bf16Rows16 => DType::Bf16,
+            Self::F16Rows16 => DType::F16,
         }
     }
 
@@ -59,7 +62,7 @@ impl Format {
         match self {
             Self::F32Packed => cols,
             Self::F32Rows16 => padded_row_len(cols, 4),
-            Self::Bf16Rows16 => padded_row_len(cols, 2),
+            Self::Bf16Rows16 | Self::F16Rows16 => padded_row_len(cols, 2),
         }
     }
 
@@ -70,7 +73,7 @@ impl Format {
         dtype == self.dtype()
             && match self {
                 Self::F32Packed => true,
-                Self::F32Rows16 | Self::Bf16Rows16 => {
+                Self::F32Rows16 | Self::Bf16Rows16 | Self::F16Rows16 => {
                     bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16))
                 }
             }
@@ -301,8 +304,9 @@ impl GemmPlan {
         self.shape
     }
 
-    /// The precision of the products: the kernel's for `f32` operands; BF16 and F16 operands
-    /// are multiplied exactly and accumulated in `f32`, FP32's or BF16's bound.
+    /// The precision of the products: the kernel's for `f32` operands (BF16 or FP16 for `f32`
+    /// rounded on the GPU for `wgmma_bf16` or `wgmma_f16`); BF16 and F16 operands are multiplied
+    /// exactly and accumulated in `f32`: FP32's, BF16's or FP16's bound, all the accumulation's.
     ///
     /// ```no_run
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -315,6 +319,10 @@ impl GemmPlan {
     /// let bf16 = Layout::row_major(DType::Bf16);
     /// let plan = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16))?;
     /// assert_eq!(plan.precision().tolerance(4096), Precision::Fp32.tolerance(4096));
+    /// // F16 operands take wgmma_f16 where BF16 ones take wgmma_bf16.
+    /// let f16 = Layout::row_major(DType::F16);
+    /// let plan = GemmPlan::new(&gpu, GemmDesc::new(4096, 4096, 4096).a(f16).b(f16))?;
+    /// assert_eq!(plan.precision(), Precision::Fp16);
     /// # Ok(()) }
     /// ```
     pub fn precision(&self) -> Precision {
@@ -684,7 +692,8 @@ impl Skeleton {
         let (left_format, right_format, right_transposed) = formats(variant);
         let precision = match inputs {
             DType::F32 => kernel.precision(),
-            DType::Bf16 | DType::F16 if variant == MatmulVariant::WgmmaBf16 => Precision::Bf16,
+            DType::Bf16 if variant == MatmulVariant::WgmmaBf16 => Precision::Bf16,
+            DType::F16 if variant == MatmulVariant::WgmmaF16 => Precision::Fp16,
             // 16-bit operands are exact in TF32 and in f32: the products are exact.
             DType::Bf16 | DType::F16 => Precision::Fp32,
         };
@@ -804,8 +813,9 @@ fn check(desc: &GemmDesc) -> Result<()> {
 }
 
 /// The product kernel for the canonical shape: the descriptor's, or `auto`'s for the operands'
-/// type (`f32` under its policy; BF16 on `wgmma_bf16` where `high` would take the tensor cores;
-/// F16, exact in TF32, on `wgmma_tf32` there; both on the FP32 kernels elsewhere, exactly).
+/// type (`f32` under its policy; BF16 on `wgmma_bf16` and F16 on `wgmma_f16` where `high` would
+/// take the tensor cores; both on the FP32 kernels elsewhere, exactly). A named 16-bit kernel
+/// takes its own type or `f32` (rounded to it on the GPU), never the other 16-bit type.
 fn choose_kernel(
     desc: &GemmDesc,
     shape: MatmulShape,
@@ -816,7 +826,14 @@ fn choose_kernel(
     if desc.variant != MatmulVariant::Auto || inputs == DType::F32 {
         if desc.variant == MatmulVariant::WgmmaBf16 && inputs == DType::F16 {
             return Err(Error::Unsupported(
-                "wgmma_bf16 multiplies BF16 operands; F16 ones would lose 3 mantissa bits: use auto".into(),
+                "wgmma_bf16 multiplies BF16 operands; F16 ones would lose 3 mantissa bits: use wgmma_f16 or auto"
+                    .into(),
+            ));
+        }
+        if desc.variant == MatmulVariant::WgmmaF16 && inputs == DType::Bf16 {
+            return Err(Error::Unsupported(
+                "wgmma_f16 multiplies F16 operands; BF16 ones beyond F16's range (65504) would overflow: use wgmma_bf16 or auto"
+                    .into(),
             ));
         }
         let plan = plan_with(desc.variant, shape, device, options)?;
@@ -825,7 +842,7 @@ fn choose_kernel(
     // 16-bit operands: the tensor cores where `high` takes them for f32, else the FP32 kernels.
     let high = plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy: PrecisionPolicy::High, ..options })?;
     let variant = if high.variant() == MatmulVariant::WgmmaTf32x3 {
-        if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaTf32 }
+        if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 }
     } else {
         MatmulVariant::Auto
     };
@@ -838,6 +855,7 @@ fn choose_kernel(
 fn formats(variant: MatmulVariant) -> (Format, Format, bool) {
     match variant {
         MatmulVariant::WgmmaBf16 => (Format::Bf16Rows16, Format::Bf16Rows16, false),
+        MatmulVariant::WgmmaF16 => (Format::F16Rows16, Format::F16Rows16, false),
         MatmulVariant::WgmmaTf32 => (Format::F32Rows16, Format::F32Rows16, false),
         MatmulVariant::WgmmaTf32Transposed => (Format::F32Rows16, Format::F32Rows16, true),
         _ => (Format::F32Packed, Format::F32Packed, false),
@@ -935,12 +953,55 @@ mod tests {
         assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaBf16);
         assert!(s.left.convert.is_none() && s.right.convert.is_none());
         assert_eq!(s.precision, Precision::Bf16);
-        // F16 on TF32 tensor cores, exactly.
+        // F16 in F16 on the tensor cores, in place, where BF16 would take wgmma_bf16.
         let f16 = Layout::row_major(DType::F16);
         let s = skeleton(GemmDesc::new(4096, 4096, 4096).a(f16).b(f16));
-        assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaTf32);
-        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f16_f32");
-        assert_eq!(s.precision, Precision::Fp32);
+        assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaF16);
+        assert!(s.left.convert.is_none() && s.right.convert.is_none());
+        assert_eq!(s.precision, Precision::Fp16);
+    }
+
+    #[test]
+    fn f16_operands_take_wgmma_f16_wherever_bf16_ones_take_wgmma_bf16() {
+        let (bf16, f16) = (Layout::row_major(DType::Bf16), Layout::row_major(DType::F16));
+        let shapes =
+            [(1, 1, 1), (17, 65, 33), (256, 256, 256), (1000, 1200, 800), (4097, 8193, 129), (4096, 4096, 4096)];
+        for (m, n, k) in shapes {
+            for policy in PrecisionPolicy::ALL {
+                let b = skeleton(GemmDesc::new(m, n, k).a(bf16).b(bf16).policy(policy));
+                let h = skeleton(GemmDesc::new(m, n, k).a(f16).b(f16).policy(policy));
+                let on_tensor_cores = b.kernel.variant() == MatmulVariant::WgmmaBf16;
+                assert_eq!(h.kernel.variant() == MatmulVariant::WgmmaF16, on_tensor_cores, "{m}x{n}x{k} {policy}");
+                if on_tensor_cores {
+                    assert_eq!(h.precision, Precision::Fp16);
+                    let cfg = |s: &Skeleton| {
+                        let c = s.kernel.launch_config();
+                        (c.grid_dim, c.block_dim, c.shared_mem_bytes)
+                    };
+                    assert_eq!(cfg(&h), cfg(&b));
+                } else {
+                    // Elsewhere both run the FP32 kernels on their exact f32 widening.
+                    assert_eq!(h.kernel.variant(), b.kernel.variant(), "{m}x{n}x{k} {policy}");
+                    assert_eq!(h.left.convert.unwrap().0, "matmul_convert_f16_f32");
+                    assert_eq!(h.precision, Precision::Fp32);
+                }
+            }
+        }
+        // wgmma_f16 named: F16 in place (rows of 16-byte multiples), or converted where they are
+        // not; f32 rounded to F16 on the GPU, under FP16's bound, as wgmma_bf16 takes f32.
+        let named = |desc: GemmDesc| skeleton(desc.variant(MatmulVariant::WgmmaF16));
+        let s = named(GemmDesc::new(17, 65, 33).a(f16).b(f16));
+        assert_eq!((s.kernel.variant(), s.precision), (MatmulVariant::WgmmaF16, Precision::Fp16));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f16_f16", "33 halves are not 16-byte rows");
+        assert_eq!(s.left.ld, 40);
+        let s = named(GemmDesc::new(64, 64, 64).a(f16).b(f16));
+        assert!(s.left.convert.is_none() && s.right.convert.is_none());
+        let s = named(GemmDesc::new(64, 64, 64));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f32_f16");
+        assert_eq!(s.right.convert.unwrap().0, "matmul_convert_f32_f16");
+        assert_eq!(s.precision, Precision::Fp16);
+        let text = describe_plan(&GemmDesc::new(64, 64, 64).variant(MatmulVariant::WgmmaF16), MatmulDevice::H200);
+        assert!(text.unwrap().contains("wgmma_f16"));
     }
 
     #[test]
@@ -969,6 +1030,9 @@ mod tests {
         let f16 = Layout::row_major(DType::F16);
         let e = err(GemmDesc::new(4, 4, 8).a(f16).b(f16).variant(MatmulVariant::WgmmaBf16));
         assert!(e.to_string().contains("F16"), "{e}");
+        let bf16 = Layout::row_major(DType::Bf16);
+        let e = err(GemmDesc::new(4, 4, 8).a(bf16).b(bf16).variant(MatmulVariant::WgmmaF16));
+        assert!(matches!(&e, Error::Unsupported(m) if m.contains("wgmma_f16 multiplies F16")), "{e}");
         assert!(matches!(err(GemmDesc::new(4, 4, 4).alpha_beta(f32::NAN, 0.0)), Error::InvalidArgument(_)));
     }
 

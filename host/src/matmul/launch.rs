@@ -64,6 +64,7 @@ pub(super) fn product(
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
     let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    let f16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     let tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
         let key = [list[0].1, list[1].1, if c_in_maps { p.c } else { 0 }];
         let maps = maps(key, &list)?;
@@ -77,15 +78,21 @@ pub(super) fn product(
         Ok(())
     };
     match plan.variant() {
-        MatmulVariant::WgmmaBf16 => {
-            let [map_a, map_b] = wgmma::tensor_maps(s, Operand::Bf16, p.ld_a, p.ld_b);
-            let mut list = vec![(map_a, p.a, bf16_type), (map_b, p.b, bf16_type)];
+        MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 => {
+            let (op, data_type) = if plan.variant() == MatmulVariant::WgmmaF16 {
+                (Operand::F16, f16_type)
+            } else {
+                (Operand::Bf16, bf16_type)
+            };
+            let [map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b);
+            let mut list = vec![(map_a, p.a, data_type), (map_b, p.b, data_type)];
             let c_map = wgmma::c_map(s);
             if let Some(map_c) = c_map {
                 if !p.c.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(
-                        "D's address {:#x} is not 16-byte aligned, which wgmma_bf16's TMA store needs",
-                        p.c
+                        "D's address {:#x} is not 16-byte aligned, which {}'s TMA store needs",
+                        p.c,
+                        plan.variant()
                     )));
                 }
                 list.push((map_c, p.c, f32_type));

@@ -39,8 +39,8 @@ pub use desc::{DType, GemmDesc, GemmElement, Layout, Order};
 pub use gemm::{GemmPlan, Tf32x3Regions, describe_plan};
 pub use plan::{MatmulDevice, MatmulPlan, PlanOptions, plan, plan_with};
 pub use precision::{
-    F32_UNDERFLOW_UNIT, Precision, PrecisionPolicy, TF32_INSTRUCTION_K, TF32_UNIT, TF32X3_PRODUCT_BOUND, TF32X3_RUN,
-    round_to_bf16,
+    F16_UNIT, F32_UNDERFLOW_UNIT, Precision, PrecisionPolicy, TF32_INSTRUCTION_K, TF32_UNIT, TF32X3_PRODUCT_BOUND,
+    TF32X3_RUN, f16_range_violation, round_to_bf16, round_to_f16,
 };
 pub use run::{DeviceMatrices, launch_plan, plan_gemm, run, run_plan};
 pub use shape::{MAX_GRID_Y, MatmulShape, grid_over_c};

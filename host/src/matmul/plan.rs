@@ -656,9 +656,10 @@ pub fn plan_with(
             let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK, None), forced);
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
-        MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaTf32 | MatmulVariant::WgmmaTf32Transposed => {
-            (super::wgmma::plan(shape, device, kernel)?, None, String::new())
-        }
+        MatmulVariant::WgmmaBf16
+        | MatmulVariant::WgmmaF16
+        | MatmulVariant::WgmmaTf32
+        | MatmulVariant::WgmmaTf32Transposed => (super::wgmma::plan(shape, device, kernel)?, None, String::new()),
         MatmulVariant::Auto | MatmulVariant::WgmmaTf32x3 => {
             return Err(Error::InvalidArgument(format!("{} is planned above", variant.name())));
         }

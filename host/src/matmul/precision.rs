@@ -20,6 +20,10 @@ pub enum Precision {
     Bf16,
     /// `f32` operands of which the tensor cores use the TF32 part (10-bit mantissa).
     Tf32,
+    /// Operands rounded to F16 (IEEE half: 10-bit mantissa, 11 significant bits, 5 exponent
+    /// bits, largest finite 65504); products exact in `f32`. Inputs beyond F16's range are
+    /// refused where the library rounds them ([`super::DeviceMatrices::f16_operands`]).
+    Fp16,
     /// `f32` operands scaled by powers of two and split into two TF32 halves, `a = a_big +
     /// a_small` (split-TF32, "3xTF32"), multiplied as `A_big B_big + A_big B_small + A_small B_big`
     /// on TF32 tensor cores, the tensor cores' sums added in `f32` every 96 of the tripled `k`;
@@ -165,6 +169,7 @@ impl Precision {
     /// use hopper_kernels::matmul::Precision;
     /// assert_eq!(Precision::Tf32x3.name(), "tf32x3");
     /// assert_eq!(Precision::Bf16.name(), "bf16");
+    /// assert_eq!(Precision::Fp16.name(), "fp16");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -172,6 +177,7 @@ impl Precision {
             Self::Bf16 => "bf16",
             Self::Tf32 => "tf32",
             Self::Tf32x3 => "tf32x3",
+            Self::Fp16 => "fp16",
         }
     }
 
@@ -192,27 +198,33 @@ impl Precision {
         }
     }
 
-    /// The precision whose float64 reference this one is checked against: BF16 has its own
-    /// (the product of the rounded inputs), every other the product of the inputs themselves,
-    /// which is FP32's; callers compute that one once.
+    /// The precision whose float64 reference this one is checked against: BF16 and FP16 have
+    /// their own (the product of the rounded inputs), every other the product of the inputs
+    /// themselves, which is FP32's; callers compute that one once.
     ///
     /// ```
     /// use hopper_kernels::matmul::Precision;
     /// assert_eq!(Precision::Bf16.reference_precision(), Precision::Bf16);
+    /// assert_eq!(Precision::Fp16.reference_precision(), Precision::Fp16);
     /// assert_eq!(Precision::Tf32.reference_precision(), Precision::Fp32);
     /// assert_eq!(Precision::Tf32x3.reference_precision(), Precision::Fp32);
     /// ```
     pub fn reference_precision(self) -> Self {
         match self {
             Self::Bf16 => Self::Bf16,
+            Self::Fp16 => Self::Fp16,
             _ => Self::Fp32,
         }
     }
 
     /// The bound on `|C - reference| / sum |a * b|` for an inner dimension `k`, where the
     /// reference is the float64 product of [`Precision::reference_inputs`]:
-    /// - FP32 and BF16: `k * f32::EPSILON`, the accumulation's rounding (BF16 products are
-    ///   exact in `f32`, and the reference multiplies the same BF16-rounded values);
+    /// - FP32, BF16 and FP16: `k * f32::EPSILON`, the accumulation's rounding (BF16 and F16
+    ///   products, 8 by 8 and 11 by 11 significant bits, are exact in `f32`, and the reference
+    ///   multiplies the same rounded values). Against the `f32` inputs themselves, rounding both
+    ///   operands to F16 adds `(1 + d_a)(1 + d_b) - 1` with `|d| <= 2^-11`, under `2^-10 + 2^-22`
+    ///   of `|a * b|` ([`F16_UNIT`]; BF16's is `2^-8`), for inputs in F16's normal range
+    ///   (`|x| >= 2^-14`; below it F16 rounds in absolute steps of `2^-25`);
     /// - TF32: the reference multiplies the original inputs, so each product also carries the
     ///   operands' conversion: `(1 + d_a)(1 + d_b) - 1` with `|d| < 2^-10`, under
     ///   `2 * 2^-10 + 2^-20` of `|a * b|`, plus the same `k * f32::EPSILON`.
@@ -251,7 +263,7 @@ impl Precision {
         let eps = f32::EPSILON as f64;
         let accumulation = k.max(1) as f64 * eps;
         match self {
-            Self::Fp32 | Self::Bf16 => accumulation,
+            Self::Fp32 | Self::Bf16 | Self::Fp16 => accumulation,
             Self::Tf32 => 2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT + accumulation,
             Self::Tf32x3 => {
                 let summands = 3 * k.max(1);
@@ -278,19 +290,22 @@ impl Precision {
         self.tolerance(k) * magnitude + k.max(1) as f64 * F32_UNDERFLOW_UNIT
     }
 
-    /// The inputs whose float64 product is the reference: BF16 compares with the product of
-    /// the BF16-rounded inputs (`half::bf16::from_f32`, to nearest, ties to even), the others
-    /// with the product of the inputs themselves.
+    /// The inputs whose float64 product is the reference: BF16 and FP16 compare with the
+    /// product of the inputs rounded to their type (`half::bf16::from_f32`,
+    /// `half::f16::from_f32`: to nearest, ties to even), the others with the product of the
+    /// inputs themselves.
     ///
     /// ```
     /// use hopper_kernels::matmul::Precision;
     /// let x = [0.1f32, 1.0 + 1.0 / 128.0 + 1.0 / 1024.0];
     /// assert_eq!(&*Precision::Fp32.reference_inputs(&x), &x); // borrowed as they are
     /// assert_eq!(Precision::Bf16.reference_inputs(&x)[1], 1.0 + 1.0 / 128.0); // rounded to 8 bits
+    /// assert_eq!(Precision::Fp16.reference_inputs(&x)[1], 1.0 + 1.0 / 128.0 + 1.0 / 1024.0); // 10 bits hold it
     /// ```
     pub fn reference_inputs(self, values: &[f32]) -> std::borrow::Cow<'_, [f32]> {
         match self {
             Self::Bf16 => values.iter().map(|&v| round_to_bf16(v)).collect::<Vec<f32>>().into(),
+            Self::Fp16 => values.iter().map(|&v| round_to_f16(v)).collect::<Vec<f32>>().into(),
             Self::Fp32 | Self::Tf32 | Self::Tf32x3 => values.into(),
         }
     }
@@ -309,6 +324,46 @@ pub fn round_to_bf16(v: f32) -> f32 {
     half::bf16::from_f32(v).to_f32()
 }
 
+/// `v` rounded to the nearest F16 (IEEE half) and widened back to `f32`: what `wgmma_f16`
+/// multiplies when given `f32` inputs. Beyond F16's range (`|v| >= 65520`) the result is an
+/// infinity; [`f16_range_violation`] finds such inputs.
+///
+/// ```
+/// use hopper_kernels::matmul::round_to_f16;
+/// assert_eq!(round_to_f16(1.0 + 3.0 / 4096.0), 1.0 + 4.0 / 4096.0);
+/// // Halfway between 1 and 1 + 2^-10: ties go to the even mantissa.
+/// assert_eq!(round_to_f16(1.0 + 1.0 / 2048.0), 1.0);
+/// assert_eq!(round_to_f16(65504.0), 65504.0);
+/// assert!(round_to_f16(65520.0).is_infinite());
+/// ```
+pub fn round_to_f16(v: f32) -> f32 {
+    half::f16::from_f32(v).to_f32()
+}
+
+/// F16's unit of rounding: rounding an `f32` in F16's normal range to nearest changes it by at
+/// most `2^-11` of itself (10 stored mantissa bits).
+///
+/// ```
+/// use hopper_kernels::matmul::{F16_UNIT, round_to_f16};
+/// let x = 1.0f32 + 1.0 / 2048.0 + 1.0 / 65536.0; // just above a tie: rounds up by under 2^-11
+/// assert!(((round_to_f16(x) - x) / x).abs() as f64 <= F16_UNIT);
+/// ```
+pub const F16_UNIT: f64 = 1.0 / 2048.0;
+
+/// The first of `values` (index, value) that is finite but rounds to an infinity in F16
+/// (`|v| >= 65520`: F16's largest finite value is 65504, and values up to half an F16 step above
+/// it still round down to it); `None` if every value is within range. Infinities and NaN are
+/// not violations: they are F16 values already, and stay what they are.
+///
+/// ```
+/// use hopper_kernels::matmul::f16_range_violation;
+/// assert_eq!(f16_range_violation(&[1.0, -65504.0, 65519.0, f32::INFINITY, f32::NAN]), None);
+/// assert_eq!(f16_range_violation(&[1.0, -7.0e4, 1.0e9]), Some((1, -7.0e4)));
+/// ```
+pub fn f16_range_violation(values: &[f32]) -> Option<(usize, f32)> {
+    values.iter().position(|&v| v.is_finite() && v.abs() >= 65520.0).map(|i| (i, values[i]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +377,46 @@ mod tests {
         assert!(round_to_bf16(f32::NAN).is_nan());
         let v = 0.123_456_79f32;
         assert!(((round_to_bf16(v) - v) / v).abs() <= 1.0 / 256.0);
+    }
+
+    #[test]
+    fn f16_rounding_keeps_10_mantissa_bits_ties_to_even_and_overflows_from_65520() {
+        assert_eq!(round_to_f16(1.0 + 1.0 / 2048.0), 1.0);
+        assert_eq!(round_to_f16(1.0 + 3.0 / 2048.0), 1.0 + 4.0 / 2048.0);
+        assert_eq!(round_to_f16(65504.0), 65504.0);
+        // 65519.99 is below the halfway point 65520 to the next (infinite) step.
+        assert_eq!(round_to_f16(65519.99), 65504.0);
+        assert_eq!(round_to_f16(65520.0), f32::INFINITY);
+        assert_eq!(round_to_f16(-65520.0), f32::NEG_INFINITY);
+        assert!(round_to_f16(f32::NAN).is_nan());
+        // The range check marks exactly the finite values that round to an infinity.
+        for v in [65504.0f32, 65519.99, 65520.0, 1e6, -65520.0, f32::MAX, 1e-30, 0.0] {
+            let overflows = round_to_f16(v).is_infinite();
+            assert_eq!(f16_range_violation(&[v]).is_some(), overflows, "{v}");
+        }
+        assert_eq!(f16_range_violation(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN]), None);
+        assert_eq!(f16_range_violation(&[0.5, 1e5, -1e6]), Some((1, 1e5)));
+        // In the normal range the rounding is within 2^-11 relative.
+        let mut x = 6.2e-5f32; // just above 2^-14
+        while x < 65504.0 {
+            assert!(((round_to_f16(x) - x) / x).abs() as f64 <= F16_UNIT, "{x}");
+            x *= 1.618_034;
+        }
+    }
+
+    #[test]
+    fn fp16_is_checked_on_rounded_inputs_with_fp32s_accumulation_bound() {
+        assert_eq!(Precision::Fp16.tolerance(1000), Precision::Fp32.tolerance(1000));
+        assert_eq!(Precision::Fp16.reference_precision(), Precision::Fp16);
+        assert_eq!(Precision::Fp16.baseline(), Precision::Fp16);
+        let x = [0.1f32, 1.0 + 1.0 / 1024.0 + 1.0 / 8192.0];
+        let r = Precision::Fp16.reference_inputs(&x);
+        assert_eq!(r[1], 1.0 + 1.0 / 1024.0);
+        assert!(r.iter().zip(&x).all(|(r, x)| ((r - x) / x).abs() as f64 <= F16_UNIT));
+        // Rounding both operands: (1 + d)^2 - 1 < 2^-10 + 2^-22 of the product.
+        let a = 1.0f64 + F16_UNIT - 1e-12;
+        let rounded = 1.0f64;
+        assert!((a * a - rounded * rounded) / (a * a) < 2.0 * F16_UNIT + F16_UNIT * F16_UNIT);
     }
 
     #[test]
@@ -392,7 +487,7 @@ mod tests {
     #[test]
     fn split_tf32_competes_with_fp32_and_shares_its_reference() {
         assert_eq!(Precision::Tf32x3.baseline(), Precision::Fp32);
-        for p in [Precision::Fp32, Precision::Bf16, Precision::Tf32] {
+        for p in [Precision::Fp32, Precision::Bf16, Precision::Tf32, Precision::Fp16] {
             assert_eq!(p.baseline(), p);
         }
         assert_eq!(Precision::Tf32x3.name(), "tf32x3");

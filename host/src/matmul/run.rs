@@ -5,10 +5,11 @@
 use super::convert::convert_matrix;
 use super::desc::{DType, GemmDesc, Layout};
 use super::gemm::GemmPlan;
+use super::precision::f16_range_violation;
 use super::shape::MatmulShape;
 use super::variant::MatmulVariant;
 use super::{PlanOptions, PrecisionPolicy};
-use crate::error::{Result, format_bytes};
+use crate::error::{Error, Result, format_bytes};
 use crate::gpu::Gpu;
 use cudarc::driver::CudaSlice;
 
@@ -36,6 +37,11 @@ pub struct DeviceMatrices {
     workspace: Option<CudaSlice<u8>>,
     /// `A` and `B` rounded to BF16, made once by the first plan that takes them.
     bf16: Option<(CudaSlice<half::bf16>, CudaSlice<half::bf16>)>,
+    /// `A` and `B` rounded to F16, likewise.
+    f16: Option<(CudaSlice<half::f16>, CudaSlice<half::f16>)>,
+    /// The first input that would round to an infinity in F16 (operand, index, value), found at
+    /// upload: [`DeviceMatrices::f16_operands`] refuses to make F16 copies of such inputs.
+    f16_overflow: Option<(&'static str, usize, f32)>,
 }
 
 impl DeviceMatrices {
@@ -56,7 +62,19 @@ impl DeviceMatrices {
         let (_, _, lc) = shape.lens();
         shape.check_lens(a.len(), b.len(), lc)?;
         gpu.ensure_fits(&format!("a {shape} matmul ({})", format_bytes(shape.bytes())), shape.bytes())?;
-        Ok(Self { shape, a: gpu.upload(a)?, b: gpu.upload(b)?, c: gpu.zeros(lc)?, workspace: None, bf16: None })
+        let f16_overflow = f16_range_violation(a)
+            .map(|(i, v)| ("A", i, v))
+            .or_else(|| f16_range_violation(b).map(|(i, v)| ("B", i, v)));
+        Ok(Self {
+            shape,
+            a: gpu.upload(a)?,
+            b: gpu.upload(b)?,
+            c: gpu.zeros(lc)?,
+            workspace: None,
+            bf16: None,
+            f16: None,
+            f16_overflow,
+        })
     }
 
     /// The shape the matrices hold.
@@ -179,6 +197,41 @@ impl DeviceMatrices {
         Ok((a, b))
     }
 
+    /// `A` and `B` rounded to F16 (to nearest, ties to even), made on the first call: the
+    /// operands of `wgmma_f16`'s plans and of cuBLAS's FP16 baseline. Refused with
+    /// [`Error::OutOfRange`] (the first offending element, `A`'s before `B`'s) when an input is
+    /// finite but beyond F16's range (`|x| >= 65520`, which rounds to an infinity): the product
+    /// would silently hold infinities or NaN where the `f32` inputs have none.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::{Error, Gpu, matmul::{DeviceMatrices, MatmulShape}};
+    /// let gpu = Gpu::open(0)?;
+    /// let shape = MatmulShape::new(1, 1, 1)?;
+    /// let mut mats = DeviceMatrices::upload(&gpu, shape, &[1.0 + 1.0 / 4096.0], &[3.0])?;
+    /// let (a, _b) = mats.f16_operands(&gpu)?;
+    /// assert_eq!(gpu.download(a)?, [half::f16::ONE]); // rounded to 10 bits
+    /// let mut big = DeviceMatrices::upload(&gpu, shape, &[1.0], &[1.0e5])?;
+    /// assert!(matches!(big.f16_operands(&gpu), Err(Error::OutOfRange { operand: "B", index: 0, .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn f16_operands(&mut self, gpu: &Gpu) -> Result<(&CudaSlice<half::f16>, &CudaSlice<half::f16>)> {
+        if let Some((operand, index, value)) = self.f16_overflow {
+            return Err(Error::OutOfRange { operand, index, value, dtype: DType::F16 });
+        }
+        if self.f16.is_none() {
+            let s = self.shape;
+            let f32 = Layout::row_major(DType::F32);
+            let mut a = gpu.zeros::<half::f16>(s.m * s.k)?;
+            let mut b = gpu.zeros::<half::f16>(s.k * s.n)?;
+            convert_matrix(gpu, &self.a, f32, &mut a, s.k, (s.m, s.k))?;
+            convert_matrix(gpu, &self.b, f32, &mut b, s.n, (s.k, s.n))?;
+            self.f16 = Some((a, b));
+        }
+        let (a, b) = self.f16.as_ref().expect("made above");
+        Ok((a, b))
+    }
+
     /// Fills `C` with NaN so that any element a kernel fails to write fails the check.
     ///
     /// ```no_run
@@ -196,8 +249,8 @@ impl DeviceMatrices {
 }
 
 /// The plan of `variant` for `C = A B` on `shape` (row-major, `f32` `C`), under `options`:
-/// `f32` operands, or for `wgmma_bf16` the matrices' BF16 copies
-/// ([`DeviceMatrices::bf16_operands`]).
+/// `f32` operands, or for `wgmma_bf16` and `wgmma_f16` the matrices' BF16 or F16 copies
+/// ([`DeviceMatrices::bf16_operands`], [`DeviceMatrices::f16_operands`]).
 ///
 /// ```no_run
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -211,8 +264,13 @@ impl DeviceMatrices {
 pub fn plan_gemm(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape, options: PlanOptions) -> Result<GemmPlan> {
     let mut desc =
         GemmDesc::new(shape.m, shape.n, shape.k).variant(variant).policy(options.policy).split_k(options.split);
-    if variant == MatmulVariant::WgmmaBf16 {
-        desc = desc.a(Layout::row_major(DType::Bf16)).b(Layout::row_major(DType::Bf16));
+    let operands = match variant {
+        MatmulVariant::WgmmaBf16 => Some(DType::Bf16),
+        MatmulVariant::WgmmaF16 => Some(DType::F16),
+        _ => None,
+    };
+    if let Some(dtype) = operands {
+        desc = desc.a(Layout::row_major(dtype)).b(Layout::row_major(dtype));
     }
     GemmPlan::new(gpu, desc)
 }
@@ -240,12 +298,19 @@ pub fn launch_plan(gpu: &Gpu, plan: &GemmPlan, mats: &mut DeviceMatrices) -> Res
         gpu.ensure_fits(&format!("the workspace of a {} matmul", mats.shape), bytes as u64)?;
         mats.workspace = Some(gpu.zeros(bytes)?);
     }
-    if plan.desc().a.dtype == DType::Bf16 {
-        mats.bf16_operands(gpu)?;
+    match plan.desc().a.dtype {
+        DType::Bf16 => {
+            mats.bf16_operands(gpu)?;
+        }
+        DType::F16 => {
+            mats.f16_operands(gpu)?;
+        }
+        DType::F32 => {}
     }
     let workspace = mats.workspace.as_mut().expect("allocated above");
-    match (plan.desc().a.dtype, &mats.bf16) {
-        (DType::Bf16, Some((a, b))) => plan.launch(gpu, a, b, &mut mats.c, workspace),
+    match (plan.desc().a.dtype, &mats.bf16, &mats.f16) {
+        (DType::Bf16, Some((a, b)), _) => plan.launch(gpu, a, b, &mut mats.c, workspace),
+        (DType::F16, _, Some((a, b))) => plan.launch(gpu, a, b, &mut mats.c, workspace),
         _ => plan.launch(gpu, &mats.a, &mats.b, &mut mats.c, workspace),
     }
 }

@@ -44,6 +44,13 @@ pub enum MatmulVariant {
     /// ring, two consumer warpgroups on 128x256 tiles, a persistent grid. Compared with cuBLAS
     /// BF16.
     WgmmaBf16,
+    /// `wgmma_bf16`'s kernel on `A` and `B` rounded to F16 (IEEE half: 11 significant bits
+    /// where BF16 has 8, 5 exponent bits where it has 8), `m64n256k16.f32.f16.f16`, `f32`
+    /// accumulation. `f32` inputs beyond F16's range (`|x| >= 65520`) are refused
+    /// ([`Error::OutOfRange`](crate::Error::OutOfRange)) where the library rounds them
+    /// ([`super::DeviceMatrices`]); a [`super::GemmDesc`] with `f32` operands converts them on
+    /// the GPU, where such values become infinities. Compared with cuBLAS FP16.
+    WgmmaF16,
     /// Hopper tensor cores in TF32 math on the `f32` inputs as they are: `C^T = B^T A^T`, with
     /// row-major `B` loaded from shared memory into the instruction's register operand (TF32
     /// takes no transposed operand from shared memory). Compared with cuBLAS TF32.
@@ -68,7 +75,7 @@ named_enum!(MatmulVariant, "matmul variant");
 
 impl MatmulVariant {
     /// Every variant: the planners first, then the kernels simplest first.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -78,6 +85,7 @@ impl MatmulVariant {
         Self::FewRows,
         Self::FewCols,
         Self::WgmmaBf16,
+        Self::WgmmaF16,
         Self::WgmmaTf32,
         Self::WgmmaTf32Transposed,
         Self::WgmmaTf32x3,
@@ -99,8 +107,8 @@ impl MatmulVariant {
     /// assert!(MatmulVariant::KERNELS.iter().all(|v| v.kernel().is_some()));
     /// assert_eq!(MatmulVariant::KERNELS[..], MatmulVariant::ALL[MatmulVariant::PLANNERS.len()..]);
     /// ```
-    pub const KERNELS: [Self; 11] = {
-        let mut kernels = [Self::Naive; 11];
+    pub const KERNELS: [Self; 12] = {
+        let mut kernels = [Self::Naive; 12];
         let mut i = 0;
         while i < kernels.len() {
             kernels[i] = Self::ALL[i + Self::PLANNERS.len()];
@@ -129,6 +137,7 @@ impl MatmulVariant {
             Self::FewRows => "few_rows",
             Self::FewCols => "few_cols",
             Self::WgmmaBf16 => "wgmma_bf16",
+            Self::WgmmaF16 => "wgmma_f16",
             Self::WgmmaTf32 => "wgmma_tf32",
             Self::WgmmaTf32Transposed => "wgmma_tf32_transposed",
             Self::WgmmaTf32x3 => "wgmma_tf32x3",
@@ -158,6 +167,7 @@ impl MatmulVariant {
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
             Self::WgmmaBf16 => Some(kernels::matmul::wgmma::KERNEL_BF16),
+            Self::WgmmaF16 => Some(kernels::matmul::wgmma::KERNEL_F16),
             Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
             Self::WgmmaTf32x3 => Some(kernels::matmul::wgmma::KERNEL_TF32_PROMOTED),
             Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32_TRANSPOSED),
@@ -172,6 +182,7 @@ impl MatmulVariant {
     /// use hopper_kernels::matmul::{MatmulVariant, Precision};
     /// assert_eq!(MatmulVariant::SgemmWarpTiled.precision(), Precision::Fp32);
     /// assert_eq!(MatmulVariant::WgmmaBf16.precision(), Precision::Bf16);
+    /// assert_eq!(MatmulVariant::WgmmaF16.precision(), Precision::Fp16);
     /// assert_eq!(MatmulVariant::WgmmaTf32.precision(), Precision::Tf32);
     /// // Split-TF32 has its own bound, and competes with FP32.
     /// assert_eq!(MatmulVariant::WgmmaTf32x3.precision().baseline(), Precision::Fp32);
@@ -179,6 +190,7 @@ impl MatmulVariant {
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 => Precision::Bf16,
+            Self::WgmmaF16 => Precision::Fp16,
             Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
             Self::WgmmaTf32x3 => Precision::Tf32x3,
             _ => Precision::Fp32,
@@ -192,11 +204,14 @@ impl MatmulVariant {
     /// use hopper_kernels::matmul::MatmulVariant;
     /// let hopper_only: Vec<&str> =
     ///     MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
-    /// assert_eq!(hopper_only, ["wgmma_bf16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
+    /// assert_eq!(hopper_only, ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
     /// assert!(!MatmulVariant::Auto.needs_tensor_cores());
     /// ```
     pub fn needs_tensor_cores(self) -> bool {
-        matches!(self, Self::WgmmaBf16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed | Self::WgmmaTf32x3)
+        matches!(
+            self,
+            Self::WgmmaBf16 | Self::WgmmaF16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed | Self::WgmmaTf32x3
+        )
     }
 
     /// Whether the kernel splits `k` over the grid's z dimension (and so takes a `k_chunk`).
@@ -242,6 +257,9 @@ mod tests {
             assert!(names.contains(&v.kernel().unwrap()), "{}", v.name());
         }
         assert_eq!(MatmulVariant::WgmmaBf16.precision(), Precision::Bf16);
+        assert_eq!(MatmulVariant::WgmmaF16.precision(), Precision::Fp16);
+        assert_eq!(MatmulVariant::WgmmaF16.kernel(), Some(kernels::matmul::wgmma::KERNEL_F16));
+        assert_eq!("wgmma_f16".parse::<MatmulVariant>(), Ok(MatmulVariant::WgmmaF16));
         assert_eq!(MatmulVariant::WgmmaTf32.precision(), Precision::Tf32);
         assert_eq!(MatmulVariant::WgmmaTf32x3.precision(), Precision::Tf32x3);
         assert_eq!(MatmulVariant::WgmmaTf32x3.precision().baseline(), Precision::Fp32);
@@ -256,7 +274,7 @@ mod tests {
     fn only_the_wgmma_kernels_need_tensor_cores() {
         let needing: Vec<&str> =
             MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
-        assert_eq!(needing, ["wgmma_bf16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
+        assert_eq!(needing, ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
         assert!(MatmulVariant::KERNELS.iter().all(|v| v.needs_tensor_cores() == (v.precision() != Precision::Fp32)));
     }
 

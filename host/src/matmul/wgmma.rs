@@ -1,9 +1,10 @@
-//! Launch planning for `kernels::matmul::wgmma` (`wgmma_bf16`, `wgmma_tf32`,
+//! Launch planning for `kernels::matmul::wgmma` (`wgmma_bf16`, `wgmma_f16`, `wgmma_tf32`,
 //! `wgmma_tf32_transposed`, `wgmma_tf32_promoted`): the persistent grid and the tensor maps of
 //! the operands in the layouts the TMA and `wgmma` take (which [`super::GemmPlan`] prepares):
 //!
-//! - BF16: `A` and `B` in BF16, rows a multiple of 16 bytes (the TMA's stride rule); `B` stays
-//!   row-major (N-major): the instruction's transpose bit takes it as it is.
+//! - BF16 (and F16, `wgmma_f16`): `A` and `B` in BF16 (F16), rows a multiple of 16 bytes (the
+//!   TMA's stride rule); `B` stays row-major (N-major): the instruction's transpose bit takes it
+//!   as it is.
 //! - TF32: `wgmma_tf32` takes `f32` `A` and `B` with rows of 16-byte multiples, `B` through
 //!   registers; `wgmma_tf32_transposed` takes `B^T` (TF32 takes no transpose from shared memory).
 //! - Split-TF32 (`wgmma_tf32x3`): `A''` (`m x 3k`) and `B''` (`3k x n`) written by
@@ -254,8 +255,8 @@ fn encode(base: u64, map: TensorMap2d, data_type: CUtensorMapDataType) -> Result
 }
 
 /// The tensor maps of `A` and `B` for `op`, given the operands' device addresses and row
-/// lengths (elements): `A` is `m x lda`, K-major; `B` is `k x ldb` N-major (BF16) or `B^T`,
-/// `n x ldb` K-major (TF32).
+/// lengths (elements): `A` is `m x lda`, K-major; `B` is `k x ldb` N-major (BF16, F16) or
+/// `B^T`, `n x ldb` K-major (TF32).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -266,6 +267,8 @@ fn encode(base: u64, map: TensorMap2d, data_type: CUtensorMapDataType) -> Result
 /// assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 1616, [64, 128]));
 /// assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 2416, [64, 64]));
 /// assert!(a.check().is_ok() && b.check().is_ok());
+/// // F16 operands take the same boxes.
+/// assert_eq!(wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::F16, 808, 1208), [a, b]);
 /// # Ok(()) }
 /// ```
 pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [TensorMap2d; 2] {
@@ -278,7 +281,7 @@ pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [
         elem_bytes: eb,
     };
     let b = match op {
-        Operand::Bf16 => TensorMap2d {
+        Operand::Bf16 | Operand::F16 => TensorMap2d {
             dims: [n, k],
             row_stride_bytes: (ldb * 2) as u64,
             box_dims: [BF16_B_BOX_N, BLOCK_K_BYTES / 2],
@@ -303,7 +306,7 @@ pub(super) fn upload_maps(gpu: &Gpu, maps: &[(TensorMap2d, u64, CUtensorMapDataT
     gpu.upload(&words)
 }
 
-/// The map `wgmma_bf16` stores `C` through (`m x n` `f32`, boxes of 64 rows by 32 columns),
+/// The map `wgmma_bf16` and `wgmma_f16` store `C` through (`m x n` `f32`, boxes of 64 rows by 32 columns),
 /// when its rows are a multiple of 16 bytes (the TMA's stride rule; otherwise the kernel stores
 /// directly and reads no map).
 ///
@@ -399,6 +402,8 @@ mod tests {
         assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 2416, [64, 64]));
         a.check().unwrap();
         b.check().unwrap();
+        // F16: the same element size, the same boxes.
+        assert_eq!(tensor_maps(s, Operand::F16, lda, ldb), [a, b]);
         let ld = padded_row_len(s.k, 4);
         let [a, bt] = tensor_maps(s, Operand::Tf32, ld, ld);
         assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 128]));

@@ -6,7 +6,9 @@
 //! - `matmul_convert_<from>_<to>`: `dst[r * dst_ld + c] = convert(x(r, c))` for `r < rows`,
 //!   `c < cols`, where `x(r, c) = src[r * src_ld + c]`, or `src[c * src_ld + r]` when
 //!   `transposed != 0`. Conversions: to `f32` exactly (BF16 and F16 widen without rounding), to
-//!   BF16 rounded to nearest, ties to even (`half::bf16::from_f32`), between equal types a copy.
+//!   BF16 or F16 rounded to nearest, ties to even (`half::bf16::from_f32`, `half::f16::from_f32`;
+//!   `f32` values beyond F16's range, `|x| >= 65520`, become infinities), between equal types a
+//!   copy.
 //!   Padding columns of `dst` are not written.
 //! - `matmul_epilogue_<to>`: `d[r * ldd + c] = convert(alpha * acc[r * n + c] + beta * x)` with
 //!   `x = c_in[r * ldc + c]` (as `f32`), one rounding of `alpha * acc + beta * x` (a fused
@@ -43,6 +45,7 @@ pub const CONVERT_KERNELS: &[((&str, &str), &str)] = &[
     (("bf16", "f32"), "matmul_convert_bf16_f32"),
     (("f16", "f16"), "matmul_convert_f16_f16"),
     (("f16", "f32"), "matmul_convert_f16_f32"),
+    (("f32", "f16"), "matmul_convert_f32_f16"),
 ];
 
 /// The epilogues, by the type of `C` and `D`.
@@ -250,6 +253,7 @@ convert_kernels! {
     matmul_convert_bf16_f32: Bf16 => f32,
     matmul_convert_f16_f16: F16 => F16,
     matmul_convert_f16_f32: F16 => f32,
+    matmul_convert_f32_f16: f32 => F16,
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -293,10 +297,14 @@ mod tests {
 
     #[test]
     fn every_operand_conversion_and_epilogue_has_a_kernel_and_only_those() {
-        for (from, to) in [("f32", "f32"), ("f32", "bf16"), ("bf16", "f32"), ("f16", "f32"), ("bf16", "bf16")] {
+        for (from, to) in
+            [("f32", "f32"), ("f32", "bf16"), ("bf16", "f32"), ("f16", "f32"), ("bf16", "bf16"), ("f32", "f16")]
+        {
             assert!(convert_kernel(from, to).is_some(), "{from} -> {to}");
         }
-        assert_eq!(convert_kernel("f32", "f16"), None);
+        // Between the 16-bit types the planner refuses rather than converts.
+        assert_eq!(convert_kernel("bf16", "f16"), None);
+        assert_eq!(convert_kernel("f16", "bf16"), None);
         for to in ["f32", "bf16", "f16"] {
             assert!(epilogue_kernel(to).unwrap().ends_with(to));
         }

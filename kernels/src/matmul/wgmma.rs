@@ -1,11 +1,11 @@
 // Over 600 lines with its documentation: about 470 lines of code; the rest are doc comments (launch
 // contracts, the algorithm) and 40 lines of unit tests.
-//! `wgmma_bf16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core matrix products,
-//! `C = A * B` with `f32` accumulation and output, operands copied by the TMA into a ring of
-//! shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build into the
-//! second PTX module, `kernels_sm90a.ptx`, with the `hopper` feature).
+//! `wgmma_bf16`, `wgmma_f16`, `wgmma_tf32_transposed` and `wgmma_tf32`: Hopper tensor-core
+//! matrix products, `C = A * B` with `f32` accumulation and output, operands copied by the TMA
+//! into a ring of shared-memory stages and multiplied by `wgmma` (sm_90a only: these kernels build
+//! into the second PTX module, `kernels_sm90a.ptx`, with the `hopper` feature).
 //!
-//! This documentation is that of the first two, which share one body; `wgmma_tf32` (`C^T =
+//! This documentation is that of the first three, which share one body; `wgmma_tf32` (`C^T =
 //! B^T A^T` with `B` through registers) is documented at its body (`gpu_rs`).
 //!
 //! # Parameters
@@ -16,6 +16,7 @@
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
 //!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
 //!   0`, `C` (`f32`, the same memory as `c`) dims `{n, m}`, box `{32, 64}`; 128-byte swizzle.
+//! - `wgmma_f16`: the same with F16 (IEEE half) `A` and `B` (`m64n256k16.f32.f16.f16`).
 //! - `wgmma_tf32_transposed`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32`
 //!   (K-major: TF32 takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box
 //!   `{32, 128}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
@@ -26,12 +27,12 @@
 //!
 //! # Thread mapping
 //! [`THREADS`] = 288: warpgroups 0 and 1 (warps 0-7) consume, each multiplying its 64 rows of
-//! the 128 x 256 block tile with `m64n256k16` (BF16) or `m64n256k8` (TF32) instructions into
+//! the 128 x 256 block tile with `m64n256k16` (BF16, F16) or `m64n256k8` (TF32) instructions into
 //! 128 `f32` accumulators per thread; warp 8 produces: its first lane issues the TMA copies.
 //!
 //! # Tiling
-//! Block tile [`BLOCK_M`] x [`BLOCK_N`], [`BLOCK_K_BYTES`] of `K` per stage (64 BF16 or 32 TF32:
-//! one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
+//! Block tile [`BLOCK_M`] x [`BLOCK_N`], [`BLOCK_K_BYTES`] of `K` per stage (64 BF16 or F16, or
+//! 32 TF32: one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
 //! `b` takes tiles `b, b + grid, ...` in [`tile_coords`] order (bands of [`GROUP_M`] tile rows,
 //! so that the tiles in flight share their rows of `A` and columns of `B` in L2). Each stage
 //! has a `full` barrier (the producer's expected bytes, completed by the TMA) and an `empty`
@@ -39,10 +40,10 @@
 //! the stage completed: CUTLASS's `PipelineTmaAsync`; 256 per-thread arrivals measured the same).
 //!
 //! # Epilogue
-//! `wgmma_bf16` with `n % 4 == 0` stores `C` through shared memory: each consumer warpgroup
-//! writes its 64 x 256 part as 8 boxes of 64 rows x 32 columns (128-byte swizzled, so that a
-//! warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and its
-//! first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
+//! `wgmma_bf16` and `wgmma_f16` with `n % 4 == 0` store `C` through shared memory: each consumer
+//! warpgroup writes its 64 x 256 part as 8 boxes of 64 rows x 32 columns (128-byte swizzled, so
+//! that a warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and
+//! its first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
 //! 128-byte lines) while the warpgroup fills the next; the last stores drain while the next
 //! tile's `wgmma` run. Otherwise (and in `wgmma_tf32_transposed`) each thread stores its
 //! accumulator pairs directly.
@@ -58,6 +59,8 @@ pub use crate::device::tma::TENSOR_MAP_BYTES;
 
 /// PTX symbol of the BF16 kernel.
 pub const KERNEL_BF16: &str = "wgmma_bf16";
+/// PTX symbol of the F16 kernel (`wgmma_bf16`'s body on IEEE half operands).
+pub const KERNEL_F16: &str = "wgmma_f16";
 /// PTX symbol of the TF32 kernel on `B^T` (transposed by the host on the GPU).
 pub const KERNEL_TF32_TRANSPOSED: &str = "wgmma_tf32_transposed";
 /// PTX symbol of the TF32 kernel that multiplies `C^T = B^T A^T` with `B^T` from registers.
@@ -67,7 +70,7 @@ pub const KERNEL_TF32: &str = "wgmma_tf32";
 /// registers (the promoted kernel documented in this module's source): the product of `wgmma_tf32x3`'s split operands.
 pub const KERNEL_TF32_PROMOTED: &str = "wgmma_tf32_promoted";
 /// The kernels of the sm_90a module.
-pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32, KERNEL_TF32_PROMOTED];
+pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_F16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32, KERNEL_TF32_PROMOTED];
 /// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
 pub const TF32_THREADS: u32 = (CONSUMERS + 1) * 128;
@@ -88,6 +91,7 @@ pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS), (KERNEL_T
 /// the cap makes the JIT fit the block (spilling if it must: the checked build is not timed).
 pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_BF16, THREADS),
+    (KERNEL_F16, THREADS),
     (KERNEL_TF32_TRANSPOSED, THREADS),
     (KERNEL_TF32, TF32_THREADS),
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
@@ -113,7 +117,8 @@ pub const STAGE_A_BYTES: u32 = BLOCK_M * BLOCK_K_BYTES;
 pub const STAGE_B_BYTES: u32 = BLOCK_N * BLOCK_K_BYTES;
 /// Bytes per stage (a multiple of 1024, so every stage starts a swizzle pattern).
 pub const STAGE_BYTES: u32 = STAGE_A_BYTES + STAGE_B_BYTES;
-/// Columns of BF16 `B` per TMA box (128 bytes, the most a 128-byte swizzled box row spans).
+/// Columns of BF16 (or F16) `B` per TMA box (128 bytes, the most a 128-byte swizzled box row
+/// spans).
 pub const BF16_B_BOX_N: u32 = 64;
 /// Tile rows per band of the tile order.
 pub const GROUP_M: u32 = 16;
@@ -163,20 +168,50 @@ pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
     n.div_ceil(BLOCK_M) * m.div_ceil(PROMOTED_BLOCK_ROWS)
 }
 
-/// The element type a kernel multiplies: bytes per element and `K` per instruction.
+/// The element type a kernel multiplies: bytes per element and `K` per instruction. The
+/// discriminant is the kernel body's const parameter ([`Operand::from_id`]).
+///
+/// ```
+/// use kernels::matmul::wgmma::Operand;
+/// assert_eq!((Operand::F16.bytes(), Operand::F16.block_k(), Operand::F16.instruction_k()), (2, 64, 16));
+/// assert_eq!(Operand::from_id(Operand::F16 as u8), Operand::F16);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Operand {
-    /// BF16 inputs (`m64n256k16`).
-    Bf16,
+    /// BF16 inputs (`m64n256k16.f32.bf16.bf16`).
+    Bf16 = 0,
     /// TF32 inputs stored as `f32` (`m64n256k8`).
-    Tf32,
+    Tf32 = 1,
+    /// F16 (IEEE half) inputs (`m64n256k16.f32.f16.f16`).
+    F16 = 2,
 }
 
 impl Operand {
+    /// The operand whose discriminant is `id` (anything unknown is TF32, the 4-byte layout).
+    ///
+    /// ```
+    /// use kernels::matmul::wgmma::Operand;
+    /// for op in [Operand::Bf16, Operand::Tf32, Operand::F16] {
+    ///     assert_eq!(Operand::from_id(op as u8), op);
+    /// }
+    /// ```
+    pub const fn from_id(id: u8) -> Self {
+        match id {
+            0 => Self::Bf16,
+            2 => Self::F16,
+            _ => Self::Tf32,
+        }
+    }
     /// Bytes per element in memory.
+    ///
+    /// ```
+    /// use kernels::matmul::wgmma::Operand;
+    /// assert_eq!((Operand::Bf16.bytes(), Operand::F16.bytes(), Operand::Tf32.bytes()), (2, 2, 4));
+    /// ```
     pub const fn bytes(self) -> u32 {
         match self {
-            Self::Bf16 => 2,
+            Self::Bf16 | Self::F16 => 2,
             Self::Tf32 => 4,
         }
     }
@@ -243,10 +278,13 @@ mod gpu {
         }
     }
 
-    /// The body both kernels share; `BF16` picks the element type.
+    /// The body `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32_transposed` share; `INPUT` is the
+    /// [`Operand`]'s discriminant.
     #[inline(always)]
-    pub(super) unsafe fn run<const BF16: bool>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
-        let op = if BF16 { Operand::Bf16 } else { Operand::Tf32 };
+    pub(super) unsafe fn run<const INPUT: u8>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        let op = Operand::from_id(INPUT);
+        // 16-bit inputs: B N-major (transposed by the instruction), C through the TMA.
+        let half = op.bytes() == 2;
         // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
         let ring = Ring { base: (window.address_of(0) + 1023) & !1023 };
@@ -275,7 +313,7 @@ mod gpu {
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
         let map_c = maps.wrapping_add(2 * TENSOR_MAP_BYTES);
         // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule).
-        let tma_store = BF16 && n.is_multiple_of(4);
+        let tma_store = half && n.is_multiple_of(4);
 
         if warp == CONSUMERS * 4 {
             if tid.is_multiple_of(32) {
@@ -301,7 +339,7 @@ mod gpu {
                             mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
                             mbarrier::arrive_expect_tx(ring.full(s), STAGE_BYTES);
                             tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
-                            if BF16 {
+                            if half {
                                 for j in 0..BLOCK_N / BF16_B_BOX_N {
                                     let dst = ring.b(s) + j * BF16_B_BOX_N * BLOCK_K_BYTES;
                                     tma::load_2d(dst, map_b, col0 + (j * BF16_B_BOX_N) as i32, k0, ring.full(s));
@@ -345,29 +383,29 @@ mod gpu {
                     unsafe { mbarrier::wait_parity(ring.full(s), mbarrier::ring_parity(use_index, STAGES)) };
                     wgmma::fence();
                     let a = wgmma::descriptor(ring.a(s) + wg * 64 * BLOCK_K_BYTES, 16, 1024, Swizzle::B128);
-                    if BF16 {
+                    if half {
                         // B is N-major: boxes of 64 columns 8192 bytes apart (leading offset),
                         // groups of 8 rows of K 1024 bytes apart (stride offset).
                         let b = wgmma::descriptor(ring.b(s), BF16_B_BOX_N * BLOCK_K_BYTES, 1024, Swizzle::B128);
                         unroll!(kk in [0, 1, 2, 3] {
                             let scale_d = (kt > 0 || kk > 0) as u32;
+                            let (ak, bk) = (wgmma::advance(a, kk as u32 * 32), wgmma::advance(b, kk as u32 * 16 * BLOCK_K_BYTES));
                             // SAFETY: all 128 threads of this warpgroup issue it after the fence,
                             // on stage s, which is refilled only after this warpgroup's arrival
                             // on its empty barrier below, after a wait that covers this group.
                             unsafe {
-                                wgmma::mma_m64n256k16_f32_bf16_b_n_major(
-                                    &mut acc,
-                                    wgmma::advance(a, kk as u32 * 32),
-                                    wgmma::advance(b, kk as u32 * 16 * BLOCK_K_BYTES),
-                                    scale_d,
-                                )
+                                if op == Operand::F16 {
+                                    wgmma::mma_m64n256k16_f32_f16_b_n_major(&mut acc, ak, bk, scale_d)
+                                } else {
+                                    wgmma::mma_m64n256k16_f32_bf16_b_n_major(&mut acc, ak, bk, scale_d)
+                                }
                             };
                         });
                     } else {
                         let b = wgmma::descriptor(ring.b(s), 16, 1024, Swizzle::B128);
                         unroll!(kk in [0, 1, 2, 3] {
                             let scale_d = (kt > 0 || kk > 0) as u32;
-                            // SAFETY: as for the BF16 branch.
+                            // SAFETY: as for the 16-bit branch.
                             unsafe {
                                 wgmma::mma_m64n256k8_f32_tf32(
                                     &mut acc,
@@ -720,7 +758,17 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<true>(maps, c, m, k, n) }
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }>(maps, c, m, k, n) }
+    }
+
+    /// `C = A * B` from F16 (IEEE half) operands, `wgmma_bf16`'s body with
+    /// `m64n256k16.f32.f16.f16`; see the [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation.
+    pub unsafe fn wgmma_f16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::F16 as u8 }>(maps, c, m, k, n) }
     }
 
     /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
@@ -730,7 +778,7 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<false>(maps, c, m, k, n) }
+        unsafe { gpu::run::<{ Operand::Tf32 as u8 }>(maps, c, m, k, n) }
     }
 
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
@@ -771,6 +819,8 @@ mod tests {
         assert_eq!(STAGE_BYTES, 48 * 1024);
         const { assert!(DYNAMIC_SHARED_BYTES <= 227 * 1024) };
         assert_eq!(Operand::Bf16.block_k(), 64);
+        assert_eq!(Operand::F16.block_k(), 64);
+        assert_eq!(Operand::F16.instruction_k(), Operand::Bf16.instruction_k());
         assert_eq!(Operand::Tf32.block_k(), 32);
         assert_eq!(Operand::Bf16.instruction_k() * 4, Operand::Bf16.block_k());
         assert_eq!(Operand::Tf32.instruction_k() * 4, Operand::Tf32.block_k());
