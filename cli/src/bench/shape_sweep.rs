@@ -56,6 +56,7 @@ pub struct SweepEntry {
 /// The precisions the sweep measures, in report order. A new precision is one more line.
 pub const SWEEP_PRECISIONS: &[SweepEntry] = &[
     SweepEntry { name: "bf16", ours: MatmulVariant::WgmmaBf16, precision: Precision::Bf16, cublas: false },
+    SweepEntry { name: "fp16", ours: MatmulVariant::WgmmaF16, precision: Precision::Fp16, cublas: false },
     SweepEntry { name: "tf32", ours: MatmulVariant::WgmmaTf32, precision: Precision::Tf32, cublas: false },
     SweepEntry { name: "auto", ours: MatmulVariant::Auto, precision: Precision::Fp32, cublas: true },
 ];
