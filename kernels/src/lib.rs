@@ -122,7 +122,46 @@ pub const KERNEL_NAMES: &[&str] = &[
 
 /// The PTX symbol of every kernel of the second module, built for `sm_90a` with the `hopper`
 /// feature (`wgmma` exists only there); the first module, [`KERNEL_NAMES`], stays `sm_90`.
-pub const HOPPER_KERNEL_NAMES: &[&str] = matmul::wgmma::KERNEL_NAMES;
+pub const HOPPER_KERNEL_NAMES: &[&str] = &[
+    matmul::wgmma::KERNEL_NAMES[0],
+    matmul::wgmma::KERNEL_NAMES[1],
+    matmul::wgmma::KERNEL_NAMES[2],
+    matmul::wgmma::KERNEL_NAMES[3],
+    matmul::decode::KERNEL,
+];
+
+/// `.maxntid` per kernel of the `sm_90a` module in the release profile: `wgmma`'s
+/// ([`matmul::wgmma::MAX_THREADS`]) and the decode kernel's register cap
+/// ([`matmul::decode::DECLARED_MAX_THREADS`]).
+///
+/// ```
+/// assert!(kernels::HOPPER_MAX_THREADS.contains(&("matmul_decode_bf16", 512)));
+/// ```
+pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
+    matmul::wgmma::MAX_THREADS[0],
+    matmul::wgmma::MAX_THREADS[1],
+    (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+];
+
+/// The same in the checked profile.
+///
+/// ```
+/// assert!(kernels::HOPPER_CHECKED_MAX_THREADS.contains(&("matmul_decode_bf16", 512)));
+/// ```
+pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
+    matmul::wgmma::CHECKED_MAX_THREADS[0],
+    matmul::wgmma::CHECKED_MAX_THREADS[1],
+    matmul::wgmma::CHECKED_MAX_THREADS[2],
+    matmul::wgmma::CHECKED_MAX_THREADS[3],
+    (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+];
+
+// The lists above name every element of the lists they copy.
+const _: () = assert!(
+    matmul::wgmma::KERNEL_NAMES.len() == 4
+        && matmul::wgmma::MAX_THREADS.len() == 2
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 4
+);
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and
 /// `cargo xtask build-ptx` hand to `nvptx-builder`, so that both build the same modules.
@@ -169,8 +208,8 @@ pub const PTX_MODULES: [PtxModule; 2] = [
         arch: "sm_90a",
         features: &["hopper"],
         kernels: HOPPER_KERNEL_NAMES,
-        max_threads: matmul::wgmma::MAX_THREADS,
-        checked_max_threads: matmul::wgmma::CHECKED_MAX_THREADS,
+        max_threads: HOPPER_MAX_THREADS,
+        checked_max_threads: HOPPER_CHECKED_MAX_THREADS,
     },
 ];
 
