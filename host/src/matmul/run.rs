@@ -196,7 +196,7 @@ impl DeviceMatrices {
 }
 
 /// The plan of `variant` for `C = A B` on `shape` (row-major, `f32` `C`), under `options`:
-/// `f32` operands, or for `wgmma_bf16` the matrices' BF16 copies
+/// `f32` operands, or for the BF16 variants (`wgmma_bf16`, `decode_bf16`) the matrices' BF16 copies
 /// ([`DeviceMatrices::bf16_operands`]).
 ///
 /// ```no_run
@@ -211,7 +211,7 @@ impl DeviceMatrices {
 pub fn plan_gemm(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape, options: PlanOptions) -> Result<GemmPlan> {
     let mut desc =
         GemmDesc::new(shape.m, shape.n, shape.k).variant(variant).policy(options.policy).split_k(options.split);
-    if variant == MatmulVariant::WgmmaBf16 {
+    if variant.precision() == super::Precision::Bf16 {
         desc = desc.a(Layout::row_major(DType::Bf16)).b(Layout::row_major(DType::Bf16));
     }
     GemmPlan::new(gpu, desc)
