@@ -48,7 +48,10 @@ pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let strips = strips(shape.n.min(u32::MAX as usize) as u32);
     let slots = BLOCKS_PER_SM * sm;
     if strips >= sm {
-        let why = format!("{strips} column strips of {} give each of {sm} SMs a block: no split", kernels::matmul::decode::BLOCK_N);
+        let why = format!(
+            "{strips} column strips of {} give each of {sm} SMs a block: no split",
+            kernels::matmul::decode::BLOCK_N
+        );
         return (SplitK::none(shape.k), why);
     }
     let s = SplitK::about(shape.k, slots / strips, MIN_CHUNK);
@@ -116,21 +119,23 @@ mod tests {
     fn the_split_fills_one_wave_of_two_blocks_per_sm_when_the_strips_do_not() {
         // (k, n) -> splits on 132 SMs.
         for ((k, n), want) in [
-            ((4096, 4096), 4),   // 64 strips: 256 of 264 slots
-            ((14336, 4096), 4),  // the same strips, longer splits
-            ((4096, 14336), 1),  // 224 strips >= 132 SMs
-            ((8192, 28672), 1),  // 448 strips
-            ((4095, 4097), 4),   // 65 strips: 4 x 65 = 260
-            ((17, 33), 1),       // too short to split
+            ((4096, 4096), 4),  // 64 strips: 256 of 264 slots
+            ((14336, 4096), 4), // the same strips, longer splits
+            ((4096, 14336), 1), // 224 strips >= 132 SMs
+            ((8192, 28672), 1), // 448 strips
+            ((4095, 4097), 4),  // 65 strips: 4 x 65 = 260
+            ((17, 33), 1),      // too short to split
             ((1, 1), 1),
-            ((65_536, 64), 85),  // one strip: 264 wanted, k / MIN_CHUNK = 85
+            ((65_536, 64), 85), // one strip: 264 wanted, k / MIN_CHUNK = 85
         ] {
             let (s, why) = choose_split(shape(16, k, n), 132);
             assert_eq!(s.splits, want, "k = {k}, n = {n}: {why}");
             let strips = strips(n as u32);
             assert!(strips * s.splits <= 2 * 132 || s.splits == 1, "one wave: {why}");
             assert!(s.splits == 1 || s.k_chunk >= MIN_CHUNK);
-            assert!((s.splits as u64 - 1) * (s.k_chunk as u64) < k as u64 && s.splits as u64 * s.k_chunk as u64 >= k as u64);
+            assert!(
+                (s.splits as u64 - 1) * (s.k_chunk as u64) < k as u64 && s.splits as u64 * s.k_chunk as u64 >= k as u64
+            );
         }
     }
 

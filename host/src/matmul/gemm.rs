@@ -976,7 +976,10 @@ mod tests {
         let s = skeleton(GemmDesc::new(4096, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
         // 17 rows, F16 operands, or no tensor cores: not decode_bf16.
-        assert_ne!(skeleton(GemmDesc::new(17, 14336, 4096).a(bf16).b(bf16)).kernel.variant(), MatmulVariant::DecodeBf16);
+        assert_ne!(
+            skeleton(GemmDesc::new(17, 14336, 4096).a(bf16).b(bf16)).kernel.variant(),
+            MatmulVariant::DecodeBf16
+        );
         let f16 = Layout::row_major(DType::F16);
         assert_ne!(skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16)).kernel.variant(), MatmulVariant::DecodeBf16);
         let cuda_cores = MatmulDevice { sm_count: 132, tensor_cores: false };

@@ -175,7 +175,8 @@ mod gpu {
                     let c = col + 2 * w as u32 + h;
                     if c < n {
                         // SAFETY: row < k, c < n: an element of B.
-                        *word |= unsafe { mem::load_global_nc_u16(at.wrapping_add(2 * (2 * w + h as usize))) } << (16 * h);
+                        *word |=
+                            unsafe { mem::load_global_nc_u16(at.wrapping_add(2 * (2 * w + h as usize))) } << (16 * h);
                     }
                 }
             }
@@ -374,7 +375,9 @@ mod tests {
             let (g, t) = (lane / 4, lane % 4);
             // A[row][4t .. 4t + 4] as two words.
             let quad = |row: usize| -> [u32; 2] {
-                core::array::from_fn(|w| bf16_bits(av(row, 4 * t + 2 * w)) | bf16_bits(av(row, 4 * t + 2 * w + 1)) << 16)
+                core::array::from_fn(|w| {
+                    bf16_bits(av(row, 4 * t + 2 * w)) | bf16_bits(av(row, 4 * t + 2 * w + 1)) << 16
+                })
             };
             let (lo, hi) = (quad(g), quad(g + 8));
             a_frag[lane] = [lo[0], hi[0], lo[1], hi[1]];
