@@ -349,11 +349,11 @@ mod tests {
                 bm[2 * t + 8 + h][g] = half(b[lane][1], h);
             }
         }
-        for lane in 0..32 {
+        for (lane, c) in c.iter_mut().enumerate() {
             let (g, t) = (lane / 4, lane % 4);
-            for i in 0..4 {
+            for (i, c) in c.iter_mut().enumerate() {
                 let (row, col) = (g + 8 * (i / 2), 2 * t + i % 2);
-                c[lane][i] += (0..16).map(|kk| am[row][kk] * bm[kk][col]).sum::<f32>();
+                *c += (0..16).map(|kk| am[row][kk] * bm[kk][col]).sum::<f32>();
             }
         }
     }
@@ -381,8 +381,8 @@ mod tests {
             };
             let (lo, hi) = (quad(g), quad(g + 8));
             a_frag[lane] = [lo[0], hi[0], lo[1], hi[1]];
-            for r in 0..4 {
-                rows[lane][r] = core::array::from_fn(|w| {
+            for (r, row) in rows[lane].iter_mut().enumerate() {
+                *row = core::array::from_fn(|w| {
                     let c = 8 * g + 2 * w;
                     bf16_bits(bv(4 * t + r, c)) | bf16_bits(bv(4 * t + r, c + 1)) << 16
                 });
