@@ -158,12 +158,13 @@ mod gpu {
     use crate::device::{mem, mma, thread};
     use crate::matmul::split_k::split_k_range;
 
-    /// 8 BF16 of row `row` of `B` from column `col`: one 16-byte load when `full`, else guarded
-    /// 2-byte loads (zeros past `n` or past the split's last row `k_end`).
+    /// 8 BF16 of row `row` of `B` from column `col`: one 16-byte load when `full` (the whole
+    /// super-step inside the split and `n`) or when this row and its 8 columns are inside, else
+    /// guarded 2-byte loads (zeros past `n` or past the split's last row `k_end`).
     #[inline(always)]
     unsafe fn b_row(b: *const u8, ld_b: u32, row: u32, col: u32, n: u32, k_end: u32, full: bool) -> [u32; 4] {
         let at = b.wrapping_add(2 * (row as usize * ld_b as usize + col as usize));
-        if full {
+        if full || (row < k_end && col + 8 <= n) {
             // SAFETY: row < k_end <= k and col + 8 <= n <= ld_b; 16-byte aligned (b aligned, ld_b
             // and col multiples of 8); B is read-only (kernel contract).
             return unsafe { mem::load_global_nc_v4_u32(at) };
