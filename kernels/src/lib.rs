@@ -121,7 +121,9 @@ pub const KERNEL_NAMES: &[&str] = &[
 ];
 
 /// The PTX symbol of every kernel of the second module, built for `sm_90a` with the `hopper`
-/// feature (`wgmma` exists only there); the first module, [`KERNEL_NAMES`], stays `sm_90`.
+/// feature (`wgmma` exists only there; the decode kernel's `mma.sync` would run on `sm_90` too,
+/// but it belongs with the tensor-core variants that `Gpu::hopper_status` gates); the first
+/// module, [`KERNEL_NAMES`], stays `sm_90`.
 pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[0],
     matmul::wgmma::KERNEL_NAMES[1],
@@ -182,7 +184,8 @@ pub struct PtxModule {
 }
 
 /// The two modules: every kernel but the Hopper ones for `sm_90` (loadable on any GPU from
-/// compute capability 9.0), and the `wgmma` kernels for `sm_90a` (compute capability 9.0 only).
+/// compute capability 9.0), and the tensor-core kernels (`wgmma`, and the `mma.sync` decode
+/// kernel) for `sm_90a` (compute capability 9.0 only).
 ///
 /// ```
 /// let [main, hopper] = kernels::PTX_MODULES;
