@@ -828,11 +828,12 @@ fn choose_kernel(
     // on the operands as they are (the FP32 kernels would first widen B to f32 in the workspace).
     if inputs == DType::Bf16 && device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize {
         let plan = plan_with(MatmulVariant::DecodeBf16, shape, device, options)?;
+        // The planner's reason opens with "decode_bf16 requested"; here auto chose it.
+        let split_why = plan.reason().replacen(&format!("{} requested; ", MatmulVariant::DecodeBf16), "", 1);
         let why = format!(
-            "BF16 operands, m = {} <= {}: memory-bound on B, tensor cores on BF16 as it lies; {}",
+            "auto: BF16 operands, m = {} <= {}: memory-bound on B, decode_bf16 on BF16 as it lies; {split_why}",
             shape.m,
             kernels::matmul::decode::MAX_M,
-            plan.reason()
         );
         let plan = plan.with_reason(why);
         return Ok((plan.variant(), plan));
@@ -972,6 +973,7 @@ mod tests {
         assert!(s.regions.total >= 4 * 4096 * 4);
         let text = describe_plan(&GemmDesc::new(1, 4096, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
         assert!(text.contains("decode_bf16: grid 64x1x4 of 256 threads, split-K 4 x 1024"), "{text}");
+        assert!(text.contains("auto: BF16 operands, m = 1 <= 16") && !text.contains("requested"), "{text}");
         // A column-major D: the canonical m' is n.
         let s = skeleton(GemmDesc::new(4096, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
