@@ -94,6 +94,12 @@ pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
             return Err(Error::InvalidArgument(format!("{name} = {v} exceeds decode_bf16's 2^31 - 1")));
         }
     }
+    if split.k_chunk == 0 || !split.k_chunk.is_multiple_of(4) {
+        return Err(Error::InvalidArgument(format!(
+            "a split of k into parts of {}: decode_bf16 takes a positive multiple of 4 (its 8-byte loads of A)",
+            split.k_chunk
+        )));
+    }
     if split.splits == 0 || split.splits > 65_535 {
         return Err(Error::InvalidArgument(format!(
             "{} splits of k: decode_bf16 takes 1 to 65535 (the grid's z)",
@@ -143,6 +149,12 @@ mod tests {
     fn the_plan_refuses_tall_shapes_and_empty_splits() {
         assert!(plan(shape(17, 64, 64), SplitK::none(64)).unwrap_err().to_string().contains("at most 16 rows"));
         assert!(plan(shape(16, 64, 64), SplitK { splits: 0, k_chunk: 8 }).is_err());
+        assert!(
+            plan(shape(16, 64, 64), SplitK { splits: 2, k_chunk: 34 })
+                .unwrap_err()
+                .to_string()
+                .contains("multiple of 4")
+        );
         let cfg = plan(shape(1, 1, 1), SplitK::none(1)).unwrap();
         assert_eq!(cfg.grid_dim, (1, 1, 1));
         assert_eq!(plan(shape(16, 4096, 14336), SplitK::none(4096)).unwrap().grid_dim, (224, 1, 1));

@@ -30,7 +30,8 @@
 //! BF16 row-major at `ld_b`; both 16-byte aligned, leading dimensions multiples of 8 (the
 //! `Bf16Rows16` format the host prepares for `wgmma_bf16`); `out`: `gridDim.z` partial products
 //! of `m x n` `f32`, packed, one after another (with one split, `C` itself); `k_chunk`: the `k`
-//! of each split (`crate::matmul::split_k::split_k_range`), any positive length.
+//! of each split (`crate::matmul::split_k::split_k_range`), a positive multiple of 4 (so that
+//! every 4 columns of `A` a lane loads start 8-byte aligned; the planner's are multiples of 8).
 //!
 //! # Thread mapping and tiling
 //! [`THREADS`] = 256: [`WARPS`] warps that share one strip of [`BLOCK_N`] columns of `C` and one
@@ -57,7 +58,7 @@
 //! # Safety
 //! `a` and `b` hold `A` and `B` as above and are not written during the kernel; `out` holds
 //! `gridDim.z * m * n` `f32`, overlapping neither; `m <= 16`; the block is [`THREADS`] threads;
-//! `k_chunk >= 1` and `gridDim.z = ceil(k / k_chunk)`, `gridDim.x = ceil(n / BLOCK_N)`.
+//! `k_chunk` a positive multiple of 4 and `gridDim.z = ceil(k / k_chunk)`, `gridDim.x = ceil(n / BLOCK_N)`.
 
 /// PTX symbol of the kernel.
 pub const KERNEL: &str = "matmul_decode_bf16";
