@@ -8,7 +8,7 @@
 //! With `m <= 16` the product does at most 16 multiply-adds per element of `B` (32 FLOPs per 2
 //! bytes): the time is the time to read `B` (`k x n x 2` bytes: 117 MB at `k = 4096, n =
 //! 14336`), and everything else is about keeping enough bytes in flight per SM. `wgmma_bf16`'s
-//! 128 x 256 tiles waste 8/9 of their `A` rows and put the `B` stream behind a TMA ring sized
+//! 128 x 256 tiles waste at least 7/8 of their `A` rows and put the `B` stream behind a TMA ring sized
 //! for compute-bound tiles; here each thread loads `B` with 16-byte `ld.global.nc` straight into
 //! registers, 12 loads (192 bytes) issued back to back before the first is used, and no shared
 //! memory stands between `B` and the tensor cores.
@@ -53,12 +53,14 @@
 //! Declared `.maxntid` [`DECLARED_MAX_THREADS`] (512, twice the block) so that ptxas keeps the
 //! kernel within 128 registers (127, no spills, with 3 steps per super-step; 4 steps took 155
 //! registers uncapped and spilled under the cap): two blocks, 16 warps, 96 KiB of `B` loads in
-//! flight per SM, where the HBM's bandwidth-latency product is about 36 GB/s x 1 us per SM.
+//! flight per SM, against an estimated need of about 36 KB per SM (4.8 TB/s over 132 SMs, times
+//! a memory latency near 1 us).
 //!
 //! # Safety
 //! `a` and `b` hold `A` and `B` as above and are not written during the kernel; `out` holds
 //! `gridDim.z * m * n` `f32`, overlapping neither; `m <= 16`; the block is [`THREADS`] threads;
-//! `k_chunk` a positive multiple of 4 and `gridDim.z = ceil(k / k_chunk)`, `gridDim.x = ceil(n / BLOCK_N)`.
+//! `k_chunk` a positive multiple of 4 and `gridDim.z = ceil(k / k_chunk)`, `gridDim.x = ceil(n /
+//! BLOCK_N)`.
 
 /// PTX symbol of the kernel.
 pub const KERNEL: &str = "matmul_decode_bf16";
@@ -72,7 +74,7 @@ pub const THREADS: u32 = WARPS * 32;
 pub const BLOCK_N: u32 = 64;
 /// `k` per `mma` step.
 pub const STEP_K: u32 = 16;
-/// Steps whose loads a lane issues before using the first (3: 36 registers of `B` per lane;
+/// Steps whose loads a lane issues before using the first (3: 48 registers of `B` per lane;
 /// see the module's Registers section).
 pub const STEPS_PER_LOAD: u32 = 3;
 /// Rows of `B` per super-step of a warp.
