@@ -9,7 +9,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use hopper_kernels::Gpu;
 use hopper_kernels::matmul::{
-    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, Order, describe_plan,
+    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, Order, Precision, describe_plan,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -173,7 +173,9 @@ fn every_layout_transpose_batch_and_alpha_beta_of_f32_matches_the_float64_produc
 #[ignore = "needs an NVIDIA GPU"]
 fn every_layout_of_bf16_and_f16_operands_and_outputs_matches_the_float64_product() {
     let (gpu, mut rng) = (gpu(), fresh_rng("gemm 16-bit layouts"));
-    for shape in [(33, 17, 40), (1280, 1024, 160)] {
+    // (m, n, k); the last two are decode shapes on Hopper, BF16 on `decode_bf16` under auto where
+    // the canonical m' (m for a row-major D, n for a column-major one) is at most 16.
+    for shape in [(33, 17, 40), (1280, 1024, 160), (12, 12, 300), (5, 1000, 300)] {
         every_layout::<bf16, f32>(&gpu, &mut rng, shape);
         every_layout::<f16, f32>(&gpu, &mut rng, shape);
         every_layout::<bf16, bf16>(&gpu, &mut rng, shape);
@@ -184,16 +186,16 @@ fn every_layout_of_bf16_and_f16_operands_and_outputs_matches_the_float64_product
 
 /// The descriptor `variant` is tested with: a transposed column-major `A`, a row-major `B`, leading
 /// dimensions past the packed ones, alpha and beta, a batch of two; BF16 operands for
-/// `wgmma_bf16`, F16 for `wgmma_f16`, `f32` for the rest.
+/// `wgmma_bf16` and `decode_bf16`, F16 for `wgmma_f16`, `f32` for the rest.
 fn variant_desc(variant: MatmulVariant) -> GemmDesc {
     let (m, n, k) = match variant {
-        MatmulVariant::FewRows => (5, 70, 90),
+        MatmulVariant::FewRows | MatmulVariant::DecodeBf16 => (5, 70, 90),
         MatmulVariant::FewCols => (70, 5, 90),
         _ => (70, 50, 90),
     };
-    let dtype = match variant {
-        MatmulVariant::WgmmaBf16 => DType::Bf16,
-        MatmulVariant::WgmmaF16 => DType::F16,
+    let dtype = match variant.precision() {
+        Precision::Bf16 => DType::Bf16,
+        Precision::Fp16 => DType::F16,
         _ => DType::F32,
     };
     GemmDesc::new(m, n, k)
@@ -204,7 +206,9 @@ fn variant_desc(variant: MatmulVariant) -> GemmDesc {
         .b(Layout::new(dtype, Order::RowMajor).ld(n + 1))
         // The narrow kernels run the row-major product; a column-major D would swap m and n.
         .d(match variant {
-            MatmulVariant::FewRows | MatmulVariant::FewCols => Layout::row_major(DType::F32).ld(n + 3),
+            MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::DecodeBf16 => {
+                Layout::row_major(DType::F32).ld(n + 3)
+            }
             _ => Layout::col_major(DType::F32).ld(m + 3),
         })
         .alpha_beta(1.5, -1.0)
@@ -230,9 +234,9 @@ fn every_kernel_variant_takes_every_layout() {
             continue;
         }
         let desc = variant_desc(variant);
-        match variant {
-            MatmulVariant::WgmmaBf16 => check::<bf16, f32>(&gpu, &mut rng, desc),
-            MatmulVariant::WgmmaF16 => check::<f16, f32>(&gpu, &mut rng, desc),
+        match variant.precision() {
+            Precision::Bf16 => check::<bf16, f32>(&gpu, &mut rng, desc),
+            Precision::Fp16 => check::<f16, f32>(&gpu, &mut rng, desc),
             _ => check::<f32, f32>(&gpu, &mut rng, desc),
         };
     }

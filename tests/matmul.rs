@@ -174,7 +174,7 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
     }
 }
 
-/// The plans of the tensor-core variants alone.
+/// The plans of the tensor-core variants alone (`decode_bf16` where `m <= 16`).
 fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     [
         MatmulVariant::WgmmaBf16,
@@ -182,10 +182,70 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         MatmulVariant::WgmmaTf32,
         MatmulVariant::WgmmaTf32Transposed,
         MatmulVariant::WgmmaTf32x3,
+        MatmulVariant::DecodeBf16,
     ]
     .into_iter()
+    .filter(|v| v.supports(shape))
     .map(|v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap())
     .collect()
+}
+
+/// `decode_bf16` as planned, unsplit, and split in 2, 3 and 7 (where `k` allows): every way its
+/// output is written (directly, or as partials added by the split-K reduction).
+fn decode_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let variant = MatmulVariant::DecodeBf16;
+    let mut plans = vec![matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap()];
+    let mut splits = vec![SplitK::none(shape.k)];
+    splits.extend([2, 3, 7].map(|w| SplitK::about(shape.k, w, 1)).into_iter().filter(|s| s.splits > 1));
+    for split in splits {
+        let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+        plans.push(matmul::plan_gemm(gpu, variant, shape, options).unwrap());
+    }
+    plans
+}
+
+/// `decode_bf16` on the decode shapes: `m` in {1, 2, 7, 8, 15, 16} (one and both halves of the
+/// 16-row tile, and one short of each) times `(k, n)` from one element to LLM weights, ragged
+/// ones included (`k` not a multiple of the 16- and 48-row steps, `n` not of the 64-column
+/// strips); `C` poisoned, against the float64 product of the BF16-rounded inputs under BF16's
+/// bound; then every plan rerun for bitwise equality. The reference of each `(k, n)` is computed
+/// once for 16 rows: a product of fewer rows is its first rows.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_decode_bf16_matches_cpu_on_decode_shapes_and_reruns_bitwise_equal() {
+    let (gpu, mut rng) = hopper_gpu("decode_bf16");
+    for (k, n) in [(1, 1), (17, 33), (4096, 4096), (4096, 14336), (14336, 4096), (4095, 4097)] {
+        let (a, b) = (random_matrix(&mut rng, 16 * k), random_matrix(&mut rng, k * n));
+        let precision = Precision::Bf16;
+        let (ar, br) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
+        let reference = MatmulReference::new(&ar, &br, 16, k, n);
+        for m in [1, 2, 7, 8, 15, 16] {
+            let shape = MatmulShape::new(m, k, n).unwrap();
+            let mut mats = DeviceMatrices::upload(&gpu, shape, &a[..m * k], &b).unwrap();
+            for plan in decode_plans(&gpu, shape) {
+                assert_eq!(plan.precision(), precision);
+                let c = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+                for (i, &got) in c.iter().enumerate() {
+                    let (want, scale) = (reference.values[i], reference.scales[i]);
+                    assert!(
+                        relative_eq!(
+                            got as f64,
+                            want,
+                            epsilon = precision.tolerance(k) * scale,
+                            max_relative = 4.0 * f32::EPSILON as f64
+                        ),
+                        "{} on {shape}: C[{}][{}] = {got}, want {want} (scale {scale})",
+                        plan.kernel_plan(),
+                        i / n,
+                        i % n
+                    );
+                }
+                let again = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+                let same = c.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{} on {shape}: two runs differ (a race?)", plan.kernel_plan());
+            }
+        }
+    }
 }
 
 /// Kept small for compute-sanitizer (`run.sh sanitize`, filter `tensor_core`): edges of the

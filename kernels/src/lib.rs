@@ -122,8 +122,51 @@ pub const KERNEL_NAMES: &[&str] = &[
 ];
 
 /// The PTX symbol of every kernel of the second module, built for `sm_90a` with the `hopper`
-/// feature (`wgmma` exists only there); the first module, [`KERNEL_NAMES`], stays `sm_90`.
-pub const HOPPER_KERNEL_NAMES: &[&str] = matmul::wgmma::KERNEL_NAMES;
+/// feature (`wgmma` exists only there; the decode kernel's `mma.sync` would run on `sm_90` too,
+/// but it belongs with the tensor-core variants that `Gpu::hopper_status` gates); the first
+/// module, [`KERNEL_NAMES`], stays `sm_90`.
+pub const HOPPER_KERNEL_NAMES: &[&str] = &[
+    matmul::wgmma::KERNEL_NAMES[0],
+    matmul::wgmma::KERNEL_NAMES[1],
+    matmul::wgmma::KERNEL_NAMES[2],
+    matmul::wgmma::KERNEL_NAMES[3],
+    matmul::wgmma::KERNEL_NAMES[4],
+    matmul::decode::KERNEL,
+];
+
+/// `.maxntid` per kernel of the `sm_90a` module in the release profile: `wgmma`'s
+/// ([`matmul::wgmma::MAX_THREADS`]) and the decode kernel's register cap
+/// ([`matmul::decode::DECLARED_MAX_THREADS`]).
+///
+/// ```
+/// assert!(kernels::HOPPER_MAX_THREADS.contains(&("matmul_decode_bf16", 512)));
+/// ```
+pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
+    matmul::wgmma::MAX_THREADS[0],
+    matmul::wgmma::MAX_THREADS[1],
+    (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+];
+
+/// The same in the checked profile.
+///
+/// ```
+/// assert!(kernels::HOPPER_CHECKED_MAX_THREADS.contains(&("matmul_decode_bf16", 512)));
+/// ```
+pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
+    matmul::wgmma::CHECKED_MAX_THREADS[0],
+    matmul::wgmma::CHECKED_MAX_THREADS[1],
+    matmul::wgmma::CHECKED_MAX_THREADS[2],
+    matmul::wgmma::CHECKED_MAX_THREADS[3],
+    matmul::wgmma::CHECKED_MAX_THREADS[4],
+    (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+];
+
+// The lists above name every element of the lists they copy.
+const _: () = assert!(
+    matmul::wgmma::KERNEL_NAMES.len() == 5
+        && matmul::wgmma::MAX_THREADS.len() == 2
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 5
+);
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and
 /// `cargo xtask build-ptx` hand to `nvptx-builder`, so that both build the same modules.
@@ -144,7 +187,8 @@ pub struct PtxModule {
 }
 
 /// The two modules: every kernel but the Hopper ones for `sm_90` (loadable on any GPU from
-/// compute capability 9.0), and the `wgmma` kernels for `sm_90a` (compute capability 9.0 only).
+/// compute capability 9.0), and the tensor-core kernels (`wgmma`, and the `mma.sync` decode
+/// kernel) for `sm_90a` (compute capability 9.0 only).
 ///
 /// ```
 /// let [main, hopper] = kernels::PTX_MODULES;
@@ -170,8 +214,8 @@ pub const PTX_MODULES: [PtxModule; 2] = [
         arch: "sm_90a",
         features: &["hopper"],
         kernels: HOPPER_KERNEL_NAMES,
-        max_threads: matmul::wgmma::MAX_THREADS,
-        checked_max_threads: matmul::wgmma::CHECKED_MAX_THREADS,
+        max_threads: HOPPER_MAX_THREADS,
+        checked_max_threads: HOPPER_CHECKED_MAX_THREADS,
     },
 ];
 

@@ -17,6 +17,7 @@
 //! | `atomic` | `red` and `atom` on shared, cluster-shared and global memory |
 //! | `cluster` | `%cluster_ctarank`, `barrier.cluster`, `mapa`, `ld`/`st.shared::cluster` |
 //! | `mem` | vector and read-only-cache global loads and stores (`ld.global.nc.v4`, `st.global.v4`) |
+//! | `mma` | `mma.sync.aligned.m16n8k16` (BF16 inputs, `f32` accumulators): warp-level tensor cores on register fragments |
 //! | `math` | `fma.rn`, `sqrt.rn`, `ex2`/`lg2`/`rsqrt.approx`, `cvt.rn.bf16.f32` |
 //! | [`mbarrier`] | `mbarrier.init`, `arrive`, `arrive.expect_tx`, `try_wait.parity` |
 //! | [`tma`] | `cp.async.bulk.tensor` loads and stores, bulk groups, `fence.proxy.async` |
@@ -73,6 +74,8 @@ pub mod math;
 pub mod mbarrier;
 #[cfg(target_arch = "nvptx64")]
 pub mod mem;
+#[cfg(target_arch = "nvptx64")]
+pub mod mma;
 #[cfg(target_arch = "nvptx64")]
 pub mod shared;
 mod shared_macros;

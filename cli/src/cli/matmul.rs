@@ -51,8 +51,9 @@ pub struct MatmulArgs {
     /// Variants to run: auto (the planner's choice under --precision), naive, tiled16, tiled32,
     /// sgemm, sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
     /// wgmma_f16 (refused for inputs beyond F16's range, |x| >= 65520), wgmma_tf32 and
-    /// wgmma_tf32_transposed (each timed against cuBLAS in its precision) and
-    /// wgmma_tf32x3 (guarded split-TF32, within FP32's bound, timed against cuBLAS FP32), a
+    /// wgmma_tf32_transposed (each timed against cuBLAS in its precision),
+    /// wgmma_tf32x3 (guarded split-TF32, within FP32's bound, timed against cuBLAS FP32) and
+    /// decode_bf16 (BF16 for m <= 16, timed against cuBLAS and cuBLASLt BF16), a
     /// comma-separated list, or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
@@ -65,8 +66,8 @@ pub struct MatmulArgs {
     #[arg(long, requires = "plan", value_name = "MODEL")]
     pub device_model: Option<DeviceModel>,
     /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
-    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols; auto's choice among
-    /// them): for measuring the planner's choices.
+    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16; auto's
+    /// choice among them): for measuring the planner's choices.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub split_k: Option<u32>,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
@@ -358,6 +359,10 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             }
             MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
             MatmulVariant::WgmmaF16 => "FP16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
+            MatmulVariant::DecodeBf16 => {
+                let split = plan.split().filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
+                format!("BF16 inputs (rounded once, untimed), mma.sync for m <= 16{}", split.unwrap_or_default())
+            }
             MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
             MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
             MatmulVariant::WgmmaTf32x3 => "split-TF32 (3xTF32) tensor cores; the split timed, vs cuBLAS FP32".into(),

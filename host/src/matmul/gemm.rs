@@ -692,8 +692,8 @@ impl Skeleton {
         let (left_format, right_format, right_transposed) = formats(variant);
         let precision = match inputs {
             DType::F32 => kernel.precision(),
-            DType::Bf16 if variant == MatmulVariant::WgmmaBf16 => Precision::Bf16,
-            DType::F16 if variant == MatmulVariant::WgmmaF16 => Precision::Fp16,
+            DType::Bf16 if variant.precision() == Precision::Bf16 => Precision::Bf16,
+            DType::F16 if variant.precision() == Precision::Fp16 => Precision::Fp16,
             // 16-bit operands are exact in TF32 and in f32: the products are exact.
             DType::Bf16 | DType::F16 => Precision::Fp32,
         };
@@ -813,9 +813,10 @@ fn check(desc: &GemmDesc) -> Result<()> {
 }
 
 /// The product kernel for the canonical shape: the descriptor's, or `auto`'s for the operands'
-/// type (`f32` under its policy; BF16 on `wgmma_bf16` and F16 on `wgmma_f16` where `high` would
-/// take the tensor cores; both on the FP32 kernels elsewhere, exactly). A named 16-bit kernel
-/// takes its own type or `f32` (rounded to it on the GPU), never the other 16-bit type.
+/// type (`f32` under its policy; BF16 with `m' <= 16` on `decode_bf16` wherever there are tensor
+/// cores; BF16 on `wgmma_bf16` and F16 on `wgmma_f16` where `high` would take the tensor cores;
+/// both on the FP32 kernels elsewhere, exactly). A named 16-bit kernel takes its own type or
+/// `f32` (rounded to it on the GPU), never the other 16-bit type.
 fn choose_kernel(
     desc: &GemmDesc,
     shape: MatmulShape,
@@ -824,11 +825,11 @@ fn choose_kernel(
 ) -> Result<(MatmulVariant, MatmulPlan)> {
     let options = PlanOptions { policy: desc.policy, split: desc.split_k };
     if desc.variant != MatmulVariant::Auto || inputs == DType::F32 {
-        if desc.variant == MatmulVariant::WgmmaBf16 && inputs == DType::F16 {
-            return Err(Error::Unsupported(
-                "wgmma_bf16 multiplies BF16 operands; F16 ones would lose 3 mantissa bits: use wgmma_f16 or auto"
-                    .into(),
-            ));
+        if desc.variant.precision() == Precision::Bf16 && inputs == DType::F16 {
+            return Err(Error::Unsupported(format!(
+                "{} multiplies BF16 operands; F16 ones would lose 3 mantissa bits: use wgmma_f16 or auto",
+                desc.variant
+            )));
         }
         if desc.variant == MatmulVariant::WgmmaF16 && inputs == DType::Bf16 {
             return Err(Error::Unsupported(
@@ -837,6 +838,20 @@ fn choose_kernel(
             ));
         }
         let plan = plan_with(desc.variant, shape, device, options)?;
+        return Ok((plan.variant(), plan));
+    }
+    // BF16 decode shapes (m' <= 16): the BF16 kernel that streams B at the memory's bandwidth,
+    // on the operands as they are (the FP32 kernels would first widen B to f32 in the workspace).
+    if inputs == DType::Bf16 && device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize {
+        let plan = plan_with(MatmulVariant::DecodeBf16, shape, device, options)?;
+        // The planner's reason opens with "decode_bf16 requested"; here auto chose it.
+        let split_why = plan.reason().replacen(&format!("{} requested; ", MatmulVariant::DecodeBf16), "", 1);
+        let why = format!(
+            "auto: BF16 operands, m = {} <= {}: memory-bound on B, decode_bf16 on BF16 as it lies; {split_why}",
+            shape.m,
+            kernels::matmul::decode::MAX_M,
+        );
+        let plan = plan.with_reason(why);
         return Ok((plan.variant(), plan));
     }
     // 16-bit operands: the tensor cores where `high` takes them for f32, else the FP32 kernels.
@@ -854,7 +869,7 @@ fn choose_kernel(
 /// How `variant` takes `A'` and `B'`, and whether it takes `B'^T`.
 fn formats(variant: MatmulVariant) -> (Format, Format, bool) {
     match variant {
-        MatmulVariant::WgmmaBf16 => (Format::Bf16Rows16, Format::Bf16Rows16, false),
+        MatmulVariant::WgmmaBf16 | MatmulVariant::DecodeBf16 => (Format::Bf16Rows16, Format::Bf16Rows16, false),
         MatmulVariant::WgmmaF16 => (Format::F16Rows16, Format::F16Rows16, false),
         MatmulVariant::WgmmaTf32 => (Format::F32Rows16, Format::F32Rows16, false),
         MatmulVariant::WgmmaTf32Transposed => (Format::F32Rows16, Format::F32Rows16, true),
@@ -1002,6 +1017,50 @@ mod tests {
         assert_eq!(s.precision, Precision::Fp16);
         let text = describe_plan(&GemmDesc::new(64, 64, 64).variant(MatmulVariant::WgmmaF16), MatmulDevice::H200);
         assert!(text.unwrap().contains("wgmma_f16"));
+    }
+
+    #[test]
+    fn bf16_decode_shapes_run_decode_bf16_under_auto_where_there_are_tensor_cores() {
+        let bf16 = Layout::row_major(DType::Bf16);
+        let s = skeleton(GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16));
+        assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
+        assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
+        assert_eq!(s.precision, Precision::Bf16);
+        assert!(s.kernel.reason().contains("m = 16 <= 16"), "{}", s.kernel.reason());
+        // 64 strips of 4096 columns: split 4 ways, the partials in the workspace.
+        let s = skeleton(GemmDesc::new(1, 4096, 4096).a(bf16).b(bf16));
+        assert_eq!(s.kernel.split().map(|s| s.splits), Some(4));
+        assert!(s.regions.total >= 4 * 4096 * 4);
+        let text = describe_plan(&GemmDesc::new(1, 4096, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
+        assert!(text.contains("decode_bf16: grid 64x1x4 of 256 threads, split-K 4 x 1024"), "{text}");
+        assert!(text.contains("auto: BF16 operands, m = 1 <= 16") && !text.contains("requested"), "{text}");
+        // A column-major D: the canonical m' is n.
+        let s = skeleton(GemmDesc::new(4096, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
+        assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
+        // 17 rows, F16 operands, or no tensor cores: not decode_bf16.
+        assert_ne!(
+            skeleton(GemmDesc::new(17, 14336, 4096).a(bf16).b(bf16)).kernel.variant(),
+            MatmulVariant::DecodeBf16
+        );
+        let f16 = Layout::row_major(DType::F16);
+        assert_ne!(skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16)).kernel.variant(), MatmulVariant::DecodeBf16);
+        let cuda_cores = MatmulDevice { sm_count: 132, tensor_cores: false };
+        let s = Skeleton::new(&GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16), cuda_cores).unwrap();
+        assert_ne!(s.kernel.variant(), MatmulVariant::DecodeBf16);
+    }
+
+    #[test]
+    fn decode_bf16_refuses_tall_products_and_f16_operands() {
+        let err = |d: GemmDesc| Skeleton::new(&d, MatmulDevice::H200).err().unwrap().to_string();
+        let bf16 = Layout::row_major(DType::Bf16);
+        let e = err(GemmDesc::new(17, 64, 64).a(bf16).b(bf16).variant(MatmulVariant::DecodeBf16));
+        assert!(e.contains("at most 16 rows"), "{e}");
+        let f16 = Layout::row_major(DType::F16);
+        let e = err(GemmDesc::new(4, 64, 64).a(f16).b(f16).variant(MatmulVariant::DecodeBf16));
+        assert!(e.contains("decode_bf16 multiplies BF16 operands"), "{e}");
+        // f32 operands are rounded to BF16 into the workspace, as for wgmma_bf16.
+        let s = skeleton(GemmDesc::new(4, 64, 64).variant(MatmulVariant::DecodeBf16));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f32_bf16");
     }
 
     #[test]

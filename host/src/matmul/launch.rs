@@ -109,6 +109,7 @@ pub(super) fn product(
             tensor_core(vec![(map_a, p.a, f32_type), (map_bt, p.b, f32_type)], false)
         }
         MatmulVariant::WgmmaTf32x3 => tf32x3_product(gpu, plan, functions, p, maps, Tf32x3Order::DEFAULT),
+        MatmulVariant::DecodeBf16 => decode(gpu, plan, functions, p),
         _ => fp32(gpu, plan, functions, p, 0),
     }
 }
@@ -151,6 +152,53 @@ fn fp32(
         builder.arg(&p.split_k).arg(&p.c).arg(&len).arg(&splits).arg(&guard);
         // SAFETY: the workspace region holds splits*m*n floats written by the kernel above on
         // the same stream, C' holds m*n; disjoint; the guard as above.
+        unsafe { builder.launch(cfg) }?;
+    }
+    Ok(())
+}
+
+/// A `decode_bf16` plan: the kernel on BF16 `A'` and `B'` as they lie (16-byte aligned rows,
+/// which its 16-byte loads need of the base addresses too) and, with a split, the reduction.
+fn decode(gpu: &Gpu, plan: &MatmulPlan, functions: &HashMap<&'static str, CudaFunction>, p: &Product) -> Result<()> {
+    let s = plan.shape();
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    for (operand, address, ld) in [("A'", p.a, p.ld_a), ("B'", p.b, p.ld_b)] {
+        if !address.is_multiple_of(16) || !ld.is_multiple_of(8) {
+            return Err(Error::Unsupported(format!(
+                "{operand} at {address:#x} with leading dimension {ld}: decode_bf16 reads BF16 rows with 16-byte loads, \
+                 so it needs a 16-byte aligned address and a leading dimension that is a multiple of 8"
+            )));
+        }
+    }
+    let (ld_a, ld_b) = (u32::try_from(p.ld_a), u32::try_from(p.ld_b));
+    let (Ok(ld_a), Ok(ld_b)) = (ld_a, ld_b) else {
+        return Err(Error::LimitExceeded {
+            what: "a leading dimension of decode_bf16".into(),
+            value: p.ld_a.max(p.ld_b) as u64,
+            limit: u32::MAX as u64,
+        });
+    };
+    let split = plan.split().unwrap_or(super::split_k::SplitK::none(s.k));
+    let out = if plan.reduce().is_some() { p.split_k } else { p.c };
+    let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
+    builder.arg(&p.a).arg(&p.b).arg(&out).arg(&m).arg(&k).arg(&n).arg(&ld_a).arg(&ld_b).arg(&split.k_chunk);
+    // SAFETY: the kernel contract (kernels::matmul::decode): A' (m x k at ld_a) and B' (k x n at
+    // ld_b) are BF16, 16-byte aligned with leading dimensions multiples of 8 (checked above),
+    // read-only here; the output is C' or, with a split, the workspace region of splits*m*n f32
+    // the plan laid out, disjoint from both; m <= 16 and the grid (strips, 1, splits) with
+    // splits = ceil(k / k_chunk) are the planner's (decode::plan, check_split).
+    unsafe { builder.launch(plan.launch_config()) }?;
+    if let Some(cfg) = plan.reduce() {
+        let len = u32::try_from(s.m as u64 * s.n as u64).map_err(|_| Error::LimitExceeded {
+            what: "m * n of a split-K reduction".into(),
+            value: s.m as u64 * s.n as u64,
+            limit: u32::MAX as u64,
+        })?;
+        let guard = 0u64;
+        let mut builder = gpu.stream().launch_builder(&functions[kernels::matmul::split_k::KERNEL]);
+        builder.arg(&p.split_k).arg(&p.c).arg(&len).arg(&split.splits).arg(&guard);
+        // SAFETY: the workspace region holds splits*m*n floats written by the kernel above on
+        // the same stream, C' holds m*n; disjoint; no guard (null).
         unsafe { builder.launch(cfg) }?;
     }
     Ok(())

@@ -18,6 +18,7 @@
 //! ```
 
 mod convert;
+pub mod decode;
 pub mod desc;
 pub mod gemm;
 mod launch;

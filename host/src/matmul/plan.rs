@@ -489,6 +489,12 @@ impl MatmulPlan {
         &self.reason
     }
 
+    /// The plan with `reason` in place of the planner's (for a caller that chose the kernel by
+    /// rules of its own, such as the GEMM descriptor's BF16 routing).
+    pub(super) fn with_reason(self, reason: String) -> Self {
+        Self { reason, ..self }
+    }
+
     /// The precision of the planned kernel's products.
     ///
     /// ```
@@ -660,6 +666,10 @@ pub fn plan_with(
         | MatmulVariant::WgmmaF16
         | MatmulVariant::WgmmaTf32
         | MatmulVariant::WgmmaTf32Transposed => (super::wgmma::plan(shape, device, kernel)?, None, String::new()),
+        MatmulVariant::DecodeBf16 => {
+            let (s, why) = split.map_or_else(|| super::decode::choose_split(shape, sm), forced);
+            (super::decode::plan(shape, s)?, Some(s), why)
+        }
         MatmulVariant::Auto | MatmulVariant::WgmmaTf32x3 => {
             return Err(Error::InvalidArgument(format!("{} is planned above", variant.name())));
         }

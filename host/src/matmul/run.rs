@@ -249,8 +249,8 @@ impl DeviceMatrices {
 }
 
 /// The plan of `variant` for `C = A B` on `shape` (row-major, `f32` `C`), under `options`:
-/// `f32` operands, or for `wgmma_bf16` and `wgmma_f16` the matrices' BF16 or F16 copies
-/// ([`DeviceMatrices::bf16_operands`], [`DeviceMatrices::f16_operands`]).
+/// `f32` operands, or for the BF16 variants (`wgmma_bf16`, `decode_bf16`) and `wgmma_f16` the
+/// matrices' BF16 or F16 copies ([`DeviceMatrices::bf16_operands`], [`DeviceMatrices::f16_operands`]).
 ///
 /// ```no_run
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -264,9 +264,9 @@ impl DeviceMatrices {
 pub fn plan_gemm(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape, options: PlanOptions) -> Result<GemmPlan> {
     let mut desc =
         GemmDesc::new(shape.m, shape.n, shape.k).variant(variant).policy(options.policy).split_k(options.split);
-    let operands = match variant {
-        MatmulVariant::WgmmaBf16 => Some(DType::Bf16),
-        MatmulVariant::WgmmaF16 => Some(DType::F16),
+    let operands = match variant.precision() {
+        super::Precision::Bf16 => Some(DType::Bf16),
+        super::Precision::Fp16 => Some(DType::F16),
         _ => None,
     };
     if let Some(dtype) = operands {

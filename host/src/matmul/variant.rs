@@ -69,13 +69,18 @@ pub enum MatmulVariant {
     /// scales undone in its epilogue). All of it is part of the measured time. Compared with
     /// cuBLAS FP32.
     WgmmaTf32x3,
+    /// Hopper tensor cores for `m <= 16` (decode shapes) on `A` and `B` rounded to BF16:
+    /// `mma.sync.m16n8k16` on `B` streamed from global memory into registers (16-byte loads, no
+    /// shared-memory staging), `k` split over the grid so that every SM streams, the splits added
+    /// in a fixed order. Compared with cuBLAS BF16.
+    DecodeBf16,
 }
 
 named_enum!(MatmulVariant, "matmul variant");
 
 impl MatmulVariant {
     /// Every variant: the planners first, then the kernels simplest first.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -89,6 +94,7 @@ impl MatmulVariant {
         Self::WgmmaTf32,
         Self::WgmmaTf32Transposed,
         Self::WgmmaTf32x3,
+        Self::DecodeBf16,
     ];
 
     /// The planners: the variants that pick a kernel family rather than name one.
@@ -107,8 +113,8 @@ impl MatmulVariant {
     /// assert!(MatmulVariant::KERNELS.iter().all(|v| v.kernel().is_some()));
     /// assert_eq!(MatmulVariant::KERNELS[..], MatmulVariant::ALL[MatmulVariant::PLANNERS.len()..]);
     /// ```
-    pub const KERNELS: [Self; 12] = {
-        let mut kernels = [Self::Naive; 12];
+    pub const KERNELS: [Self; 13] = {
+        let mut kernels = [Self::Naive; 13];
         let mut i = 0;
         while i < kernels.len() {
             kernels[i] = Self::ALL[i + Self::PLANNERS.len()];
@@ -141,6 +147,7 @@ impl MatmulVariant {
             Self::WgmmaTf32 => "wgmma_tf32",
             Self::WgmmaTf32Transposed => "wgmma_tf32_transposed",
             Self::WgmmaTf32x3 => "wgmma_tf32x3",
+            Self::DecodeBf16 => "decode_bf16",
         }
     }
 
@@ -171,6 +178,7 @@ impl MatmulVariant {
             Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
             Self::WgmmaTf32x3 => Some(kernels::matmul::wgmma::KERNEL_TF32_PROMOTED),
             Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32_TRANSPOSED),
+            Self::DecodeBf16 => Some(kernels::matmul::decode::KERNEL),
         }
     }
 
@@ -189,7 +197,7 @@ impl MatmulVariant {
     /// ```
     pub fn precision(self) -> Precision {
         match self {
-            Self::WgmmaBf16 => Precision::Bf16,
+            Self::WgmmaBf16 | Self::DecodeBf16 => Precision::Bf16,
             Self::WgmmaF16 => Precision::Fp16,
             Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
             Self::WgmmaTf32x3 => Precision::Tf32x3,
@@ -204,13 +212,21 @@ impl MatmulVariant {
     /// use hopper_kernels::matmul::MatmulVariant;
     /// let hopper_only: Vec<&str> =
     ///     MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
-    /// assert_eq!(hopper_only, ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
+    /// assert_eq!(
+    ///     hopper_only,
+    ///     ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3", "decode_bf16"]
+    /// );
     /// assert!(!MatmulVariant::Auto.needs_tensor_cores());
     /// ```
     pub fn needs_tensor_cores(self) -> bool {
         matches!(
             self,
-            Self::WgmmaBf16 | Self::WgmmaF16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed | Self::WgmmaTf32x3
+            Self::WgmmaBf16
+                | Self::WgmmaF16
+                | Self::WgmmaTf32
+                | Self::WgmmaTf32Transposed
+                | Self::WgmmaTf32x3
+                | Self::DecodeBf16
         )
     }
 
@@ -219,10 +235,10 @@ impl MatmulVariant {
     /// ```
     /// use hopper_kernels::matmul::MatmulVariant;
     /// let splitting: Vec<&str> = MatmulVariant::ALL.iter().filter(|v| v.splits_k()).map(|v| v.name()).collect();
-    /// assert_eq!(splitting, ["sgemm", "sgemm_warp_tiled", "few_rows", "few_cols"]);
+    /// assert_eq!(splitting, ["sgemm", "sgemm_warp_tiled", "few_rows", "few_cols", "decode_bf16"]);
     /// ```
     pub fn splits_k(self) -> bool {
-        matches!(self, Self::Sgemm | Self::SgemmWarpTiled | Self::FewRows | Self::FewCols)
+        matches!(self, Self::Sgemm | Self::SgemmWarpTiled | Self::FewRows | Self::FewCols | Self::DecodeBf16)
     }
 
     /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow
@@ -239,6 +255,7 @@ impl MatmulVariant {
     pub fn supports(self, shape: MatmulShape) -> bool {
         match self {
             Self::FewRows => shape.m <= FEW_ROWS_MAX_M as usize,
+            Self::DecodeBf16 => shape.m <= kernels::matmul::decode::MAX_M as usize,
             Self::FewCols => shape.n <= FEW_COLS_MAX_N as usize,
             _ => true,
         }
@@ -274,7 +291,10 @@ mod tests {
     fn only_the_wgmma_kernels_need_tensor_cores() {
         let needing: Vec<&str> =
             MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
-        assert_eq!(needing, ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3"]);
+        assert_eq!(
+            needing,
+            ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3", "decode_bf16"]
+        );
         assert!(MatmulVariant::KERNELS.iter().all(|v| v.needs_tensor_cores() == (v.precision() != Precision::Fp32)));
     }
 
@@ -286,11 +306,12 @@ mod tests {
             MatmulShape::new(1000, 64, 16).unwrap(),
         );
         assert!(!MatmulVariant::FewRows.supports(wide) && MatmulVariant::FewRows.supports(short));
+        assert!(!MatmulVariant::DecodeBf16.supports(wide) && MatmulVariant::DecodeBf16.supports(short));
         assert!(!MatmulVariant::FewCols.supports(wide) && MatmulVariant::FewCols.supports(thin));
         assert!(
             MatmulVariant::ALL
                 .iter()
-                .filter(|v| !matches!(v, MatmulVariant::FewRows | MatmulVariant::FewCols))
+                .filter(|v| !matches!(v, MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::DecodeBf16))
                 .all(|v| v.supports(wide))
         );
     }

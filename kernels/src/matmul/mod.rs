@@ -1,6 +1,7 @@
 //! Matrix products `C = A * B` on row-major `f32` matrices: one file per kernel family, from
 //! the CUDA Guide's naive and tiled kernels to the register-tiled SGEMM, the memory-bound
-//! kernels for narrow shapes (`skinny`), and the split-K reduction (`split_k`).
+//! kernels for narrow shapes (`skinny`), the split-K reduction (`split_k`), and on Hopper's
+//! tensor cores the `wgmma` tiles and the `m <= 16` BF16 kernel (`decode`).
 //!
 //! Every family takes the same problem (`A[m x k]`, `B[k x n]`, `C[m x n]`, any sizes from 1)
 //! and exports the constants of its launch contract, which the host's planner
@@ -21,6 +22,7 @@ macro_rules! unroll {
 }
 
 pub mod convert;
+pub mod decode;
 #[cfg(target_arch = "nvptx64")]
 mod guarded;
 pub mod naive;

@@ -1,0 +1,162 @@
+//! Launch planning for `kernels::matmul::decode` (`matmul_decode_bf16`): BF16 `C = A B` for `m
+//! <= 16` on the warp-level tensor cores, memory-bound on `B`. Its operands are `wgmma_bf16`'s
+//! (BF16, rows a multiple of 16 bytes, which [`super::GemmPlan`] prepares), read in place.
+//!
+//! The grid is one block of `decode::THREADS` threads per strip of `decode::BLOCK_N` columns of
+//! `C`, times the splits of `k` (the grid's z). The split ([`choose_split`]) aims at one wave of
+//! `decode::BLOCKS_PER_SM` blocks per SM: a memory-bound kernel is fastest when every SM streams
+//! for the whole run and no block waits for a second wave, and each split costs a pass over `m
+//! x n` partial sums (written by the kernel, added in split order by `matmul_split_k_reduce`,
+//! so the result is deterministic).
+
+use super::shape::MatmulShape;
+use super::split_k::SplitK;
+use crate::error::{Error, Result};
+use cudarc::driver::LaunchConfig;
+use kernels::matmul::decode::{BLOCKS_PER_SM, MAX_M, THREADS, strips};
+
+/// Shortest split: two super-steps of `B` for each of the block's warps (`8 x 2 x 48` rows, so
+/// that the loads of a warp overlap), and long enough that the partial sums a split adds (`m x
+/// n x 4` bytes written and read back) stay under 1/12 of the `B` it reads (`k_chunk x n x 2`)
+/// at `m = 16`.
+///
+/// ```
+/// use hopper_kernels::matmul::decode::MIN_CHUNK;
+/// use kernels::matmul::decode::{SUPER_K, WARPS};
+/// assert_eq!(MIN_CHUNK, 2 * WARPS * SUPER_K);
+/// ```
+pub const MIN_CHUNK: u32 = 2 * kernels::matmul::decode::WARPS * kernels::matmul::decode::SUPER_K;
+
+/// The split of `k` for `shape` on `sm` SMs, and why: none when the column strips alone give
+/// every SM a block; otherwise as many splits as fit the strips into one wave of
+/// `BLOCKS_PER_SM` blocks per SM (rounded down: a block in a second wave would leave most SMs
+/// idle while it streams), each at least [`MIN_CHUNK`] long.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, decode};
+/// // 64 strips of 4096 columns: 4 splits make 256 blocks on the 264 slots of 132 SMs.
+/// let (s, why) = decode::choose_split(MatmulShape::new(16, 4096, 4096)?, 132);
+/// assert_eq!(s, SplitK { splits: 4, k_chunk: 1024 });
+/// assert!(why.contains("one wave"), "{why}");
+/// // 224 strips of 14336 columns give every SM a block: no split.
+/// assert_eq!(decode::choose_split(MatmulShape::new(1, 4096, 14336)?, 132).0.splits, 1);
+/// # Ok(()) }
+/// ```
+pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
+    let sm = sm.max(1);
+    let strips = strips(shape.n.min(u32::MAX as usize) as u32);
+    let slots = BLOCKS_PER_SM * sm;
+    if strips >= sm {
+        let why = format!(
+            "{strips} column strips of {} give each of {sm} SMs a block: no split",
+            kernels::matmul::decode::BLOCK_N
+        );
+        return (SplitK::none(shape.k), why);
+    }
+    let s = SplitK::about(shape.k, slots / strips, MIN_CHUNK);
+    let why = if s.splits > 1 {
+        format!(
+            "{strips} column strips x {} splits of k = {} blocks in one wave of {slots} slots ({BLOCKS_PER_SM} per SM), \
+             splits at least {MIN_CHUNK} long; partial sums added in split order",
+            s.splits,
+            strips * s.splits
+        )
+    } else {
+        format!("{strips} column strips; k = {} is too short to split into {MIN_CHUNK}-row parts", shape.k)
+    };
+    (s, why)
+}
+
+/// The launch of `matmul_decode_bf16` on `shape` with `split`: `(strips, 1, splits)` blocks of
+/// `THREADS` threads, its 32 KiB of shared memory static. Refuses `m > 16` and grids CUDA cannot
+/// launch.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, decode};
+/// let cfg = decode::plan(MatmulShape::new(7, 4095, 4097)?, SplitK { splits: 4, k_chunk: 1024 })?;
+/// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((65, 1, 4), (256, 1, 1), 0));
+/// let err = decode::plan(MatmulShape::new(17, 64, 64)?, SplitK::none(64)).unwrap_err().to_string();
+/// assert!(err.contains("at most 16 rows"), "{err}");
+/// # Ok(()) }
+/// ```
+pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
+    if shape.m > MAX_M as usize {
+        return Err(Error::InvalidArgument(format!(
+            "decode_bf16 multiplies at most {MAX_M} rows of A (one m16 tensor-core tile); {shape} has m = {}: \
+             use wgmma_bf16 or auto",
+            shape.m
+        )));
+    }
+    for (name, v) in [("k", shape.k), ("n", shape.n)] {
+        if v >= i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("{name} = {v} exceeds decode_bf16's 2^31 - 1")));
+        }
+    }
+    if split.k_chunk == 0 || !split.k_chunk.is_multiple_of(4) {
+        return Err(Error::InvalidArgument(format!(
+            "a split of k into parts of {}: decode_bf16 takes a positive multiple of 4 (its 8-byte loads of A)",
+            split.k_chunk
+        )));
+    }
+    if split.splits == 0 || split.splits > 65_535 {
+        return Err(Error::InvalidArgument(format!(
+            "{} splits of k: decode_bf16 takes 1 to 65535 (the grid's z)",
+            split.splits
+        )));
+    }
+    Ok(LaunchConfig {
+        grid_dim: (strips(shape.n as u32), 1, split.splits),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(m: usize, k: usize, n: usize) -> MatmulShape {
+        MatmulShape::new(m, k, n).unwrap()
+    }
+
+    #[test]
+    fn the_split_fills_one_wave_of_two_blocks_per_sm_when_the_strips_do_not() {
+        // (k, n) -> splits on 132 SMs.
+        for ((k, n), want) in [
+            ((4096, 4096), 4),  // 64 strips: 256 of 264 slots
+            ((14336, 4096), 4), // the same strips, longer splits
+            ((4096, 14336), 1), // 224 strips >= 132 SMs
+            ((8192, 28672), 1), // 448 strips
+            ((4095, 4097), 4),  // 65 strips: 4 x 65 = 260
+            ((17, 33), 1),      // too short to split
+            ((1, 1), 1),
+            ((65_536, 64), 85), // one strip: 264 wanted, k / MIN_CHUNK = 85
+        ] {
+            let (s, why) = choose_split(shape(16, k, n), 132);
+            assert_eq!(s.splits, want, "k = {k}, n = {n}: {why}");
+            let strips = strips(n as u32);
+            assert!(strips * s.splits <= 2 * 132 || s.splits == 1, "one wave: {why}");
+            assert!(s.splits == 1 || s.k_chunk >= MIN_CHUNK);
+            assert!(
+                (s.splits as u64 - 1) * (s.k_chunk as u64) < k as u64 && s.splits as u64 * s.k_chunk as u64 >= k as u64
+            );
+        }
+    }
+
+    #[test]
+    fn the_plan_refuses_tall_shapes_and_empty_splits() {
+        assert!(plan(shape(17, 64, 64), SplitK::none(64)).unwrap_err().to_string().contains("at most 16 rows"));
+        assert!(plan(shape(16, 64, 64), SplitK { splits: 0, k_chunk: 8 }).is_err());
+        assert!(
+            plan(shape(16, 64, 64), SplitK { splits: 2, k_chunk: 34 })
+                .unwrap_err()
+                .to_string()
+                .contains("multiple of 4")
+        );
+        let cfg = plan(shape(1, 1, 1), SplitK::none(1)).unwrap();
+        assert_eq!(cfg.grid_dim, (1, 1, 1));
+        assert_eq!(plan(shape(16, 4096, 14336), SplitK::none(4096)).unwrap().grid_dim, (224, 1, 1));
+    }
+}
