@@ -110,7 +110,7 @@ pub(crate) mod device_code {
     use super::add_mod;
     use crate::device::{mem, thread};
     use crate::histogram::device_code::load_one;
-    use crate::histogram::packed::device_code::{DeferredAdds, SharedCounters};
+    use crate::histogram::packed::device_code::SharedCounters;
     use crate::histogram::packed::words_for;
     use crate::histogram::pipelined::device_code::for_each_group;
     use crate::histogram::{Binning, Element};
@@ -142,16 +142,14 @@ pub(crate) mod device_code {
         // Every counter is zero before any thread adds to it.
         thread::sync_threads();
         let copy = counters.copy();
-        let mut adds = DeferredAdds::new(counters);
-        let mut count = #[inline(always)]
+        let count = #[inline(always)]
         |v: T, channel: u32| {
             // One channel: always active (the host passes active = 1).
             if (C == 1 || channel < active)
                 && let Some(bin) = v.bin(&binning)
             {
-                // SAFETY: channel < active and bin < nbins: below total; copy < copies; the
-                // adds are drained below.
-                unsafe { adds.add(channel * nbins + bin, copy, 1) };
+                // SAFETY: channel < active and bin < nbins: below total; copy < copies.
+                unsafe { counters.add(channel * nbins + bin, copy, 1) };
             }
         };
         let vectors = n / T::PER_VECTOR;
@@ -196,7 +194,6 @@ pub(crate) mod device_code {
             let v = unsafe { load_one::<T>(input, tail) };
             count(v, super::channel_of(tail, phase, C));
         }
-        adds.drain();
         // Every add of this block has landed before the counters are read.
         thread::sync_threads();
         counters.flush(counts, false);

@@ -84,7 +84,7 @@ pub(crate) mod device_code {
     use super::{Axis, bin_2d};
     use crate::device::{atomic, mem, thread, warp};
     use crate::histogram::NO_BIN;
-    use crate::histogram::packed::device_code::{DeferredAdds, SharedCounters};
+    use crate::histogram::packed::device_code::SharedCounters;
     use crate::histogram::packed::words_for;
     use crate::histogram::pipelined::device_code::for_each_group;
     use crate::histogram::weighted::device_code::{Sums, add_weight};
@@ -137,17 +137,15 @@ pub(crate) mod device_code {
             thread::sync_threads();
         }
         let copy = counters.copy();
-        let mut adds = DeferredAdds::new(counters);
-        let mut count = #[inline(always)]
+        let count = #[inline(always)]
         |xv: f32, yv: f32| {
             if let Some(bin) = bin_2d(xv, yv, &ax, &ay) {
-                // SAFETY: bin < total, the length of `counts` and of the counters; the adds are
-                // drained below.
+                // SAFETY: bin < total, the length of `counts` and of the counters.
                 unsafe {
                     if GLOBAL {
                         atomic::global_add_u32(counts.add(bin as usize), 1);
                     } else {
-                        adds.add(bin, copy, 1);
+                        counters.add(bin, copy, 1);
                     }
                 }
             }
@@ -179,7 +177,6 @@ pub(crate) mod device_code {
             // SAFETY: tail < n.
             count(unsafe { load_f32(x, tail) }, unsafe { load_f32(y, tail) });
         }
-        adds.drain();
         if !GLOBAL {
             // Every add of this block has landed before the counters are read.
             thread::sync_threads();

@@ -103,68 +103,6 @@ pub(crate) mod device_code {
         counts: *mut u32,
     }
 
-    /// A started add of packed counters whose carry check is due: the word the atomic returned,
-    /// the counter's word and digit, and the increment (0: nothing to check).
-    #[derive(Clone, Copy)]
-    pub(crate) struct PendingAdd {
-        old: u32,
-        word: u32,
-        digit: u32,
-        inc: u32,
-    }
-
-    impl PendingAdd {
-        /// No add: its check finds no carry.
-        pub(crate) const NONE: Self = Self { old: 0, word: 0, digit: 0, inc: 0 };
-    }
-
-    /// Adds to packed counters with each carry check deferred by two adds. The check branches on
-    /// the word the atomic returns, so checking at once makes a lane wait out every shared
-    /// atomic's latency before it issues the next; deferred, a lane keeps three in flight. (A
-    /// correction goes to the global counters, which nothing reads before the kernel ends, so a
-    /// late one is as good as an early one.) With `u32` counters there is nothing to defer.
-    pub(crate) struct DeferredAdds<const P: u32> {
-        counters: SharedCounters<P>,
-        older: PendingAdd,
-        newer: PendingAdd,
-    }
-
-    impl<const P: u32> DeferredAdds<P> {
-        /// Adds to `counters`, nothing pending.
-        #[inline(always)]
-        pub(crate) fn new(counters: SharedCounters<P>) -> Self {
-            Self { counters, older: PendingAdd::NONE, newer: PendingAdd::NONE }
-        }
-
-        /// [`SharedCounters::add`], its carry check made two adds later (or by
-        /// [`DeferredAdds::drain`]).
-        ///
-        /// # Safety
-        /// As [`SharedCounters::add`]; [`DeferredAdds::drain`] runs before the thread leaves the
-        /// kernel.
-        #[inline(always)]
-        pub(crate) unsafe fn add(&mut self, counter: u32, copy: u32, inc: u32) {
-            // SAFETY (both): forwarded contract; `older` came from start on these counters.
-            let started = unsafe { self.counters.start(counter, copy, inc) };
-            let due = self.older;
-            self.older = self.newer;
-            self.newer = started;
-            unsafe { self.counters.finish(due) };
-        }
-
-        /// Makes the carry checks still due.
-        #[inline(always)]
-        pub(crate) fn drain(&mut self) {
-            // SAFETY (both): both came from start on these counters, or are NONE.
-            unsafe {
-                self.counters.finish(self.older);
-                self.counters.finish(self.newer);
-            }
-            self.older = PendingAdd::NONE;
-            self.newer = PendingAdd::NONE;
-        }
-    }
-
     impl<const P: u32> SharedCounters<P> {
         /// The counters over `words` (at least `words_for(counters, P) * copies` words).
         ///
@@ -209,43 +147,17 @@ pub(crate) mod device_code {
         /// `counter < counters` and `copy < copies`.
         #[inline(always)]
         pub(crate) unsafe fn add(&self, counter: u32, copy: u32, inc: u32) {
-            // SAFETY (both): forwarded contract.
-            let pending = unsafe { self.start(counter, copy, inc) };
-            unsafe { self.finish(pending) };
-        }
-
-        /// The atomic half of [`SharedCounters::add`]: adds `inc` to the counter's digit and
-        /// returns what [`SharedCounters::finish`] needs to correct a carry (nothing for `u32`
-        /// counters, which `red.shared` adds to without a result).
-        ///
-        /// # Safety
-        /// As [`SharedCounters::add`]; the result goes to [`SharedCounters::finish`] of these
-        /// counters before the thread leaves the kernel.
-        #[inline(always)]
-        pub(crate) unsafe fn start(&self, counter: u32, copy: u32, inc: u32) -> PendingAdd {
             let word = counter >> P;
             let addr = self.words.address_of((word * self.copies + copy) as usize);
             if P == 0 {
                 // SAFETY: inside the words by the caller's contract; red.shared is atomic.
                 unsafe { atomic::shared_add_u32(addr, inc) };
-                return PendingAdd::NONE;
+                return;
             }
             let digit = counter & (per_word(P) - 1);
             // SAFETY: as above; atom.shared returns the word before this add.
             let old = unsafe { atomic::shared_fetch_add_u32(addr, inc << (digit_bits(P) * digit)) };
-            PendingAdd { old, word, digit, inc }
-        }
-
-        /// The carry half of [`SharedCounters::add`]: corrects the carries of a started add in
-        /// the global counters, if it made any.
-        ///
-        /// # Safety
-        /// `pending` came from [`SharedCounters::start`] of these counters (or is
-        /// [`PendingAdd::NONE`]).
-        #[inline(always)]
-        pub(crate) unsafe fn finish(&self, pending: PendingAdd) {
-            let PendingAdd { old, word, digit, inc } = pending;
-            if P != 0 && carried(old, digit, inc, P) {
+            if carried(old, digit, inc, P) {
                 // SAFETY: forwarded contract.
                 unsafe { self.correct(old, word, digit, inc) };
             }
