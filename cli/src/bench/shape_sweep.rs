@@ -53,6 +53,18 @@ pub struct SweepEntry {
     pub cublas: bool,
 }
 
+impl SweepEntry {
+    /// The variant our side runs at `shape`: `ours`, but for BF16 at `m <= 16` `decode_bf16`, as
+    /// a BF16 `GemmDesc` under `auto` chooses.
+    pub fn variant_for(&self, shape: MatmulShape) -> MatmulVariant {
+        if self.ours == MatmulVariant::WgmmaBf16 && MatmulVariant::DecodeBf16.supports(shape) {
+            MatmulVariant::DecodeBf16
+        } else {
+            self.ours
+        }
+    }
+}
+
 /// The precisions the sweep measures, in report order. A new precision is one more line.
 pub const SWEEP_PRECISIONS: &[SweepEntry] = &[
     SweepEntry { name: "bf16", ours: MatmulVariant::WgmmaBf16, precision: Precision::Bf16, cublas: false },
@@ -102,7 +114,11 @@ pub fn draw_shapes(count: usize, seed: u64, max_macs: u64) -> Vec<MatmulShape> {
 
 /// What our side is called in the rows of `entry`: the variant, or `auto` under `policy`.
 fn planner_name(entry: &SweepEntry, policy: PrecisionPolicy) -> String {
-    if entry.ours == MatmulVariant::Auto { suite_planner_name(policy) } else { entry.ours.name().to_string() }
+    match entry.ours {
+        MatmulVariant::Auto => suite_planner_name(policy),
+        MatmulVariant::WgmmaBf16 => "wgmma_bf16 (decode_bf16 at m <= 16)".to_string(),
+        ours => ours.name().to_string(),
+    }
 }
 
 /// Measures `count` shapes drawn from `config.seed` (see [`draw_shapes`]).
@@ -184,7 +200,7 @@ fn measure_shape(
             }
             None => {
                 let options = PlanOptions { policy: config.suite_policy, split: None };
-                match plan_or_skip(gpu, entry.ours, shape, options) {
+                match plan_or_skip(gpu, entry.variant_for(shape), shape, options) {
                     Ok(plan) => {
                         let row = measure_plan(gpu, &planner, &plan, &mut mats, reference, &timing);
                         let row = failed_on_error(row, &planner, MatmulRowKind::Gpu, &timing, plan.precision());
@@ -254,6 +270,14 @@ fn failed_on_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bf16_runs_decode_bf16_where_a_bf16_desc_would_and_wgmma_bf16_elsewhere() {
+        let bf16 = &SWEEP_PRECISIONS[0];
+        assert_eq!(bf16.variant_for(MatmulShape::new(16, 4096, 4096).unwrap()), MatmulVariant::DecodeBf16);
+        assert_eq!(bf16.variant_for(MatmulShape::new(17, 4096, 4096).unwrap()), MatmulVariant::WgmmaBf16);
+        assert_eq!(SWEEP_PRECISIONS[1].variant_for(MatmulShape::new(1, 8, 8).unwrap()), MatmulVariant::WgmmaF16);
+    }
 
     #[test]
     fn the_same_seed_draws_the_same_shapes_and_another_seed_others() {
@@ -365,12 +389,12 @@ mod tests {
     #[test]
     fn every_precision_has_a_reference_and_auto_alone_has_cublas() {
         let names: Vec<&str> = SWEEP_PRECISIONS.iter().map(|e| e.name).collect();
-        assert_eq!(names, ["bf16", "tf32", "auto"]);
+        assert_eq!(names, ["bf16", "fp16", "tf32", "auto"]);
         for e in SWEEP_PRECISIONS {
             assert_eq!(e.cublas, e.ours == MatmulVariant::Auto, "{}", e.name);
             // Our rows are bounded by the precision the baselines run in.
             assert_eq!(e.ours.precision().baseline(), e.precision, "{}", e.name);
         }
-        assert_eq!(steps_per_shape(), 1 + 2 + 2 + 3);
+        assert_eq!(steps_per_shape(), 1 + 2 + 2 + 2 + 3);
     }
 }
