@@ -994,8 +994,9 @@ mod tests {
                         (c.grid_dim, c.block_dim, c.shared_mem_bytes)
                     };
                     assert_eq!(cfg(&h), cfg(&b));
-                } else {
-                    // Elsewhere both run the FP32 kernels on their exact f32 widening.
+                } else if b.kernel.variant() != MatmulVariant::DecodeBf16 {
+                    // Elsewhere both run the FP32 kernels on their exact f32 widening (but BF16
+                    // decode shapes, which take decode_bf16, a BF16 kernel).
                     assert_eq!(h.kernel.variant(), b.kernel.variant(), "{m}x{n}x{k} {policy}");
                     assert_eq!(h.left.convert.unwrap().0, "matmul_convert_f16_f32");
                     assert_eq!(h.precision, Precision::Fp32);

@@ -347,6 +347,25 @@ pub const SPLIT_TF32_MIN_K: usize = 128;
 /// ```
 pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 
+/// The narrowest `m` and `n` `auto` takes split-TF32 at under `high`. At a side of 64 or fewer a
+/// 128-row tile of `wgmma_tf32_promoted` is at least half padding, and its three products cost
+/// more than FP32 FMA on the CUDA cores. On the H200: 29x3987x15107 took 1.23 ms split-TF32
+/// against `sgemm_warp_tiled`'s 0.37 (cuBLAS FP32 0.18), 64x16384x16384 2.07 against 1.45 and
+/// 16384x16384x64 2.23 against 1.49.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::SPLIT_TF32_MIN_SIDE;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 16_384, n).unwrap(), MatmulDevice::H200);
+/// assert_eq!(auto(SPLIT_TF32_MIN_SIDE, 16_384)?.variant(), MatmulVariant::WgmmaTf32x3);
+/// let narrow = auto(SPLIT_TF32_MIN_SIDE - 1, 16_384)?;
+/// assert_eq!(narrow.variant(), MatmulVariant::SgemmWarpTiled);
+/// assert!(narrow.reason().contains("a side of 64 <= 64"), "{}", narrow.reason());
+/// # Ok(()) }
+/// ```
+pub const SPLIT_TF32_MIN_SIDE: usize = 65;
+
 /// A launch plan: which kernel, its grid, its split of `k`, the reduction that follows a split,
 /// and for `wgmma_tf32x3` the FP32 plan its guard falls back to. Built only by the planner
 /// ([`plan`], [`plan_with`]), for one shape: a launch refuses matrices of another.
@@ -767,6 +786,8 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
         format!("k = {} < {SPLIT_TF32_MIN_K}", shape.k)
     } else if tiles < SPLIT_TF32_MIN_TILES as u64 {
         format!("{} of 128x128 < {SPLIT_TF32_MIN_TILES}", count(tiles, "tile"))
+    } else if kernel == MatmulVariant::WgmmaTf32x3 && shape.m.min(shape.n) < SPLIT_TF32_MIN_SIDE {
+        format!("a side of {} <= {}: the FP32 kernels are faster there", shape.m.min(shape.n), SPLIT_TF32_MIN_SIDE - 1)
     } else {
         let why = format!(
             "{policy}: compute-bound on tensor cores, k = {} and {} of 128x128: {arithmetic}",
@@ -940,6 +961,9 @@ mod tests {
             (16, 16_384, 16_384, "narrow"),
             (65_536, 4096, 1, "narrow"),
             (3, 100_000, 5, "narrow"),
+            (64, 16_384, 16_384, "a side of 64 <= 64"),
+            (16_384, 16_384, 64, "a side of 64 <= 64"),
+            (29, 3987, 15_107, "a side of 29 <= 64"),
         ] {
             let (p, a) = (h100(m, k, n).unwrap(), auto_fp32(m, k, n));
             assert_eq!((p.variant, p.kernel, p.split), (a.variant, a.kernel, a.split), "{p}");
