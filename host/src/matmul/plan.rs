@@ -90,6 +90,27 @@ pub const NARROW_BLOCKS_PER_SM: u32 = 4;
 /// # Ok(()) }
 /// ```
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
+
+/// The widest `n` for which `auto`'s FP32 plan streams `A` with `few_cols` when `m` is above
+/// [`FEW_ROWS_MAX_M`]; from 5 to [`FEW_COLS_MAX_N`] columns it takes `sgemm`, whose 128-row tiles
+/// share each slice of `B` that `few_cols` re-reads from L2 for every row of `A`. On the H200
+/// (time over cuBLAS SGEMM's, `few_cols` against `sgemm`): 16384x16384x16 8.39 against 3.07,
+/// 16384x4096x16 6.34 against 2.32, 2048x2048x16 3.70 against 1.54, 3796x285x14 2.22 against
+/// 1.21, 591x7821x8 1.78 against 1.37, 5640x571x8 1.54 against 1.31; at `n = 4` `few_cols` won
+/// (16384x16384x4: 1.48 against 3.09), and below it by more.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::FEW_COLS_FAST_N;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
+/// let highest = PlanOptions { policy: PrecisionPolicy::Highest, ..PlanOptions::default() };
+/// let auto = |m, n| plan_with(MatmulVariant::Auto, MatmulShape::new(m, 16_384, n).unwrap(), MatmulDevice::H200, highest);
+/// assert_eq!(auto(16_384, FEW_COLS_FAST_N as usize)?.variant(), MatmulVariant::FewCols);
+/// assert_eq!(auto(16_384, 16)?.variant(), MatmulVariant::Sgemm);
+/// assert_eq!(auto(8, 16)?.variant(), MatmulVariant::FewCols); // both sides narrow
+/// # Ok(()) }
+/// ```
+pub const FEW_COLS_FAST_N: u32 = 4;
 /// Shortest split of `few_rows_{1,2,4}`: 64 steps of 4 rows of `B` per thread.
 ///
 /// ```
@@ -741,12 +762,21 @@ fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
 fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
-    if shape.n <= FEW_COLS_MAX_N as usize {
+    if shape.n <= FEW_COLS_FAST_N as usize || (shape.n <= FEW_COLS_MAX_N as usize && shape.m <= FEW_ROWS_MAX_M as usize)
+    {
         let why = format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound, stream A once", shape.n);
         (MatmulVariant::FewCols, why)
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
+    } else if shape.n <= FEW_COLS_MAX_N as usize {
+        let why = format!(
+            "n = {} in {}..={FEW_COLS_MAX_N} with m = {} > {FEW_ROWS_MAX_M}: 128-row tiles share each slice of B, which few_cols re-reads for every row",
+            shape.n,
+            FEW_COLS_FAST_N + 1,
+            shape.m
+        );
+        (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {
         (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {
@@ -1058,7 +1088,13 @@ mod tests {
         let p = auto_fp32(3, 100_000, 5);
         assert_eq!(p.variant, MatmulVariant::FewCols);
         assert!(p.split.unwrap().splits > 64 && p.reduce.is_some(), "{p}");
-        assert_eq!(auto_fp32(100, 100, 16).variant, MatmulVariant::FewCols);
+        assert_eq!(auto_fp32(100, 100, 4).variant, MatmulVariant::FewCols);
+        // From 5 to 16 columns with more than 16 rows, sgemm's tiles share B; with 16 rows or
+        // fewer few_cols stays.
+        assert_eq!(auto_fp32(100, 100, 16).variant, MatmulVariant::Sgemm);
+        assert_eq!(auto_fp32(16_384, 16_384, 16).variant, MatmulVariant::Sgemm);
+        assert!(auto_fp32(16_384, 16_384, 16).reason.contains("few_cols re-reads"));
+        assert_eq!(auto_fp32(16, 1000, 16).variant, MatmulVariant::FewCols);
     }
 
     #[test]
