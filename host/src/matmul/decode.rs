@@ -46,7 +46,8 @@ pub const MIN_CHUNK: u32 = 2 * kernels::matmul::decode::WARPS * kernels::matmul:
 pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     let sm = sm.max(1);
     let strips = strips(shape.n.min(u32::MAX as usize) as u32);
-    let slots = BLOCKS_PER_SM * sm;
+    // Saturating: a device model may claim any SM count (u32::MAX SMs split nothing).
+    let slots = BLOCKS_PER_SM.saturating_mul(sm);
     if strips >= sm {
         let why = format!(
             "{strips} column strips of {} give each of {sm} SMs a block: no split",
@@ -60,7 +61,7 @@ pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
             "{strips} column strips x {} splits of k = {} blocks in one wave of {slots} slots ({BLOCKS_PER_SM} per SM), \
              splits at least {MIN_CHUNK} long; partial sums added in split order",
             s.splits,
-            strips * s.splits
+            strips as u64 * s.splits as u64
         )
     } else {
         format!("{strips} column strips; k = {} is too short to split into {MIN_CHUNK}-row parts", shape.k)
@@ -116,6 +117,14 @@ pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_sm_count_a_device_model_claims_splits_without_overflow() {
+        for sm in [0, 1, 132, u32::MAX / 2, u32::MAX] {
+            let (s, _) = choose_split(MatmulShape::new(1, 1, 1).unwrap(), sm);
+            assert_eq!(s.splits, 1, "{sm} SMs");
+        }
+    }
 
     fn shape(m: usize, k: usize, n: usize) -> MatmulShape {
         MatmulShape::new(m, k, n).unwrap()
