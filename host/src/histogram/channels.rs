@@ -345,9 +345,7 @@ pub fn plan_channels_for(
             return Err(Error::InvalidArgument(format!("packing {p}: use 0 (u32 counters), 1 (16-bit) or 2 (8-bit)")));
         }
         Some(p) => p,
-        None => (0..=MAX_PACKING)
-            .find(|&p| counters.div_ceil(packed::per_word(p) as u64) <= capacity)
-            .unwrap_or(MAX_PACKING),
+        None => packed::narrowest_packing(counters, 0, capacity).unwrap_or(MAX_PACKING),
     };
     if !kernel::supported(layout.channels, packing) {
         return Err(Error::InvalidArgument(format!(
@@ -358,7 +356,7 @@ pub fn plan_channels_for(
             format_bytes(limits.max_shared_per_block_optin as u64)
         )));
     }
-    if counters.div_ceil(packed::per_word(packing) as u64) > capacity {
+    if !packed::fits(counters, packing, capacity) {
         return Err(Error::InvalidArgument(format!(
             "{counters} counters in {}-bit digits need {} of shared memory, but a block of this device gets at most {}{}",
             packed::digit_bits(packing),

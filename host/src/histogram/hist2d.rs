@@ -417,7 +417,7 @@ pub fn plan_2d_for(
                 return Err(Error::InvalidArgument(format!("packing {p}: use 0, 1 or 2")));
             }
             Some(p) => Some(p),
-            None => (0..=MAX_PACKING).find(|&p| total.div_ceil(packed::per_word(p) as u64) <= capacity),
+            None => packed::narrowest_packing(total, 0, capacity),
         };
         match (request.global, packing) {
             (Some(true), _) => {
@@ -426,7 +426,7 @@ pub fn plan_2d_for(
                 }
                 Tier2d::Global
             }
-            (_, Some(p)) if total.div_ceil(packed::per_word(p) as u64) <= capacity => Tier2d::Shared { packing: p },
+            (_, Some(p)) if packed::fits(total, p, capacity) => Tier2d::Shared { packing: p },
             (Some(false), _) | (_, Some(_)) => {
                 return Err(Error::InvalidArgument(format!(
                     "{what}: {total} counters do not fit one block's shared memory{} (at most {} 8-bit counters): use the global tier",

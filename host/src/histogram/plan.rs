@@ -831,9 +831,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             })
         }
         HistogramTier::Packed => {
-            let packing = (1..=MAX_PACKING)
-                .find(|&p| (bins as u64).div_ceil(packed::per_word(p) as u64) <= capacity as u64)
-                .ok_or_else(|| {
+            let packing = packed::narrowest_packing(bins as u64, 1, capacity as u64).ok_or_else(|| {
                     Error::InvalidArgument(format!(
                         "{bins} bins exceed the packed tier's {} (8-bit counters, four to a word, in one block's {}): use the sorted, bucketed or global tier",
                         packed_capacity(limits),

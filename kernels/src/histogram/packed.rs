@@ -35,6 +35,38 @@ pub const fn words_for(counters: u32, packing: u32) -> u32 {
     counters.div_ceil(per_word(packing))
 }
 
+/// Whether `counters` counters packed `2^packing` to a word fit in `capacity` 32-bit words.
+///
+/// ```
+/// use kernels::histogram::packed::fits;
+/// assert!(fits(65_536, 1, 58_112) && !fits(65_536, 0, 58_112));
+/// assert!(fits(232_448, 2, 58_112) && !fits(232_449, 2, 58_112));
+/// ```
+pub const fn fits(counters: u64, packing: u32, capacity: u64) -> bool {
+    counters.div_ceil(per_word(packing) as u64) <= capacity
+}
+
+/// The narrowest packing from `least` up to [`MAX_PACKING`] at which `counters` counters fit in
+/// `capacity` words ([`fits`]); `None` when not even 8-bit digits fit.
+///
+/// ```
+/// use kernels::histogram::packed::narrowest_packing;
+/// assert_eq!(narrowest_packing(256, 0, 58_112), Some(0));
+/// assert_eq!(narrowest_packing(256, 1, 58_112), Some(1));
+/// assert_eq!(narrowest_packing(116_225, 0, 58_112), Some(2));
+/// assert_eq!(narrowest_packing(232_449, 0, 58_112), None);
+/// ```
+pub const fn narrowest_packing(counters: u64, least: u32, capacity: u64) -> Option<u32> {
+    let mut p = least;
+    while p <= MAX_PACKING {
+        if fits(counters, p, capacity) {
+            return Some(p);
+        }
+        p += 1;
+    }
+    None
+}
+
 /// Shared memory of `copies` copies of `counters` counters, bytes.
 pub const fn counter_bytes(counters: u32, packing: u32, copies: u32) -> u64 {
     words_for(counters, packing) as u64 * copies as u64 * 4
