@@ -111,18 +111,23 @@ pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// # Ok(()) }
 /// ```
 pub const FEW_COLS_FAST_N: u32 = 4;
-/// Shortest split of `few_rows_{1,2,4}`: 64 steps of 4 rows of `B` per thread.
+/// Shortest split of `few_rows_{1,2,4}`: 4 steps of 4 rows of `B` per thread. A thread's steps
+/// wait on memory one after another, so a product with few blocks per split runs in about
+/// (steps x latency): on the H200, 4x2605x269 (one block per split) took 0.061 ms with the
+/// former shortest split of 256 rows (10 splits) and 0.013 ms with 128 splits (cuBLASLt 0.013);
+/// 1x4096x4096 0.043 ms with 16 splits and 0.023 with 64 (cuBLASLt 0.019). The reduction of the
+/// partial products (splits x m x n floats, m <= 4) stays small against `B`.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::FEW_ROWS_MIN_CHUNK;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
-/// // One block of few_rows_1 would take 528 splits to fill the SMs; k = 1024 holds 4.
+/// // One block of few_rows_1 would take 528 splits to fill the SMs; k = 1024 holds 64.
 /// let p = plan(MatmulVariant::Auto, MatmulShape::new(1, 1024, 512)?, MatmulDevice::H100)?;
-/// assert_eq!(p.split(), Some(SplitK { splits: 4, k_chunk: FEW_ROWS_MIN_CHUNK }));
+/// assert_eq!(p.split(), Some(SplitK { splits: 64, k_chunk: FEW_ROWS_MIN_CHUNK }));
 /// # Ok(()) }
 /// ```
-pub const FEW_ROWS_MIN_CHUNK: u32 = 256;
+pub const FEW_ROWS_MIN_CHUNK: u32 = 16;
 /// Shortest `k` for which `auto` runs `sgemm_warp_tiled`: shorter products spend too much of
 /// their time in the prologue and epilogue, where its 4 warps per block hide less latency.
 ///
@@ -204,21 +209,22 @@ pub const WARP_TILED_SPLIT_SLACK: f64 = 1.05;
 /// # Ok(()) }
 /// ```
 pub const WARP_TILED_SPLIT_GAIN: f64 = 0.95;
-/// Shortest split of `few_rows_{8,16}`: 16 steps of 4 rows of `B` per thread. Shorter than
-/// [`FEW_ROWS_MIN_CHUNK`] so that small products still fill the SMs: 16x4096x4096 ran in
-/// 0.077 ms with 16 splits of 256 (128 blocks) and in 0.044 ms with 64 splits of 64 (before
-/// `_16` was double-buffered).
+/// Shortest split of `few_rows_{8,16}`: 4 steps of 4 rows of `B` per thread, so that small
+/// products still fill the SMs: 16x4096x4096 ran in 0.077 ms with 16 splits of 256 (128 blocks)
+/// and in 0.044 ms with 64 splits of 64 (H100, before `_16` was double-buffered); on the H200
+/// 8x2000x1000 (2 blocks per split) 0.020 ms with 31 splits of 64 and 0.014 ms with 125 of 16
+/// (cuBLASLt 0.013), 6x186x6096 0.026 ms with 2 splits and 0.011 with 16.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::FEW_ROWS_PANEL_MIN_CHUNK;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
-/// let p = plan(MatmulVariant::Auto, MatmulShape::new(8, 4096, 4096)?, MatmulDevice::H100)?;
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(8, 2000, 1000)?, MatmulDevice::H200)?;
 /// assert_eq!(p.kernel(), "matmul_few_rows_8");
-/// assert_eq!(p.split(), Some(SplitK { splits: 64, k_chunk: FEW_ROWS_PANEL_MIN_CHUNK }));
+/// assert_eq!(p.split(), Some(SplitK { splits: 125, k_chunk: FEW_ROWS_PANEL_MIN_CHUNK }));
 /// # Ok(()) }
 /// ```
-pub const FEW_ROWS_PANEL_MIN_CHUNK: u32 = 64;
+pub const FEW_ROWS_PANEL_MIN_CHUNK: u32 = 16;
 /// Shortest split of `sgemm`: one 8-deep slice per block (the estimate below weighs the cost of
 /// short splits).
 ///
@@ -1113,8 +1119,11 @@ mod tests {
             assert_eq!((p.launch.grid_dim.0, p.split.unwrap().splits), (32, splits), "{p}");
             assert!(p.to_string().contains("(one wave)"), "{p}");
         }
-        // Small products: 8 blocks per split, 64 splits of the shortest chunk (64) for few_rows_8.
+        // Small products: 8 blocks per split, 64 splits of 64 fill few_rows_8's 528 slots.
         assert_eq!(auto_fp32(8, 4096, 4096).split.unwrap(), SplitK { splits: 64, k_chunk: 64 });
+        // One block per split: 162 splits of the shortest chunk wanted, rounded to chunks of 24
+        // (a multiple of 8), so that every thread's steps are few.
+        assert_eq!(auto_fp32(4, 2605, 269).split.unwrap(), SplitK { splits: 109, k_chunk: 24 });
         assert!(auto_fp32(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
         // The register-only kernels round up: 128 blocks per split, 5 splits.
         assert_eq!(auto_fp32(1, 4096, 65_536).split.unwrap().splits, 5);
