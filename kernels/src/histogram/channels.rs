@@ -116,42 +116,15 @@ pub(crate) mod device_code {
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
 
-    /// The kernel's body for `C` channels and packing `P`; see the [module documentation](super).
+    /// Calls `count(value, channel)` for each of the `n` values of `input` (value `i` of channel
+    /// `(phase + i) % C`), 16-byte vectors through the pipelined loop, then the last `n %
+    /// PER_VECTOR` values one per thread.
     ///
     /// # Safety
-    /// As the module's.
+    /// `input` holds `n` values (16-byte aligned), `n <= u32::MAX`; the grid is one-dimensional
+    /// with blocks of a multiple of 32 threads.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn count_channels<T: Element, const C: u32, const P: u32>(
-        input: *const u8,
-        n: u64,
-        counts: *mut u32,
-        binning: Binning,
-        active: u32,
-        phase: u32,
-        copies: u32,
-    ) {
-        let nbins = binning.nbins;
-        let total = active * nbins;
-        // SAFETY: the launch provides words_for(total, P) * copies words of dynamic shared memory.
-        let words =
-            unsafe { dynamic_shared_array!(HISTOGRAM_CHANNEL_COUNTERS: u32, (words_for(total, P) * copies) as usize) };
-        // SAFETY: forwarded contract: copies is a power of two up to 32, counts holds total counters.
-        let counters = unsafe { SharedCounters::<P>::new(words, total, copies, counts) };
-        counters.zero();
-        // Every counter is zero before any thread adds to it.
-        thread::sync_threads();
-        let copy = counters.copy();
-        let count = #[inline(always)]
-        |v: T, channel: u32| {
-            // One channel: always active (the host passes active = 1).
-            if (C == 1 || channel < active)
-                && let Some(bin) = v.bin(&binning)
-            {
-                // SAFETY: channel < active and bin < nbins: below total; copy < copies.
-                unsafe { counters.add(channel * nbins + bin, copy, 1) };
-            }
-        };
+    unsafe fn count_all<T: Element, const C: u32>(input: *const u8, n: u64, phase: u32, count: impl Fn(T, u32)) {
         let vectors = n / T::PER_VECTOR;
         // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
         // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
@@ -193,6 +166,62 @@ pub(crate) mod device_code {
             // SAFETY: tail < n.
             let v = unsafe { load_one::<T>(input, tail) };
             count(v, super::channel_of(tail, phase, C));
+        }
+    }
+
+    /// The kernel's body for `C` channels and packing `P`; see the [module documentation](super).
+    ///
+    /// # Safety
+    /// As the module's.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn count_channels<T: Element, const C: u32, const P: u32>(
+        input: *const u8,
+        n: u64,
+        counts: *mut u32,
+        binning: Binning,
+        active: u32,
+        phase: u32,
+        copies: u32,
+    ) {
+        let nbins = binning.nbins;
+        let total = active * nbins;
+        // SAFETY: the launch provides words_for(total, P) * copies words of dynamic shared memory.
+        let words =
+            unsafe { dynamic_shared_array!(HISTOGRAM_CHANNEL_COUNTERS: u32, (words_for(total, P) * copies) as usize) };
+        // SAFETY: forwarded contract: copies is a power of two up to 32, counts holds total counters.
+        let counters = unsafe { SharedCounters::<P>::new(words, total, copies, counts) };
+        counters.zero();
+        // Every counter is zero before any thread adds to it.
+        thread::sync_threads();
+        let copy = counters.copy();
+        if P == 0 && T::VALUES != 0 && nbins >= T::VALUES && copies == 32 {
+            // Every value is its own bin and the copies are 32: no clamp, and the address is a
+            // shift by a constant from this lane's copy.
+            let base = counters.copy_address(copy);
+            let count = #[inline(always)]
+            |v: T, channel: u32| {
+                if C == 1 || channel < active {
+                    // SAFETY: channel < active and v.index() < T::VALUES <= nbins: below total;
+                    // 32 copies, P == 0; base is this lane's copy's.
+                    unsafe { counters.add_one_in_32(base, channel * nbins + v.index()) };
+                }
+            };
+            // SAFETY: forwarded contract.
+            unsafe { count_all::<T, C>(input, n, phase, count) };
+        } else {
+            let count = #[inline(always)]
+            |v: T, channel: u32| {
+                // One channel: always active (the host passes active = 1).
+                if (C == 1 || channel < active)
+                    && let Some(bin) = v.bin(&binning)
+                {
+                    // SAFETY: channel < active and bin < nbins: below total; copy < copies.
+                    unsafe { counters.add(channel * nbins + bin, copy, 1) };
+                }
+            };
+            // SAFETY: forwarded contract.
+            unsafe { count_all::<T, C>(input, n, phase, count) };
         }
         // Every add of this block has landed before the counters are read.
         thread::sync_threads();

@@ -227,6 +227,16 @@ pub trait Element: Copy {
     const PER_VECTOR: u64 = 16 / Self::SIZE as u64;
     /// Whether [`Element::bin`] can return `None` (floats outside the range).
     const MAY_LEAVE_OUT: bool = false;
+    /// How many values the type holds when it is an unsigned integer (`256` for `u8`), else 0:
+    /// with at least that many bins every value is its own bin, unclamped ([`Element::index`]).
+    const VALUES: u32 = 0;
+
+    /// The value as an unsigned index (unsigned integers; 0 for the other types, whose
+    /// [`Element::VALUES`] is 0).
+    #[inline(always)]
+    fn index(self) -> u32 {
+        0
+    }
 
     /// The value held in the low `SIZE` bytes of `word`.
     fn from_word(word: u32) -> Self;
@@ -249,6 +259,11 @@ pub trait Element: Copy {
 
 impl Element for u8 {
     const TYPE: InputType = InputType::U8;
+    const VALUES: u32 = 256;
+    #[inline(always)]
+    fn index(self) -> u32 {
+        self as u32
+    }
     #[inline(always)]
     fn from_word(word: u32) -> Self {
         word as u8
@@ -268,6 +283,11 @@ impl Element for u8 {
 
 impl Element for u16 {
     const TYPE: InputType = InputType::U16;
+    const VALUES: u32 = 65_536;
+    #[inline(always)]
+    fn index(self) -> u32 {
+        self as u32
+    }
     #[inline(always)]
     fn from_word(word: u32) -> Self {
         word as u16

@@ -195,6 +195,28 @@ pub(crate) mod device_code {
             }
         }
 
+        /// The shared-window address of copy `copy`'s first counter (plain counters): the base of
+        /// [`SharedCounters::add_one_in_32`]'s addresses for a lane of that copy.
+        #[inline(always)]
+        pub(crate) fn copy_address(&self, copy: u32) -> u32 {
+            self.words.address_of(copy as usize)
+        }
+
+        /// [`SharedCounters::add`] of 1 to plain counters in 32 copies, from this lane's
+        /// [`SharedCounters::copy_address`]: a shift by a constant folds into the address
+        /// arithmetic, one instruction before the atomic (8-bit values at 256 bins: 91-94% of the
+        /// H200's copy bandwidth in a CUDA C model of this loop, against 76% with `add`'s
+        /// multiply by the run-time copy count and the clamp of the value into the bins).
+        ///
+        /// # Safety
+        /// `P == 0`, 32 copies, `copy_address` is [`SharedCounters::copy_address`] of this lane's
+        /// copy, and `counter < counters`.
+        #[inline(always)]
+        pub(crate) unsafe fn add_one_in_32(&self, copy_address: u32, counter: u32) {
+            // SAFETY: inside the words by the caller's contract; red.shared is atomic.
+            unsafe { atomic::shared_add_u32(copy_address + (counter << 7), 1) };
+        }
+
         /// The rare path of [`SharedCounters::add`]: the carries of one add, corrected in the
         /// global counters (see the module documentation).
         ///
