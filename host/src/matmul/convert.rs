@@ -72,15 +72,51 @@ pub fn convert_matrix<S: GemmElement, D: GemmElement>(
     let (r, c, sld, dld) = (rows as u32, cols as u32, src_ld as u32, dst_ld as u32);
     let mut builder = stream.launch_builder(&func);
     builder.arg(&src_ptr).arg(&dst_ptr).arg(&r).arg(&c).arg(&sld).arg(&transposed).arg(&dld);
-    let tile = convert::TILE as usize;
-    let cfg = LaunchConfig {
-        grid_dim: (cols.div_ceil(tile) as u32, rows.div_ceil(tile).min(super::MAX_GRID_Y as usize) as u32, 1),
-        block_dim: (convert::TILE, convert::TILE_ROWS, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = convert_grid(rows, cols, transposed != 0);
     // SAFETY: the convert kernel's contract, checked above: the source holds the matrix at its
     // leading dimension, the destination (rows - 1) * dst_ld + cols elements, no overlap; the
     // block is TILE x TILE_ROWS.
     unsafe { builder.launch(cfg) }?;
     Ok(())
+}
+
+/// The convert kernel's grid over a `rows x cols` destination: tiles of `TILE x TILE` when
+/// transposed, else blocks of `TILE_ROWS` rows of `ROW_GROUP * TILE` columns (the kernel's
+/// thread mapping); rows beyond CUDA's y limit are grid-strided.
+pub(crate) fn convert_grid(rows: usize, cols: usize, transposed: bool) -> LaunchConfig {
+    let tile = convert::TILE as usize;
+    let (block_cols, block_rows) = if transposed {
+        (tile, tile)
+    } else {
+        ((convert::ROW_GROUP * convert::TILE) as usize, convert::TILE_ROWS as usize)
+    };
+    let x = cols.div_ceil(block_cols).max(1) as u32;
+    let y = rows.div_ceil(block_rows).clamp(1, super::MAX_GRID_Y as usize) as u32;
+    LaunchConfig { grid_dim: (x, y, 1), block_dim: (convert::TILE, convert::TILE_ROWS, 1), shared_mem_bytes: 0 }
+}
+
+#[cfg(test)]
+mod grid_tests {
+    use super::*;
+
+    #[test]
+    fn the_convert_grid_covers_every_element_in_both_mappings() {
+        for (rows, cols) in [(1, 1), (31, 33), (4344, 10925), (100_000_000, 3), (3, 1000)] {
+            let t = convert_grid(rows, cols, true);
+            assert!(t.grid_dim.0 as usize * convert::TILE as usize >= cols);
+            // Rows past the grid's y are grid-strided by the kernel: the grid needs only one row of blocks.
+            assert!(t.grid_dim.1 >= 1 && t.grid_dim.1 <= super::super::MAX_GRID_Y);
+            let r = convert_grid(rows, cols, false);
+            assert!(r.grid_dim.0 as usize * (convert::ROW_GROUP * convert::TILE) as usize >= cols);
+            assert!(r.grid_dim.0 as usize * (convert::ROW_GROUP * convert::TILE) as usize - cols < 128);
+            assert!(
+                r.grid_dim.1 as usize
+                    >= rows.div_ceil(convert::TILE_ROWS as usize).min(super::super::MAX_GRID_Y as usize)
+            );
+            assert_eq!(
+                (r.block_dim, t.block_dim),
+                ((convert::TILE, convert::TILE_ROWS, 1), (convert::TILE, convert::TILE_ROWS, 1))
+            );
+        }
+    }
 }

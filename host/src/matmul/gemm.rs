@@ -518,7 +518,7 @@ impl GemmPlan {
             // its leading dimension (lengths checked against the descriptor), the destination is
             // the workspace region the plan laid out for rows x ld elements, disjoint from every
             // operand (checked); the block is TILE x TILE_ROWS.
-            unsafe { builder.launch(convert_grid(o.rows, o.cols)) }?;
+            unsafe { builder.launch(super::convert::convert_grid(o.rows, o.cols, o.transposed)) }?;
             Ok(dst)
         };
         let (a, b) = (operand(&self.left)?, operand(&self.right)?);
@@ -644,14 +644,6 @@ impl Ranges {
         }
         Ok(())
     }
-}
-
-/// The convert kernel's grid over a `rows x cols` destination.
-fn convert_grid(rows: usize, cols: usize) -> LaunchConfig {
-    let tile = convert::TILE as usize;
-    let x = cols.div_ceil(tile).max(1) as u32;
-    let y = rows.div_ceil(tile).clamp(1, super::shape::MAX_GRID_Y as usize) as u32;
-    LaunchConfig { grid_dim: (x, y, 1), block_dim: (convert::TILE, convert::TILE_ROWS, 1), shared_mem_bytes: 0 }
 }
 
 /// The epilogue's grid-stride launch over `elements`.
