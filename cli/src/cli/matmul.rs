@@ -99,11 +99,13 @@ fn plan_variant(
 ) -> crate::Result<MatmulPlan> {
     let options = PlanOptions { policy, split: None };
     let Some(wanted) = split_k else { return matmul::plan_with(variant, shape, device, options) };
-    let split = SplitK::about(shape.k, wanted, split_k::CHUNK_GRANULE);
+    // Whole stages for the tensor-core tile kernels, CHUNK_GRANULE columns for the others.
+    let granule = variant.split_granule().max(split_k::CHUNK_GRANULE);
+    let split = SplitK::about_in(shape.k, wanted, granule, granule);
     let plan = matmul::plan_with(variant, shape, device, PlanOptions { split: Some(split), ..options })?;
     if plan.split().is_none() && plan.fallback().and_then(MatmulPlan::split).is_none() {
         return Err(Error::InvalidArgument(format!(
-            "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows and few_cols do)",
+            "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16 and the wgmma tile kernels do)",
             plan.variant().name()
         )));
     }
