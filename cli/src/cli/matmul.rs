@@ -573,6 +573,17 @@ mod tests {
         assert_eq!(plan(MatmulVariant::Auto, Some(64)).unwrap().split().unwrap(), SplitK { splits: 64, k_chunk: 128 });
         assert_eq!(plan(MatmulVariant::SgemmWarpTiled, Some(1)).unwrap().split().unwrap().splits, 1);
         assert!(plan(MatmulVariant::Auto, None).unwrap().split().unwrap().splits >= 128);
+        // The tensor-core tile kernels take ranges of whole stages (64 BF16 columns, 32 TF32).
+        assert_eq!(
+            plan(MatmulVariant::WgmmaBf16, Some(4)).unwrap().split().unwrap(),
+            SplitK { splits: 4, k_chunk: 2048 }
+        );
+        assert_eq!(
+            plan(MatmulVariant::WgmmaTf32, Some(3)).unwrap().split().unwrap(),
+            SplitK { splits: 3, k_chunk: 2752 }
+        );
+        let text = plan(MatmulVariant::WgmmaF16, Some(4)).unwrap().to_string();
+        assert!(text.contains("split-K 4 x 2048 columns of A, then matmul_split_k_reduce"), "{text}");
         let err = plan(MatmulVariant::Tiled32, Some(4)).unwrap_err().to_string();
         assert!(err.contains("--split-k: tiled32 takes no split of k"), "{err}");
         assert_eq!(matmul_args(&["--m", "1", "--k", "1", "--n", "1", "--split-k", "3"]).split_k, Some(3));
