@@ -66,8 +66,9 @@ pub struct MatmulArgs {
     #[arg(long, requires = "plan", value_name = "MODEL")]
     pub device_model: Option<DeviceModel>,
     /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
-    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16; auto's
-    /// choice among them): for measuring the planner's choices.
+    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16, and
+    /// wgmma_bf16, wgmma_f16, wgmma_tf32 and wgmma_tf32_transposed in whole stages of 64 or 32
+    /// columns; auto's choice among them): for measuring the planner's choices.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub split_k: Option<u32>,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
