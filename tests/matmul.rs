@@ -363,6 +363,18 @@ fn hopper_wgmma_split_k_matches_cpu_on_ragged_shapes() {
     }
 }
 
+/// Kept small for compute-sanitizer (filter `tensor_core`): the tile kernels' splits of `k`
+/// planned and forced (down to one stage per split), work items of several splits per block, the
+/// partial products' direct stores on tile edges, `n` odd and a multiple of 4.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tensor_core_split_k_matches_cpu_on_small_shapes() {
+    let (gpu, mut rng) = hopper_gpu("tensor-core split-K");
+    for shape in [(1, 300, 1), (3, 200, 5), (130, 129, 4), (129, 513, 257)] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, wgmma_split_plans);
+    }
+}
+
 /// Every split plan of the tensor-core tile kernels gives bitwise the same `C` on every run:
 /// partial products in the workspace, added in split order, no atomics.
 #[test]
