@@ -422,9 +422,11 @@ mod gpu {
             while item < work {
                 let (tile, z) = work_item(item, tiles);
                 let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
-                // The split's stages, as the producer loads them (kt counts from the split's first).
-                let kt0 = z * per_split;
-                let k_len = if k_tiles - kt0 < per_split { k_tiles - kt0 } else { per_split };
+                // The split's stages, as the producer loads them (kt counts from the split's
+                // first). z < splits, so kt0 < k_tiles (wrapping only spares the checked build's
+                // overflow checks).
+                let left = k_tiles.wrapping_sub(z.wrapping_mul(per_split));
+                let k_len = if left < per_split { left } else { per_split };
                 for kt in 0..k_len {
                     let s = use_index % STAGES;
                     // SAFETY: an initialised barrier; its phase completes when the stage's bytes
@@ -523,8 +525,10 @@ mod gpu {
                     let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
                     let col0 = tn * BLOCK_N + 2 * (t % 4);
                     let even = n.is_multiple_of(2);
-                    // Split z's partial product (z = 0 without a split: C itself).
-                    let out = c.wrapping_add(z as usize * m as usize * n as usize);
+                    // Split z's partial product (z = 0 without a split: C itself). Wrapping: the
+                    // plan keeps splits x m x n inside the workspace, and the checked build's
+                    // overflow checks would cost registers here.
+                    let out = c.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize));
                     unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
                                   24, 25, 26, 27, 28, 29, 30, 31] {
                         let col = col0 + 8 * j as u32;
