@@ -562,7 +562,8 @@ impl MatmulPlan {
     }
 
     /// The split of `k`, for the kernels that take one (`sgemm`, `sgemm_warp_tiled`,
-    /// `few_rows`, `few_cols`).
+    /// `few_rows`, `few_cols`, `decode_bf16`, and the tensor-core tile kernels `wgmma_bf16`,
+    /// `wgmma_f16`, `wgmma_tf32` and `wgmma_tf32_transposed` in whole stages).
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -571,6 +572,9 @@ impl MatmulPlan {
     /// let auto = plan(MatmulVariant::Auto, shape, MatmulDevice::H100)?;
     /// assert_eq!(auto.split(), Some(SplitK { splits: 8, k_chunk: 64 }));
     /// assert_eq!(plan(MatmulVariant::Tiled16, shape, MatmulDevice::H100)?.split(), None); // takes no split
+    /// // One 128 x 256 tile of wgmma_bf16 and a long k: 53 splits of 4 stages of 64.
+    /// let long = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
+    /// assert_eq!(long.split(), Some(SplitK { splits: 53, k_chunk: 256 }));
     /// # Ok(()) }
     /// ```
     pub fn split(&self) -> Option<SplitK> {
