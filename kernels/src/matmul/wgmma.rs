@@ -948,6 +948,53 @@ mod tests {
         assert_eq!(split_k_stages(5, 0, 64), (1, 1));
     }
 
+    /// A CPU model of the kernels' split: work items as `work_item` and `split_k_stages` give
+    /// them, each multiplying its tile over its stages (zeros past `k`, as the TMA reads them)
+    /// into its split's slice, then the slices added in split order, as `matmul_split_k_reduce`
+    /// does: the product, exactly (small integers), for ragged shapes and every chunk.
+    #[test]
+    fn a_cpu_model_of_the_split_work_items_adds_up_to_the_product() {
+        const M: usize = 130;
+        const K: usize = 200;
+        const N: usize = 7;
+        let a = |r: usize, kk: usize| ((r * 7 + kk * 3) % 5) as f32 - 2.0;
+        let b = |kk: usize, c: usize| ((kk * 5 + c * 11) % 7) as f32 - 3.0;
+        let bk = Operand::Bf16.block_k();
+        let (tiles_m, tiles_n) = ((M as u32).div_ceil(BLOCK_M), (N as u32).div_ceil(BLOCK_N));
+        let tiles = tiles_m * tiles_n;
+        for k_chunk in [bk, 2 * bk, 3 * bk, K as u32] {
+            let (per, splits) = split_k_stages(K as u32, k_chunk, bk);
+            let mut partials = [0.0f32; 4 * M * N];
+            let stages = (K as u32).div_ceil(bk);
+            for w in 0..tiles * splits {
+                let (tile, z) = work_item(w, tiles);
+                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                let kt0 = z * per;
+                let k_len = if stages - kt0 < per { stages - kt0 } else { per };
+                for r in (tm * BLOCK_M) as usize..((tm + 1) * BLOCK_M) as usize {
+                    for c in (tn * BLOCK_N) as usize..((tn + 1) * BLOCK_N) as usize {
+                        let mut acc = 0.0f32;
+                        for kk in (kt0 * bk) as usize..((kt0 + k_len) * bk) as usize {
+                            if r < M && c < N && kk < K {
+                                acc += a(r, kk) * b(kk, c);
+                            }
+                        }
+                        if r < M && c < N {
+                            partials[z as usize * M * N + r * N + c] = acc;
+                        }
+                    }
+                }
+            }
+            for r in 0..M {
+                for c in 0..N {
+                    let sum: f32 = (0..splits as usize).map(|z| partials[z * M * N + r * N + c]).sum();
+                    let want: f32 = (0..K).map(|kk| a(r, kk) * b(kk, c)).sum();
+                    assert_eq!(sum, want, "k_chunk {k_chunk}: C[{r}][{c}]");
+                }
+            }
+        }
+    }
+
     #[test]
     fn work_items_take_every_tile_of_each_split_once() {
         for (tiles, splits) in [(1u32, 53u32), (41, 3), (7, 1), (5, 19)] {
