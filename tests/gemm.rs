@@ -9,7 +9,8 @@ use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use hopper_kernels::Gpu;
 use hopper_kernels::matmul::{
-    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, Order, Precision, describe_plan,
+    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, Order, Precision, PrecisionPolicy,
+    SplitK, describe_plan,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -288,6 +289,81 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
             let again = s.clone_dtoh(&d).unwrap();
             assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
         }
+    }
+}
+
+/// One tensor-core tile variant with its split of `k` through the descriptor, on operands of
+/// type `T`: as planned with alpha, beta and `C` (the partials reduced into the epilogue's
+/// accumulator), with a transposed column-major `A`, a column-major `D` with a leading dimension
+/// and a batch of two (the canonical product `D^T = B^T A^T` split again), and with a forced
+/// split; each against the float64 product under the plan's bound, `D` NaN-poisoned where beta
+/// is 0; reruns bitwise equal.
+fn split_k_through_the_descriptor<T: Value>(gpu: &Gpu, rng: &mut impl Rng, variant: MatmulVariant) {
+    let rows = Layout::row_major(T::DTYPE);
+    // (m, k, n) as the matmul tests name them; GemmDesc::new takes (m, n, k).
+    for (m, k, n) in [(24, 13_368, 171), (119, 7460, 1650), (5, 4097, 7), (591, 7821, 8)] {
+        let with_c = GemmDesc::new(m, n, k).variant(variant).a(rows).b(rows).alpha_beta(1.5, -1.0);
+        let plan = GemmPlan::new(gpu, with_c).unwrap();
+        assert!(plan.kernel_plan().reduce().is_some(), "{variant} was meant to split k here: {plan}");
+        check::<T, f32>(gpu, rng, with_c);
+        check::<T, f32>(gpu, rng, with_c.alpha_beta(1.0, 0.0));
+        let odd = GemmDesc::new(m, n, k)
+            .variant(variant)
+            .transpose_a(true)
+            .a(Layout::new(T::DTYPE, Order::ColMajor).ld(k + 2))
+            .b(rows.ld(n + 1))
+            .d(Layout::col_major(DType::F32).ld(m + 3))
+            .alpha_beta(-0.5, 2.0)
+            .batch(2);
+        check::<T, f32>(gpu, rng, odd);
+        let forced = SplitK::about_in(k, 3, 1, variant.split_granule());
+        check::<T, f32>(gpu, rng, with_c.split_k(Some(forced)));
+        // Reruns of the planned split are bitwise equal.
+        let s = gpu.stream();
+        let (a, b): (Vec<T>, Vec<T>) = (draw(rng, m * k), draw(rng, k * n));
+        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+        let c: Vec<f32> = draw(rng, m * n);
+        let dc = s.clone_htod(&c).unwrap();
+        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+        let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
+        plan.launch_with_c(gpu, &da, &db, &dc, &mut d, &mut ws).unwrap();
+        let first = s.clone_dtoh(&d).unwrap();
+        for _ in 0..3 {
+            plan.launch_with_c(gpu, &da, &db, &dc, &mut d, &mut ws).unwrap();
+            let again = s.clone_dtoh(&d).unwrap();
+            assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
+        }
+    }
+}
+
+/// `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` split `k` through the descriptor with alpha, beta
+/// and `C` right, and `auto` gives BF16 and F16 operands (and `f32` under `medium`) the split
+/// where it takes the tensor cores.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_wgmma_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm wgmma split-K"));
+    if let Err(why) = gpu.hopper_status() {
+        panic!("this test checks the Hopper tensor-core kernels: {why}");
+    }
+    split_k_through_the_descriptor::<bf16>(&gpu, &mut rng, MatmulVariant::WgmmaBf16);
+    split_k_through_the_descriptor::<f16>(&gpu, &mut rng, MatmulVariant::WgmmaF16);
+    split_k_through_the_descriptor::<f32>(&gpu, &mut rng, MatmulVariant::WgmmaTf32);
+    // auto: 1024 x 16384 x 1280 is 40 tiles of 128 x 256 for the tensor cores: k is split.
+    let (m, k, n) = (1024, 16_384, 1280);
+    for desc in [
+        GemmDesc::new(m, n, k).a(Layout::row_major(DType::Bf16)).b(Layout::row_major(DType::Bf16)),
+        GemmDesc::new(m, n, k).a(Layout::row_major(DType::F16)).b(Layout::row_major(DType::F16)),
+        GemmDesc::new(m, n, k).policy(PrecisionPolicy::Medium),
+    ] {
+        let desc = desc.alpha_beta(0.75, 0.5);
+        let plan = GemmPlan::new(&gpu, desc).unwrap();
+        assert!(plan.kernel_plan().variant().needs_tensor_cores() && plan.kernel_plan().reduce().is_some(), "{plan}");
+        match desc.a.dtype {
+            DType::Bf16 => check::<bf16, f32>(&gpu, &mut rng, desc),
+            DType::F16 => check::<f16, f32>(&gpu, &mut rng, desc),
+            _ => check::<f32, f32>(&gpu, &mut rng, desc),
+        };
     }
 }
 

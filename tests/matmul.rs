@@ -27,7 +27,7 @@ fn every_plan(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         plans.push(matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap());
         if variant.splits_k() {
             for wanted in [2, 3] {
-                let split = SplitK::about(shape.k, wanted, 1);
+                let split = SplitK::about_in(shape.k, wanted, 1, variant.split_granule());
                 if split.splits > 1 {
                     let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
                     plans.push(matmul::plan_gemm(gpu, variant, shape, options).unwrap());
@@ -272,6 +272,122 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
     for plan in tensor_core_plans(&gpu, shape) {
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+    }
+}
+
+/// The tensor-core tile variants, which split `k` in whole stages of their pipeline.
+const WGMMA_TILE_VARIANTS: [MatmulVariant; 4] =
+    [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed];
+
+/// Each tensor-core tile variant as planned, unsplit, and with `k` forced into about 2, 3, 7 and
+/// the most (up to 256) ranges of whole stages, where `k` holds them: every way the kernels'
+/// work items cover `k` and write their output (`C` directly, through the TMA or not, or
+/// partial products added by the split-K reduction).
+fn wgmma_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let mut plans = Vec::new();
+    for variant in WGMMA_TILE_VARIANTS {
+        plans.push(matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap());
+        let granule = variant.split_granule();
+        let mut splits = vec![SplitK::none(shape.k)];
+        splits.extend(
+            [2, 3, 7, 256].map(|w| SplitK::about_in(shape.k, w, 1, granule)).into_iter().filter(|s| s.splits > 1),
+        );
+        splits.dedup();
+        for split in splits {
+            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+            let plan =
+                matmul::plan_gemm(gpu, variant, shape, options).unwrap_or_else(|e| panic!("{variant} {split:?}: {e}"));
+            assert_eq!(plan.kernel_plan().split(), Some(split), "{plan}");
+            plans.push(plan);
+        }
+    }
+    plans
+}
+
+/// The shapes of the H200 sweep where the unsplit tensor-core kernels were 4-13x cuBLASLt's time
+/// (1 to 41 tiles for 132 SMs, long `k`), m x k x n.
+const SPLIT_K_SWEEP_SHAPES: [(usize, usize, usize); 12] = [
+    (24, 13_368, 171),
+    (8, 10_397, 3),
+    (1, 8340, 1),
+    (1, 7862, 3),
+    (591, 7821, 8),
+    (79, 8453, 1077),
+    (119, 7460, 1650),
+    (174, 4970, 21),
+    (56, 3192, 89),
+    (975, 3821, 24),
+    (5202, 3876, 1),
+    (3133, 1711, 1),
+];
+
+/// `wgmma_bf16`, `wgmma_f16`, `wgmma_tf32` and `wgmma_tf32_transposed` on the sweep's worst
+/// shapes: the planner splits `k` for every one of them, and the planned and forced splits match
+/// the float64 product under each precision's bound, `C` NaN-poisoned.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_wgmma_split_k_matches_cpu_on_the_sweeps_small_outputs_with_long_k() {
+    let (gpu, mut rng) = hopper_gpu("wgmma split-K sweep shapes");
+    for (m, k, n) in SPLIT_K_SWEEP_SHAPES {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        for variant in WGMMA_TILE_VARIANTS {
+            let plan = matmul::plan_gemm(&gpu, variant, shape, PlanOptions::default()).unwrap();
+            let split = plan.kernel_plan().split().unwrap();
+            assert!(split.splits > 1 && plan.kernel_plan().reduce().is_some(), "{plan}");
+        }
+        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), wgmma_split_plans);
+    }
+}
+
+/// Split `k` on ragged shapes: `k` not a multiple of the 64- or 32-deep stage nor of the split's
+/// range, `m` or `n` of 1, `n` odd (scalar stores) or a multiple of 4 (where the unsplit BF16
+/// and F16 kernels store through the TMA), several tiles and several work items per block.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_wgmma_split_k_matches_cpu_on_ragged_shapes() {
+    let (gpu, mut rng) = hopper_gpu("wgmma split-K ragged");
+    for shape in [
+        (1, 1000, 1),
+        (1, 777, 255),
+        (3, 1031, 1),
+        (17, 999, 33),
+        (64, 65, 64),
+        (5, 4097, 7),
+        (130, 513, 4),
+        (129, 4099, 257),
+        (200, 2049, 301),
+        (300, 3000, 600),
+        (2100, 700, 300),
+    ] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, wgmma_split_plans);
+    }
+}
+
+/// Kept small for compute-sanitizer (filter `tensor_core`): the tile kernels' splits of `k`
+/// planned and forced (down to one stage per split), work items of several splits per block, the
+/// partial products' direct stores on tile edges, `n` odd and a multiple of 4.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tensor_core_split_k_matches_cpu_on_small_shapes() {
+    let (gpu, mut rng) = hopper_gpu("tensor-core split-K");
+    for shape in [(1, 300, 1), (3, 200, 5), (130, 129, 4), (129, 513, 257)] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, wgmma_split_plans);
+    }
+}
+
+/// Every split plan of the tensor-core tile kernels gives bitwise the same `C` on every run:
+/// partial products in the workspace, added in split order, no atomics.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_wgmma_split_k_plans_give_bitwise_equal_results_on_every_run() {
+    let (gpu, mut rng) = hopper_gpu("wgmma split-K determinism");
+    for (m, k, n) in [(24, 13_368, 171), (119, 7460, 1650), (5202, 3876, 1), (129, 4099, 257)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+        for plan in wgmma_split_plans(&gpu, shape).iter().filter(|p| p.kernel_plan().reduce().is_some()) {
+            assert_runs_bitwise_equal(&gpu, plan, &mut mats);
+        }
     }
 }
 

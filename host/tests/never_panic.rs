@@ -61,7 +61,21 @@ proptest! {
                     prop_assert!(s.splits >= 1 && s.k_chunk >= 1, "{}", p);
                     prop_assert!(s.splits as u64 * s.k_chunk as u64 >= k as u64, "{}: k uncovered", p);
                     prop_assert!(((s.splits - 1) as u64 * s.k_chunk as u64) < k as u64, "{}: an empty split", p);
-                    prop_assert_eq!(g.2, s.splits);
+                    let tile_kernels = [
+                        MatmulVariant::WgmmaBf16,
+                        MatmulVariant::WgmmaF16,
+                        MatmulVariant::WgmmaTf32,
+                        MatmulVariant::WgmmaTf32Transposed,
+                    ];
+                    if tile_kernels.contains(&p.variant()) {
+                        // A persistent grid over tiles x splits work items, each split whole
+                        // stages (all but the last).
+                        let items = matmul::wgmma::tiles(shape, p.kernel()) * s.splits as u64;
+                        prop_assert!(g.2 == 1 && g.0 as u64 <= items && items <= i32::MAX as u64, "{}", p);
+                        prop_assert!(s.splits == 1 || s.k_chunk.is_multiple_of(p.variant().split_granule()), "{}", p);
+                    } else {
+                        prop_assert_eq!(g.2, s.splits);
+                    }
                 }
                 if p.reduce().is_some() {
                     prop_assert!(m as u64 * n as u64 <= u32::MAX as u64, "{}", p);

@@ -362,8 +362,9 @@ fn measure_shape(
             Ok(plan) => {
                 let row = measure_plan(gpu, variant.name(), &plan, &mut mats, reference, &timing)?;
                 // Which kernel a planner ran, and why, is the point of its row; the others run
-                // the kernel their name says.
-                if MatmulVariant::PLANNERS.contains(&variant) { row.with_plan(plan.to_string()) } else { row }
+                // the kernel their name says, and say their plan where it split k.
+                let split = plan.kernel_plan().reduce().is_some();
+                if MatmulVariant::PLANNERS.contains(&variant) || split { row.with_plan(plan.to_string()) } else { row }
             }
             Err(skipped) => {
                 MatmulRow::unmeasured(variant.name(), MatmulRowKind::Gpu, timing.method.clone(), skipped, None)

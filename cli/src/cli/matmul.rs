@@ -66,8 +66,9 @@ pub struct MatmulArgs {
     #[arg(long, requires = "plan", value_name = "MODEL")]
     pub device_model: Option<DeviceModel>,
     /// Split k into about this many ranges (1: no split), overriding the planner's split, for the
-    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16; auto's
-    /// choice among them): for measuring the planner's choices.
+    /// kernels that take one (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16, and
+    /// wgmma_bf16, wgmma_f16, wgmma_tf32 and wgmma_tf32_transposed in whole stages of 64 or 32
+    /// columns; auto's choice among them): for measuring the planner's choices.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub split_k: Option<u32>,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
@@ -99,11 +100,13 @@ fn plan_variant(
 ) -> crate::Result<MatmulPlan> {
     let options = PlanOptions { policy, split: None };
     let Some(wanted) = split_k else { return matmul::plan_with(variant, shape, device, options) };
-    let split = SplitK::about(shape.k, wanted, split_k::CHUNK_GRANULE);
+    // Whole stages for the tensor-core tile kernels, CHUNK_GRANULE columns for the others.
+    let granule = variant.split_granule().max(split_k::CHUNK_GRANULE);
+    let split = SplitK::about_in(shape.k, wanted, granule, granule);
     let plan = matmul::plan_with(variant, shape, device, PlanOptions { split: Some(split), ..options })?;
     if plan.split().is_none() && plan.fallback().and_then(MatmulPlan::split).is_none() {
         return Err(Error::InvalidArgument(format!(
-            "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows and few_cols do)",
+            "--split-k: {} takes no split of k (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16 and the wgmma tile kernels do)",
             plan.variant().name()
         )));
     }
@@ -571,6 +574,17 @@ mod tests {
         assert_eq!(plan(MatmulVariant::Auto, Some(64)).unwrap().split().unwrap(), SplitK { splits: 64, k_chunk: 128 });
         assert_eq!(plan(MatmulVariant::SgemmWarpTiled, Some(1)).unwrap().split().unwrap().splits, 1);
         assert!(plan(MatmulVariant::Auto, None).unwrap().split().unwrap().splits >= 128);
+        // The tensor-core tile kernels take ranges of whole stages (64 BF16 columns, 32 TF32).
+        assert_eq!(
+            plan(MatmulVariant::WgmmaBf16, Some(4)).unwrap().split().unwrap(),
+            SplitK { splits: 4, k_chunk: 2048 }
+        );
+        assert_eq!(
+            plan(MatmulVariant::WgmmaTf32, Some(3)).unwrap().split().unwrap(),
+            SplitK { splits: 3, k_chunk: 2752 }
+        );
+        let text = plan(MatmulVariant::WgmmaF16, Some(4)).unwrap().to_string();
+        assert!(text.contains("split-K 4 x 2048 columns of A, then matmul_split_k_reduce"), "{text}");
         let err = plan(MatmulVariant::Tiled32, Some(4)).unwrap_err().to_string();
         assert!(err.contains("--split-k: tiled32 takes no split of k"), "{err}");
         assert_eq!(matmul_args(&["--m", "1", "--k", "1", "--n", "1", "--split-k", "3"]).split_k, Some(3));

@@ -311,7 +311,8 @@ pub struct GemmDesc {
     /// The kernel: `auto` (the planner's choice) or one by name.
     pub variant: MatmulVariant,
     /// A split of `k` instead of the planner's, for the kernels that take one (for measuring the
-    /// planner's choices); `None`: the planner's.
+    /// planner's choices; the tensor-core tile kernels take ranges of whole stages,
+    /// [`MatmulVariant::split_granule`]); `None`: the planner's.
     pub split_k: Option<SplitK>,
 }
 

@@ -927,6 +927,47 @@ mod tests {
     }
 
     #[test]
+    fn tensor_core_descriptors_get_the_split_of_k_with_its_partials_in_the_workspace() {
+        use crate::matmul::SplitK;
+        let rows = |t| Layout::row_major(t);
+        // (m, n, k): GemmDesc's order. Named kernels with alpha, beta and C: a split of k, its
+        // partials beside the epilogue's accumulator.
+        for (variant, t) in [
+            (MatmulVariant::WgmmaBf16, DType::Bf16),
+            (MatmulVariant::WgmmaF16, DType::F16),
+            (MatmulVariant::WgmmaTf32, DType::F32),
+        ] {
+            let desc = GemmDesc::new(24, 171, 13_368).variant(variant).a(rows(t)).b(rows(t)).alpha_beta(1.5, -1.0);
+            let s = skeleton(desc);
+            let split = s.kernel.split().unwrap();
+            assert!(split.splits > 1 && s.kernel.reduce().is_some(), "{}", s.kernel);
+            assert!(s.epilogue.is_some());
+            assert!(s.regions.total >= 4 * split.splits as usize * 24 * 171 + 4 * 24 * 171, "{}", s.regions.total);
+            assert_eq!(s.regions.total, s.regions.split_k + 4 * s.kernel.workspace_floats(), "the partials come last");
+            // A forced split through the descriptor, and one the kernel cannot take.
+            let forced = SplitK::about_in(13_368, 5, 1, variant.split_granule());
+            assert_eq!(skeleton(desc.split_k(Some(forced))).kernel.split(), Some(forced));
+            let bad = desc.split_k(Some(SplitK { splits: 3, k_chunk: 4464 }));
+            let err = Skeleton::new(&bad, MatmulDevice::H200).err().unwrap().to_string();
+            assert!(err.contains("whole stages"), "{err}");
+        }
+        // auto: BF16 and F16 operands where `high` takes the tensor cores (80 tiles of 128 x 128),
+        // which are 40 tiles of wgmma's 128 x 256: k is split.
+        for t in [DType::Bf16, DType::F16] {
+            let s = skeleton(GemmDesc::new(1024, 1280, 16_384).a(rows(t)).b(rows(t)));
+            assert!(matches!(s.kernel.variant(), MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16), "{}", s.kernel);
+            assert!(s.kernel.split().unwrap().splits > 1, "{}", s.kernel);
+        }
+        // f32 under `medium`: wgmma_tf32, split the same way.
+        let s = skeleton(GemmDesc::new(1024, 1280, 16_384).policy(PrecisionPolicy::Medium));
+        assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaTf32, "{}", s.kernel);
+        assert!(s.kernel.split().unwrap().splits > 1, "{}", s.kernel);
+        let text =
+            describe_plan(&GemmDesc::new(1024, 1280, 16_384).policy(PrecisionPolicy::Medium), MatmulDevice::H200);
+        assert!(text.unwrap().contains("split-K"));
+    }
+
+    #[test]
     fn packed_row_major_f32_runs_in_place_with_no_epilogue_and_no_workspace_but_the_kernels() {
         let s = skeleton(GemmDesc::new(300, 200, 100).variant(MatmulVariant::Sgemm));
         assert!(s.left.convert.is_none() && s.right.convert.is_none() && s.epilogue.is_none());

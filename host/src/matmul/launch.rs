@@ -65,17 +65,26 @@ pub(super) fn product(
     let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     let f16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    // With a split of k the tile kernels write their partial products to the workspace, and the
+    // reduction adds them into C'; without one they write C'.
+    let split = plan.split().unwrap_or(super::split_k::SplitK::none(s.k));
+    let split_out = plan.reduce().is_some();
     let tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
         let key = [list[0].1, list[1].1, if c_in_maps { p.c } else { 0 }];
         let maps = maps(key, &list)?;
+        let out = if split_out { p.split_k } else { p.c };
         let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
-        builder.arg(&maps).arg(&p.c).arg(&m).arg(&k).arg(&n);
+        builder.arg(&maps).arg(&out).arg(&m).arg(&k).arg(&n).arg(&split.k_chunk);
         // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe A' and B' (and
-        // C' where listed) as the plan laid them out, in the boxes and swizzle the kernel takes;
-        // C' holds m*n f32 and overlaps neither operand (checked by the plan); the launch config
-        // and its dynamic shared memory are the planner's, allowed when the plan was made.
+        // C' where listed, never with a split) as the plan laid them out, in the boxes and
+        // swizzle the kernel takes; the output is C' (m*n f32) or, with a split, the workspace
+        // region of splits*m*n f32 the plan laid out, overlapping neither operand (checked by
+        // the plan); k_chunk is the plan's, a multiple of the kernel's stage below k or at least
+        // k (check_split and the planner's granule check), so the kernel's splits are the plan's;
+        // the launch config and its dynamic shared memory are the planner's, allowed when the
+        // plan was made.
         unsafe { builder.launch(plan.launch_config()) }?;
-        Ok(())
+        reduce_partials(gpu, plan, functions, p, 0)
     };
     match plan.variant() {
         MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 => {
@@ -86,7 +95,8 @@ pub(super) fn product(
             };
             let [map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b);
             let mut list = vec![(map_a, p.a, data_type), (map_b, p.b, data_type)];
-            let c_map = wgmma::c_map(s);
+            // A split's partials are stored directly (no map); C' through the TMA where it can.
+            let c_map = wgmma::c_map(s).filter(|_| !split_out);
             if let Some(map_c) = c_map {
                 if !p.c.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(
@@ -141,19 +151,33 @@ fn fp32(
     // out, disjoint from both; the planner gives the kernel's block shape, a grid z equal to the
     // splits and a k_chunk that is a positive multiple of 8; the guard is 0 or a finished split's.
     unsafe { builder.launch(plan.launch_config()) }?;
-    if let (Some(split), Some(cfg)) = (split, reduce) {
-        let len = u32::try_from(s.m as u64 * s.n as u64).map_err(|_| Error::LimitExceeded {
-            what: "m * n of a split-K reduction".into(),
-            value: s.m as u64 * s.n as u64,
-            limit: u32::MAX as u64,
-        })?;
-        let splits = split.splits;
-        let mut builder = gpu.stream().launch_builder(&functions[kernels::matmul::split_k::KERNEL]);
-        builder.arg(&p.split_k).arg(&p.c).arg(&len).arg(&splits).arg(&guard);
-        // SAFETY: the workspace region holds splits*m*n floats written by the kernel above on
-        // the same stream, C' holds m*n; disjoint; the guard as above.
-        unsafe { builder.launch(cfg) }?;
-    }
+    reduce_partials(gpu, plan, functions, p, guard)
+}
+
+/// With a split of `k` (a reduction in the plan), `matmul_split_k_reduce` of the partial
+/// products the plan's kernel wrote to the workspace into `C'`; nothing otherwise. `guard` is 0
+/// or the address of a split-TF32 guard (the reduction then runs only on its FP32 path).
+fn reduce_partials(
+    gpu: &Gpu,
+    plan: &MatmulPlan,
+    functions: &HashMap<&'static str, CudaFunction>,
+    p: &Product,
+    guard: u64,
+) -> Result<()> {
+    let s = plan.shape();
+    let (Some(split), Some(cfg)) = (plan.split(), plan.reduce()) else { return Ok(()) };
+    let len = u32::try_from(s.m as u64 * s.n as u64).map_err(|_| Error::LimitExceeded {
+        what: "m * n of a split-K reduction".into(),
+        value: s.m as u64 * s.n as u64,
+        limit: u32::MAX as u64,
+    })?;
+    let splits = split.splits;
+    let mut builder = gpu.stream().launch_builder(&functions[kernels::matmul::split_k::KERNEL]);
+    builder.arg(&p.split_k).arg(&p.c).arg(&len).arg(&splits).arg(&guard);
+    // SAFETY: the workspace region holds splits*m*n floats written by the plan's kernel before
+    // this on the same stream, C' holds m*n; disjoint; the guard is 0 or a split-TF32 guard
+    // written on this stream before.
+    unsafe { builder.launch(cfg) }?;
     Ok(())
 }
 
@@ -188,20 +212,7 @@ fn decode(gpu: &Gpu, plan: &MatmulPlan, functions: &HashMap<&'static str, CudaFu
     // the plan laid out, disjoint from both; m <= 16 and the grid (strips, 1, splits) with
     // splits = ceil(k / k_chunk) are the planner's (decode::plan, check_split).
     unsafe { builder.launch(plan.launch_config()) }?;
-    if let Some(cfg) = plan.reduce() {
-        let len = u32::try_from(s.m as u64 * s.n as u64).map_err(|_| Error::LimitExceeded {
-            what: "m * n of a split-K reduction".into(),
-            value: s.m as u64 * s.n as u64,
-            limit: u32::MAX as u64,
-        })?;
-        let guard = 0u64;
-        let mut builder = gpu.stream().launch_builder(&functions[kernels::matmul::split_k::KERNEL]);
-        builder.arg(&p.split_k).arg(&p.c).arg(&len).arg(&split.splits).arg(&guard);
-        // SAFETY: the workspace region holds splits*m*n floats written by the kernel above on
-        // the same stream, C' holds m*n; disjoint; no guard (null).
-        unsafe { builder.launch(cfg) }?;
-    }
-    Ok(())
+    reduce_partials(gpu, plan, functions, p, 0)
 }
 
 /// The grid of `matmul_split_tf32x3` for `shape` on `sm_count` SMs: `A'` and `B'` in one launch

@@ -48,6 +48,17 @@
 //!   for 1, 2, 4, 8, 12, 16, 24, 32, 64 splits), and predict 128^3's best near 16 splits of 8
 //!   (measured: 0.007 ms with 12 to 32 splits, 0.009 with 4, 0.016 unsplit).
 //!
+//! - The tensor-core tile kernels (`wgmma_bf16`, `wgmma_f16`, `wgmma_tf32`,
+//!   `wgmma_tf32_transposed`; one block per SM): no split when their tiles give every SM one.
+//!   Otherwise `s` splits of whole stages (at least [`WGMMA_MIN_CHUNK_STAGES`], at most
+//!   [`MAX_SPLITS`](super::split_k::MAX_SPLITS)) take an estimated `ceil(tiles * s / SMs) *
+//!   (ceil(stages / s) + WGMMA_ITEM_OVERHEAD_STAGES) + WGMMA_REDUCE_FIXED_STAGES + s * m * n *
+//!   WGMMA_REDUCE_STAGES_PER_VALUE`, in stages of one block: every work item pays its pipeline's
+//!   fill and its epilogue, and the reduction its launch and a pass over the partial sums. The
+//!   partial sums are also held to [`WGMMA_MAX_PARTIAL_FRACTION`] of the operands' bytes. The
+//!   planner takes the fewest `s` within [`WGMMA_SPLIT_SLACK`] of the least estimate, and splits
+//!   only when that saves at least a fifth ([`WGMMA_SPLIT_GAIN`]).
+//!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
 use super::precision::PrecisionPolicy;
@@ -285,6 +296,86 @@ pub const SGEMM_BLOCK_OVERHEAD_K: f64 = 37.0;
 /// ```
 pub const SGEMM_REDUCE_K_PER_VALUE: f64 = 3.5e-5;
 
+/// Shortest split of the tensor-core tile kernels, in stages of their pipeline (64 BF16 or F16
+/// columns of `k`, 32 TF32): the depth of their ring, so that a split's loads fill it once.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WGMMA_MIN_CHUNK_STAGES;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // One tile of 24 x 171 and k = 13368 (209 stages of 64): 53 splits of the shortest split, 4
+/// // stages, on 53 SMs.
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
+/// let s = p.split().unwrap();
+/// assert_eq!((s.splits, s.k_chunk), (53, WGMMA_MIN_CHUNK_STAGES * 64));
+/// assert!(s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * 64);
+/// # Ok(()) }
+/// ```
+pub const WGMMA_MIN_CHUNK_STAGES: u32 = 4;
+/// A tensor-core work item's cost besides its stages (the pipeline's first loads, the epilogue),
+/// in stages of one block (about 0.6 us on the H200: a lone `wgmma_bf16` block ran 24x13368x171's
+/// 209 stages in 137 us).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::{WGMMA_ITEM_OVERHEAD_STAGES, WGMMA_MIN_CHUNK_STAGES};
+/// // The shortest split pays a third of its time or more in its fill and epilogue.
+/// assert!(WGMMA_ITEM_OVERHEAD_STAGES / (WGMMA_MIN_CHUNK_STAGES as f64 + WGMMA_ITEM_OVERHEAD_STAGES) >= 0.33);
+/// ```
+pub const WGMMA_ITEM_OVERHEAD_STAGES: f64 = 2.0;
+/// The split-K reduction's fixed cost after a tensor-core split (a launch and its tail), in
+/// stages of one block (about 2.4 us).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::WGMMA_REDUCE_FIXED_STAGES;
+/// assert!(WGMMA_REDUCE_FIXED_STAGES > 0.0);
+/// ```
+pub const WGMMA_REDUCE_FIXED_STAGES: f64 = 4.0;
+/// The split-K reduction's cost per partial sum after a tensor-core split, in stages of one
+/// block: 8 bytes (written by the kernel, read by the reduction) at about 3 TB/s, over 0.6 us.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::WGMMA_REDUCE_STAGES_PER_VALUE;
+/// // 100 splits of a 1024 x 1024 C would cost about 470 stages: far more than they save.
+/// assert!(100.0 * 1024.0 * 1024.0 * WGMMA_REDUCE_STAGES_PER_VALUE > 400.0);
+/// ```
+pub const WGMMA_REDUCE_STAGES_PER_VALUE: f64 = 4.5e-6;
+/// The most bytes of partial sums (`splits x m x n x 4`) a tensor-core split may write, as a
+/// fraction of the operands' bytes (`(m + n) x k` elements): the reduction's traffic stays small
+/// beside the product's.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WGMMA_MAX_PARTIAL_FRACTION;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // 256 x 512 x 256 (2 tiles, 8 stages): two splits of 4 stages would write 512 KiB of partial
+/// // sums against 512 KiB of BF16 operands, more than a quarter: no split.
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(256, 512, 256)?, MatmulDevice::H200)?;
+/// assert_eq!(p.split().unwrap().splits, 1);
+/// assert_eq!(WGMMA_MAX_PARTIAL_FRACTION, 0.25);
+/// # Ok(()) }
+/// ```
+pub const WGMMA_MAX_PARTIAL_FRACTION: f64 = 0.25;
+/// The tensor-core split takes the fewest splits whose estimate is within this factor of the
+/// least: each split adds partial sums that the estimate charges only roughly.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::WGMMA_SPLIT_SLACK;
+/// assert!(WGMMA_SPLIT_SLACK > 1.0 && WGMMA_SPLIT_SLACK < 1.1);
+/// ```
+pub const WGMMA_SPLIT_SLACK: f64 = 1.05;
+/// The tensor-core kernels split `k` only when the estimate falls to this fraction of the
+/// unsplit one or less.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // 4096^3: 512 tiles of 128 x 256 already give every SM a block.
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
+/// assert_eq!(p.split().unwrap().splits, 1);
+/// # Ok(()) }
+/// ```
+pub const WGMMA_SPLIT_GAIN: f64 = 0.8;
+
 /// What the planner needs to know of the device.
 ///
 /// ```
@@ -477,7 +568,8 @@ impl MatmulPlan {
     }
 
     /// The split of `k`, for the kernels that take one (`sgemm`, `sgemm_warp_tiled`,
-    /// `few_rows`, `few_cols`).
+    /// `few_rows`, `few_cols`, `decode_bf16`, and the tensor-core tile kernels `wgmma_bf16`,
+    /// `wgmma_f16`, `wgmma_tf32` and `wgmma_tf32_transposed` in whole stages).
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -486,6 +578,9 @@ impl MatmulPlan {
     /// let auto = plan(MatmulVariant::Auto, shape, MatmulDevice::H100)?;
     /// assert_eq!(auto.split(), Some(SplitK { splits: 8, k_chunk: 64 }));
     /// assert_eq!(plan(MatmulVariant::Tiled16, shape, MatmulDevice::H100)?.split(), None); // takes no split
+    /// // One 128 x 256 tile of wgmma_bf16 and a long k: 53 splits of 4 stages of 64.
+    /// let long = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
+    /// assert_eq!(long.split(), Some(SplitK { splits: 53, k_chunk: 256 }));
     /// # Ok(()) }
     /// ```
     pub fn split(&self) -> Option<SplitK> {
@@ -711,7 +806,21 @@ pub fn plan_with(
         MatmulVariant::WgmmaBf16
         | MatmulVariant::WgmmaF16
         | MatmulVariant::WgmmaTf32
-        | MatmulVariant::WgmmaTf32Transposed => (super::wgmma::plan(shape, device, kernel)?, None, String::new()),
+        | MatmulVariant::WgmmaTf32Transposed => {
+            let (s, why) = split.map_or_else(|| wgmma_split(shape, sm, variant, kernel), forced);
+            let granule = variant.split_granule();
+            if s.splits > 1 && !s.k_chunk.is_multiple_of(granule) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} splits k in whole stages of {granule} columns: {} splits of {} columns (a k_chunk that is \
+                     not a multiple of {granule})",
+                    variant.name(),
+                    s.splits,
+                    s.k_chunk
+                )));
+            }
+            check_split(shape, s)?;
+            (super::wgmma::plan_split(shape, device, kernel, s.splits)?, Some(s), why)
+        }
         MatmulVariant::DecodeBf16 => {
             let (s, why) = split.map_or_else(|| super::decode::choose_split(shape, sm), forced);
             (super::decode::plan(shape, s)?, Some(s), why)
@@ -904,6 +1013,76 @@ fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     // `s` splits take `ceil(tiles * s / slots) / s` of the unsplit time.
     let cost = |s: SplitK| (tiles * s.splits as u64).div_ceil(slots) as f64 / s.splits as f64;
     best_split(shape, tiles, slots, rule, cost, "")
+}
+
+/// The split of `k` for a tensor-core tile kernel (module documentation): whole stages of the
+/// kernel's pipeline, toward one wave of work items on the SMs when the tiles leave SMs idle.
+fn wgmma_split(shape: MatmulShape, sm: u32, variant: MatmulVariant, kernel: &str) -> (SplitK, String) {
+    let (rows, cols) = super::wgmma::tile_of(kernel);
+    let tiles = super::wgmma::tiles(shape, kernel);
+    let granule = variant.split_granule();
+    let stages = (shape.k as u64).div_ceil(granule as u64);
+    let tile_text = format!("{} of {rows}x{cols}", count(tiles, "tile"));
+    if tiles >= sm as u64 {
+        return (SplitK::none(shape.k), format!("{tile_text} give each of {sm} SMs a block: no split of k"));
+    }
+    let values = shape.m as f64 * shape.n as f64;
+    // Bytes per element: a stage is 128 bytes of k.
+    let element_bytes = kernels::matmul::wgmma::BLOCK_K_BYTES as f64 / granule as f64;
+    let operand_bytes = (shape.m as f64 + shape.n as f64) * shape.k as f64 * element_bytes;
+    let cost = |splits: u64, per: u64| {
+        let waves = (tiles * splits).div_ceil(sm as u64) as f64;
+        let reduce = if splits > 1 {
+            WGMMA_REDUCE_FIXED_STAGES + splits as f64 * values * WGMMA_REDUCE_STAGES_PER_VALUE
+        } else {
+            0.0
+        };
+        waves * (per as f64 + WGMMA_ITEM_OVERHEAD_STAGES) + reduce
+    };
+    let unsplit = cost(1, stages);
+    // Candidates: `per` stages per split (at least the shortest split), for every split count
+    // up to MAX_SPLITS.
+    let min_per = WGMMA_MIN_CHUNK_STAGES as u64;
+    let most = stages.div_ceil(min_per).min(super::split_k::MAX_SPLITS as u64);
+    let mut candidates: Vec<(u64, u64, f64)> = Vec::new();
+    for wanted in 2..=most {
+        let per = stages.div_ceil(wanted).max(min_per);
+        let splits = stages.div_ceil(per);
+        let partial_bytes = 4.0 * splits as f64 * values;
+        if splits < 2
+            || candidates.last().is_some_and(|c| c.0 == splits)
+            || partial_bytes > WGMMA_MAX_PARTIAL_FRACTION * operand_bytes
+        {
+            continue;
+        }
+        candidates.push((splits, per, cost(splits, per)));
+    }
+    let least = candidates.iter().map(|c| c.2).fold(unsplit, f64::min);
+    let best = candidates.iter().find(|c| c.2 <= WGMMA_SPLIT_SLACK * least);
+    match best {
+        Some(&(splits, per, estimate)) if estimate <= WGMMA_SPLIT_GAIN * unsplit => {
+            let s = SplitK { splits: splits as u32, k_chunk: (per * granule as u64) as u32 };
+            let why = format!(
+                "{tile_text} for {sm} SMs: {} splits of k ({per} stages of {granule}) make {} work items, \
+                 estimated {:.0}% of the unsplit time (reduction included)",
+                s.splits,
+                tiles * splits,
+                100.0 * estimate / unsplit
+            );
+            (s, why)
+        }
+        _ => {
+            let why = if most < 2 {
+                format!(
+                    "{tile_text} on {sm} SMs; k = {} is too short to split into {WGMMA_MIN_CHUNK_STAGES} stages of {granule}",
+                    shape.k
+                )
+            } else {
+                format!("{tile_text} on {sm} SMs: a split of k would not pay for its partial sums")
+            };
+            (SplitK::none(shape.k), why)
+        }
+    }
 }
 
 /// A register-tiled kernel's bounds on its split of `k`.
@@ -1233,6 +1412,130 @@ mod tests {
                 assert!(p.unwrap_err().to_string().contains("at most 16"));
             }
         }
+    }
+
+    /// The tensor-core tile variants that split `k`.
+    const WGMMA_TILES: [MatmulVariant; 4] = [
+        MatmulVariant::WgmmaBf16,
+        MatmulVariant::WgmmaF16,
+        MatmulVariant::WgmmaTf32,
+        MatmulVariant::WgmmaTf32Transposed,
+    ];
+
+    #[test]
+    fn wgmma_splits_k_of_small_outputs_with_long_k_toward_one_wave_of_whole_stages() {
+        // The H200 sweep's worst shapes against cuBLASLt (m x k x n), all 1 to 41 tiles.
+        for (m, k, n) in [
+            (24, 13_368, 171),
+            (8, 10_397, 3),
+            (1, 8340, 1),
+            (1, 7862, 3),
+            (591, 7821, 8),
+            (79, 8453, 1077),
+            (119, 7460, 1650),
+            (174, 4970, 21),
+            (56, 3192, 89),
+            (975, 3821, 24),
+            (5202, 3876, 1),
+            (3133, 1711, 1),
+        ] {
+            let shape = MatmulShape::new(m, k, n).unwrap();
+            for v in WGMMA_TILES {
+                let p = plan(v, shape, MatmulDevice::H200).unwrap();
+                let s = p.split.unwrap();
+                let tiles = super::super::wgmma::tiles(shape, p.kernel);
+                let granule = v.split_granule();
+                assert!(s.splits > 1 && p.reduce.is_some(), "{p}");
+                // Whole stages, at least the shortest split, covering k exactly once.
+                assert!(s.k_chunk.is_multiple_of(granule) && s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * granule, "{p}");
+                assert_eq!(s.splits as usize, k.div_ceil(s.k_chunk as usize), "{p}");
+                // One wave at most, and at least a quarter of the SMs busy (or every split the
+                // shortest chunk allows).
+                let items = tiles * s.splits as u64;
+                assert!(items <= 132, "{p}");
+                let most = (k as u64).div_ceil((WGMMA_MIN_CHUNK_STAGES * granule) as u64) * tiles;
+                assert!(items >= 33 || items == most || s.splits > 4 && m * n > 4000, "{p}");
+                assert_eq!(p.launch.grid_dim, (items as u32, 1, 1), "{p}");
+                // The partials are in the workspace and the plan says why.
+                assert_eq!(p.workspace_floats(), s.splits as usize * m * n);
+                let text = p.to_string();
+                assert!(text.contains(&format!("split-K {} x {}", s.splits, s.k_chunk)), "{text}");
+                assert!(text.contains("work items") && text.contains("reduction included"), "{text}");
+            }
+        }
+        // 24x13368x171: 53 splits of 4 stages of 64 (BF16, one tile), 60 of 7 stages of 32 (TF32
+        // on C^T: two tiles of 256 x 128).
+        let shape = MatmulShape::new(24, 13_368, 171).unwrap();
+        let bf16 = plan(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200).unwrap();
+        assert_eq!(bf16.split, Some(SplitK { splits: 53, k_chunk: 256 }));
+        let tf32 = plan(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200).unwrap();
+        assert_eq!((tf32.split, tf32.launch.grid_dim.0), (Some(SplitK { splits: 60, k_chunk: 224 }), 120));
+    }
+
+    #[test]
+    fn wgmma_keeps_k_whole_where_the_tiles_fill_the_sms_or_k_is_short() {
+        for (m, k, n) in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14_336, 4096), (8192, 4096, 28_672)] {
+            for v in WGMMA_TILES {
+                let p = plan(v, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap();
+                assert_eq!((p.split.unwrap().splits, p.reduce.is_none()), (1, true), "{p}");
+                assert_eq!(p.workspace_floats(), 0);
+                assert!(p.to_string().contains("no split of k") && p.reason.contains("give each of 132 SMs"), "{p}");
+            }
+        }
+        // Few tiles but k too short to split into two of 4 stages (k = 256 is 4 stages of 64).
+        let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(100, 256, 100).unwrap(), MatmulDevice::H200).unwrap();
+        assert_eq!(p.split.unwrap().splits, 1, "{p}");
+        assert!(p.reason.contains("too short to split"), "{p}");
+        // 1024^3 (32 tiles, 16 stages) and 2048^3 (128 tiles): the partial sums would cost more
+        // than the split saves.
+        for size in [1024, 2048] {
+            let p =
+                plan(MatmulVariant::WgmmaF16, MatmulShape::new(size, size, size).unwrap(), MatmulDevice::H200).unwrap();
+            assert_eq!(p.split.unwrap().splits, 1, "{p}");
+            assert!(p.reason.contains("would not pay"), "{p}");
+        }
+    }
+
+    #[test]
+    fn wgmma_forced_splits_are_taken_in_whole_stages_and_refused_past_k() {
+        let shape = MatmulShape::new(100, 1000, 300).unwrap();
+        let forced =
+            |v, s| plan_with(v, shape, MatmulDevice::H200, PlanOptions { split: Some(s), ..Default::default() });
+        for v in WGMMA_TILES {
+            let g = v.split_granule();
+            let s = SplitK::about_in(1000, 3, 1, g);
+            let p = forced(v, s).unwrap();
+            assert_eq!((p.split, p.reduce.is_some()), (Some(s), true), "{p}");
+            assert!(p.reason.contains("split forced"), "{p}");
+            assert_eq!(p.workspace_floats(), s.splits as usize * 100 * 300);
+            // Tiles x splits work items, one block per SM at most.
+            let items = super::super::wgmma::tiles(shape, p.kernel) * s.splits as u64;
+            assert_eq!(p.launch.grid_dim.0 as u64, items.min(132));
+            // One split of at least k: no workspace, no reduction.
+            let p = forced(v, SplitK::none(1000)).unwrap();
+            assert!(p.reduce.is_none() && p.workspace_floats() == 0);
+            // A range that is not whole stages.
+            let err = forced(v, SplitK { splits: 3, k_chunk: g + 8 }).unwrap_err().to_string();
+            assert!(err.contains(&format!("whole stages of {g} columns")), "{err}");
+            // A split beyond k.
+            let err = forced(v, SplitK { splits: 17, k_chunk: 64 }).unwrap_err().to_string();
+            assert!(err.contains("leave splits past k = 1000"), "{err}");
+            let err = forced(v, SplitK { splits: 2, k_chunk: 64 }).unwrap_err().to_string();
+            assert!(err.contains("cover 128 of k = 1000"), "{err}");
+        }
+        // The most splits: every stage its own split, 32 of 32 for TF32 at k = 1000, on the 3
+        // tiles of 256 x 128 of C^T: 96 work items.
+        let p = forced(MatmulVariant::WgmmaTf32, SplitK { splits: 32, k_chunk: 32 }).unwrap();
+        assert_eq!(p.launch.grid_dim.0, 96);
+    }
+
+    #[test]
+    fn wgmma_split_work_items_past_the_kernels_u32_count_are_refused() {
+        let shape = MatmulShape::new(1 << 20, 1 << 20, 1 << 20).unwrap();
+        let s = SplitK::about_in(1 << 20, 256, 1, 64);
+        let options = PlanOptions { split: Some(s), ..Default::default() };
+        let err = plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, options).unwrap_err().to_string();
+        assert!(err.contains("work items") || err.contains("m * n"), "{err}");
     }
 
     #[test]

@@ -84,11 +84,29 @@ impl SplitK {
     /// assert_eq!(SplitK::about(9, 3, 1), SplitK { splits: 2, k_chunk: 8 });
     /// ```
     pub fn about(k: usize, wanted: u32, min_chunk: u32) -> Self {
+        Self::about_in(k, wanted, min_chunk, CHUNK_GRANULE)
+    }
+
+    /// [`SplitK::about`] with ranges a multiple of `granule` long (a multiple of
+    /// [`CHUNK_GRANULE`], rounded up to one): the tensor-core kernels split `k` in whole stages
+    /// of their pipeline ([`MatmulVariant::split_granule`](super::MatmulVariant::split_granule)).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::SplitK;
+    /// // k = 1000 in 3 ranges of whole 64-column stages: 384, 384 and 232.
+    /// assert_eq!(SplitK::about_in(1000, 3, 1, 64), SplitK { splits: 3, k_chunk: 384 });
+    /// // 1000 holds 16 ranges of 64 at most (the last one 40 long).
+    /// assert_eq!(SplitK::about_in(1000, 100, 1, 64), SplitK { splits: 16, k_chunk: 64 });
+    /// ```
+    pub fn about_in(k: usize, wanted: u32, min_chunk: u32, granule: u32) -> Self {
+        let granule = granule.max(1).next_multiple_of(CHUNK_GRANULE);
+        let max_chunk = (u32::MAX / granule * granule) as u64;
         let k = (k as u64).max(1);
-        let least = k.div_ceil(MAX_CHUNK as u64) as u32;
+        let least = k.div_ceil(max_chunk) as u32;
         let most = ((k / min_chunk.max(1) as u64).min(MAX_SPLITS as u64) as u32).max(least).max(1);
         let splits = wanted.clamp(least.max(1), most);
-        let k_chunk = Self::chunk(k.div_ceil(splits as u64));
+        let k_chunk =
+            k.div_ceil(splits as u64).next_multiple_of(granule as u64).clamp(granule as u64, max_chunk) as u32;
         Self { splits: k.div_ceil(k_chunk as u64) as u32, k_chunk }
     }
 

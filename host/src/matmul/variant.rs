@@ -235,10 +235,57 @@ impl MatmulVariant {
     /// ```
     /// use hopper_kernels::matmul::MatmulVariant;
     /// let splitting: Vec<&str> = MatmulVariant::ALL.iter().filter(|v| v.splits_k()).map(|v| v.name()).collect();
-    /// assert_eq!(splitting, ["sgemm", "sgemm_warp_tiled", "few_rows", "few_cols", "decode_bf16"]);
+    /// assert_eq!(
+    ///     splitting,
+    ///     [
+    ///         "sgemm",
+    ///         "sgemm_warp_tiled",
+    ///         "few_rows",
+    ///         "few_cols",
+    ///         "wgmma_bf16",
+    ///         "wgmma_f16",
+    ///         "wgmma_tf32",
+    ///         "wgmma_tf32_transposed",
+    ///         "decode_bf16"
+    ///     ]
+    /// );
     /// ```
     pub fn splits_k(self) -> bool {
-        matches!(self, Self::Sgemm | Self::SgemmWarpTiled | Self::FewRows | Self::FewCols | Self::DecodeBf16)
+        matches!(
+            self,
+            Self::Sgemm
+                | Self::SgemmWarpTiled
+                | Self::FewRows
+                | Self::FewCols
+                | Self::WgmmaBf16
+                | Self::WgmmaF16
+                | Self::WgmmaTf32
+                | Self::WgmmaTf32Transposed
+                | Self::DecodeBf16
+        )
+    }
+
+    /// The multiple of columns of `k` a split's range must be (all but the last): the
+    /// tensor-core tile kernels split `k` in whole stages of their pipeline (64 BF16 or F16
+    /// columns, 32 TF32), the others in [`CHUNK_GRANULE`](super::split_k::CHUNK_GRANULE).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::{MatmulVariant, SplitK};
+    /// assert_eq!(MatmulVariant::WgmmaBf16.split_granule(), 64);
+    /// assert_eq!(MatmulVariant::WgmmaTf32.split_granule(), 32);
+    /// assert_eq!(MatmulVariant::Sgemm.split_granule(), 8);
+    /// // Three ranges of k = 1000 for wgmma_f16: whole stages of 64.
+    /// let v = MatmulVariant::WgmmaF16;
+    /// assert_eq!(SplitK::about_in(1000, 3, 1, v.split_granule()), SplitK { splits: 3, k_chunk: 384 });
+    /// ```
+    pub fn split_granule(self) -> u32 {
+        use kernels::matmul::wgmma::Operand;
+        match self {
+            Self::WgmmaBf16 => Operand::Bf16.block_k(),
+            Self::WgmmaF16 => Operand::F16.block_k(),
+            Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Operand::Tf32.block_k(),
+            _ => super::split_k::CHUNK_GRANULE,
+        }
     }
 
     /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow

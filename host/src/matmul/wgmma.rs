@@ -122,25 +122,78 @@ impl Tf32x3Order {
 /// # Ok(()) }
 /// ```
 pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<LaunchConfig> {
-    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, PROMOTED_BLOCK_ROWS, TF32_THREADS};
-    let (m, n) = (dim(shape.m, "m")? as u64, dim(shape.n, "n")? as u64);
+    plan_split(shape, device, kernel, 1)
+}
+
+/// The block tile of `kernel` over `C`: `(rows, columns)` (`wgmma_tf32` and
+/// `wgmma_tf32_promoted` tile `C^T`, so their rows of `C` are the instruction's `n`).
+///
+/// ```
+/// use hopper_kernels::matmul::wgmma;
+/// assert_eq!(wgmma::tile_of("wgmma_bf16"), (128, 256));
+/// assert_eq!(wgmma::tile_of("wgmma_tf32"), (256, 128));
+/// ```
+pub fn tile_of(kernel: &str) -> (u32, u32) {
+    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, PROMOTED_BLOCK_ROWS};
+    match kernel {
+        KERNEL_TF32 => (BLOCK_N, BLOCK_M),
+        KERNEL_TF32_PROMOTED => (PROMOTED_BLOCK_ROWS, BLOCK_M),
+        _ => (BLOCK_M, BLOCK_N),
+    }
+}
+
+/// Block tiles of `kernel` over `C` for `shape` ([`tile_of`]).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, wgmma};
+/// // 24 x 171 of C: one tile of 128 x 256 for wgmma_bf16, two of 256 x 128 for wgmma_tf32.
+/// let shape = MatmulShape::new(24, 13_368, 171)?;
+/// assert_eq!((wgmma::tiles(shape, "wgmma_bf16"), wgmma::tiles(shape, "wgmma_tf32")), (1, 2));
+/// # Ok(()) }
+/// ```
+pub fn tiles(shape: MatmulShape, kernel: &str) -> u64 {
+    let (rows, cols) = tile_of(kernel);
+    (shape.m as u64).div_ceil(rows as u64) * (shape.n as u64).div_ceil(cols as u64)
+}
+
+/// [`plan`] with `k` split in `splits` ranges: a persistent grid over `tiles x splits` work
+/// items (one block per SM, at most one per item), each a tile's product over its range of
+/// `k`, written as that split's partial product.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, wgmma};
+/// // One tile in 42 splits: 42 blocks; 41 tiles in 3 splits: 123.
+/// let one = wgmma::plan_split(MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200, "wgmma_bf16", 42)?;
+/// assert_eq!(one.grid_dim, (42, 1, 1));
+/// let tall = wgmma::plan_split(MatmulShape::new(5202, 3876, 1)?, MatmulDevice::H200, "wgmma_f16", 3)?;
+/// assert_eq!(tall.grid_dim, (123, 1, 1));
+/// # Ok(()) }
+/// ```
+pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits: u32) -> Result<LaunchConfig> {
+    use kernels::matmul::wgmma::{KERNEL_TF32, KERNEL_TF32_PROMOTED, TF32_THREADS};
+    dim(shape.m, "m")?;
+    dim(shape.n, "n")?;
     dim(shape.k, "k")?;
-    // Tiles of (rows of C) x (columns of C).
-    let ((rows, cols), threads, shared_mem_bytes) = match kernel {
-        KERNEL_TF32 => ((BLOCK_N, BLOCK_M), TF32_THREADS, DYNAMIC_SHARED_BYTES),
-        KERNEL_TF32_PROMOTED => ((PROMOTED_BLOCK_ROWS, BLOCK_M), TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
-        _ => ((BLOCK_M, BLOCK_N), THREADS, DYNAMIC_SHARED_BYTES),
+    let (rows, cols) = tile_of(kernel);
+    let (threads, shared_mem_bytes) = match kernel {
+        KERNEL_TF32 => (TF32_THREADS, DYNAMIC_SHARED_BYTES),
+        KERNEL_TF32_PROMOTED => (TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
+        _ => (THREADS, DYNAMIC_SHARED_BYTES),
     };
-    // The kernels count tiles in u32 and step through them by the grid.
-    let tiles = m.div_ceil(rows as u64) * n.div_ceil(cols as u64);
-    if tiles > i32::MAX as u64 {
+    // The kernels count work items (tiles x splits) in u32 and step through them by the grid.
+    let tiles = tiles(shape, kernel);
+    let work = tiles * splits.max(1) as u64;
+    if work > i32::MAX as u64 {
+        let split = if splits > 1 { format!(" x {splits} splits of k") } else { String::new() };
         return Err(Error::InvalidArgument(format!(
-            "{shape} needs {tiles} tiles of {rows}x{cols}: {kernel} takes at most {}",
+            "{shape} needs {tiles} tiles of {rows}x{cols}{split}: {kernel} takes at most {} work items",
             i32::MAX
         )));
     }
     Ok(LaunchConfig {
-        grid_dim: ((tiles as u32).min(device.sm_count.max(1)), 1, 1),
+        grid_dim: ((work as u32).min(device.sm_count.max(1)), 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes,
     })

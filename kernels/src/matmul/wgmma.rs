@@ -9,9 +9,13 @@
 //! B^T A^T` with `B` through registers) is documented at its body (`gpu_rs`).
 //!
 //! # Parameters
-//! `maps`: tensor maps (`A`, then `B`, then for `wgmma_bf16` with `n % 4 == 0` `C`,
-//! [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte aligned; `c`: row-major `C[m x n]`
-//! `f32`; `m, k, n >= 1`.
+//! `maps`: tensor maps (`A`, then `B`, then for `wgmma_bf16` with `n % 4 == 0` and no split of
+//! `k` `C`, [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte aligned; `c`: row-major `C[m x
+//! n]` `f32`, or with a split of `k` the `splits` partial products `C_z[m x n]` one after another
+//! (split `z` at `c + z * m * n`, added by `matmul_split_k_reduce`); `m, k, n >= 1`; `k_chunk`:
+//! columns of `k` per split, a multiple of the stage's `K` ([`Operand::block_k`]) when it is less
+//! than `k`, so that `splits = ceil(k / k_chunk)` ([`split_k_stages`]); `k_chunk >= k` is no
+//! split.
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
 //!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
@@ -24,9 +28,9 @@
 //! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
 //! zeros add nothing to the products. Both epilogues stage the accumulators in shared memory,
 //! a warpgroup's 64 rows x 32 columns at a time: with the `C` map the TMA stores each box (and
-//! skips elements outside the tensor); without it (rows not 16-byte aligned, or
-//! `wgmma_tf32_transposed`) the warpgroup reads the box back by rows and stores each row's 32
-//! floats from one warp instruction, guarded.
+//! skips elements outside the tensor); without it (rows not 16-byte aligned, a split of `k`
+//! writing its partial product, or `wgmma_tf32_transposed`) the warpgroup reads the box back by
+//! rows and stores each row's 32 floats from one warp instruction, guarded.
 //!
 //! # Thread mapping
 //! [`THREADS`] = 288: warpgroups 0 and 1 (warps 0-7) consume, each multiplying its 64 rows of
@@ -36,14 +40,15 @@
 //! # Tiling
 //! Block tile [`BLOCK_M`] x [`BLOCK_N`], [`BLOCK_K_BYTES`] of `K` per stage (64 BF16 or F16, or
 //! 32 TF32: one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
-//! `b` takes tiles `b, b + grid, ...` in [`tile_coords`] order (bands of [`GROUP_M`] tile rows,
-//! so that the tiles in flight share their rows of `A` and columns of `B` in L2). Each stage
+//! `b` takes work items `b, b + grid, ...` of `tiles x splits` ([`work_item`]: a tile in
+//! [`tile_coords`] order, bands of [`GROUP_M`] tile rows, so that the tiles in flight share their
+//! rows of `A` and columns of `B` in L2, and a split of `k`, [`split_k_stages`]). Each stage
 //! has a `full` barrier (the producer's expected bytes, completed by the TMA) and an `empty`
 //! barrier (one arrival per consumer warpgroup, from its first thread, once the `wgmma` reading
 //! the stage completed: CUTLASS's `PipelineTmaAsync`; 256 per-thread arrivals measured the same).
 //!
 //! # Epilogue
-//! `wgmma_bf16` and `wgmma_f16` with `n % 4 == 0` store `C` through shared memory: each consumer
+//! `wgmma_bf16` and `wgmma_f16` with `n % 4 == 0` and no split of `k` store `C` through shared memory: each consumer
 //! warpgroup writes its 64 x 256 part as 8 boxes of 64 rows x 32 columns (128-byte swizzled, so
 //! that a warp's 8 rows land in different banks) into [`EPILOGUE_BUFFERS`] boxes of its own, and
 //! its first thread has the TMA store each box (`cp.async.bulk.tensor` shared -> global, whole
@@ -53,7 +58,7 @@
 //!
 //! # Safety
 //! The maps describe the operands as above, with the boxes and swizzle given; `c` holds `m*n`
-//! `f32` and overlaps nothing the `A` and `B` maps describe; the `C` map, where there is one,
+//! `f32` (times the splits of `k`) and overlaps nothing the `A` and `B` maps describe; the `C` map, where there is one,
 //! describes `c`; the block is [`THREADS`] threads and the launch gives
 //! [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory.
 
@@ -249,6 +254,40 @@ pub const fn tile_coords_in_bands(t: u32, tiles_m: u32, tiles_n: u32, group: u32
     (first + within % rows, within / rows)
 }
 
+/// The split of `k` a launch with `k_chunk` makes, in stages of `block_k`: `(stages per split,
+/// splits)`. Split `z` multiplies stages `z * per .. min((z + 1) * per, ceil(k / block_k))`,
+/// whole stages except where `k` itself ends (the TMA reads zeros past it), so a `k_chunk` that
+/// is a multiple of `block_k` splits `k` exactly as `ceil(k / k_chunk)` ranges of `k_chunk`
+/// columns; `k_chunk >= k` is one split (no workspace: the kernel writes `C`).
+///
+/// ```
+/// use kernels::matmul::wgmma::split_k_stages;
+/// // k = 1000 in stages of 64 (16 stages): chunks of 256 columns are 4 splits of 4 stages.
+/// assert_eq!(split_k_stages(1000, 256, 64), (4, 4));
+/// // A chunk of at least k: one split of every stage.
+/// assert_eq!(split_k_stages(1000, 1000, 64), (16, 1));
+/// ```
+pub const fn split_k_stages(k: u32, k_chunk: u32, block_k: u32) -> (u32, u32) {
+    let stages = k.div_ceil(block_k);
+    let per = k_chunk.div_ceil(block_k);
+    let per = if per == 0 { 1 } else { per };
+    let splits = stages.div_ceil(per);
+    (per, if splits == 0 { 1 } else { splits })
+}
+
+/// Work item `w` of a split launch over `tiles` output tiles: `(tile, split)`, every tile of
+/// split 0 first, then of split 1, ..., so that the blocks in flight share the `k` range of
+/// their operands' rows and columns in L2.
+///
+/// ```
+/// use kernels::matmul::wgmma::work_item;
+/// assert_eq!(work_item(0, 3), (0, 0));
+/// assert_eq!(work_item(4, 3), (1, 1));
+/// ```
+pub const fn work_item(w: u32, tiles: u32) -> (u32, u32) {
+    (w % tiles, w / tiles)
+}
+
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 mod gpu {
     use super::*;
@@ -285,7 +324,7 @@ mod gpu {
     /// The body `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32_transposed` share; `INPUT` is the
     /// [`Operand`]'s discriminant.
     #[inline(always)]
-    pub(super) unsafe fn run<const INPUT: u8>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    pub(super) unsafe fn run<const INPUT: u8>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         let op = Operand::from_id(INPUT);
         // 16-bit inputs: B N-major (transposed by the instruction), C through the TMA.
         let half = op.bytes() == 2;
@@ -312,12 +351,15 @@ mod gpu {
         let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
         let tiles = tiles_m * tiles_n;
         let k_tiles = k.div_ceil(op.block_k());
+        let (per_split, splits) = split_k_stages(k, k_chunk, op.block_k());
+        let work = tiles * splits;
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
         let map_a = maps;
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
         let map_c = maps.wrapping_add(2 * TENSOR_MAP_BYTES);
-        // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule).
-        let tma_store = half && n.is_multiple_of(4);
+        // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule) and C
+        // is one product (a split's partial products have no map).
+        let tma_store = half && n.is_multiple_of(4) && splits == 1;
 
         if warp == CONSUMERS * 4 {
             if tid.is_multiple_of(32) {
@@ -327,11 +369,14 @@ mod gpu {
                     tma::prefetch_tensormap(map_b);
                 }
                 let mut use_index = 0u32;
-                let mut tile = first;
-                while tile < tiles {
+                let mut item = first;
+                while item < work {
+                    let (tile, z) = work_item(item, tiles);
                     let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
                     let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
-                    for kt in 0..k_tiles {
+                    let kt0 = z * per_split;
+                    let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
+                    for kt in kt0..kt1 {
                         let s = use_index % STAGES;
                         let k0 = (kt * op.block_k()) as i32;
                         // SAFETY: the empty barrier's phase completes once both consumer
@@ -354,7 +399,7 @@ mod gpu {
                         }
                         use_index += 1;
                     }
-                    tile += step;
+                    item += step;
                 }
             }
         } else {
@@ -367,7 +412,7 @@ mod gpu {
             // SAFETY: all-zero bits are the f32 0.0.
             let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
             let mut use_index = 0u32;
-            let mut tile = first;
+            let mut item = first;
             // One arrival per warpgroup on the stage's empty barrier (CUTLASS's
             // `PipelineTmaAsync`), from its first thread.
             let release = |s: u32| {
@@ -378,9 +423,15 @@ mod gpu {
                     unsafe { mbarrier::arrive(ring.empty(s)) };
                 }
             };
-            while tile < tiles {
+            while item < work {
+                let (tile, z) = work_item(item, tiles);
                 let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
-                for kt in 0..k_tiles {
+                // The split's stages, as the producer loads them (kt counts from the split's
+                // first). z < splits, so kt0 < k_tiles (wrapping only spares the checked build's
+                // overflow checks).
+                let left = k_tiles.wrapping_sub(z.wrapping_mul(per_split));
+                let k_len = if left < per_split { left } else { per_split };
+                for kt in 0..k_len {
                     let s = use_index % STAGES;
                     // SAFETY: an initialised barrier; its phase completes when the stage's bytes
                     // have landed.
@@ -481,6 +532,10 @@ mod gpu {
                     // ran at 0.55 TB/s on the H200 (8841x28x6665, n odd: 406 us against
                     // cuBLASLt's 105).
                     let (x0, y0) = (tn * BLOCK_N, tm * BLOCK_M + wg * 64);
+                    // Split z's partial product (z = 0 without a split: C itself). Wrapping: the
+                    // plan keeps splits x m x n inside the workspace, and the checked build's
+                    // overflow checks would cost registers here.
+                    let out = c.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize));
                     let lr = (t / 32) * 16 + (t % 32) / 4;
                     let lane = t % 32;
                     unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -512,15 +567,16 @@ mod gpu {
                                     // SAFETY: a 4-byte aligned element of this warpgroup's box,
                                     // written before the barrier above.
                                     let v = unsafe { f32::load_shared(buf + wgmma::swizzle_128b(r * 128 + lane * 4)) };
-                                    // SAFETY: row < m and col < n: inside C; each element of C
-                                    // has one owner thread.
-                                    unsafe { mem::store_global_f32(c.wrapping_add(row as usize * n as usize + col as usize), v) };
+                                    // SAFETY: row < m and col < n: inside C (or split z's slice,
+                                    // which the contract gives with a split); each element has
+                                    // one owner thread.
+                                    unsafe { mem::store_global_f32(out.wrapping_add(row as usize * n as usize + col as usize), v) };
                                 }
                             }
                         }
                     });
                 }
-                tile += step;
+                item += step;
             }
             if tma_store && t == 0 {
                 // The block's shared memory must outlive the stores' reads of it.
@@ -559,6 +615,7 @@ mod gpu_rs {
         m: u32,
         k: u32,
         n: u32,
+        k_chunk: u32,
         guard: *const u32,
     ) {
         // The split-TF32 guard: on its FP32 path another kernel writes C; on its split path C is
@@ -602,6 +659,8 @@ mod gpu_rs {
         let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(block_rows));
         let tiles = tiles_r * tiles_c;
         let k_tiles = k.div_ceil(32);
+        let (per_split, splits) = split_k_stages(k, k_chunk, 32);
+        let work = tiles * splits;
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
         let map_a = maps;
         let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
@@ -619,11 +678,14 @@ mod gpu_rs {
                 tma::prefetch_tensormap(map_b);
             }
             let mut use_index = 0u32;
-            let mut tile = first;
-            while tile < tiles {
+            let mut item = first;
+            while item < work {
+                let (tile, z) = work_item(item, tiles);
                 let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
                 let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * block_rows) as i32);
-                for kt in 0..k_tiles {
+                let kt0 = z * per_split;
+                let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
+                for kt in kt0..kt1 {
                     let s = use_index % STAGES_;
                     let k0 = (kt * 32) as i32;
                     // SAFETY: as in the other kernels: stage s is free once its empty phase
@@ -639,7 +701,7 @@ mod gpu_rs {
                     }
                     use_index += 1;
                 }
-                tile += step;
+                item += step;
             }
             return;
         }
@@ -655,9 +717,13 @@ mod gpu_rs {
         let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
         let mut acc = Acc::zeroed();
         let mut use_index = 0u32;
-        let mut tile = first;
-        while tile < tiles {
+        let mut item = first;
+        while item < work {
+            let (tile, z) = work_item(item, tiles);
             let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
+            // The split's stages, counted from its first (as the producer loads them).
+            let kt0 = z * per_split;
+            let k_len = if k_tiles - kt0 < per_split { k_tiles - kt0 } else { per_split };
             // The promoted runs' sums (unused without promotion).
             let mut sum = Acc::zeroed();
             // One stage: its fragments loaded into registers, its 4 wgmma issued, then the group
@@ -710,7 +776,7 @@ mod gpu_rs {
                         // thread; the group that read the previous stage has completed.
                         unsafe { mbarrier::arrive(empty((use_index + STAGES_ - 1) % STAGES_)) };
                     }
-                    if PROMOTE > 0 && (kt % PROMOTE == PROMOTE - 1 || kt + 1 == k_tiles) {
+                    if PROMOTE > 0 && (kt % PROMOTE == PROMOTE - 1 || kt + 1 == k_len) {
                         acc.wait_group::<0>();
                         acc.add_into(&mut sum);
                     }
@@ -718,12 +784,12 @@ mod gpu_rs {
                 }};
             }
             let mut kt = 0;
-            while kt + 1 < k_tiles {
+            while kt + 1 < k_len {
                 consume_stage!(kt);
                 consume_stage!(kt + 1);
                 kt += 2;
             }
-            if kt < k_tiles {
+            if kt < k_len {
                 consume_stage!(kt);
             }
             acc.wait_group::<0>();
@@ -736,7 +802,8 @@ mod gpu_rs {
             let row = tc * block_rows + 2 * (t % 4);
             let col = tr * BLOCK_M + wg * 64 + fr;
             let (col_ok, col8_ok) = (col < n, col + 8 < n);
-            let mut p = c.wrapping_add(row as usize * n as usize + col as usize);
+            // Split z's partial product (z = 0 without a split: C itself).
+            let mut p = c.wrapping_add(z as usize * m as usize * n as usize + row as usize * n as usize + col as usize);
             let step8 = 8 * n as usize;
             unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
                           26, 27, 28, 29, 30, 31] {
@@ -746,8 +813,8 @@ mod gpu_rs {
                     unroll!(e in [0, 1] {
                         if r + (e as u32) < m {
                             let pe = p.wrapping_add(e * n as usize);
-                            // SAFETY: row r + e < m and the column checked: inside C; one owner
-                            // per element.
+                            // SAFETY: row r + e < m and the column checked: inside C (or split
+                            // z's slice of the contract's partials); one owner per element.
                             unsafe {
                                 let out = if PROMOTE > 0 { &sum } else { &acc };
                                 let value = |i: usize| {
@@ -766,7 +833,7 @@ mod gpu_rs {
                     p = p.wrapping_add(step8);
                 }
             });
-            tile += step;
+            item += step;
         }
     }
 }
@@ -777,9 +844,9 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }>(maps, c, m, k, n) }
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }>(maps, c, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` from F16 (IEEE half) operands, `wgmma_bf16`'s body with
@@ -787,9 +854,9 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_f16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    pub unsafe fn wgmma_f16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }>(maps, c, m, k, n) }
+        unsafe { gpu::run::<{ Operand::F16 as u8 }>(maps, c, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
@@ -797,9 +864,9 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Tf32 as u8 }>(maps, c, m, k, n) }
+        unsafe { gpu::run::<{ Operand::Tf32 as u8 }>(maps, c, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
@@ -807,10 +874,11 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
-    /// swizzle; otherwise as the module documentation.
-    pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32) {
+    /// swizzle; `k_chunk` a multiple of 32 below `k` (or at least `k`: no split); otherwise as
+    /// the module documentation.
+    pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, m, k, n, core::ptr::null()) }
+        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, m, k, n, k_chunk, core::ptr::null()) }
     }
 
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
@@ -825,7 +893,8 @@ crate::hopper_kernel! {
     pub unsafe fn wgmma_tf32_promoted(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, guard: *const u32) {
         // SAFETY: the kernel contract is the body's.
         unsafe {
-            gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(maps, c, m, k, n, guard)
+            // One split: all of k.
+            gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(maps, c, m, k, n, k, guard)
         }
     }
 }
@@ -869,5 +938,95 @@ mod tests {
         assert_eq!(tile_coords(16, 32, 16), (0, 1));
         assert_eq!(tiles(4096, 4096), 512);
         assert_eq!(tiles(129, 257), 4);
+    }
+
+    #[test]
+    fn splits_of_k_cover_every_stage_once_and_match_the_hosts_count() {
+        for op in [Operand::Bf16, Operand::Tf32] {
+            let bk = op.block_k();
+            for k in [1u32, 31, 32, 33, 63, 64, 65, 171, 1000, 1077, 1650, 13_368] {
+                let stages = k.div_ceil(bk);
+                // Chunks of whole stages below k, and chunks of at least k (no split).
+                for chunk in [bk, 2 * bk, 3 * bk, 7 * bk, k.next_multiple_of(8), k + 5, u32::MAX] {
+                    let (per, splits) = split_k_stages(k, chunk, bk);
+                    let mut next = 0;
+                    for z in 0..splits {
+                        let kt0 = z * per;
+                        let kt1 = if stages - kt0 < per { stages } else { kt0 + per };
+                        assert!(kt0 == next && kt1 > kt0, "k {k}, chunk {chunk}, split {z}");
+                        next = kt1;
+                    }
+                    assert_eq!(next, stages, "k {k}, chunk {chunk}");
+                    if chunk >= k {
+                        assert_eq!(splits, 1);
+                    } else {
+                        // The host counts ceil(k / k_chunk) partial products.
+                        assert_eq!(splits, k.div_ceil(chunk), "k {k}, chunk {chunk}");
+                    }
+                }
+            }
+        }
+        assert_eq!(split_k_stages(5, 0, 64), (1, 1));
+    }
+
+    /// A CPU model of the kernels' split: work items as `work_item` and `split_k_stages` give
+    /// them, each multiplying its tile over its stages (zeros past `k`, as the TMA reads them)
+    /// into its split's slice, then the slices added in split order, as `matmul_split_k_reduce`
+    /// does: the product, exactly (small integers), for ragged shapes and every chunk.
+    #[test]
+    fn a_cpu_model_of_the_split_work_items_adds_up_to_the_product() {
+        const M: usize = 130;
+        const K: usize = 200;
+        const N: usize = 7;
+        let a = |r: usize, kk: usize| ((r * 7 + kk * 3) % 5) as f32 - 2.0;
+        let b = |kk: usize, c: usize| ((kk * 5 + c * 11) % 7) as f32 - 3.0;
+        let bk = Operand::Bf16.block_k();
+        let (tiles_m, tiles_n) = ((M as u32).div_ceil(BLOCK_M), (N as u32).div_ceil(BLOCK_N));
+        let tiles = tiles_m * tiles_n;
+        for k_chunk in [bk, 2 * bk, 3 * bk, K as u32] {
+            let (per, splits) = split_k_stages(K as u32, k_chunk, bk);
+            let mut partials = [0.0f32; 4 * M * N];
+            let stages = (K as u32).div_ceil(bk);
+            for w in 0..tiles * splits {
+                let (tile, z) = work_item(w, tiles);
+                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                let kt0 = z * per;
+                let k_len = if stages - kt0 < per { stages - kt0 } else { per };
+                for r in (tm * BLOCK_M) as usize..((tm + 1) * BLOCK_M) as usize {
+                    for c in (tn * BLOCK_N) as usize..((tn + 1) * BLOCK_N) as usize {
+                        let mut acc = 0.0f32;
+                        for kk in (kt0 * bk) as usize..((kt0 + k_len) * bk) as usize {
+                            if r < M && c < N && kk < K {
+                                acc += a(r, kk) * b(kk, c);
+                            }
+                        }
+                        if r < M && c < N {
+                            partials[z as usize * M * N + r * N + c] = acc;
+                        }
+                    }
+                }
+            }
+            for r in 0..M {
+                for c in 0..N {
+                    let sum: f32 = (0..splits as usize).map(|z| partials[z * M * N + r * N + c]).sum();
+                    let want: f32 = (0..K).map(|kk| a(r, kk) * b(kk, c)).sum();
+                    assert_eq!(sum, want, "k_chunk {k_chunk}: C[{r}][{c}]");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn work_items_take_every_tile_of_each_split_once() {
+        for (tiles, splits) in [(1u32, 53u32), (41, 3), (7, 1), (5, 19)] {
+            let mut seen = [false; 41 * 19];
+            for w in 0..tiles * splits {
+                let (t, z) = work_item(w, tiles);
+                assert!(t < tiles && z < splits);
+                let i = (z * tiles + t) as usize;
+                assert!(!seen[i]);
+                seen[i] = true;
+            }
+        }
     }
 }
