@@ -131,6 +131,8 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[2],
     matmul::wgmma::KERNEL_NAMES[3],
     matmul::wgmma::KERNEL_NAMES[4],
+    matmul::wgmma::KERNEL_NAMES[5],
+    matmul::wgmma::KERNEL_NAMES[6],
     matmul::decode::KERNEL,
 ];
 
@@ -144,6 +146,8 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
 pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[0],
     matmul::wgmma::MAX_THREADS[1],
+    matmul::wgmma::MAX_THREADS[2],
+    matmul::wgmma::MAX_THREADS[3],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
@@ -158,14 +162,16 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[2],
     matmul::wgmma::CHECKED_MAX_THREADS[3],
     matmul::wgmma::CHECKED_MAX_THREADS[4],
+    matmul::wgmma::CHECKED_MAX_THREADS[5],
+    matmul::wgmma::CHECKED_MAX_THREADS[6],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 5
-        && matmul::wgmma::MAX_THREADS.len() == 2
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 5
+    matmul::wgmma::KERNEL_NAMES.len() == 7
+        && matmul::wgmma::MAX_THREADS.len() == 4
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 7
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

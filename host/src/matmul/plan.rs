@@ -773,7 +773,7 @@ pub fn plan_with(
         let fallback = Some(Box::new(fp32));
         return Ok(MatmulPlan { variant, kernel, shape, launch, split: None, reduce: None, fallback, reason });
     }
-    let kernel = match variant {
+    let mut kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
         MatmulVariant::FewCols => few_cols_kernel(shape.n as u32).unwrap_or(FEW_COLS_KERNELS[4].1),
         v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
@@ -819,6 +819,11 @@ pub fn plan_with(
                 )));
             }
             check_split(shape, s)?;
+            // The row-staged epilogue where the TMA cannot store C (rows not 16-byte aligned)
+            // or a split writes partial products: whole rows per warp instruction.
+            if s.splits > 1 || !shape.n.is_multiple_of(4) {
+                kernel = kernels::matmul::wgmma::rows_kernel(kernel);
+            }
             (super::wgmma::plan_split(shape, device, kernel, s.splits)?, Some(s), why)
         }
         MatmulVariant::DecodeBf16 => {

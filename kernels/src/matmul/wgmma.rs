@@ -26,11 +26,13 @@
 //!   `{32, 128}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
 //!
 //! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
-//! zeros add nothing to the products. Both epilogues stage the accumulators in shared memory,
-//! a warpgroup's 64 rows x 32 columns at a time: with the `C` map the TMA stores each box (and
-//! skips elements outside the tensor); without it (rows not 16-byte aligned, a split of `k`
-//! writing its partial product, or `wgmma_tf32_transposed`) the warpgroup reads the box back by
-//! rows and stores each row's 32 floats from one warp instruction, guarded.
+//! zeros add nothing to the products. The epilogues stage the accumulators in shared memory, a
+//! warpgroup's 64 rows x 32 columns at a time: with the `C` map the TMA stores each box (and
+//! skips elements outside the tensor); in `wgmma_bf16_rows` and `wgmma_f16_rows` (which the
+//! host launches where `C`'s rows are not 16-byte aligned or a split of `k` writes partial
+//! products) the warpgroup reads each box back by rows and stores each row's 32 floats from one
+//! warp instruction, guarded. The other kernels store without a map (`wgmma_tf32_transposed`;
+//! `wgmma_bf16`/`wgmma_f16` given no `C` map) straight from the accumulators' fragments.
 //!
 //! # Thread mapping
 //! [`THREADS`] = 288: warpgroups 0 and 1 (warps 0-7) consume, each multiplying its 64 rows of
@@ -77,8 +79,36 @@ pub const KERNEL_TF32: &str = "wgmma_tf32";
 /// [`PROMOTE_K_TILES`] stages at a time and adds each such partial product into `f32`
 /// registers (the promoted kernel documented in this module's source): the product of `wgmma_tf32x3`'s split operands.
 pub const KERNEL_TF32_PROMOTED: &str = "wgmma_tf32_promoted";
+/// PTX symbol of `wgmma_bf16` with the row-staged epilogue only (no `C` map): the kernel the
+/// host launches where `C`'s rows are not 16-byte aligned or `k` is split. A kernel of its own
+/// because the two epilogues together take more registers than a 288-thread block may have.
+pub const KERNEL_BF16_ROWS: &str = "wgmma_bf16_rows";
+/// PTX symbol of `wgmma_f16` with the row-staged epilogue only (as [`KERNEL_BF16_ROWS`]).
+pub const KERNEL_F16_ROWS: &str = "wgmma_f16_rows";
 /// The kernels of the sm_90a module.
-pub const KERNEL_NAMES: &[&str] = &[KERNEL_BF16, KERNEL_F16, KERNEL_TF32_TRANSPOSED, KERNEL_TF32, KERNEL_TF32_PROMOTED];
+pub const KERNEL_NAMES: &[&str] = &[
+    KERNEL_BF16,
+    KERNEL_F16,
+    KERNEL_TF32_TRANSPOSED,
+    KERNEL_TF32,
+    KERNEL_TF32_PROMOTED,
+    KERNEL_BF16_ROWS,
+    KERNEL_F16_ROWS,
+];
+/// The row-staged kernel for `kernel` (`wgmma_bf16` or `wgmma_f16`), else `kernel` itself.
+///
+/// ```
+/// use kernels::matmul::wgmma::{rows_kernel, KERNEL_BF16, KERNEL_BF16_ROWS, KERNEL_TF32};
+/// assert_eq!(rows_kernel(KERNEL_BF16), KERNEL_BF16_ROWS);
+/// assert_eq!(rows_kernel(KERNEL_TF32), KERNEL_TF32);
+/// ```
+pub const fn rows_kernel(kernel: &'static str) -> &'static str {
+    match kernel.as_bytes() {
+        b"wgmma_bf16" => KERNEL_BF16_ROWS,
+        b"wgmma_f16" => KERNEL_F16_ROWS,
+        _ => kernel,
+    }
+}
 /// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
 pub const TF32_THREADS: u32 = (CONSUMERS + 1) * 128;
@@ -89,10 +119,18 @@ pub const TF32_PRODUCER_REGISTERS: u32 = 40;
 pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 /// `.maxntid` of the kernels that need one, which `cargo xtask build-ptx` writes into the PTX:
 /// `wgmma_tf32`'s register cap at entry, which its launch needs and `setmaxnreg` needs to take
-/// effect. The other two launch without it (154 registers from the driver's JIT), and ran
-/// faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with
-/// `.maxntid 288` (same process, alternating; 4096^3 within the spread).
-pub const MAX_THREADS: &[(&str, u32)] = &[(KERNEL_TF32, TF32_THREADS), (KERNEL_TF32_PROMOTED, TF32_THREADS)];
+/// effect; for the row-staged kernels the cap that keeps the driver's JIT within the 168
+/// registers a 288-thread block may have (ptxas gives them 168 under it, about 190 without, and
+/// the uncapped JIT's launch failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`). The other three
+/// launch without it (154 registers from the driver's JIT), and ran faster so: `wgmma_bf16` at
+/// 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with `.maxntid 288` (same process,
+/// alternating; 4096^3 within the spread).
+pub const MAX_THREADS: &[(&str, u32)] = &[
+    (KERNEL_TF32, TF32_THREADS),
+    (KERNEL_TF32_PROMOTED, TF32_THREADS),
+    (KERNEL_BF16_ROWS, THREADS),
+    (KERNEL_F16_ROWS, THREADS),
+];
 /// `.maxntid` of every kernel in the checked build (`cargo xtask build-ptx` without
 /// `--release`): its bounds and overflow checks cost registers, and the driver's JIT gave the
 /// checked `wgmma_bf16` more than the 224 that 288 threads can have (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`);
@@ -103,6 +141,8 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_TRANSPOSED, THREADS),
     (KERNEL_TF32, TF32_THREADS),
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
+    (KERNEL_BF16_ROWS, THREADS),
+    (KERNEL_F16_ROWS, THREADS),
 ];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
@@ -324,7 +364,14 @@ mod gpu {
     /// The body `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32_transposed` share; `INPUT` is the
     /// [`Operand`]'s discriminant.
     #[inline(always)]
-    pub(super) unsafe fn run<const INPUT: u8>(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub(super) unsafe fn run<const INPUT: u8, const STAGED: bool>(
+        maps: *const u8,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         let op = Operand::from_id(INPUT);
         // 16-bit inputs: B N-major (transposed by the instruction), C through the TMA.
         let half = op.bytes() == 2;
@@ -359,7 +406,7 @@ mod gpu {
         let map_c = maps.wrapping_add(2 * TENSOR_MAP_BYTES);
         // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule) and C
         // is one product (a split's partial products have no map).
-        let tma_store = half && n.is_multiple_of(4) && splits == 1;
+        let tma_store = !STAGED && half && n.is_multiple_of(4) && splits == 1;
 
         if warp == CONSUMERS * 4 {
             if tid.is_multiple_of(32) {
@@ -525,12 +572,48 @@ mod gpu {
                             tma::bulk_commit_group();
                         }
                     });
+                } else if !STAGED {
+                    let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
+                    let col0 = tn * BLOCK_N + 2 * (t % 4);
+                    let even = n.is_multiple_of(2);
+                    // Split z's partial product (z = 0 without a split: C itself). Wrapping: the
+                    // plan keeps splits x m x n inside the workspace, and the checked build's
+                    // overflow checks would cost registers here.
+                    let out = c.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize));
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                                  24, 25, 26, 27, 28, 29, 30, 31] {
+                        let col = col0 + 8 * j as u32;
+                        unroll!(h in [0, 1] {
+                            let r = row + 8 * h as u32;
+                            let (v0, v1) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                            if r < m && col < n {
+                                let p = out.wrapping_add(r as usize * n as usize + col as usize);
+                                // SAFETY: r < m and col < n: inside C (or split z's slice, which
+                                // the contract gives with a split); with n even, col even and
+                                // col + 1 < n, so the pair is 8-byte aligned and inside the row. Each
+                                // element of C has one owner thread.
+                                unsafe {
+                                    if even {
+                                        mem::store_global_v2_f32(p, [v0, v1]);
+                                    } else {
+                                        mem::store_global_f32(p, v0);
+                                        if col + 1 < n {
+                                            mem::store_global_f32(p.wrapping_add(1), v1);
+                                        }
+                                    }
+                                }
+                            }
+                        });
+                    });
                 } else {
                     // Through the same boxes, read back by rows: a warp then stores 32
                     // consecutive floats of one row (whole lines) where the fragments' own
                     // stores spread each warp instruction over 8 rows. Direct fragment stores
                     // ran at 0.55 TB/s on the H200 (8841x28x6665, n odd: 406 us against
-                    // cuBLASLt's 105).
+                    // cuBLASLt's 105). Two boxes are written before either is read back, so
+                    // that 32 accumulators are dead by then: a 288-thread block may have 168
+                    // registers (warps get them four at a time), and reading back one box while
+                    // all 128 accumulators lived took more.
                     let (x0, y0) = (tn * BLOCK_N, tm * BLOCK_M + wg * 64);
                     // Split z's partial product (z = 0 without a split: C itself). Wrapping: the
                     // plan keeps splits x m x n inside the workspace, and the checked build's
@@ -538,39 +621,46 @@ mod gpu {
                     let out = c.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize));
                     let lr = (t / 32) * 16 + (t % 32) / 4;
                     let lane = t % 32;
-                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        let buf = ring.epilogue(wg, i as u32 % EPILOGUE_BUFFERS);
-                        // Every thread has read the box this one reuses (two boxes ago).
+                    // Rows of the boxes inside C (a run-time bound: the read-back stays a loop).
+                    let rows = if m > y0 { (m - y0).min(EPILOGUE_BOX_M) } else { 0 };
+                    unroll!(pair in [0, 1, 2, 3] {
+                        // Every thread has read back the boxes of the last pair.
                         thread::sync_named(1 + wg, 128);
-                        unroll!(jj in [0, 1, 2, 3] {
-                            let j = 4 * i + jj;
-                            unroll!(h in [0, 1] {
-                                let offset = (lr + 8 * h as u32) * 128 + (8 * jj as u32 + 2 * (t % 4)) * 4;
-                                // SAFETY: inside this warpgroup's box, 8-byte aligned; no thread
-                                // reads the box until the barrier below, and every read of its
-                                // last use ended before the barrier above.
-                                unsafe {
-                                    shared::store_v2_f32(
-                                        buf + wgmma::swizzle_128b(offset),
-                                        [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]],
-                                    )
-                                };
+                        unroll!(side in [0, 1] {
+                            let buf = ring.epilogue(wg, side as u32);
+                            unroll!(jj in [0, 1, 2, 3] {
+                                let j = 8 * pair + 4 * side + jj;
+                                unroll!(h in [0, 1] {
+                                    let offset = (lr + 8 * h as u32) * 128 + (8 * jj as u32 + 2 * (t % 4)) * 4;
+                                    // SAFETY: inside this warpgroup's box, 8-byte aligned; no
+                                    // thread reads the box until the barrier below, and every
+                                    // read of its last use ended before the barrier above.
+                                    unsafe {
+                                        shared::store_v2_f32(
+                                            buf + wgmma::swizzle_128b(offset),
+                                            [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]],
+                                        )
+                                    };
+                                });
                             });
                         });
                         thread::sync_named(1 + wg, 128);
-                        let col = x0 + i as u32 * EPILOGUE_BOX_N + lane;
-                        if col < n {
-                            for q in 0..EPILOGUE_BOX_M / 4 {
-                                let r = t / 32 + 4 * q;
-                                let row = y0 + r;
-                                if row < m {
+                        for side in 0..EPILOGUE_BUFFERS {
+                            let buf = ring.epilogue(wg, side);
+                            let col = x0 + (2 * pair as u32 + side) * EPILOGUE_BOX_N + lane;
+                            if col < n {
+                                let mut r = t / 32;
+                                let mut p = out.wrapping_add((y0 + r) as usize * n as usize + col as usize);
+                                while r < rows {
                                     // SAFETY: a 4-byte aligned element of this warpgroup's box,
                                     // written before the barrier above.
                                     let v = unsafe { f32::load_shared(buf + wgmma::swizzle_128b(r * 128 + lane * 4)) };
-                                    // SAFETY: row < m and col < n: inside C (or split z's slice,
-                                    // which the contract gives with a split); each element has
-                                    // one owner thread.
-                                    unsafe { mem::store_global_f32(out.wrapping_add(row as usize * n as usize + col as usize), v) };
+                                    // SAFETY: y0 + r < m and col < n: inside C (or split z's
+                                    // slice, which the contract gives with a split); each element
+                                    // has one owner thread.
+                                    unsafe { mem::store_global_f32(p, v) };
+                                    r += 4;
+                                    p = p.wrapping_add(4 * n as usize);
                                 }
                             }
                         }
@@ -846,7 +936,7 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, false>(maps, c, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` from F16 (IEEE half) operands, `wgmma_bf16`'s body with
@@ -856,7 +946,27 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_f16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::F16 as u8 }, false>(maps, c, m, k, n, k_chunk) }
+    }
+
+    /// `wgmma_bf16` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]); see the
+    /// [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation (the `C` map, if given, is not read).
+    pub unsafe fn wgmma_bf16_rows(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, true>(maps, c, m, k, n, k_chunk) }
+    }
+
+    /// `wgmma_f16` with the row-staged epilogue only ([`KERNEL_F16_ROWS`]); see the
+    /// [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation (the `C` map, if given, is not read).
+    pub unsafe fn wgmma_f16_rows(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::F16 as u8 }, true>(maps, c, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
@@ -866,7 +976,7 @@ crate::hopper_kernel! {
     /// See the module documentation.
     pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Tf32 as u8 }>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::Tf32 as u8 }, false>(maps, c, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
