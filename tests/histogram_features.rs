@@ -74,7 +74,7 @@ fn check_weighted(gpu: &Gpu, values: Values<'_>, weights: &[f32], b: Binning, re
     gpu.synchronize().unwrap();
     let got = gpu.download(&sums).unwrap();
     let want = weighted::weighted_histogram_cpu(values, weights, &b);
-    if let Some(d) = want.first_difference(&got, plan.partial_sums()) {
+    if let Some(d) = want.first_difference_by(&got, &plan.sum_bound(values.len() as u64)) {
         panic!("{plan} on {} {} values: {d}", values.len(), values.element().name());
     }
     if exact {
@@ -119,8 +119,12 @@ fn weighted_sums_of_skewed_inputs_at_one_copy_and_at_the_shared_capacity() {
         // At the shared capacity one copy fills the block: a second is refused, with the reason.
         let copies: &[u32] = if bins == most { &[1] } else { &[1, 2] };
         for &copies in copies {
-            let r = LaunchRequest { copies: Some(copies), ..Default::default() };
+            // f64 sums throughout (the planner's f32 partials at `most` bins are not exact).
+            let r = LaunchRequest { copies: Some(copies), f32_partials: Some(false), ..Default::default() };
             check_weighted(&gpu, values.as_values(), &weights, Binning::integers(bins as u32), r, true);
+            // The same in f32 partials: within their bound.
+            let r = LaunchRequest { f32_partials: Some(true), ..r };
+            check_weighted(&gpu, values.as_values(), &weights, Binning::integers(bins as u32), r, false);
         }
     }
     let two = LaunchRequest { copies: Some(2), ..Default::default() };
@@ -160,6 +164,91 @@ fn weighted_sums_of_nan_weights_are_nan_and_runs_are_bit_identical_where_sums_ar
     w[at] = f32::NAN;
     let sums = weighted::weighted_histogram(&gpu, values.as_values(), &w, b).unwrap();
     assert!(sums[3].is_nan() && sums.iter().enumerate().all(|(i, s)| i == 3 || !s.is_nan()), "{sums:?}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn f32_partial_sums_stay_within_their_bound_for_every_type_copies_and_ragged_length() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("weighted f32 partials"));
+    let limits = hopper_kernels::histogram::HistogramLimits::of(&gpu).unwrap();
+    for element in InputType::ALL {
+        for n in RAGGED {
+            let values = values_of(&mut rng, element, n, 8192);
+            let b = binning(element, 8192);
+            let narrow = weights_of(&mut rng, n, false);
+            let wide = weights_of(&mut rng, n, true);
+            // The planner's choice at 8,192 bins is f32 partials.
+            let plan = weighted::plan_weighted(&gpu, element, b, &LaunchRequest::default()).unwrap();
+            assert!(plan.f32_partials(), "{plan}");
+            for aggregate in [false, true] {
+                let r = LaunchRequest { aggregate: Some(aggregate), ..Default::default() };
+                check_weighted(&gpu, values.as_values(), &narrow, b, r, false);
+                check_weighted(&gpu, values.as_values(), &wide, b, r, false);
+            }
+        }
+    }
+    // Every copy count that fits, at a bin count with few of them, and forced at 256 bins.
+    let values = values_of(&mut rng, InputType::I32, 1_000_003, 4096);
+    let w = weights_of(&mut rng, 1_000_003, true);
+    for copies in [1, 2, 4, 8] {
+        let r = LaunchRequest { copies: Some(copies), f32_partials: Some(true), ..Default::default() };
+        check_weighted(&gpu, values.as_values(), &w, Binning::integers(4096), r, false);
+    }
+    let values = values_of(&mut rng, InputType::I32, 1_000_003, 256);
+    let r = LaunchRequest { f32_partials: Some(true), ..Default::default() };
+    check_weighted(&gpu, values.as_values(), &w, Binning::integers(256), r, false);
+    // The most bins of f32 partials the shared tier takes (those of f64 sums).
+    let most = weighted::max_shared_bins(&limits) as usize;
+    let values = values_of(&mut rng, InputType::I32, 1 << 20, most);
+    let w = weights_of(&mut rng, 1 << 20, true);
+    check_weighted(&gpu, values.as_values(), &w, Binning::integers(most as u32), r, false);
+}
+
+/// Weights that stress `f32` partials: cancelling pairs, magnitudes at and past 2^95 (which skip
+/// the partials), `f32::MAX` (whose `f32` sums would overflow), subnormals, mixed exponents, and
+/// infinities and NaN, in one bin (`Constant`: warp-aggregated and the most adds per partial),
+/// skewed (zipf) and uniform over 8,192 bins.
+fn adversarial_weights(rng: &mut StdRng, n: usize, kind: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| match kind {
+            0 => {
+                if i % 2 == 0 {
+                    1e7
+                } else {
+                    -1e7 + 0.5
+                }
+            }
+            1 => [2f32.powi(95), -2f32.powi(94), f32::MAX, -f32::MAX, 1e-3, -3e38][i % 6],
+            2 => f32::from_bits(1 + (i as u32 % 4096)),
+            3 => rng.random_range(-1.0f32..1.0) * 2f32.powi(rng.random_range(-126..=100)),
+            _ => 0.1,
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn f32_partial_sums_of_adversarial_weights_stay_within_their_bound_and_specials_match_f64() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("weighted f32 adversarial"));
+    let n = (1 << 22) + 3;
+    for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {
+        let values = histogram_input_of(rng.random(), n, 8192, dist, InputType::I32, None);
+        for kind in 0..5 {
+            let w = adversarial_weights(&mut rng, n, kind);
+            for aggregate in [false, true] {
+                let r = LaunchRequest { aggregate: Some(aggregate), f32_partials: Some(true), ..Default::default() };
+                check_weighted(&gpu, values.as_values(), &w, Binning::integers(8192), r, false);
+            }
+        }
+        // Infinities and NaN: the bins that hold them come out as the f64 reference's (inf,
+        // -inf, NaN), the others stay finite and within the bound.
+        let mut w = adversarial_weights(&mut rng, n, 3);
+        for (k, special) in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN].into_iter().enumerate() {
+            w[1000 * k + 17] = special;
+        }
+        let r = LaunchRequest { f32_partials: Some(true), ..Default::default() };
+        check_weighted(&gpu, values.as_values(), &w, Binning::integers(8192), r, false);
+    }
 }
 
 #[test]

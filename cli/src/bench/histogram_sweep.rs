@@ -127,8 +127,12 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
         "packed-65536" | "packed-65536-zipf" => grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]),
         "rgba-u8-2^28" => grid(&[256, 512, 1024], &[Some(4), Some(8), Some(16)], &[None], &[None]),
         "weights-i32-256" => grid(&[256, 512, 768], &[Some(4), Some(16), Some(32)], &[None], &[None]),
-        "weights-i32-8192" => {
-            let mut v = grid(&[256, 512, 768], &[Some(1), Some(2)], &[None], &[None]);
+        "weights-i32-8192" | "weights-i32-8192-f64" => {
+            let f64_sums = grid(&[256, 512, 768], &[Some(1), Some(2)], &[None], &[None]);
+            let mut v: Vec<LaunchRequest> =
+                f64_sums.into_iter().map(|r| LaunchRequest { f32_partials: Some(false), ..r }).collect();
+            let f32_partials = grid(&[256, 512, 768, 1024], &[Some(1), Some(2), Some(4)], &[None], &[None]);
+            v.extend(f32_partials.into_iter().map(|r| LaunchRequest { f32_partials: Some(true), ..r }));
             v.extend(grid(&[256, 512, 1024], &[None], &[None], &[Some(true)]));
             v
         }
@@ -173,6 +177,11 @@ fn launch_request_text(r: &LaunchRequest) -> String {
     }
     if r.global == Some(true) {
         parts.push("global".into());
+    }
+    match r.f32_partials {
+        Some(true) => parts.push("f32 partials".into()),
+        Some(false) => parts.push("f64 sums".into()),
+        None => {}
     }
     if parts.is_empty() { "planner's choice".into() } else { parts.join(", ") }
 }

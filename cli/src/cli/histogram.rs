@@ -71,6 +71,11 @@ pub struct HistogramArgs {
     /// Merge warp-uniform bins before adding (default: the planner's choice).
     #[arg(long)]
     pub aggregate: Option<bool>,
+    /// --weights, shared tier: sum each block's weights in f32 partials (true) or f64 sums
+    /// (false) before the f64 totals (default: the planner's choice, f32 where fewer than 8
+    /// copies of f64 sums fit one block).
+    #[arg(long)]
+    pub f32_partials: Option<bool>,
     /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped or
     /// mixed, which lock pages in place) or of 16 bytes (copy, pinned) (default: 256 MiB, less if
     /// free device memory is short).
@@ -248,6 +253,9 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     // Weights, edges, channels and segments have their own kernels and planners.
     if let Some(feature) = super::histogram_features::feature_of(args)? {
         return super::histogram_features::run(device, args, feature);
+    }
+    if args.f32_partials.is_some() {
+        bail!("--f32-partials applies to --weights");
     }
     for (flag, given) in [("--packing", args.packing.is_some()), ("--blocks-per-sm", args.blocks_per_sm.is_some())] {
         if given {

@@ -125,6 +125,7 @@ impl Histogram2dArgs {
                 Tier2dChoice::Global => Some(true),
             },
             aggregate: self.aggregate,
+            f32_partials: None,
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct LaunchRequest {
     pub global: Option<bool>,
     /// Warps whose 32 lanes hold one bin add once (weighted kernels).
     pub aggregate: Option<bool>,
+    /// Sum the weights per block in `f32` partials (flushed into the `f64` sums) instead of
+    /// `f64` ones (the weighted kernels' shared tier).
+    pub f32_partials: Option<bool>,
 }
 
 impl LaunchRequest {
