@@ -260,6 +260,9 @@ def main():
     # same peers.
     if "weights-i32-8192" in results:
         results["weights-i32-8192-f64"] = list(results["weights-i32-8192"])
+    # Likewise the bench's unpaired-table row of 257 edges.
+    if "edges-f32-256" in results:
+        results["edges-f32-256-unpaired"] = list(results["edges-f32-256"])
     report = {"device": device, "versions": versions, "cases": results, "notes": notes}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)

@@ -41,7 +41,7 @@ pub struct FeatureCase {
 }
 
 /// Every case the bench measures, in report order.
-pub const FEATURE_CASES: [FeatureCase; 15] = [
+pub const FEATURE_CASES: [FeatureCase; 16] = [
     FeatureCase {
         key: "u8-256-2^28",
         feature: "one channel",
@@ -119,6 +119,12 @@ pub const FEATURE_CASES: [FeatureCase; 15] = [
         feature: "edges",
         case: "f32, 2^26 values, 257 uneven edges (baseline: 256 even f32 bins, planner)",
         target: "<= 1.5x the even bins",
+    },
+    FeatureCase {
+        key: "edges-f32-256-unpaired",
+        feature: "edges",
+        case: "f32, 2^26 values, 257 uneven edges, two table entries per value over 4 cells per bin forced (the paired entries' predecessor; baseline: 256 even f32 bins, planner)",
+        target: "for comparison with edges-f32-256",
     },
     FeatureCase {
         key: "2d-256x256",
@@ -489,14 +495,17 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "edges-f32-256" => {
+        "edges-f32-256" | "edges-f32-256-unpaired" => {
+            // The -unpaired case forces two entries per value unless the request names them.
+            let unpaired = key.ends_with("-unpaired").then_some(false);
             let n = FEATURE_VALUES;
             let e = uneven_edges(seed);
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::F32);
             let want = edges::edges_histogram_cpu(values.as_values(), &e);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), request) {
+                let request = LaunchRequest { edge_pairs: request.edge_pairs.or(unpaired), ..*request };
+                let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), &request) {
                     Ok(p) => p,
                     Err(err) => return Ok(CaseRun::NoPlan(err)),
                 };

@@ -136,7 +136,13 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
             v.extend(grid(&[256, 512, 1024], &[None], &[None], &[Some(true)]));
             v
         }
-        "edges-f32-256" => grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]),
+        "edges-f32-256" | "edges-f32-256-unpaired" => {
+            let g = grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]);
+            [true, false]
+                .into_iter()
+                .flat_map(|p| g.iter().map(move |r| LaunchRequest { edge_pairs: Some(p), ..*r }))
+                .collect()
+        }
         "2d-256x256" => grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]),
         "segments-4096x16384-256" => {
             grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None])
@@ -181,6 +187,11 @@ fn launch_request_text(r: &LaunchRequest) -> String {
     match r.f32_partials {
         Some(true) => parts.push("f32 partials".into()),
         Some(false) => parts.push("f64 sums".into()),
+        None => {}
+    }
+    match r.edge_pairs {
+        Some(true) => parts.push("paired entries".into()),
+        Some(false) => parts.push("unpaired entries".into()),
         None => {}
     }
     if parts.is_empty() { "planner's choice".into() } else { parts.join(", ") }

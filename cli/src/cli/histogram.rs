@@ -76,6 +76,10 @@ pub struct HistogramArgs {
     /// copies of f64 sums fit one block).
     #[arg(long)]
     pub f32_partials: Option<bool>,
+    /// --edges: read both bounds of a value's search from one paired table entry over 16 cells
+    /// per bin (true), or from two entries over 4 cells per bin (false) (default: true).
+    #[arg(long)]
+    pub edge_pairs: Option<bool>,
     /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped or
     /// mixed, which lock pages in place) or of 16 bytes (copy, pinned) (default: 256 MiB, less if
     /// free device memory is short).
@@ -256,6 +260,9 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     }
     if args.f32_partials.is_some() {
         bail!("--f32-partials applies to --weights");
+    }
+    if args.edge_pairs.is_some() {
+        bail!("--edge-pairs applies to --edges");
     }
     for (flag, given) in [("--packing", args.packing.is_some()), ("--blocks-per-sm", args.blocks_per_sm.is_some())] {
         if given {

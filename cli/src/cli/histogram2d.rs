@@ -126,6 +126,7 @@ impl Histogram2dArgs {
             },
             aggregate: self.aggregate,
             f32_partials: None,
+            edge_pairs: None,
         }
     }
 }

@@ -148,6 +148,9 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
     if args.f32_partials.is_some() && !weighted {
         bail!("--f32-partials applies to --weights");
     }
+    if args.edge_pairs.is_some() && !matches!(feature, Feature::Edges(_)) {
+        bail!("--edge-pairs applies to --edges");
+    }
     Ok(LaunchRequest {
         threads_per_block: args.threads,
         copies: args.copies,
@@ -156,6 +159,7 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
         global,
         aggregate: args.aggregate,
         f32_partials: args.f32_partials,
+        edge_pairs: args.edge_pairs,
     })
 }
 

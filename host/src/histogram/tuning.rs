@@ -61,6 +61,9 @@ pub struct LaunchRequest {
     /// Sum the weights per block in `f32` partials (flushed into the `f64` sums) instead of
     /// `f64` ones (the weighted kernels' shared tier).
     pub f32_partials: Option<bool>,
+    /// The edges kernel reads both bounds of a value's search in one paired table entry, over 16
+    /// cells per bin (`false`: two entries over 4 cells per bin).
+    pub edge_pairs: Option<bool>,
 }
 
 impl LaunchRequest {
