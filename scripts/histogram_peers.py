@@ -263,6 +263,9 @@ def main():
     # Likewise the bench's unpaired-table row of 257 edges.
     if "edges-f32-256" in results:
         results["edges-f32-256-unpaired"] = list(results["edges-f32-256"])
+    # And the bench's one-set row of 4,096 segments.
+    if "segments-4096x16384-256" in results:
+        results["segments-4096x16384-256-single"] = list(results["segments-4096x16384-256"])
     report = {"device": device, "versions": versions, "cases": results, "notes": notes}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)

@@ -575,14 +575,21 @@ fn segments_of_every_shape_match_cpu_for_every_type() {
             let values = values_of(&mut rng, element, n, 256);
             let b = binning(element, 256);
             let offsets = ragged_offsets(&mut rng, n as u64);
-            check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), LaunchRequest::default());
-            for count in [1u64, 3, 1000] {
-                let equal = Segments::equal_count(n as u64, count).unwrap();
-                check_segments(&gpu, values.as_values(), b, equal, LaunchRequest::default());
+            // Two sets of counters (the planner's, one barrier per piece) and one set.
+            for double in [true, false] {
+                let r = LaunchRequest { double_buffer: Some(double), ..Default::default() };
+                check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), r);
+                for count in [1u64, 3, 1000] {
+                    let equal = Segments::equal_count(n as u64, count).unwrap();
+                    check_segments(&gpu, values.as_values(), b, equal, r);
+                }
+                // More equal segments than values: the last ones are empty.
+                let more = Segments::Equal { count: n as u64 + 7, len: 1 };
+                check_segments(&gpu, values.as_values(), b, more, LaunchRequest { copies: Some(1), ..r });
+                // Small blocks over many short pieces: the sets alternate many times per block.
+                let r = LaunchRequest { threads_per_block: Some(256), copies: Some(4), ..r };
+                check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), r);
             }
-            // More equal segments than values: the last ones are empty.
-            let more = Segments::Equal { count: n as u64 + 7, len: 1 };
-            check_segments(&gpu, values.as_values(), b, more, LaunchRequest { copies: Some(1), ..Default::default() });
         }
     }
 }
@@ -594,6 +601,13 @@ fn four_thousand_segments_of_16384_values_and_one_segment_of_2_pow_28_match_cpu(
     let values = histogram_input_of(rng.random(), 4096 * 16_384, 256, ValueDistribution::Zipf, InputType::I32, None);
     let b = Binning::integers(256);
     check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, LaunchRequest::default());
+    let single = LaunchRequest { double_buffer: Some(false), ..Default::default() };
+    check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, single);
+    assert!(
+        segmented::plan_segments(&gpu, InputType::I32, b, 4096, 1 << 26, &LaunchRequest::default())
+            .unwrap()
+            .double_buffer()
+    );
     let values = histogram_input_of(rng.random(), 1 << 28, 256, ValueDistribution::Uniform, InputType::U8, None);
     check_segments(&gpu, values.as_values(), b, Segments::Offsets(&[0, 1 << 28]), LaunchRequest::default());
 }

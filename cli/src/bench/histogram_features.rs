@@ -41,7 +41,7 @@ pub struct FeatureCase {
 }
 
 /// Every case the bench measures, in report order.
-pub const FEATURE_CASES: [FeatureCase; 16] = [
+pub const FEATURE_CASES: [FeatureCase; 17] = [
     FeatureCase {
         key: "u8-256-2^28",
         feature: "one channel",
@@ -137,6 +137,12 @@ pub const FEATURE_CASES: [FeatureCase; 16] = [
         feature: "segments",
         case: "i32, 4,096 segments of 16,384 values, 256 bins each (baseline: one histogram of all values, planner)",
         target: ">= 70% of the copy",
+    },
+    FeatureCase {
+        key: "segments-4096x16384-256-single",
+        feature: "segments",
+        case: "i32, 4,096 segments of 16,384 values, 256 bins each, one set of counters forced (two barriers per piece: the double buffer's predecessor; baseline: one histogram of all values, planner)",
+        target: "for comparison with segments-4096x16384-256",
     },
 ];
 
@@ -557,7 +563,9 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: 8 * n as u64, run: Box::new(run), baseline: None }
         }
-        "segments-4096x16384-256" => {
+        "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
+            // The -single case forces one set of counters unless the request names it.
+            let single = key.ends_with("-single").then_some(false);
             let n = 4096 * 16_384;
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::I32);
             let binning = Binning::integers(256);
@@ -565,7 +573,8 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             let want = segmented::segmented_histogram_cpu(values.as_values(), &binning, segments);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let plan = match segmented::plan_segments(gpu, InputType::I32, binning, 4096, n as u64, request) {
+                let request = LaunchRequest { double_buffer: request.double_buffer.or(single), ..*request };
+                let plan = match segmented::plan_segments(gpu, InputType::I32, binning, 4096, n as u64, &request) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),
                 };

@@ -144,8 +144,12 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
                 .collect()
         }
         "2d-256x256" => grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]),
-        "segments-4096x16384-256" => {
-            grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None])
+        "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
+            let g = grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None]);
+            [true, false]
+                .into_iter()
+                .flat_map(|d| g.iter().map(move |r| LaunchRequest { double_buffer: Some(d), ..*r }))
+                .collect()
         }
         _ => Vec::new(),
     }
@@ -192,6 +196,11 @@ fn launch_request_text(r: &LaunchRequest) -> String {
     match r.edge_pairs {
         Some(true) => parts.push("paired entries".into()),
         Some(false) => parts.push("unpaired entries".into()),
+        None => {}
+    }
+    match r.double_buffer {
+        Some(true) => parts.push("2 sets".into()),
+        Some(false) => parts.push("1 set".into()),
         None => {}
     }
     if parts.is_empty() { "planner's choice".into() } else { parts.join(", ") }

@@ -80,6 +80,10 @@ pub struct HistogramArgs {
     /// per bin (true), or from two entries over 4 cells per bin (false) (default: true).
     #[arg(long)]
     pub edge_pairs: Option<bool>,
+    /// Segments: two sets of counters per block, one barrier per piece of a segment (true), or
+    /// one set and two barriers (false) (default: true where two sets fit).
+    #[arg(long)]
+    pub double_buffer: Option<bool>,
     /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped or
     /// mixed, which lock pages in place) or of 16 bytes (copy, pinned) (default: 256 MiB, less if
     /// free device memory is short).
@@ -263,6 +267,9 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     }
     if args.edge_pairs.is_some() {
         bail!("--edge-pairs applies to --edges");
+    }
+    if args.double_buffer.is_some() {
+        bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
     }
     for (flag, given) in [("--packing", args.packing.is_some()), ("--blocks-per-sm", args.blocks_per_sm.is_some())] {
         if given {

@@ -127,6 +127,7 @@ impl Histogram2dArgs {
             aggregate: self.aggregate,
             f32_partials: None,
             edge_pairs: None,
+            double_buffer: None,
         }
     }
 }

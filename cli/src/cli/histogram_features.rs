@@ -151,6 +151,9 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
     if args.edge_pairs.is_some() && !matches!(feature, Feature::Edges(_)) {
         bail!("--edge-pairs applies to --edges");
     }
+    if args.double_buffer.is_some() && !matches!(feature, Feature::Segments(_)) {
+        bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
+    }
     Ok(LaunchRequest {
         threads_per_block: args.threads,
         copies: args.copies,
@@ -160,6 +163,7 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
         aggregate: args.aggregate,
         f32_partials: args.f32_partials,
         edge_pairs: args.edge_pairs,
+        double_buffer: args.double_buffer,
     })
 }
 
