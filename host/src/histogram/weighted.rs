@@ -413,6 +413,33 @@ impl SumBound {
     }
 }
 
+/// Whether a plan for `bins` bins takes the `f32`-partials kernel: never in the global tier (as
+/// the request or the bin count decides it); else as the request says, or where fewer than
+/// [`F64_MIN_COPIES`] copies of `f64` sums fit one block, which leaves a warp's lanes on few
+/// copies, where 64-bit compare-and-store loops conflict.
+///
+/// ```
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::weighted::uses_f32_partials;
+/// let (limits, open) = (HistogramLimits::H100, LaunchRequest::default());
+/// assert!(!uses_f32_partials(&limits, 256, &open));
+/// assert!(uses_f32_partials(&limits, 8192, &open));
+/// assert!(!uses_f32_partials(&limits, 100_000, &open)); // the global tier
+/// assert!(!uses_f32_partials(&limits, 8192, &LaunchRequest { global: Some(true), ..open }));
+/// assert!(uses_f32_partials(&limits, 256, &LaunchRequest { f32_partials: Some(true), ..open }));
+/// ```
+pub fn uses_f32_partials(limits: &HistogramLimits, bins: u32, request: &LaunchRequest) -> bool {
+    let global = request.global.unwrap_or(bins as u64 > max_shared_bins(limits));
+    !global && request.f32_partials.unwrap_or(f64_copies_that_fit(limits, bins) < F64_MIN_COPIES)
+}
+
+/// The kernel of `element` values, with `f32` partials or `f64` sums.
+fn kernel_for(element: InputType, f32_partials: bool) -> &'static str {
+    let i = type_index(element);
+    if f32_partials { kernel::PARTIALS_KERNELS[i] } else { kernel::KERNELS[i] }
+}
+
 /// Bins of `f64` sums one block's shared memory holds (one copy).
 ///
 /// ```
@@ -488,9 +515,7 @@ pub fn plan_weighted_for(
         ));
     }
     let what = format!("a weighted histogram of {bins} bins");
-    // Fewer than F64_MIN_COPIES copies of f64 sums per block leave a warp's lanes on few copies,
-    // where 64-bit compare-and-store loops conflict: f32 partials, unless the request says.
-    let f32_partials = !global && request.f32_partials.unwrap_or(f64_copies_that_fit(limits, bins) < F64_MIN_COPIES);
+    let f32_partials = uses_f32_partials(limits, bins, request);
     let shape = if global {
         choose_shape(occupancy, limits, &|_| 0, 1, request, &what)?
     } else if f32_partials {
@@ -499,7 +524,7 @@ pub fn plan_weighted_for(
         choose_shape(occupancy, limits, &|c| kernel::shared_bytes(bins, c), MAX_COPIES, request, &what)?
     };
     Ok(WeightedPlan {
-        launch: KernelLaunch::new(kernel::KERNELS[type_index(element)], shape, limits.sm_count),
+        launch: KernelLaunch::new(kernel_for(element, f32_partials), shape, limits.sm_count),
         element,
         binning,
         mode: if global { WeightedMode::Global } else { WeightedMode::Shared },
@@ -524,7 +549,8 @@ pub fn plan_weighted_for(
 /// ```
 pub fn plan_weighted(gpu: &Gpu, element: InputType, binning: Binning, request: &LaunchRequest) -> Result<WeightedPlan> {
     let limits = HistogramLimits::of(gpu)?;
-    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
+    let kernel = kernel_for(element, uses_f32_partials(&limits, binning.nbins, request));
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel)?;
     plan_weighted_for(&limits, &occupancy, element, binning, request)
 }
 
@@ -586,19 +612,15 @@ pub fn launch_weighted(
     check_aligned(weights, stream, "the weights")?;
     let func = plan.launch.prepared(gpu)?;
     let Binning { nbins, lo, hi, scale } = plan.binning;
-    let (copies, global, aggregate, f32_partials) = (
-        plan.launch.copies(),
-        (plan.mode == WeightedMode::Global) as u32,
-        plan.aggregate as u32,
-        plan.f32_partials as u32,
-    );
+    let (copies, global, aggregate) =
+        (plan.launch.copies(), (plan.mode == WeightedMode::Global) as u32, plan.aggregate as u32);
     let mut launch = stream.launch_builder(&func);
     launch.arg(values.bytes()).arg(weights).arg(&n).arg(sums).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
-    launch.arg(&copies).arg(&global).arg(&aggregate).arg(&f32_partials);
+    launch.arg(&copies).arg(&global).arg(&aggregate);
     // SAFETY: kernel contract (kernels::histogram::weighted): n values and n weights, both 16-byte
     // aligned (checked), n <= u32::MAX, sums holds nbins f64, copies is a power of two up to 32
     // (the plan) and the launch provides nbins * copies * 8 bytes of shared memory in shared mode
-    // (nbins * copies * 4 with f32 partials, which the plan sets only in shared mode).
+    // (nbins * copies * 4 for the f32-partials kernel, which the plan takes only in shared mode).
     unsafe { launch.launch(plan.launch.config()) }?;
     Ok(())
 }

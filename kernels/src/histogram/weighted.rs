@@ -19,7 +19,7 @@
 //! over the bin, `m` the bin's values and `p` the partial sums added into it (one per block and
 //! copy), the standard bound of recursive summation in any order, to first order.
 //!
-//! # `f32` partial sums (`f32_partials`)
+//! # `f32` partial sums ([`PARTIALS_KERNELS`])
 //! With many bins the `f64` compare-and-store loops dominate: two copies of 8,192 `f64` sums
 //! leave lanes on random addresses, each add a 64-bit load and a 64-bit compare-and-store that
 //! conflict in twice the banks of a 32-bit one. In this mode each block keeps its `copies`
@@ -36,13 +36,13 @@
 //! # Parameters
 //! `input`: `n` values, `weights`: `n` `f32` (both 16-byte aligned); `sums`: `nbins` `f64`, added
 //! into; `nbins, lo, hi, scale` as [`super::Binning`]; `copies`: a power of two up to 32 (shared
-//! mode); `global`: add every weight into `sums` directly (no shared memory); `aggregate` as above;
-//! `f32_partials`: shared mode with `f32` partial sums (ignored in global mode).
+//! mode); `global`: add every weight into `sums` directly (no shared memory; 0 for the
+//! [`PARTIALS_KERNELS`]); `aggregate` as above.
 //!
 //! # Launch
 //! Any one-dimensional grid of blocks whose size is a multiple of 32; dynamic shared memory
-//! [`shared_bytes`]`(nbins, copies)` in shared mode ([`f32_partial_bytes`] with `f32_partials`),
-//! none in global mode.
+//! [`shared_bytes`]`(nbins, copies)` in shared mode ([`f32_partial_bytes`] for the
+//! [`PARTIALS_KERNELS`]), none in global mode.
 //!
 //! # Safety
 //! As above, nothing else writes the buffers during the launch, and `n <= u32::MAX`.
@@ -50,6 +50,15 @@
 /// The PTX symbols, in [`super::InputType::ALL`] order.
 pub const KERNELS: [&str; 4] =
     ["histogram_weighted_u8", "histogram_weighted_u16", "histogram_weighted_i32", "histogram_weighted_f32"];
+
+/// The PTX symbols of the `f32`-partials kernels (shared mode only), in
+/// [`super::InputType::ALL`] order; same parameters as [`KERNELS`].
+pub const PARTIALS_KERNELS: [&str; 4] = [
+    "histogram_weighted_partials_u8",
+    "histogram_weighted_partials_u16",
+    "histogram_weighted_partials_i32",
+    "histogram_weighted_partials_f32",
+];
 
 /// Values per group of the loop: one 16-byte vector of weights.
 pub const GROUP: u64 = 4;
@@ -286,15 +295,43 @@ pub(crate) mod device_code {
         #[inline(always)]
         pub(crate) unsafe fn add(&self, bin: u32, copy: u32, w: f64) {
             let limit = super::F32_PARTIAL_LIMIT as f64;
-            // SAFETY (both): inside the partials or the sums by the caller's contract; atomic.
+            // SAFETY (both): inside the partials or the sums by the caller's contract.
             if w < limit && w > -limit {
                 unsafe {
                     atomic::shared_add_f32(self.shared.address_of((bin * self.copies + copy) as usize), w as f32)
                 };
             } else {
-                unsafe { atomic::global_add_f64(self.global.add(bin as usize), w) };
+                unsafe { add_global(self.global, bin, w) };
             }
         }
+
+        /// [`add`](Self::add) of an `f32` weight, compared in `f32` (the same test: the limit is
+        /// an `f32`, and converting a weight to `f64` is exact).
+        ///
+        /// # Safety
+        /// As [`add`](Self::add)'s.
+        #[inline(always)]
+        pub(crate) unsafe fn add_f32(&self, bin: u32, copy: u32, w: f32) {
+            let limit = super::F32_PARTIAL_LIMIT;
+            // SAFETY (both): inside the partials or the sums by the caller's contract.
+            if w < limit && w > -limit {
+                unsafe { atomic::shared_add_f32(self.shared.address_of((bin * self.copies + copy) as usize), w) };
+            } else {
+                unsafe { add_global(self.global, bin, w as f64) };
+            }
+        }
+    }
+
+    /// The rare path of [`F32Partials::add`]: `w` into global sum `bin`, out of line so that the
+    /// counting loop keeps no registers for it.
+    ///
+    /// # Safety
+    /// `bin` is inside the sums at `global`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn add_global(global: *mut f64, bin: u32, w: f64) {
+        // SAFETY: forwarded; red.global is atomic.
+        unsafe { atomic::global_add_f64(global.add(bin as usize), w) };
     }
 
     /// [`add_weight`] into `f32` partials.
@@ -321,7 +358,7 @@ pub(crate) mod device_code {
         }
         if bin != NO_BIN {
             // SAFETY: forwarded contract.
-            unsafe { sums.add(bin, copy, w as f64) };
+            unsafe { sums.add_f32(bin, copy, w) };
         }
     }
 
@@ -454,24 +491,37 @@ pub(crate) mod device_code {
     }
 
     macro_rules! weighted_kernels {
-        ($($t:ty => $name:ident),*) => {$(
+        ($($t:ty => $name:ident, $partials:ident);*) => {$(
             gpu_kernel! {
                 #[doc = concat!("Weighted histogram of `", stringify!($t), "` values; see the [module documentation](super).")]
                 ///
                 /// # Safety
                 /// As the module's.
                 pub unsafe fn $name(input: *const u8, weights: *const f32, n: u64, sums: *mut f64, nbins: u32, lo: f32,
-                                    hi: f32, scale: f32, copies: u32, global: u32, aggregate: u32,
-                                    f32_partials: u32) {
+                                    hi: f32, scale: f32, copies: u32, global: u32, aggregate: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
                     // SAFETY (all): forwarded contract.
-                    match (global != 0, aggregate != 0, f32_partials != 0) {
-                        (false, false, false) => unsafe { weighted::<$t, false, false, false>(input, weights, n, sums, binning, copies) },
-                        (false, true, false) => unsafe { weighted::<$t, false, true, false>(input, weights, n, sums, binning, copies) },
-                        (false, false, true) => unsafe { weighted::<$t, false, false, true>(input, weights, n, sums, binning, copies) },
-                        (false, true, true) => unsafe { weighted::<$t, false, true, true>(input, weights, n, sums, binning, copies) },
-                        (true, false, _) => unsafe { weighted::<$t, true, false, false>(input, weights, n, sums, binning, 1) },
-                        (true, true, _) => unsafe { weighted::<$t, true, true, false>(input, weights, n, sums, binning, 1) },
+                    match (global != 0, aggregate != 0) {
+                        (false, false) => unsafe { weighted::<$t, false, false, false>(input, weights, n, sums, binning, copies) },
+                        (false, true) => unsafe { weighted::<$t, false, true, false>(input, weights, n, sums, binning, copies) },
+                        (true, false) => unsafe { weighted::<$t, true, false, false>(input, weights, n, sums, binning, 1) },
+                        (true, true) => unsafe { weighted::<$t, true, true, false>(input, weights, n, sums, binning, 1) },
+                    }
+                }
+            }
+            gpu_kernel! {
+                #[doc = concat!("Weighted histogram of `", stringify!($t), "` values in `f32` partial sums; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's (shared mode only: `global` must be 0).
+                pub unsafe fn $partials(input: *const u8, weights: *const f32, n: u64, sums: *mut f64, nbins: u32, lo: f32,
+                                        hi: f32, scale: f32, copies: u32, _global: u32, aggregate: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY (both): forwarded contract.
+                    if aggregate != 0 {
+                        unsafe { weighted::<$t, false, true, true>(input, weights, n, sums, binning, copies) }
+                    } else {
+                        unsafe { weighted::<$t, false, false, true>(input, weights, n, sums, binning, copies) }
                     }
                 }
             }
@@ -479,10 +529,10 @@ pub(crate) mod device_code {
     }
 
     weighted_kernels!(
-        u8 => histogram_weighted_u8,
-        u16 => histogram_weighted_u16,
-        i32 => histogram_weighted_i32,
-        f32 => histogram_weighted_f32
+        u8 => histogram_weighted_u8, histogram_weighted_partials_u8;
+        u16 => histogram_weighted_u16, histogram_weighted_partials_u16;
+        i32 => histogram_weighted_i32, histogram_weighted_partials_i32;
+        f32 => histogram_weighted_f32, histogram_weighted_partials_f32
     );
 }
 
