@@ -273,7 +273,7 @@ impl WeightedPlan {
             return 0;
         }
         let grid = self.launch.blocks() as u64 * self.launch.threads() as u64;
-        let per_lane = kernel::GROUP * (n / kernel::GROUP).div_ceil(grid) + u64::from(n % kernel::GROUP != 0);
+        let per_lane = kernel::GROUP * (n / kernel::GROUP).div_ceil(grid) + u64::from(!n.is_multiple_of(kernel::GROUP));
         per_lane * (self.launch.threads() / self.launch.copies()).max(1) as u64
     }
 
