@@ -319,10 +319,10 @@ pub fn max_bins(limits: &HistogramLimits) -> u32 {
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
 /// let limits = HistogramLimits::H100;
 /// let model = model_before_device(limits);
-/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 1025 table entries.
+/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 4097 table entries.
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
 /// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 4096, 32));
-/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 1025));
+/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 4097));
 /// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 4096 cells, paired entries), histogram_edges_f32"));
 /// # Ok(()) }
 /// ```

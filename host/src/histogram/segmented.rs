@@ -262,7 +262,7 @@ fn kernel_for(element: InputType, double_buffer: bool) -> &'static str {
 /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
 /// assert_eq!(
 ///     plan.to_string(),
-///     "segmented tier (4096 segments x 256 bins, 2 sets of counters), histogram_segmented_i32: 528 blocks x 256 threads, \
+///     "segmented tier (4096 segments x 256 bins, 2 sets of counters), histogram_segmented_double_i32: 528 blocks x 256 threads, \
 ///      4.00 KiB shared per block (2 copies)"
 /// );
 /// # Ok(()) }
@@ -314,8 +314,8 @@ impl SegmentsPlan {
     /// let open = LaunchRequest::default();
     /// // 4096 histograms of 256 bins over 2^26 i32 values.
     /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
-    /// // Blocks of 256 threads: the kernel meets a barrier twice per piece of a segment.
-    /// assert_eq!((plan.launch().kernel(), plan.launch().threads()), ("histogram_segmented_i32", 256));
+    /// // Blocks of 256 threads: the kernel meets a barrier at every piece of a segment.
+    /// assert_eq!((plan.launch().kernel(), plan.launch().threads()), ("histogram_segmented_double_i32", 256));
     /// # Ok(()) }
     /// ```
     pub fn launch(&self) -> &KernelLaunch {

@@ -514,8 +514,9 @@ impl KernelLaunch {
     ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), &LaunchRequest::default())
     ///         .map(|p| p.launch().copies())
     /// };
-    /// // One copy per lane of a warp where they fit; one copy of 29,056 f64 sums fills a block.
-    /// assert_eq!((copies(256)?, copies(29_056)?), (32, 1));
+    /// // One copy per lane of a warp where they fit; two copies of 29,056 f32 partial sums fill
+    /// // a block.
+    /// assert_eq!((copies(256)?, copies(29_056)?), (32, 2));
     /// # Ok(()) }
     /// ```
     pub fn copies(&self) -> u32 {
