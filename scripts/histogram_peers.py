@@ -266,6 +266,9 @@ def main():
     # And the bench's one-set row of 4,096 segments.
     if "segments-4096x16384-256" in results:
         results["segments-4096x16384-256-single"] = list(results["segments-4096x16384-256"])
+    # And the bench's one-atomic-per-counter 2-D row.
+    if "2d-256x256" in results:
+        results["2d-256x256-unpaired-flush"] = list(results["2d-256x256"])
     report = {"device": device, "versions": versions, "cases": results, "notes": notes}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)

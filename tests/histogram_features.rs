@@ -495,6 +495,64 @@ fn pair_counts_match_cpu_in_every_2d_tier_for_ragged_lengths() {
     assert_eq!(hist2d::histogram2d(&gpu, &x, &y, bins).unwrap(), hist2d::histogram2d_cpu(&x, &y, &bins));
 }
 
+/// Counts `x`, `y` into `bins` under `request` through `launch_2d`, into an output that starts
+/// at `start[i]` (added into) and sits `offset` counters into its allocation (1: not 8-byte
+/// aligned, where the paired flush falls back to one atomic per counter).
+fn counts_2d_into(
+    gpu: &Gpu,
+    x: &[f32],
+    y: &[f32],
+    bins: Bins2d,
+    request: LaunchRequest,
+    start: &[u32],
+    offset: usize,
+) -> Vec<u32> {
+    let plan = hist2d::plan_2d(gpu, bins, false, &request).unwrap();
+    let pad = |v: &[f32]| if v.is_empty() { vec![0f32; 4] } else { v.to_vec() };
+    let (dx, dy) = (gpu.upload(&pad(x)).unwrap(), gpu.upload(&pad(y)).unwrap());
+    let mut init = vec![0u32; offset];
+    init.extend_from_slice(start);
+    let mut counts = gpu.upload(&init).unwrap();
+    let mut view = counts.slice_mut(offset..offset + start.len());
+    hist2d::launch_2d(gpu, &plan, gpu.stream(), &dx.slice(0..x.len()), &dy.slice(0..y.len()), &mut view).unwrap();
+    gpu.synchronize().unwrap();
+    gpu.download(&counts).unwrap()[offset..].to_vec()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn pair_counts_flushed_two_per_atomic_match_cpu_at_odd_counts_misaligned_outputs_and_carries() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("2-D paired flush"));
+    // 65,536 and 65,535 (odd: the last counter alone in its word) bins in 16-bit digits.
+    for (bx, by) in [(256, 256), (255, 257)] {
+        let bins = Bins2d::new(bx, by, (-1.0, 1.0), (-1.0, 1.0)).unwrap();
+        let total = bins.bins() as usize;
+        let plan = hist2d::plan_2d(&gpu, bins, false, &LaunchRequest::default()).unwrap();
+        assert!(plan.paired_flush() && plan.tier() == Tier2d::Shared { packing: 1 }, "{plan}");
+        let mut inputs: Vec<(Vec<f32>, Vec<f32>)> =
+            [0usize, 5, 1_000_003].iter().map(|&n| pairs(&mut rng, n)).collect();
+        // Constant pairs in the first, the second and the last bin: one digit carries thousands of
+        // times, into the low or the high counter of a word (corrections of both signs).
+        for (cx, cy) in [(-1.0f32, -1.0f32), (-1.0, -0.99), (1.0, 1.0)] {
+            inputs.push((vec![cx; 1 << 22], vec![cy; 1 << 22]));
+        }
+        for (x, y) in &inputs {
+            let want = hist2d::histogram2d_cpu(x, y, &bins);
+            let start: Vec<u32> = (0..total as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 4).collect();
+            for paired in [true, false] {
+                let r = LaunchRequest { paired_flush: Some(paired), ..Default::default() };
+                for offset in [0, 1] {
+                    let got = counts_2d_into(&gpu, x, y, bins, r, &start, offset);
+                    let expect: Vec<u32> = start.iter().zip(&want).map(|(s, w)| s.wrapping_add(*w)).collect();
+                    if let Some(d) = hopper_kernels::histogram::first_count_difference(&got, &expect) {
+                        panic!("{bx} x {by}, paired {paired}, offset {offset}, {} pairs: {d}", x.len());
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn weighted_pair_sums_match_exact_sums_in_shared_and_global_tiers() {

@@ -112,6 +112,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::segmented::DOUBLE_KERNELS[3],
     histogram::hist2d::KERNEL,
     histogram::hist2d::KERNEL_WEIGHTED,
+    histogram::hist2d::KERNEL_PAIRED_FLUSH,
     saxpy::KERNEL,
     matmul::operands::KERNEL_TO_BF16,
     matmul::operands::KERNEL_TRANSPOSE,

@@ -41,7 +41,7 @@ pub struct FeatureCase {
 }
 
 /// Every case the bench measures, in report order.
-pub const FEATURE_CASES: [FeatureCase; 17] = [
+pub const FEATURE_CASES: [FeatureCase; 18] = [
     FeatureCase {
         key: "u8-256-2^28",
         feature: "one channel",
@@ -131,6 +131,12 @@ pub const FEATURE_CASES: [FeatureCase; 17] = [
         feature: "2-D",
         case: "f32 pairs, 2^26 of them, 256 x 256 bins over [-1, 1]^2",
         target: ">= 70% of the copy",
+    },
+    FeatureCase {
+        key: "2d-256x256-unpaired-flush",
+        feature: "2-D",
+        case: "f32 pairs, 2^26 of them, 256 x 256 bins over [-1, 1]^2, one global atomic per counter at the flush forced (the paired flush's predecessor)",
+        target: "for comparison with 2d-256x256",
     },
     FeatureCase {
         key: "segments-4096x16384-256",
@@ -537,14 +543,17 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: 4 * n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "2d-256x256" => {
+        "2d-256x256" | "2d-256x256-unpaired-flush" => {
+            // The -unpaired-flush case forces one atomic per counter unless the request names it.
+            let unpaired = key.ends_with("-unpaired-flush").then_some(false);
             let n = FEATURE_VALUES;
             let bins = Bins2d::new(256, 256, (-1.0, 1.0), (-1.0, 1.0))?;
             let (x, y) = crate::cli::histogram2d::random_pairs(seed, n, &bins);
             let want = hist2d::histogram2d_cpu(&x, &y, &bins);
             let (dx, dy) = (gpu.upload(&x)?, gpu.upload(&y)?);
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let plan = match hist2d::plan_2d(gpu, bins, false, request) {
+                let request = LaunchRequest { paired_flush: request.paired_flush.or(unpaired), ..*request };
+                let plan = match hist2d::plan_2d(gpu, bins, false, &request) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),
                 };

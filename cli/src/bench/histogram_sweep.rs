@@ -143,7 +143,13 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
                 .flat_map(|p| g.iter().map(move |r| LaunchRequest { edge_pairs: Some(p), ..*r }))
                 .collect()
         }
-        "2d-256x256" => grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]),
+        "2d-256x256" | "2d-256x256-unpaired-flush" => {
+            let g = grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]);
+            [true, false]
+                .into_iter()
+                .flat_map(|p| g.iter().map(move |r| LaunchRequest { paired_flush: Some(p), ..*r }))
+                .collect()
+        }
         "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
             let g = grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None]);
             [true, false]
@@ -201,6 +207,11 @@ fn launch_request_text(r: &LaunchRequest) -> String {
     match r.double_buffer {
         Some(true) => parts.push("2 sets".into()),
         Some(false) => parts.push("1 set".into()),
+        None => {}
+    }
+    match r.paired_flush {
+        Some(true) => parts.push("paired flush".into()),
+        Some(false) => parts.push("flush per counter".into()),
         None => {}
     }
     if parts.is_empty() { "planner's choice".into() } else { parts.join(", ") }

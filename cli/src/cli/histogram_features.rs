@@ -164,6 +164,7 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
         f32_partials: args.f32_partials,
         edge_pairs: args.edge_pairs,
         double_buffer: args.double_buffer,
+        paired_flush: None,
     })
 }
 

@@ -67,6 +67,9 @@ pub struct LaunchRequest {
     /// The segmented kernel alternates between two sets of counters, one block barrier per piece
     /// of a segment instead of two (`false`: one set).
     pub double_buffer: Option<bool>,
+    /// The 2-D counting kernel in 16-bit digits flushes two adjacent counters per 64-bit atomic
+    /// (`false`: one per counter).
+    pub paired_flush: Option<bool>,
 }
 
 impl LaunchRequest {
