@@ -360,11 +360,16 @@ impl Hist2dPlan {
                 limits.block_capacity()
             ),
             (Tier2d::Shared { packing }, false) => format!(
-                "{bx} x {by} = {total} counters exceed one block's {} u32 counters: packed {} to a word ({}-bit digits, carries corrected exactly), {} per block; {shape}",
+                "{bx} x {by} = {total} counters exceed one block's {} u32 counters: packed {} to a word ({}-bit digits, carries corrected exactly), {} per block; {}; {shape}",
                 limits.block_capacity(),
                 packed::per_word(packing),
                 packed::digit_bits(packing),
-                format_bytes(self.launch.shared_bytes() as u64)
+                format_bytes(self.launch.shared_bytes() as u64),
+                if self.paired_flush {
+                    "each block flushes a word's two counters in one 64-bit atomic (half the global atomics of one per counter; exact while each count stays below 2^32)"
+                } else {
+                    "each block flushes one atomic per counter"
+                }
             ),
             (Tier2d::Shared { .. }, true) => format!(
                 "{bx} x {by} = {total} f64 sums x {} copies fit in one block's shared memory; {shape}",
