@@ -74,7 +74,7 @@ fn check_weighted(gpu: &Gpu, values: Values<'_>, weights: &[f32], b: Binning, re
     gpu.synchronize().unwrap();
     let got = gpu.download(&sums).unwrap();
     let want = weighted::weighted_histogram_cpu(values, weights, &b);
-    if let Some(d) = want.first_difference(&got, plan.partial_sums()) {
+    if let Some(d) = want.first_difference_by(&got, &plan.sum_bound(values.len() as u64)) {
         panic!("{plan} on {} {} values: {d}", values.len(), values.element().name());
     }
     if exact {
@@ -119,8 +119,12 @@ fn weighted_sums_of_skewed_inputs_at_one_copy_and_at_the_shared_capacity() {
         // At the shared capacity one copy fills the block: a second is refused, with the reason.
         let copies: &[u32] = if bins == most { &[1] } else { &[1, 2] };
         for &copies in copies {
-            let r = LaunchRequest { copies: Some(copies), ..Default::default() };
+            // f64 sums throughout (the planner's f32 partials at `most` bins are not exact).
+            let r = LaunchRequest { copies: Some(copies), f32_partials: Some(false), ..Default::default() };
             check_weighted(&gpu, values.as_values(), &weights, Binning::integers(bins as u32), r, true);
+            // The same in f32 partials: within their bound.
+            let r = LaunchRequest { f32_partials: Some(true), ..r };
+            check_weighted(&gpu, values.as_values(), &weights, Binning::integers(bins as u32), r, false);
         }
     }
     let two = LaunchRequest { copies: Some(2), ..Default::default() };
@@ -160,6 +164,91 @@ fn weighted_sums_of_nan_weights_are_nan_and_runs_are_bit_identical_where_sums_ar
     w[at] = f32::NAN;
     let sums = weighted::weighted_histogram(&gpu, values.as_values(), &w, b).unwrap();
     assert!(sums[3].is_nan() && sums.iter().enumerate().all(|(i, s)| i == 3 || !s.is_nan()), "{sums:?}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn f32_partial_sums_stay_within_their_bound_for_every_type_copies_and_ragged_length() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("weighted f32 partials"));
+    let limits = hopper_kernels::histogram::HistogramLimits::of(&gpu).unwrap();
+    for element in InputType::ALL {
+        for n in RAGGED {
+            let values = values_of(&mut rng, element, n, 8192);
+            let b = binning(element, 8192);
+            let narrow = weights_of(&mut rng, n, false);
+            let wide = weights_of(&mut rng, n, true);
+            // The planner's choice at 8,192 bins is f32 partials.
+            let plan = weighted::plan_weighted(&gpu, element, b, &LaunchRequest::default()).unwrap();
+            assert!(plan.f32_partials(), "{plan}");
+            for aggregate in [false, true] {
+                let r = LaunchRequest { aggregate: Some(aggregate), ..Default::default() };
+                check_weighted(&gpu, values.as_values(), &narrow, b, r, false);
+                check_weighted(&gpu, values.as_values(), &wide, b, r, false);
+            }
+        }
+    }
+    // Every copy count that fits, at a bin count with few of them, and forced at 256 bins.
+    let values = values_of(&mut rng, InputType::I32, 1_000_003, 4096);
+    let w = weights_of(&mut rng, 1_000_003, true);
+    for copies in [1, 2, 4, 8] {
+        let r = LaunchRequest { copies: Some(copies), f32_partials: Some(true), ..Default::default() };
+        check_weighted(&gpu, values.as_values(), &w, Binning::integers(4096), r, false);
+    }
+    let values = values_of(&mut rng, InputType::I32, 1_000_003, 256);
+    let r = LaunchRequest { f32_partials: Some(true), ..Default::default() };
+    check_weighted(&gpu, values.as_values(), &w, Binning::integers(256), r, false);
+    // The most bins of f32 partials the shared tier takes (those of f64 sums).
+    let most = weighted::max_shared_bins(&limits) as usize;
+    let values = values_of(&mut rng, InputType::I32, 1 << 20, most);
+    let w = weights_of(&mut rng, 1 << 20, true);
+    check_weighted(&gpu, values.as_values(), &w, Binning::integers(most as u32), r, false);
+}
+
+/// Weights that stress `f32` partials: cancelling pairs, magnitudes at and past 2^95 (which skip
+/// the partials), `f32::MAX` (whose `f32` sums would overflow), subnormals, mixed exponents, and
+/// infinities and NaN, in one bin (`Constant`: warp-aggregated and the most adds per partial),
+/// skewed (zipf) and uniform over 8,192 bins.
+fn adversarial_weights(rng: &mut StdRng, n: usize, kind: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| match kind {
+            0 => {
+                if i % 2 == 0 {
+                    1e7
+                } else {
+                    -1e7 + 0.5
+                }
+            }
+            1 => [2f32.powi(95), -2f32.powi(94), f32::MAX, -f32::MAX, 1e-3, -3e38][i % 6],
+            2 => f32::from_bits(1 + (i as u32 % 4096)),
+            3 => rng.random_range(-1.0f32..1.0) * 2f32.powi(rng.random_range(-126..=100)),
+            _ => 0.1,
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn f32_partial_sums_of_adversarial_weights_stay_within_their_bound_and_specials_match_f64() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("weighted f32 adversarial"));
+    let n = (1 << 22) + 3;
+    for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {
+        let values = histogram_input_of(rng.random(), n, 8192, dist, InputType::I32, None);
+        for kind in 0..5 {
+            let w = adversarial_weights(&mut rng, n, kind);
+            for aggregate in [false, true] {
+                let r = LaunchRequest { aggregate: Some(aggregate), f32_partials: Some(true), ..Default::default() };
+                check_weighted(&gpu, values.as_values(), &w, Binning::integers(8192), r, false);
+            }
+        }
+        // Infinities and NaN: the bins that hold them come out as the f64 reference's (inf,
+        // -inf, NaN), the others stay finite and within the bound.
+        let mut w = adversarial_weights(&mut rng, n, 3);
+        for (k, special) in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN].into_iter().enumerate() {
+            w[1000 * k + 17] = special;
+        }
+        let r = LaunchRequest { f32_partials: Some(true), ..Default::default() };
+        check_weighted(&gpu, values.as_values(), &w, Binning::integers(8192), r, false);
+    }
 }
 
 #[test]
@@ -245,10 +334,21 @@ fn counts_over_edges_match_numpys_rule_at_the_edges_and_around_them_for_every_ty
                     _ => histogram_input_of(rng.random(), n, 400, ValueDistribution::Uniform, element, None),
                 };
                 let values = if n == 0 { base } else { with_edge_values(&base, e) };
-                check_edges(&gpu, values.as_values(), e, LaunchRequest::default());
+                // Paired entries over 16 cells per bin (the planner's), and two entries over 4.
+                for pairs in [true, false] {
+                    check_edges(
+                        &gpu,
+                        values.as_values(),
+                        e,
+                        LaunchRequest { edge_pairs: Some(pairs), ..Default::default() },
+                    );
+                }
             }
             let values = with_edge_values(&values_of(&mut rng, element, 100_000, 256), e);
-            check_edges(&gpu, values.as_values(), e, LaunchRequest { copies: Some(1), ..Default::default() });
+            for pairs in [true, false] {
+                let r = LaunchRequest { copies: Some(1), edge_pairs: Some(pairs), ..Default::default() };
+                check_edges(&gpu, values.as_values(), e, r);
+            }
         }
     }
 }
@@ -262,6 +362,8 @@ fn the_most_edges_a_block_holds_and_2_pow_28_f32_values_over_256_edges_match_cpu
     let e = BinEdges::new((0..=most).map(|i| i as f32 * 0.25 - 100.0).collect()).unwrap();
     let values = with_edge_values(&values_of(&mut rng, InputType::F32, 1 << 22, 256), &e);
     check_edges(&gpu, values.as_values(), &e, LaunchRequest::default());
+    assert!(edges::plan_edges(&gpu, InputType::F32, most, &LaunchRequest::default()).unwrap().pairs());
+    check_edges(&gpu, values.as_values(), &e, LaunchRequest { edge_pairs: Some(false), ..Default::default() });
     assert!(edges::plan_edges(&gpu, InputType::F32, most + 1, &LaunchRequest::default()).is_err());
     let e = &edge_sets(&mut rng)[0];
     let values = values_of(&mut rng, InputType::F32, 1 << 28, 256);
@@ -393,6 +495,64 @@ fn pair_counts_match_cpu_in_every_2d_tier_for_ragged_lengths() {
     assert_eq!(hist2d::histogram2d(&gpu, &x, &y, bins).unwrap(), hist2d::histogram2d_cpu(&x, &y, &bins));
 }
 
+/// Counts `x`, `y` into `bins` under `request` through `launch_2d`, into an output that starts
+/// at `start[i]` (added into) and sits `offset` counters into its allocation (1: not 8-byte
+/// aligned, where the paired flush falls back to one atomic per counter).
+fn counts_2d_into(
+    gpu: &Gpu,
+    x: &[f32],
+    y: &[f32],
+    bins: Bins2d,
+    request: LaunchRequest,
+    start: &[u32],
+    offset: usize,
+) -> Vec<u32> {
+    let plan = hist2d::plan_2d(gpu, bins, false, &request).unwrap();
+    let pad = |v: &[f32]| if v.is_empty() { vec![0f32; 4] } else { v.to_vec() };
+    let (dx, dy) = (gpu.upload(&pad(x)).unwrap(), gpu.upload(&pad(y)).unwrap());
+    let mut init = vec![0u32; offset];
+    init.extend_from_slice(start);
+    let mut counts = gpu.upload(&init).unwrap();
+    let mut view = counts.slice_mut(offset..offset + start.len());
+    hist2d::launch_2d(gpu, &plan, gpu.stream(), &dx.slice(0..x.len()), &dy.slice(0..y.len()), &mut view).unwrap();
+    gpu.synchronize().unwrap();
+    gpu.download(&counts).unwrap()[offset..].to_vec()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn pair_counts_flushed_two_per_atomic_match_cpu_at_odd_counts_misaligned_outputs_and_carries() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("2-D paired flush"));
+    // 65,536 and 65,535 (odd: the last counter alone in its word) bins in 16-bit digits.
+    for (bx, by) in [(256, 256), (255, 257)] {
+        let bins = Bins2d::new(bx, by, (-1.0, 1.0), (-1.0, 1.0)).unwrap();
+        let total = bins.bins() as usize;
+        let plan = hist2d::plan_2d(&gpu, bins, false, &LaunchRequest::default()).unwrap();
+        assert!(plan.paired_flush() && plan.tier() == Tier2d::Shared { packing: 1 }, "{plan}");
+        let mut inputs: Vec<(Vec<f32>, Vec<f32>)> =
+            [0usize, 5, 1_000_003].iter().map(|&n| pairs(&mut rng, n)).collect();
+        // Constant pairs in the first, the second and the last bin: one digit carries thousands of
+        // times, into the low or the high counter of a word (corrections of both signs).
+        for (cx, cy) in [(-1.0f32, -1.0f32), (-1.0, -0.99), (1.0, 1.0)] {
+            inputs.push((vec![cx; 1 << 22], vec![cy; 1 << 22]));
+        }
+        for (x, y) in &inputs {
+            let want = hist2d::histogram2d_cpu(x, y, &bins);
+            let start: Vec<u32> = (0..total as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 4).collect();
+            for paired in [true, false] {
+                let r = LaunchRequest { paired_flush: Some(paired), ..Default::default() };
+                for offset in [0, 1] {
+                    let got = counts_2d_into(&gpu, x, y, bins, r, &start, offset);
+                    let expect: Vec<u32> = start.iter().zip(&want).map(|(s, w)| s.wrapping_add(*w)).collect();
+                    if let Some(d) = hopper_kernels::histogram::first_count_difference(&got, &expect) {
+                        panic!("{bx} x {by}, paired {paired}, offset {offset}, {} pairs: {d}", x.len());
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn weighted_pair_sums_match_exact_sums_in_shared_and_global_tiers() {
@@ -473,14 +633,21 @@ fn segments_of_every_shape_match_cpu_for_every_type() {
             let values = values_of(&mut rng, element, n, 256);
             let b = binning(element, 256);
             let offsets = ragged_offsets(&mut rng, n as u64);
-            check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), LaunchRequest::default());
-            for count in [1u64, 3, 1000] {
-                let equal = Segments::equal_count(n as u64, count).unwrap();
-                check_segments(&gpu, values.as_values(), b, equal, LaunchRequest::default());
+            // Two sets of counters (the planner's, one barrier per piece) and one set.
+            for double in [true, false] {
+                let r = LaunchRequest { double_buffer: Some(double), ..Default::default() };
+                check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), r);
+                for count in [1u64, 3, 1000] {
+                    let equal = Segments::equal_count(n as u64, count).unwrap();
+                    check_segments(&gpu, values.as_values(), b, equal, r);
+                }
+                // More equal segments than values: the last ones are empty.
+                let more = Segments::Equal { count: n as u64 + 7, len: 1 };
+                check_segments(&gpu, values.as_values(), b, more, LaunchRequest { copies: Some(1), ..r });
+                // Small blocks over many short pieces: the sets alternate many times per block.
+                let r = LaunchRequest { threads_per_block: Some(256), copies: Some(4), ..r };
+                check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), r);
             }
-            // More equal segments than values: the last ones are empty.
-            let more = Segments::Equal { count: n as u64 + 7, len: 1 };
-            check_segments(&gpu, values.as_values(), b, more, LaunchRequest { copies: Some(1), ..Default::default() });
         }
     }
 }
@@ -492,6 +659,13 @@ fn four_thousand_segments_of_16384_values_and_one_segment_of_2_pow_28_match_cpu(
     let values = histogram_input_of(rng.random(), 4096 * 16_384, 256, ValueDistribution::Zipf, InputType::I32, None);
     let b = Binning::integers(256);
     check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, LaunchRequest::default());
+    let single = LaunchRequest { double_buffer: Some(false), ..Default::default() };
+    check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, single);
+    assert!(
+        segmented::plan_segments(&gpu, InputType::I32, b, 4096, 1 << 26, &LaunchRequest::default())
+            .unwrap()
+            .double_buffer()
+    );
     let values = histogram_input_of(rng.random(), 1 << 28, 256, ValueDistribution::Uniform, InputType::U8, None);
     check_segments(&gpu, values.as_values(), b, Segments::Offsets(&[0, 1 << 28]), LaunchRequest::default());
 }

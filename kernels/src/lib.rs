@@ -98,12 +98,21 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::weighted::KERNELS[1],
     histogram::weighted::KERNELS[2],
     histogram::weighted::KERNELS[3],
+    histogram::weighted::PARTIALS_KERNELS[0],
+    histogram::weighted::PARTIALS_KERNELS[1],
+    histogram::weighted::PARTIALS_KERNELS[2],
+    histogram::weighted::PARTIALS_KERNELS[3],
     histogram::segmented::KERNELS[0],
     histogram::segmented::KERNELS[1],
     histogram::segmented::KERNELS[2],
     histogram::segmented::KERNELS[3],
+    histogram::segmented::DOUBLE_KERNELS[0],
+    histogram::segmented::DOUBLE_KERNELS[1],
+    histogram::segmented::DOUBLE_KERNELS[2],
+    histogram::segmented::DOUBLE_KERNELS[3],
     histogram::hist2d::KERNEL,
     histogram::hist2d::KERNEL_WEIGHTED,
+    histogram::hist2d::KERNEL_PAIRED_FLUSH,
     saxpy::KERNEL,
     matmul::operands::KERNEL_TO_BF16,
     matmul::operands::KERNEL_TRANSPOSE,
@@ -149,6 +158,21 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[2],
     matmul::wgmma::MAX_THREADS[3],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+];
+
+/// `.maxntid` per kernel of the `sm_90` module in the release profile: 1,024 threads for the
+/// `f32`-partials weighted kernels, which caps ptxas at 64 registers a thread (no spills in
+/// `cargo xtask build-ptx --release`), so that a 1,024-thread block stays resident where the
+/// `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight.
+///
+/// ```
+/// assert!(kernels::MAX_THREADS.contains(&("histogram_weighted_partials_i32", 1024)));
+/// ```
+pub const MAX_THREADS: &[(&str, u32)] = &[
+    (histogram::weighted::PARTIALS_KERNELS[0], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[1], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[2], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[3], 1024),
 ];
 
 /// The same in the checked profile.
@@ -200,10 +224,13 @@ pub struct PtxModule {
 /// let [main, hopper] = kernels::PTX_MODULES;
 /// assert_eq!((main.name, main.arch, hopper.arch), ("kernels", "sm_90", "sm_90a"));
 /// assert!(hopper.kernels.iter().all(|k| !main.kernels.contains(k)));
-/// // Only the Hopper module caps threads, and only kernels it holds.
-/// assert!(main.max_threads.is_empty() && main.checked_max_threads.is_empty());
+/// // Each module caps threads only of kernels it holds.
+/// assert!(main.checked_max_threads.is_empty());
 /// for (kernel, _) in hopper.max_threads.iter().chain(hopper.checked_max_threads) {
 ///     assert!(hopper.kernels.contains(kernel), "{kernel}");
+/// }
+/// for (kernel, _) in main.max_threads {
+///     assert!(main.kernels.contains(kernel), "{kernel}");
 /// }
 /// ```
 pub const PTX_MODULES: [PtxModule; 2] = [
@@ -212,7 +239,7 @@ pub const PTX_MODULES: [PtxModule; 2] = [
         arch: "sm_90",
         features: &[],
         kernels: KERNEL_NAMES,
-        max_threads: &[],
+        max_threads: MAX_THREADS,
         checked_max_threads: &[],
     },
     PtxModule {

@@ -41,7 +41,7 @@ pub struct FeatureCase {
 }
 
 /// Every case the bench measures, in report order.
-pub const FEATURE_CASES: [FeatureCase; 14] = [
+pub const FEATURE_CASES: [FeatureCase; 18] = [
     FeatureCase {
         key: "u8-256-2^28",
         feature: "one channel",
@@ -93,8 +93,14 @@ pub const FEATURE_CASES: [FeatureCase; 14] = [
     FeatureCase {
         key: "weights-i32-8192",
         feature: "weights",
-        case: "i32 + f32 weights, 2^26 values, 8,192 bins, f64 sums (baseline: the same values unweighted)",
+        case: "i32 + f32 weights, 2^26 values, 8,192 bins, the planner's f32 partials into f64 sums (baseline: the same values unweighted)",
         target: ">= 80% of the copy (values and weights read)",
+    },
+    FeatureCase {
+        key: "weights-i32-8192-f64",
+        feature: "weights",
+        case: "i32 + f32 weights, 2^26 values, 8,192 bins, f64 sums forced (the f32 partials' predecessor; baseline: the same values unweighted)",
+        target: "for comparison with weights-i32-8192",
     },
     FeatureCase {
         key: "weights-u8-256-2^28",
@@ -115,16 +121,34 @@ pub const FEATURE_CASES: [FeatureCase; 14] = [
         target: "<= 1.5x the even bins",
     },
     FeatureCase {
+        key: "edges-f32-256-unpaired",
+        feature: "edges",
+        case: "f32, 2^26 values, 257 uneven edges, two table entries per value over 4 cells per bin forced (the paired entries' predecessor; baseline: 256 even f32 bins, planner)",
+        target: "for comparison with edges-f32-256",
+    },
+    FeatureCase {
         key: "2d-256x256",
         feature: "2-D",
         case: "f32 pairs, 2^26 of them, 256 x 256 bins over [-1, 1]^2",
         target: ">= 70% of the copy",
     },
     FeatureCase {
+        key: "2d-256x256-unpaired-flush",
+        feature: "2-D",
+        case: "f32 pairs, 2^26 of them, 256 x 256 bins over [-1, 1]^2, one global atomic per counter at the flush forced (the paired flush's predecessor)",
+        target: "for comparison with 2d-256x256",
+    },
+    FeatureCase {
         key: "segments-4096x16384-256",
         feature: "segments",
         case: "i32, 4,096 segments of 16,384 values, 256 bins each (baseline: one histogram of all values, planner)",
         target: ">= 70% of the copy",
+    },
+    FeatureCase {
+        key: "segments-4096x16384-256-single",
+        feature: "segments",
+        case: "i32, 4,096 segments of 16,384 values, 256 bins each, one set of counters forced (two barriers per piece: the double buffer's predecessor; baseline: one histogram of all values, planner)",
+        target: "for comparison with segments-4096x16384-256",
     },
 ];
 
@@ -398,10 +422,12 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes, run: Box::new(run), baseline: Some(baseline) }
         }
-        "weights-i32-256" | "weights-i32-8192" | "weights-u8-256-2^28" => {
+        "weights-i32-256" | "weights-i32-8192" | "weights-i32-8192-f64" | "weights-u8-256-2^28" => {
+            // The -f64 case forces f64 sums unless the request names the partials.
+            let f64_sums = key.ends_with("-f64").then_some(false);
             let (element, n, bins) = match key {
                 "weights-i32-256" => (InputType::I32, FEATURE_VALUES, 256),
-                "weights-i32-8192" => (InputType::I32, FEATURE_VALUES, 8192),
+                "weights-i32-8192" | "weights-i32-8192-f64" => (InputType::I32, FEATURE_VALUES, 8192),
                 _ => (InputType::U8, 1 << 28, 256),
             };
             let values = draw(seed, n, bins, ValueDistribution::Uniform, element);
@@ -417,7 +443,7 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
                     gpu,
                     element,
                     binning,
-                    &LaunchRequest { packing: None, ..*request },
+                    &LaunchRequest { packing: None, f32_partials: request.f32_partials.or(f64_sums), ..*request },
                 ) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),
@@ -435,7 +461,8 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
                     },
                     |s| {
                         let got = gpu.download(s)?;
-                        Ok(match want.first_difference(&got, plan.partial_sums()) {
+                        Ok(match want.first_difference_by(&got, &plan.sum_bound(n as u64)) {
+                            None if plan.f32_partials() => Ok("within the f32-partials bound of the exact sums".into()),
                             None => Ok("within the f64 bound of the exact sums (these are exact)".into()),
                             Some(d) => Err(d),
                         })
@@ -480,14 +507,17 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "edges-f32-256" => {
+        "edges-f32-256" | "edges-f32-256-unpaired" => {
+            // The -unpaired case forces two entries per value unless the request names them.
+            let unpaired = key.ends_with("-unpaired").then_some(false);
             let n = FEATURE_VALUES;
             let e = uneven_edges(seed);
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::F32);
             let want = edges::edges_histogram_cpu(values.as_values(), &e);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), request) {
+                let request = LaunchRequest { edge_pairs: request.edge_pairs.or(unpaired), ..*request };
+                let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), &request) {
                     Ok(p) => p,
                     Err(err) => return Ok(CaseRun::NoPlan(err)),
                 };
@@ -513,14 +543,17 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: 4 * n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "2d-256x256" => {
+        "2d-256x256" | "2d-256x256-unpaired-flush" => {
+            // The -unpaired-flush case forces one atomic per counter unless the request names it.
+            let unpaired = key.ends_with("-unpaired-flush").then_some(false);
             let n = FEATURE_VALUES;
             let bins = Bins2d::new(256, 256, (-1.0, 1.0), (-1.0, 1.0))?;
             let (x, y) = crate::cli::histogram2d::random_pairs(seed, n, &bins);
             let want = hist2d::histogram2d_cpu(&x, &y, &bins);
             let (dx, dy) = (gpu.upload(&x)?, gpu.upload(&y)?);
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let plan = match hist2d::plan_2d(gpu, bins, false, request) {
+                let request = LaunchRequest { paired_flush: request.paired_flush.or(unpaired), ..*request };
+                let plan = match hist2d::plan_2d(gpu, bins, false, &request) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),
                 };
@@ -539,7 +572,9 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: 8 * n as u64, run: Box::new(run), baseline: None }
         }
-        "segments-4096x16384-256" => {
+        "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
+            // The -single case forces one set of counters unless the request names it.
+            let single = key.ends_with("-single").then_some(false);
             let n = 4096 * 16_384;
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::I32);
             let binning = Binning::integers(256);
@@ -547,7 +582,8 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             let want = segmented::segmented_histogram_cpu(values.as_values(), &binning, segments);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let plan = match segmented::plan_segments(gpu, InputType::I32, binning, 4096, n as u64, request) {
+                let request = LaunchRequest { double_buffer: request.double_buffer.or(single), ..*request };
+                let plan = match segmented::plan_segments(gpu, InputType::I32, binning, 4096, n as u64, &request) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),
                 };

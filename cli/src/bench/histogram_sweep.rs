@@ -127,15 +127,35 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
         "packed-65536" | "packed-65536-zipf" => grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]),
         "rgba-u8-2^28" => grid(&[256, 512, 1024], &[Some(4), Some(8), Some(16)], &[None], &[None]),
         "weights-i32-256" => grid(&[256, 512, 768], &[Some(4), Some(16), Some(32)], &[None], &[None]),
-        "weights-i32-8192" => {
-            let mut v = grid(&[256, 512, 768], &[Some(1), Some(2)], &[None], &[None]);
+        "weights-i32-8192" | "weights-i32-8192-f64" => {
+            let f64_sums = grid(&[256, 512, 768], &[Some(1), Some(2)], &[None], &[None]);
+            let mut v: Vec<LaunchRequest> =
+                f64_sums.into_iter().map(|r| LaunchRequest { f32_partials: Some(false), ..r }).collect();
+            let f32_partials = grid(&[256, 512, 768, 1024], &[Some(1), Some(2), Some(4)], &[None], &[None]);
+            v.extend(f32_partials.into_iter().map(|r| LaunchRequest { f32_partials: Some(true), ..r }));
             v.extend(grid(&[256, 512, 1024], &[None], &[None], &[Some(true)]));
             v
         }
-        "edges-f32-256" => grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]),
-        "2d-256x256" => grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]),
-        "segments-4096x16384-256" => {
-            grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None])
+        "edges-f32-256" | "edges-f32-256-unpaired" => {
+            let g = grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]);
+            [true, false]
+                .into_iter()
+                .flat_map(|p| g.iter().map(move |r| LaunchRequest { edge_pairs: Some(p), ..*r }))
+                .collect()
+        }
+        "2d-256x256" | "2d-256x256-unpaired-flush" => {
+            let g = grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]);
+            [true, false]
+                .into_iter()
+                .flat_map(|p| g.iter().map(move |r| LaunchRequest { paired_flush: Some(p), ..*r }))
+                .collect()
+        }
+        "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
+            let g = grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None]);
+            [true, false]
+                .into_iter()
+                .flat_map(|d| g.iter().map(move |r| LaunchRequest { double_buffer: Some(d), ..*r }))
+                .collect()
         }
         _ => Vec::new(),
     }
@@ -173,6 +193,26 @@ fn launch_request_text(r: &LaunchRequest) -> String {
     }
     if r.global == Some(true) {
         parts.push("global".into());
+    }
+    match r.f32_partials {
+        Some(true) => parts.push("f32 partials".into()),
+        Some(false) => parts.push("f64 sums".into()),
+        None => {}
+    }
+    match r.edge_pairs {
+        Some(true) => parts.push("paired entries".into()),
+        Some(false) => parts.push("unpaired entries".into()),
+        None => {}
+    }
+    match r.double_buffer {
+        Some(true) => parts.push("2 sets".into()),
+        Some(false) => parts.push("1 set".into()),
+        None => {}
+    }
+    match r.paired_flush {
+        Some(true) => parts.push("paired flush".into()),
+        Some(false) => parts.push("flush per counter".into()),
+        None => {}
     }
     if parts.is_empty() { "planner's choice".into() } else { parts.join(", ") }
 }

@@ -71,6 +71,19 @@ pub struct HistogramArgs {
     /// Merge warp-uniform bins before adding (default: the planner's choice).
     #[arg(long)]
     pub aggregate: Option<bool>,
+    /// --weights, shared tier: sum each block's weights in f32 partials (true) or f64 sums
+    /// (false) before the f64 totals (default: the planner's choice, f32 where fewer than 8
+    /// copies of f64 sums fit one block).
+    #[arg(long)]
+    pub f32_partials: Option<bool>,
+    /// --edges: read both bounds of a value's search from one paired table entry over 16 cells
+    /// per bin (true), or from two entries over 4 cells per bin (false) (default: true).
+    #[arg(long)]
+    pub edge_pairs: Option<bool>,
+    /// Segments: two sets of counters per block, one barrier per piece of a segment (true), or
+    /// one set and two barriers (false) (default: true where two sets fit).
+    #[arg(long)]
+    pub double_buffer: Option<bool>,
     /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped or
     /// mixed, which lock pages in place) or of 16 bytes (copy, pinned) (default: 256 MiB, less if
     /// free device memory is short).
@@ -248,6 +261,15 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     // Weights, edges, channels and segments have their own kernels and planners.
     if let Some(feature) = super::histogram_features::feature_of(args)? {
         return super::histogram_features::run(device, args, feature);
+    }
+    if args.f32_partials.is_some() {
+        bail!("--f32-partials applies to --weights");
+    }
+    if args.edge_pairs.is_some() {
+        bail!("--edge-pairs applies to --edges");
+    }
+    if args.double_buffer.is_some() {
+        bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
     }
     for (flag, given) in [("--packing", args.packing.is_some()), ("--blocks-per-sm", args.blocks_per_sm.is_some())] {
         if given {

@@ -70,6 +70,10 @@ pub struct Histogram2dArgs {
     /// Weighted: merge warps whose lanes hold one bin (default: below 32 copies).
     #[arg(long)]
     pub aggregate: Option<bool>,
+    /// Shared tier in 16-bit digits: flush two adjacent counters per 64-bit atomic (true) or one
+    /// per counter (false) (default: true).
+    #[arg(long)]
+    pub paired_flush: Option<bool>,
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
@@ -125,6 +129,10 @@ impl Histogram2dArgs {
                 Tier2dChoice::Global => Some(true),
             },
             aggregate: self.aggregate,
+            f32_partials: None,
+            edge_pairs: None,
+            double_buffer: None,
+            paired_flush: self.paired_flush,
         }
     }
 }

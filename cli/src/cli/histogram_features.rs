@@ -145,6 +145,15 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
     if args.aggregate.is_some() && !weighted {
         bail!("--aggregate applies to the plain histogram and to --weights");
     }
+    if args.f32_partials.is_some() && !weighted {
+        bail!("--f32-partials applies to --weights");
+    }
+    if args.edge_pairs.is_some() && !matches!(feature, Feature::Edges(_)) {
+        bail!("--edge-pairs applies to --edges");
+    }
+    if args.double_buffer.is_some() && !matches!(feature, Feature::Segments(_)) {
+        bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
+    }
     Ok(LaunchRequest {
         threads_per_block: args.threads,
         copies: args.copies,
@@ -152,6 +161,10 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
         packing: args.packing,
         global,
         aggregate: args.aggregate,
+        f32_partials: args.f32_partials,
+        edge_pairs: args.edge_pairs,
+        double_buffer: args.double_buffer,
+        paired_flush: None,
     })
 }
 
@@ -416,15 +429,19 @@ fn measure(
             launch(0, &mut sums)?;
             gpu.synchronize()?;
             let got = gpu.download(&sums)?;
-            let difference = want.first_difference(&got, plan.partial_sums());
+            let difference = want.first_difference_by(&got, &plan.sum_bound(n as u64));
             let timing = time_launches(gpu, warmup, repeat, |i| launch(i, &mut sums))?;
             let exact =
                 got.iter().zip(&want.sums).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
             let check = match &difference {
                 None if exact => "every sum equals the exact sum".to_string(),
                 None => format!(
-                    "every sum within the stated bound of the exact sum ({} partial sums per bin)",
-                    plan.partial_sums()
+                    "every sum within the stated bound of the exact sum ({} partial sums per bin{})",
+                    plan.partial_sums(),
+                    match plan.sum_bound(n as u64).f32_adds {
+                        Some(q) => format!(", f32 partials of at most {q} adds"),
+                        None => String::new(),
+                    }
                 ),
                 Some(d) => format!("DIFFERS: {d}"),
             };
@@ -601,7 +618,7 @@ fn run_file(
             println!("sums: {total:e} in all over {} bins", sums.len());
             if args.check {
                 let want = weighted::weighted_histogram_cpu(values.as_values(), &weights, &plan.binning());
-                match want.first_difference(&sums, plan.partial_sums()) {
+                match want.first_difference_by(&sums, &plan.sum_bound(values.as_values().len() as u64)) {
                     None => println!("CPU reference (exact sums): every sum within the stated bound: yes"),
                     Some(d) => bail!("the weighted sums differ from the CPU's exact sums beyond the bound: {d}"),
                 }

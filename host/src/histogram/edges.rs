@@ -319,11 +319,11 @@ pub fn max_bins(limits: &HistogramLimits) -> u32 {
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
 /// let limits = HistogramLimits::H100;
 /// let model = model_before_device(limits);
-/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 1025 table entries.
+/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 4097 table entries.
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
-/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 1024, 32));
-/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 1025));
-/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 1024 cells), histogram_edges_f32"));
+/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 4096, 32));
+/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 4097));
+/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 4096 cells, paired entries), histogram_edges_f32"));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +332,7 @@ pub struct EdgesPlan {
     element: InputType,
     bins: u32,
     cells: u32,
+    pairs: bool,
     blocks_per_sm: u32,
 }
 
@@ -393,14 +394,35 @@ impl EdgesPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
     /// let limits = HistogramLimits::H100;
     /// let model = model_before_device(limits);
-    /// // Four cells per bin, from 64 to 8192.
+    /// // Sixteen cells per bin (paired entries), from 64 to 8192.
     /// let cells =
     ///     |bins| plan_edges_for(&limits, &model, InputType::F32, bins, &LaunchRequest::default()).map(|p| p.cells());
-    /// assert_eq!((cells(4)?, cells(256)?, cells(10_000)?), (64, 1024, 8192));
+    /// assert_eq!((cells(4)?, cells(256)?, cells(10_000)?), (64, 4096, 8192));
     /// # Ok(()) }
     /// ```
     pub fn cells(&self) -> u32 {
         self.cells
+    }
+
+    /// Whether the kernel reads paired table entries (one load per value; see
+    /// [`kernel`]'s documentation).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan = |request: &LaunchRequest| plan_edges_for(&limits, &model, InputType::F32, 256, request);
+    /// let paired = plan(&LaunchRequest::default())?;
+    /// assert_eq!((paired.pairs(), paired.cells()), (true, 4096));
+    /// // The first design: two entries per value, four cells per bin.
+    /// let unpaired = plan(&LaunchRequest { edge_pairs: Some(false), ..Default::default() })?;
+    /// assert_eq!((unpaired.pairs(), unpaired.cells()), (false, 1024));
+    /// # Ok(()) }
+    /// ```
+    pub fn pairs(&self) -> bool {
+        self.pairs
     }
 
     /// Why this plan, in words (for `--plan`).
@@ -413,17 +435,22 @@ impl EdgesPlan {
     /// let model = model_before_device(limits);
     /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
     /// let reason = plan.reason(&limits);
-    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 1024 cells fit"), "{reason}");
+    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 4096 cells fit"), "{reason}");
     /// assert!(reason.contains("(up to 24959 bins)"), "{reason}");
     /// # Ok(()) }
     /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         format!(
-            "{} edges: counters ({} copies), edges and a table of {} cells fit in one block's shared memory (up to {} bins); a value is searched between two table entries, usually 0 or 1 comparisons; {} blocks of {} threads per SM ({} resident threads) is the occupancy query's best shape",
+            "{} edges: counters ({} copies), edges and a table of {} cells fit in one block's shared memory (up to {} bins); {}; {} blocks of {} threads per SM ({} resident threads) is the occupancy query's best shape",
             self.bins + 1,
             self.launch.copies(),
             self.cells,
             max_bins(limits),
+            if self.pairs {
+                "16 cells per bin, each entry paired with the next in one word: one table load per value, a comparison only in the cells that hold an edge (two loads per value over 4 cells per bin ran 256 edges at 2.22x the even bins on the H200)"
+            } else {
+                "4 cells per bin; a value is searched between two table entries (two loads), usually 0 or 1 comparisons"
+            },
             self.blocks_per_sm,
             self.launch.threads(),
             self.blocks_per_sm * self.launch.threads()
@@ -433,7 +460,8 @@ impl EdgesPlan {
 
 impl std::fmt::Display for EdgesPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "edges tier ({} bins, a table of {} cells), {}", self.bins, self.cells, self.launch)
+        let paired = if self.pairs { ", paired entries" } else { "" };
+        write!(f, "edges tier ({} bins, a table of {} cells{paired}), {}", self.bins, self.cells, self.launch)
     }
 }
 
@@ -448,7 +476,7 @@ impl std::fmt::Display for EdgesPlan {
 /// let model = model_before_device(limits);
 /// let open = LaunchRequest::default();
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &open)?;
-/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 1024));
+/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 4096));
 /// // More bins than one block holds, and options of other kernels, are refused.
 /// let err = plan_edges_for(&limits, &model, InputType::F32, 30_000, &open).unwrap_err().to_string();
 /// assert!(err.contains("at most 24959 bins on this device"), "{err}");
@@ -478,7 +506,14 @@ pub fn plan_edges_for(
             bins + 1
         )));
     }
-    let cells = kernel::cells_for(bins);
+    if request.edge_pairs == Some(true) && bins > kernel::MAX_PAIRED_BINS {
+        return Err(Error::InvalidArgument(format!(
+            "{bins} bins: paired table entries hold bins below {} only",
+            kernel::MAX_PAIRED_BINS
+        )));
+    }
+    let pairs = request.edge_pairs.unwrap_or(bins <= kernel::MAX_PAIRED_BINS);
+    let cells = if pairs { kernel::cells_for_pairs(bins) } else { kernel::cells_for(bins) };
     let shape = choose_shape(
         occupancy,
         limits,
@@ -492,6 +527,7 @@ pub fn plan_edges_for(
         element,
         bins,
         cells,
+        pairs,
         blocks_per_sm: shape.blocks_per_sm,
     })
 }
@@ -645,7 +681,8 @@ pub fn launch_edges(
     let (nbins, cells, copies) = (plan.bins, plan.cells, plan.launch.copies());
     let mut launch = stream.launch_builder(&func);
     launch.arg(values.bytes()).arg(&n).arg(counts).arg(&nbins).arg(&edges.edges).arg(&edges.table).arg(&cells);
-    launch.arg(&edges.lo).arg(&edges.hi).arg(&edges.scale).arg(&copies);
+    let pairs = plan.pairs as u32;
+    launch.arg(&edges.lo).arg(&edges.hi).arg(&edges.scale).arg(&copies).arg(&pairs);
     // SAFETY: kernel contract (kernels::histogram::edges): n <= u32::MAX values, 16-byte aligned;
     // counts holds nbins u32; the edges and their table (cells + 1 entries) were built together
     // by DeviceEdges::new for this type; copies is a power of two up to 32 and the launch provides
@@ -802,11 +839,63 @@ mod tests {
         assert!(u8_table.entries().iter().all(|&b| b == 0), "no u8 lies in [300, 400]");
     }
 
+    /// The kernel's lookup on the CPU: cell, table entries (paired or not), search.
+    fn kernel_bin<T: EdgeValue>(v: T, edges: &BinEdges, table: &EdgeTable, pairs: bool) -> Option<u32> {
+        let (lo, hi) = (edges.lo(), edges.hi());
+        if !(v.at_least(lo) && v.at_most(hi)) {
+            return None;
+        }
+        let c = kernel::cell_of(v.key(), lo, table.scale(), table.cells()) as usize;
+        let (a, z) = if pairs {
+            kernel::unpair(kernel::pair_entry(table.entries(), c))
+        } else {
+            (table.entries()[c], table.entries()[c + 1])
+        };
+        Some(kernel::bin_in_range(v, a, z, |e| edges.edges()[e as usize]))
+    }
+
+    #[test]
+    fn paired_entries_over_sixteen_cells_per_bin_find_numpys_bin_on_and_around_every_edge() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(22);
+        let sets = [
+            (0..=256).map(|i| (i as f32 / 256.0).powi(2)).collect::<Vec<_>>(),
+            (0..=256).map(|i| i as f32).collect(),
+            // Clustered: most edges in one cell of the even grid.
+            (0..=255).map(|i| 1.0 + i as f32 * 1e-5).chain([1000.0]).collect(),
+            vec![-1e38, -1.0, 0.0, 1e-30, 1e38],
+        ];
+        for edges in sets {
+            let edges = BinEdges::new(edges).unwrap();
+            for pairs in [true, false] {
+                let cells = if pairs { kernel::cells_for_pairs(edges.bins()) } else { kernel::cells_for(edges.bins()) };
+                let table = EdgeTable::new(&edges, InputType::F32, cells);
+                let mut probes: Vec<f32> = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0];
+                for &e in edges.edges() {
+                    probes.extend([e, e.next_up(), e.next_down()]);
+                }
+                probes.extend((0..10_000).map(|_| rng.random_range(edges.lo()..=edges.hi())));
+                for v in probes {
+                    assert_eq!(kernel_bin(v, &edges, &table, pairs), edges.bin_of(v), "{v:e}, pairs {pairs}");
+                }
+                // i32 values compare in f64 through the same table kind.
+                let table = EdgeTable::new(&edges, InputType::I32, cells);
+                for v in [-2, -1, 0, 1, 2, 255, 256, 257, 1000, i32::MIN, i32::MAX] {
+                    assert_eq!(kernel_bin(v, &edges, &table, pairs), edges.bin_of(v), "{v}, pairs {pairs}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_planner_fits_counters_edges_and_table_in_one_block_and_refuses_more() {
         let occupancy = ModelOccupancy { limits: H100, registers: 40 };
         let p = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &LaunchRequest::default()).unwrap();
-        assert_eq!((p.cells(), p.launch().copies()), (1024, 32));
+        assert_eq!((p.cells(), p.launch().copies(), p.pairs()), (4096, 32, true));
+        let unpaired = LaunchRequest { edge_pairs: Some(false), ..Default::default() };
+        let old = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &unpaired).unwrap();
+        assert_eq!((old.cells(), old.pairs()), (1024, false));
+        assert!(!old.to_string().contains("paired"), "{old}");
         assert_eq!(p.launch().kernel(), "histogram_edges_f32");
         assert!(p.reason(&H100).contains("257 edges"), "{}", p.reason(&H100));
         let most = max_bins(&H100);

@@ -171,7 +171,7 @@ pub enum Tier2d {
 /// let plan = plan_2d_for(&limits, &model, Bins2d::new(256, 256, (0.0, 1.0), (0.0, 1.0))?, false, &open)?;
 /// assert_eq!(
 ///     plan.to_string(),
-///     "2-D shared tier (16-bit packed counters), 256 x 256 bins, histogram_2d_f32: 132 blocks x 1024 threads, \
+///     "2-D shared tier (16-bit packed counters), 256 x 256 bins, histogram_2d_paired_flush_f32: 132 blocks x 1024 threads, \
 ///      128.00 KiB shared per block"
 /// );
 /// assert_eq!(plan.tier(), Tier2d::Shared { packing: 1 });
@@ -184,10 +184,50 @@ pub struct Hist2dPlan {
     tier: Tier2d,
     weighted: bool,
     aggregate: bool,
+    paired_flush: bool,
     blocks_per_sm: u32,
 }
 
+/// Whether a plan takes the paired-flush counting kernel ([`kernel::KERNEL_PAIRED_FLUSH`]): counts
+/// (not sums) in the shared tier's 16-bit digits, unless the request says not.
+///
+/// ```
+/// use hopper_kernels::histogram::hist2d::{Tier2d, uses_paired_flush};
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// let open = LaunchRequest::default();
+/// assert!(uses_paired_flush(Tier2d::Shared { packing: 1 }, false, &open));
+/// assert!(!uses_paired_flush(Tier2d::Shared { packing: 0 }, false, &open));
+/// assert!(!uses_paired_flush(Tier2d::Shared { packing: 1 }, true, &open));
+/// assert!(!uses_paired_flush(Tier2d::Global, false, &open));
+/// let off = LaunchRequest { paired_flush: Some(false), ..open };
+/// assert!(!uses_paired_flush(Tier2d::Shared { packing: 1 }, false, &off));
+/// ```
+pub fn uses_paired_flush(tier: Tier2d, weighted: bool, request: &LaunchRequest) -> bool {
+    !weighted && tier == (Tier2d::Shared { packing: 1 }) && request.paired_flush.unwrap_or(true)
+}
+
 impl Hist2dPlan {
+    /// Whether the counters' flush adds two adjacent counters per 64-bit atomic.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::hist2d::{Bins2d, plan_2d_for};
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::HistogramLimits;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let bins = Bins2d::new(256, 256, (0.0, 1.0), (0.0, 1.0))?;
+    /// let plan = plan_2d_for(&limits, &model, bins, false, &LaunchRequest::default())?;
+    /// assert!(plan.paired_flush());
+    /// let off = LaunchRequest { paired_flush: Some(false), ..Default::default() };
+    /// let plan = plan_2d_for(&limits, &model, bins, false, &off)?;
+    /// assert_eq!((plan.paired_flush(), plan.launch().kernel()), (false, "histogram_2d_f32"));
+    /// # Ok(()) }
+    /// ```
+    pub fn paired_flush(&self) -> bool {
+        self.paired_flush
+    }
+
     /// The kernel launch.
     ///
     /// ```
@@ -320,11 +360,16 @@ impl Hist2dPlan {
                 limits.block_capacity()
             ),
             (Tier2d::Shared { packing }, false) => format!(
-                "{bx} x {by} = {total} counters exceed one block's {} u32 counters: packed {} to a word ({}-bit digits, carries corrected exactly), {} per block; {shape}",
+                "{bx} x {by} = {total} counters exceed one block's {} u32 counters: packed {} to a word ({}-bit digits, carries corrected exactly), {} per block; {}; {shape}",
                 limits.block_capacity(),
                 packed::per_word(packing),
                 packed::digit_bits(packing),
-                format_bytes(self.launch.shared_bytes() as u64)
+                format_bytes(self.launch.shared_bytes() as u64),
+                if self.paired_flush {
+                    "each block flushes a word's two counters in one 64-bit atomic (half the global atomics of one per counter; exact while each count stays below 2^32)"
+                } else {
+                    "each block flushes one atomic per counter"
+                }
             ),
             (Tier2d::Shared { .. }, true) => format!(
                 "{bx} x {by} = {total} f64 sums x {} copies fit in one block's shared memory; {shape}",
@@ -454,12 +499,15 @@ pub fn plan_2d_for(
             choose_shape(occupancy, limits, &|c| kernel::sum_shared_bytes(total as u32, c), MAX_COPIES, request, &what)?
         }
     };
+    let paired_flush = uses_paired_flush(tier, weighted, request);
+    let kernel_name = if paired_flush { kernel::KERNEL_PAIRED_FLUSH } else { kernel_name };
     Ok(Hist2dPlan {
         launch: KernelLaunch::new(kernel_name, shape, limits.sm_count),
         bins,
         tier,
         weighted,
         aggregate: weighted && request.aggregate.unwrap_or(tier == Tier2d::Global || shape.copies < MAX_COPIES),
+        paired_flush,
         blocks_per_sm: shape.blocks_per_sm,
     })
 }
@@ -481,6 +529,12 @@ pub fn plan_2d(gpu: &Gpu, bins: Bins2d, weighted: bool, request: &LaunchRequest)
     let limits = HistogramLimits::of(gpu)?;
     let occupancy =
         super::tuning::DriverOccupancy::new(gpu, if weighted { kernel::KERNEL_WEIGHTED } else { kernel::KERNEL })?;
+    let plan = plan_2d_for(&limits, &occupancy, bins, weighted, request)?;
+    if !plan.paired_flush {
+        return Ok(plan);
+    }
+    // The same tier, shaped by the paired-flush kernel's own residency.
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNEL_PAIRED_FLUSH)?;
     plan_2d_for(&limits, &occupancy, bins, weighted, request)
 }
 

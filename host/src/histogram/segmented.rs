@@ -225,6 +225,29 @@ pub fn max_copies_for(bins: u32, values_per_segment: u64) -> u32 {
     copies
 }
 
+/// Whether a plan for `bins` bins per segment takes the two-set kernel: as `request` says, else
+/// where two sets of counters fit one block (one barrier per piece of a segment instead of two).
+///
+/// ```
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::segmented::uses_double_buffer;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// let (limits, open) = (HistogramLimits::H100, LaunchRequest::default());
+/// assert!(uses_double_buffer(&limits, 256, &open));
+/// assert!(uses_double_buffer(&limits, 29_056, &open));
+/// assert!(!uses_double_buffer(&limits, 29_057, &open));
+/// assert!(!uses_double_buffer(&limits, 256, &LaunchRequest { double_buffer: Some(false), ..open }));
+/// ```
+pub fn uses_double_buffer(limits: &HistogramLimits, bins: u32, request: &LaunchRequest) -> bool {
+    request.double_buffer.unwrap_or(2 * kernel::shared_bytes(bins, 1) <= limits.max_shared_per_block_optin as u64)
+}
+
+/// The kernel of `element` values, with two sets of counters or one.
+fn kernel_for(element: InputType, double_buffer: bool) -> &'static str {
+    let i = type_index(element);
+    if double_buffer { kernel::DOUBLE_KERNELS[i] } else { kernel::KERNELS[i] }
+}
+
 /// A planned segmented launch, built only by [`plan_segments_for`] / [`plan_segments`].
 ///
 /// ```
@@ -239,8 +262,8 @@ pub fn max_copies_for(bins: u32, values_per_segment: u64) -> u32 {
 /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
 /// assert_eq!(
 ///     plan.to_string(),
-///     "segmented tier (4096 segments x 256 bins), histogram_segmented_i32: 528 blocks x 256 threads, \
-///      2.00 KiB shared per block (2 copies)"
+///     "segmented tier (4096 segments x 256 bins, 2 sets of counters), histogram_segmented_double_i32: 528 blocks x 256 threads, \
+///      4.00 KiB shared per block (2 copies)"
 /// );
 /// # Ok(()) }
 /// ```
@@ -250,10 +273,35 @@ pub struct SegmentsPlan {
     element: InputType,
     binning: Binning,
     segments: u64,
+    double_buffer: bool,
     blocks_per_sm: u32,
 }
 
 impl SegmentsPlan {
+    /// Whether the kernel alternates between two sets of counters (one barrier per piece).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan = |bins, request: &LaunchRequest| {
+    ///     plan_segments_for(&limits, &model, InputType::I32, Binning::integers(bins), 64, 1 << 20, request)
+    /// };
+    /// assert!(plan(256, &LaunchRequest::default())?.double_buffer());
+    /// let single = plan(256, &LaunchRequest { double_buffer: Some(false), ..Default::default() })?;
+    /// assert!(!single.double_buffer());
+    /// assert_eq!(single.launch().shared_bytes() * 2, plan(256, &LaunchRequest::default())?.launch().shared_bytes());
+    /// // Two sets of the most bins a block holds do not fit: one set.
+    /// assert!(!plan(58_112, &LaunchRequest::default())?.double_buffer());
+    /// # Ok(()) }
+    /// ```
+    pub fn double_buffer(&self) -> bool {
+        self.double_buffer
+    }
+
     /// The kernel launch.
     ///
     /// ```
@@ -266,8 +314,8 @@ impl SegmentsPlan {
     /// let open = LaunchRequest::default();
     /// // 4096 histograms of 256 bins over 2^26 i32 values.
     /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?;
-    /// // Blocks of 256 threads: the kernel meets a barrier twice per piece of a segment.
-    /// assert_eq!((plan.launch().kernel(), plan.launch().threads()), ("histogram_segmented_i32", 256));
+    /// // Blocks of 256 threads: the kernel meets a barrier at every piece of a segment.
+    /// assert_eq!((plan.launch().kernel(), plan.launch().threads()), ("histogram_segmented_double_i32", 256));
     /// # Ok(()) }
     /// ```
     pub fn launch(&self) -> &KernelLaunch {
@@ -369,10 +417,15 @@ impl SegmentsPlan {
     /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         format!(
-            "{} segments of {} bins each (at most {} bins per segment: one block's shared memory); every block counts an equal share of the values, whatever the segments' lengths, flushing its counters into each segment it leaves; {} copies keep the zeroing and flush per piece within a thirty-second of its values; {} blocks of {} threads per SM ({} resident threads) from the occupancy query",
+            "{} segments of {} bins each (at most {} bins per segment: one block's shared memory); every block counts an equal share of the values, whatever the segments' lengths, flushing its counters into each segment it leaves; {}; {} copies keep the zeroing and flush per piece within a thirty-second of its values; {} blocks of {} threads per SM ({} resident threads) from the occupancy query",
             self.segments,
             self.binning.nbins,
             limits.block_capacity(),
+            if self.double_buffer {
+                "two sets of counters, alternating by piece: one barrier per piece (the next piece adds into the other set while this one is flushed)"
+            } else {
+                "one set of counters: two barriers per piece (after the adds, after the flush)"
+            },
             self.launch.copies(),
             self.blocks_per_sm,
             self.launch.threads(),
@@ -383,7 +436,8 @@ impl SegmentsPlan {
 
 impl std::fmt::Display for SegmentsPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "segmented tier ({} segments x {} bins), {}", self.segments, self.binning.nbins, self.launch)
+        let sets = if self.double_buffer { ", 2 sets of counters" } else { "" };
+        write!(f, "segmented tier ({} segments x {} bins{sets}), {}", self.segments, self.binning.nbins, self.launch)
     }
 }
 
@@ -440,21 +494,24 @@ pub fn plan_segments_for(
         return Err(Error::InvalidArgument(format!("{segments} segments of {bins} bins: too many counters")));
     }
     let per_segment = values.div_ceil(segments).max(1);
-    // Two block barriers per piece of a segment: smaller blocks keep the SM's loads going while
+    let double_buffer = uses_double_buffer(limits, bins, request);
+    let sets = if double_buffer { 2 } else { 1 };
+    // Block barriers at every piece of a segment: smaller blocks keep the SM's loads going while
     // one of them waits.
     let shape = choose_shape_small_blocks(
         occupancy,
         limits,
-        &|c| kernel::shared_bytes(bins, c),
+        &|c| sets * kernel::shared_bytes(bins, c),
         max_copies_for(bins, per_segment),
         request,
         &format!("{segments} segmented histograms of {bins} bins"),
     )?;
     Ok(SegmentsPlan {
-        launch: KernelLaunch::new(kernel::KERNELS[type_index(element)], shape, limits.sm_count),
+        launch: KernelLaunch::new(kernel_for(element, double_buffer), shape, limits.sm_count),
         element,
         binning,
         segments,
+        double_buffer,
         blocks_per_sm: shape.blocks_per_sm,
     })
 }
@@ -482,7 +539,8 @@ pub fn plan_segments(
     request: &LaunchRequest,
 ) -> Result<SegmentsPlan> {
     let limits = HistogramLimits::of(gpu)?;
-    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
+    let kernel = kernel_for(element, uses_double_buffer(&limits, binning.nbins, request));
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel)?;
     plan_segments_for(&limits, &occupancy, element, binning, segments, values, request)
 }
 
@@ -563,7 +621,7 @@ pub fn launch_segments(
     // aligned (checked); counts holds segments * nbins u32 (checked); offsets (when read) hold
     // segments + 1 u64 of a cudarc allocation (8-byte aligned); any offset values are safe (the
     // kernel clamps them); copies is a power of two up to 32 and the launch provides nbins *
-    // copies * 4 bytes of shared memory (the plan).
+    // copies * 4 bytes of shared memory, twice that for the two-set kernel (the plan).
     unsafe { launch.launch(plan.launch.config()) }?;
     Ok(())
 }
@@ -690,7 +748,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!((p.launch().copies(), p.counters()), (2, 4096 * 256));
-        assert!(p.to_string().starts_with("segmented tier (4096 segments x 256 bins)"), "{p}");
+        assert!(p.to_string().starts_with("segmented tier (4096 segments x 256 bins, 2 sets of counters)"), "{p}");
+        assert!(p.double_buffer() && p.reason(&H100).contains("one barrier per piece"), "{}", p.reason(&H100));
+        let single = LaunchRequest { double_buffer: Some(false), ..Default::default() };
+        let s = plan_segments_for(&H100, &occupancy, InputType::I32, Binning::integers(256), 4096, 1 << 26, &single);
+        let s = s.unwrap();
+        assert!(!s.double_buffer() && s.reason(&H100).contains("two barriers per piece"));
+        assert_eq!(2 * s.launch().shared_bytes(), p.launch().shared_bytes());
         let err = plan_segments_for(
             &H100,
             &occupancy,

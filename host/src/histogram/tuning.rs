@@ -58,6 +58,18 @@ pub struct LaunchRequest {
     pub global: Option<bool>,
     /// Warps whose 32 lanes hold one bin add once (weighted kernels).
     pub aggregate: Option<bool>,
+    /// Sum the weights per block in `f32` partials (flushed into the `f64` sums) instead of
+    /// `f64` ones (the weighted kernels' shared tier).
+    pub f32_partials: Option<bool>,
+    /// The edges kernel reads both bounds of a value's search in one paired table entry, over 16
+    /// cells per bin (`false`: two entries over 4 cells per bin).
+    pub edge_pairs: Option<bool>,
+    /// The segmented kernel alternates between two sets of counters, one block barrier per piece
+    /// of a segment instead of two (`false`: one set).
+    pub double_buffer: Option<bool>,
+    /// The 2-D counting kernel in 16-bit digits flushes two adjacent counters per 64-bit atomic
+    /// (`false`: one per counter).
+    pub paired_flush: Option<bool>,
 }
 
 impl LaunchRequest {
@@ -505,8 +517,9 @@ impl KernelLaunch {
     ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), &LaunchRequest::default())
     ///         .map(|p| p.launch().copies())
     /// };
-    /// // One copy per lane of a warp where they fit; one copy of 29,056 f64 sums fills a block.
-    /// assert_eq!((copies(256)?, copies(29_056)?), (32, 1));
+    /// // One copy per lane of a warp where they fit; two copies of 29,056 f32 partial sums fill
+    /// // a block.
+    /// assert_eq!((copies(256)?, copies(29_056)?), (32, 2));
     /// # Ok(()) }
     /// ```
     pub fn copies(&self) -> u32 {
@@ -571,8 +584,8 @@ impl std::fmt::Display for KernelLaunch {
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
 /// assert_eq!(
 ///     plan.to_string(),
-///     "edges tier (256 bins, a table of 1024 cells), histogram_edges_f32: 132 blocks x 1024 threads, \
-///      37.01 KiB shared per block (32 copies)"
+///     "edges tier (256 bins, a table of 4096 cells, paired entries), histogram_edges_f32: 132 blocks x 1024 threads, \
+///      49.01 KiB shared per block (32 copies)"
 /// );
 /// # Ok(()) }
 /// ```

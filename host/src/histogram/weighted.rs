@@ -72,6 +72,7 @@ pub struct WeightedPlan {
     binning: Binning,
     mode: WeightedMode,
     aggregate: bool,
+    f32_partials: bool,
     blocks_per_sm: u32,
 }
 
@@ -219,6 +220,80 @@ impl WeightedPlan {
         }
     }
 
+    /// Whether each block sums its weights in `f32` partials before the `f64` sums (the shared
+    /// tier's choice where few copies of `f64` sums fit a block; see
+    /// [`kernel::error_bound_f32_partials`] for its bound).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let open = LaunchRequest::default();
+    /// let f32_partials = |bins, request: &LaunchRequest| {
+    ///     plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(bins), request).map(|p| p.f32_partials())
+    /// };
+    /// // 32 copies of 256 f64 sums fit: f64 throughout.
+    /// assert!(!f32_partials(256, &open)?);
+    /// // 2 copies of 8,192 f64 sums fit: f32 partials (4 copies in the same bytes).
+    /// assert!(f32_partials(8192, &open)?);
+    /// // The request decides where it names it.
+    /// assert!(!f32_partials(8192, &LaunchRequest { f32_partials: Some(false), ..open })?);
+    /// # Ok(()) }
+    /// ```
+    pub fn f32_partials(&self) -> bool {
+        self.f32_partials
+    }
+
+    /// The most adds one `f32` partial takes for `n` values (the `adds` of
+    /// [`kernel::error_bound_f32_partials`]): each thread of the grid takes at most
+    /// `ceil((n / 4) / grid threads)` groups of 4 values and one of the last `n % 4`, and
+    /// `threads / copies` lanes of a block share a copy. `0` without `f32` partials.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::plan_weighted_for;
+    /// let limits = HistogramLimits::H100;
+    /// let request = LaunchRequest { f32_partials: Some(true), threads_per_block: Some(1024), copies: Some(4), ..Default::default() };
+    /// let plan = plan_weighted_for(&limits, &model_before_device(limits), InputType::I32, Binning::integers(8192), &request)?;
+    /// assert_eq!((plan.launch().blocks(), plan.launch().threads()), (132, 1024));
+    /// // 2^26 values: 2^24 groups over 135,168 threads, at most 125 groups (500 values) per
+    /// // thread, 256 lanes per copy; one more value per lane where n % 4 != 0.
+    /// assert_eq!(plan.adds_per_partial(1 << 26), 256 * 500);
+    /// assert_eq!(plan.adds_per_partial((1 << 26) + 3), 256 * 501);
+    /// assert_eq!(plan.adds_per_partial(0), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn adds_per_partial(&self, n: u64) -> u64 {
+        if !self.f32_partials || n == 0 {
+            return 0;
+        }
+        let grid = self.launch.blocks() as u64 * self.launch.threads() as u64;
+        let per_lane = kernel::GROUP * (n / kernel::GROUP).div_ceil(grid) + u64::from(!n.is_multiple_of(kernel::GROUP));
+        per_lane * (self.launch.threads() / self.launch.copies()).max(1) as u64
+    }
+
+    /// The bound this plan's sums keep for `n` values, for [`WeightedReference::first_difference_by`].
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// use hopper_kernels::histogram::weighted::{SumBound, plan_weighted_for};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let plan = plan_weighted_for(&limits, &model, InputType::I32, Binning::integers(256), &LaunchRequest::default())?;
+    /// assert_eq!(plan.sum_bound(1000), SumBound { partials: 132 * 32, f32_adds: None });
+    /// # Ok(()) }
+    /// ```
+    pub fn sum_bound(&self, n: u64) -> SumBound {
+        SumBound { partials: self.partial_sums(), f32_adds: self.f32_partials.then(|| self.adds_per_partial(n)) }
+    }
+
     /// Why this plan, in words (for `--plan`).
     ///
     /// ```
@@ -239,6 +314,19 @@ impl WeightedPlan {
         let bins = self.bins();
         let resident = self.blocks_per_sm * self.launch.threads();
         match self.mode {
+            WeightedMode::Shared if self.f32_partials => format!(
+                "{bins} f32 partial sums x {} copies ({}) per block, added into the f64 sums at the end ({}; the f64 sums fit {} copies of {bins} bins, and at 8,192 bins 2 f64 copies ran at half the copy bandwidth on the H200: a 64-bit compare-and-store loop conflicts in twice the banks of a 32-bit one, and half the bytes per copy doubles the copies); weights of magnitude 2^95 or more, infinities and NaN go to the f64 sums directly; {} blocks of {} threads per SM ({resident} resident threads) is the occupancy query's best shape, then the most copies",
+                self.launch.copies(),
+                format_bytes(self.launch.shared_bytes() as u64),
+                if f64_copies_that_fit(limits, bins) < F64_MIN_COPIES {
+                    "fewer than 8 copies of f64 sums fit one block"
+                } else {
+                    "as requested"
+                },
+                f64_copies_that_fit(limits, bins),
+                self.blocks_per_sm,
+                self.launch.threads()
+            ),
             WeightedMode::Shared => format!(
                 "{bins} f64 sums x {} copies ({}) fit in one block's shared memory (at most {} bins of one copy); {} blocks of {} threads per SM ({resident} resident threads) is the occupancy query's best shape, then the most copies (lanes of a warp add into different copies, so no compare-and-store loop waits on another lane)",
                 self.launch.copies(),
@@ -264,12 +352,92 @@ impl std::fmt::Display for WeightedPlan {
             WeightedMode::Shared => "shared",
             WeightedMode::Global => "global",
         };
-        write!(f, "weighted {mode} tier (f64 sums), {}", self.launch)?;
+        let sums = if self.f32_partials { "f32 partials, f64 sums" } else { "f64 sums" };
+        write!(f, "weighted {mode} tier ({sums}), {}", self.launch)?;
         if self.aggregate {
             write!(f, ", warp-aggregated adds")?;
         }
         Ok(())
     }
+}
+
+/// Below this many copies of `f64` sums per block the shared tier sums in `f32` partials by
+/// default.
+pub const F64_MIN_COPIES: u32 = 8;
+
+/// Copies (a power of two up to 32) of `bins` `f64` sums that one block's shared memory holds.
+///
+/// ```
+/// use hopper_kernels::histogram::{HistogramLimits, weighted::f64_copies_that_fit};
+/// assert_eq!(f64_copies_that_fit(&HistogramLimits::H100, 256), 32);
+/// assert_eq!(f64_copies_that_fit(&HistogramLimits::H100, 8192), 2);
+/// assert_eq!(f64_copies_that_fit(&HistogramLimits::H100, 29_057), 0);
+/// ```
+pub fn f64_copies_that_fit(limits: &HistogramLimits, bins: u32) -> u32 {
+    let fit = limits.max_shared_per_block_optin as u64 / kernel::shared_bytes(bins, 1).max(1);
+    if fit == 0 { 0 } else { (1u64 << fit.ilog2()).min(MAX_COPIES as u64) as u32 }
+}
+
+/// How far a plan's sums may be from the exact ones: what [`kernel::error_bound`] (`f64` sums) or
+/// [`kernel::error_bound_f32_partials`] (`f32` partials) needs beyond each bin's own count and
+/// absolute sum.
+///
+/// ```
+/// use hopper_kernels::histogram::weighted::SumBound;
+/// let f64_sums = SumBound { partials: 10, f32_adds: None };
+/// assert_eq!(f64_sums.of(3, 2e16), kernels::histogram::weighted::error_bound(3, 10, 2e16));
+/// // An f32 partial never takes more adds than the bin has values.
+/// let f32_partials = SumBound { partials: 10, f32_adds: Some(1 << 20) };
+/// assert_eq!(f32_partials.of(3, 1.0), kernels::histogram::weighted::error_bound_f32_partials(3, 10, 3, 1.0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SumBound {
+    /// Partial sums added into each global sum.
+    pub partials: u64,
+    /// With `f32` partials, the most adds one of them takes.
+    pub f32_adds: Option<u64>,
+}
+
+impl SumBound {
+    /// The bound for a bin of `values` values whose weights' absolute values sum to `abs_sum`.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::weighted::SumBound;
+    /// assert_eq!(SumBound { partials: 0, f32_adds: Some(7) }.of(0, 0.0), 0.0);
+    /// ```
+    pub fn of(&self, values: u64, abs_sum: f64) -> f64 {
+        match self.f32_adds {
+            None => kernel::error_bound(values, self.partials, abs_sum),
+            Some(adds) => kernel::error_bound_f32_partials(values, self.partials, adds.min(values), abs_sum),
+        }
+    }
+}
+
+/// Whether a plan for `bins` bins takes the `f32`-partials kernel: never in the global tier (as
+/// the request or the bin count decides it); else as the request says, or where fewer than
+/// [`F64_MIN_COPIES`] copies of `f64` sums fit one block, which leaves a warp's lanes on few
+/// copies, where 64-bit compare-and-store loops conflict.
+///
+/// ```
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// use hopper_kernels::histogram::weighted::uses_f32_partials;
+/// let (limits, open) = (HistogramLimits::H100, LaunchRequest::default());
+/// assert!(!uses_f32_partials(&limits, 256, &open));
+/// assert!(uses_f32_partials(&limits, 8192, &open));
+/// assert!(!uses_f32_partials(&limits, 100_000, &open)); // the global tier
+/// assert!(!uses_f32_partials(&limits, 8192, &LaunchRequest { global: Some(true), ..open }));
+/// assert!(uses_f32_partials(&limits, 256, &LaunchRequest { f32_partials: Some(true), ..open }));
+/// ```
+pub fn uses_f32_partials(limits: &HistogramLimits, bins: u32, request: &LaunchRequest) -> bool {
+    let global = request.global.unwrap_or(bins as u64 > max_shared_bins(limits));
+    !global && request.f32_partials.unwrap_or(f64_copies_that_fit(limits, bins) < F64_MIN_COPIES)
+}
+
+/// The kernel of `element` values, with `f32` partials or `f64` sums.
+fn kernel_for(element: InputType, f32_partials: bool) -> &'static str {
+    let i = type_index(element);
+    if f32_partials { kernel::PARTIALS_KERNELS[i] } else { kernel::KERNELS[i] }
 }
 
 /// Bins of `f64` sums one block's shared memory holds (one copy).
@@ -341,18 +509,27 @@ pub fn plan_weighted_for(
     if global && request.copies.is_some_and(|c| c != 1) {
         return Err(Error::InvalidArgument("--copies applies to the shared tier's block-private sums only".into()));
     }
+    if global && request.f32_partials == Some(true) {
+        return Err(Error::InvalidArgument(
+            "--f32-partials applies to the shared tier's block-private sums only".into(),
+        ));
+    }
     let what = format!("a weighted histogram of {bins} bins");
+    let f32_partials = uses_f32_partials(limits, bins, request);
     let shape = if global {
         choose_shape(occupancy, limits, &|_| 0, 1, request, &what)?
+    } else if f32_partials {
+        choose_shape(occupancy, limits, &|c| kernel::f32_partial_bytes(bins, c), MAX_COPIES, request, &what)?
     } else {
         choose_shape(occupancy, limits, &|c| kernel::shared_bytes(bins, c), MAX_COPIES, request, &what)?
     };
     Ok(WeightedPlan {
-        launch: KernelLaunch::new(kernel::KERNELS[type_index(element)], shape, limits.sm_count),
+        launch: KernelLaunch::new(kernel_for(element, f32_partials), shape, limits.sm_count),
         element,
         binning,
         mode: if global { WeightedMode::Global } else { WeightedMode::Shared },
         aggregate: request.aggregate.unwrap_or(global || shape.copies < MAX_COPIES),
+        f32_partials,
         blocks_per_sm: shape.blocks_per_sm,
     })
 }
@@ -372,7 +549,8 @@ pub fn plan_weighted_for(
 /// ```
 pub fn plan_weighted(gpu: &Gpu, element: InputType, binning: Binning, request: &LaunchRequest) -> Result<WeightedPlan> {
     let limits = HistogramLimits::of(gpu)?;
-    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel::KERNELS[type_index(element)])?;
+    let kernel = kernel_for(element, uses_f32_partials(&limits, binning.nbins, request));
+    let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel)?;
     plan_weighted_for(&limits, &occupancy, element, binning, request)
 }
 
@@ -441,7 +619,8 @@ pub fn launch_weighted(
     launch.arg(&copies).arg(&global).arg(&aggregate);
     // SAFETY: kernel contract (kernels::histogram::weighted): n values and n weights, both 16-byte
     // aligned (checked), n <= u32::MAX, sums holds nbins f64, copies is a power of two up to 32
-    // (the plan) and the launch provides nbins * copies * 8 bytes of shared memory in shared mode.
+    // (the plan) and the launch provides nbins * copies * 8 bytes of shared memory in shared mode
+    // (nbins * copies * 4 for the f32-partials kernel, which the plan takes only in shared mode).
     unsafe { launch.launch(plan.launch.config()) }?;
     Ok(())
 }
@@ -591,11 +770,27 @@ impl WeightedReference {
     /// assert!(inf.first_difference(&[1e300], 10).is_some());
     /// ```
     pub fn first_difference(&self, got: &[f64], partials: u64) -> Option<String> {
+        self.first_difference_by(got, &SumBound { partials, f32_adds: None })
+    }
+
+    /// [`first_difference`](Self::first_difference) under a plan's [`SumBound`]
+    /// ([`WeightedPlan::sum_bound`]), `f32` partials included.
+    ///
+    /// ```
+    /// use hopper_kernels::histogram::weighted::{SumBound, WeightedReference};
+    /// let r = WeightedReference::from_bins(1, (0..1000).map(|_| (Some(0), 0.1f32)));
+    /// // 1000 f32 adds of 0.1: off by up to about 1000 * 2^-24 * 100 = 6e-3.
+    /// let f32_sum = (0..1000).fold(0.0f32, |s, _| s + 0.1) as f64;
+    /// assert!((f32_sum - r.sums[0]).abs() > 1e-6);
+    /// assert_eq!(r.first_difference_by(&[f32_sum], &SumBound { partials: 1, f32_adds: Some(1000) }), None);
+    /// assert!(r.first_difference_by(&[f32_sum], &SumBound { partials: 1, f32_adds: None }).is_some());
+    /// ```
+    pub fn first_difference_by(&self, got: &[f64], bound: &SumBound) -> Option<String> {
         if got.len() != self.sums.len() {
             return Some(format!("{} sums came back, {} expected", got.len(), self.sums.len()));
         }
         (0..got.len()).find_map(|b| {
-            let bound = kernel::error_bound(self.counts[b], partials, self.abs_sums[b]);
+            let bound = bound.of(self.counts[b], self.abs_sums[b]);
             let (g, w) = (got[b], self.sums[b]);
             let ok = g == w || (g.is_nan() && w.is_nan()) || (w.is_finite() && (g - w).abs() <= bound);
             (!ok).then(|| {
@@ -624,9 +819,122 @@ mod tests {
         assert_eq!((p.mode(), p.launch().copies(), p.aggregate()), (WeightedMode::Shared, 32, false));
         assert_eq!(p.launch().threads() * p.launch().blocks() / 132, 768);
         assert_eq!(p.partial_sums(), p.launch().blocks() as u64 * 32);
-        let big = plan(29_056, LaunchRequest::default()).unwrap();
+        assert!(!p.f32_partials() && p.to_string().contains("(f64 sums)"), "{p}");
+        let f64_sums = LaunchRequest { f32_partials: Some(false), ..Default::default() };
+        let big = plan(29_056, f64_sums).unwrap();
         assert_eq!((big.mode(), big.launch().copies(), big.aggregate()), (WeightedMode::Shared, 1, true));
         assert!(big.reason(&H100).contains("fit in one block"), "{}", big.reason(&H100));
+        // By default the same bins sum in f32 partials: two copies in the same 227 KiB.
+        let big = plan(29_056, LaunchRequest::default()).unwrap();
+        assert_eq!((big.mode(), big.launch().copies(), big.f32_partials()), (WeightedMode::Shared, 2, true));
+        assert_eq!(big.launch().shared_bytes(), 227 << 10);
+    }
+
+    #[test]
+    fn few_copies_of_f64_sums_switch_the_shared_tier_to_f32_partials_and_the_request_decides() {
+        // 8 copies of 2,048 f64 sums fit 227 KiB (f64); 4 of 4,096 do not reach 8 (f32).
+        assert_eq!(f64_copies_that_fit(&H100, 2048), 8);
+        assert!(!plan(2048, LaunchRequest::default()).unwrap().f32_partials());
+        let p = plan(4096, LaunchRequest::default()).unwrap();
+        assert!(p.f32_partials(), "{p}");
+        assert!(p.to_string().starts_with("weighted shared tier (f32 partials, f64 sums)"), "{p}");
+        let reason = p.reason(&H100);
+        assert!(reason.contains("fewer than 8 copies of f64 sums fit one block"), "{reason}");
+        // 72 registers: 768 resident threads; 8,192 f32 partials x 4 copies = 128 KiB.
+        let p = plan(8192, LaunchRequest::default()).unwrap();
+        assert_eq!((p.launch().copies(), p.launch().shared_bytes()), (4, 128 << 10));
+        let forced = plan(256, LaunchRequest { f32_partials: Some(true), ..Default::default() }).unwrap();
+        assert!(forced.f32_partials() && forced.reason(&H100).contains("as requested"));
+        let err = plan(256, LaunchRequest { f32_partials: Some(true), global: Some(true), ..Default::default() });
+        assert!(err.unwrap_err().to_string().contains("shared tier"));
+        // The global tier has no partials, whatever the bin count.
+        let g = plan(100_000, LaunchRequest::default()).unwrap();
+        assert!(!g.f32_partials() && g.sum_bound(1 << 20).f32_adds.is_none());
+    }
+
+    /// The kernel's arithmetic on the CPU: `weights` of one bin dealt round-robin into
+    /// `partials` `f32` partials (those not below the limit, and non-finite ones, straight into
+    /// the `f64` sum), the partials then added in `f64` in the order `order` gives.
+    fn f32_partials_sum(weights: &[f32], partials: usize, order: &[usize]) -> f64 {
+        let limit = kernel::F32_PARTIAL_LIMIT;
+        let mut p = vec![0.0f32; partials];
+        let mut direct = 0.0f64;
+        for (i, &w) in weights.iter().enumerate() {
+            if w < limit && w > -limit {
+                p[i % partials] += w;
+            } else {
+                direct += w as f64;
+            }
+        }
+        order.iter().fold(direct, |s, &k| s + p[k] as f64)
+    }
+
+    #[test]
+    fn the_f32_partials_bound_holds_for_adversarial_weights_summed_as_the_kernel_does() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(22);
+        let big = 2f32.powi(94);
+        let sets: Vec<(&str, Vec<f32>)> = vec![
+            ("tenths", vec![0.1; 100_000]),
+            ("cancelling pairs", (0..100_000).map(|i| if i % 2 == 0 { 1e7 } else { -1e7 + 0.5 }).collect()),
+            ("one huge, many small", (0..50_000).map(|i| if i == 7 { 3e38 } else { 1e-3 }).collect()),
+            ("near the limit", (0..50_000).map(|i| if i % 3 == 0 { big } else { -big * 0.75 }).collect()),
+            ("at and past the limit", (0..1000).map(|i| if i % 2 == 0 { 2f32.powi(95) } else { -1.0 }).collect()),
+            ("f32::MAX both signs", (0..1000).map(|i| if i % 2 == 0 { f32::MAX } else { -f32::MAX }).collect()),
+            ("subnormal", (0..100_000).map(|i| f32::from_bits(1 + (i % 1000))).collect()),
+            (
+                "exponents 2^-60 .. 2^60",
+                (0..100_000).map(|_| rng.random_range(-1.0f32..1.0) * 2f32.powi(rng.random_range(-60..=60))).collect(),
+            ),
+        ];
+        for (name, w) in sets {
+            let want = WeightedReference::from_bins(1, w.iter().map(|&x| (Some(0), x)));
+            for partials in [1usize, 4, 132 * 4] {
+                let mut order: Vec<usize> = (0..partials).collect();
+                for _ in 0..3 {
+                    // Any order of the f64 adds.
+                    for i in (1..order.len()).rev() {
+                        order.swap(i, rng.random_range(0..=i));
+                    }
+                    let got = f32_partials_sum(&w, partials, &order);
+                    let adds = w.len().div_ceil(partials) as u64;
+                    let bound = SumBound { partials: partials as u64, f32_adds: Some(adds) };
+                    assert_eq!(want.first_difference_by(&[got], &bound), None, "{name}, {partials} partials");
+                }
+            }
+        }
+        // The bound is not vacuous: summing 0.1 in one f32 partial misses the exact sum by more
+        // than the f64 bound allows.
+        let tenths = vec![0.1f32; 100_000];
+        let want = WeightedReference::from_bins(1, tenths.iter().map(|&x| (Some(0), x)));
+        let got = f32_partials_sum(&tenths, 1, &[0]);
+        assert!(want.first_difference(&[got], 1).is_some());
+        // Infinities and NaN come out as in f64.
+        let special = [f32::INFINITY, 1.0, f32::NEG_INFINITY];
+        assert!(f32_partials_sum(&special, 2, &[0, 1]).is_nan());
+        assert_eq!(f32_partials_sum(&special[..2], 2, &[1, 0]), f64::INFINITY);
+    }
+
+    #[test]
+    fn the_adds_of_one_f32_partial_bound_every_thread_of_a_copy() {
+        let p = plan(8192, LaunchRequest { threads_per_block: Some(256), copies: Some(4), ..Default::default() });
+        let p = p.unwrap();
+        let (blocks, threads, copies) = (p.launch().blocks() as u64, 256u64, 4u64);
+        for n in [1u64, 3, 4, 5, 1000, (1 << 20) + 1, 1 << 26] {
+            // Simulate the kernel's assignment: thread t of the grid takes groups t, t + grid, ...
+            // and value 4 * (n / 4) + t of the tail; its copy is its lane % copies.
+            let grid = blocks * threads;
+            let groups = n / 4;
+            let mut most = 0;
+            for t in [0u64, 1, 7, 8, 31, 255] {
+                let mine = groups / grid + u64::from(t < groups % grid);
+                let tail = u64::from(4 * groups + t < n);
+                most = most.max(4 * mine + tail);
+            }
+            let lanes_per_copy = threads / copies;
+            assert!(p.adds_per_partial(n) >= most * lanes_per_copy, "n {n}");
+            assert!(p.adds_per_partial(n) <= (most + 4) * lanes_per_copy, "n {n}");
+        }
     }
 
     #[test]

@@ -29,6 +29,13 @@ use super::bin_of_f32;
 /// PTX symbol of the counting kernel.
 pub const KERNEL: &str = "histogram_2d_f32";
 
+/// PTX symbol of the counting kernel in 16-bit digits whose flush adds two adjacent counters
+/// per `red.global.add.u64` (half the global atomics at the end of every block: 65,536 bins of
+/// 132 blocks are 8.6 million atomics, one per counter, while no block reads input). Exact while
+/// each counter's total in the output stays below 2^32 (what a `u32` counter holds; beyond it a
+/// carry would reach the neighbouring counter instead of wrapping).
+pub const KERNEL_PAIRED_FLUSH: &str = "histogram_2d_paired_flush_f32";
+
 /// PTX symbol of the weighted kernel.
 pub const KERNEL_WEIGHTED: &str = "histogram_2d_weighted_f32";
 
@@ -116,7 +123,7 @@ pub(crate) mod device_code {
     /// As the module's.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn count_pairs<const P: u32, const GLOBAL: bool>(
+    unsafe fn count_pairs<const P: u32, const GLOBAL: bool, const PAIRED_FLUSH: bool>(
         x: *const f32,
         y: *const f32,
         n: u64,
@@ -180,7 +187,11 @@ pub(crate) mod device_code {
         if !GLOBAL {
             // Every add of this block has landed before the counters are read.
             thread::sync_threads();
-            counters.flush(counts, false);
+            if PAIRED_FLUSH {
+                counters.flush_pairs(counts);
+            } else {
+                counters.flush(counts, false);
+            }
         }
     }
 
@@ -272,12 +283,28 @@ pub(crate) mod device_code {
             let ay = Axis { bins: by, lo: ylo, hi: yhi, scale: yscale };
             // SAFETY (all): forwarded contract.
             match (global != 0, packing) {
-                (true, _) => unsafe { count_pairs::<0, true>(x, y, n, counts, ax, ay, 1) },
-                (false, 0) => unsafe { count_pairs::<0, false>(x, y, n, counts, ax, ay, copies) },
-                (false, 1) => unsafe { count_pairs::<1, false>(x, y, n, counts, ax, ay, copies) },
-                (false, 2) => unsafe { count_pairs::<2, false>(x, y, n, counts, ax, ay, copies) },
+                (true, _) => unsafe { count_pairs::<0, true, false>(x, y, n, counts, ax, ay, 1) },
+                (false, 0) => unsafe { count_pairs::<0, false, false>(x, y, n, counts, ax, ay, copies) },
+                (false, 1) => unsafe { count_pairs::<1, false, false>(x, y, n, counts, ax, ay, copies) },
+                (false, 2) => unsafe { count_pairs::<2, false, false>(x, y, n, counts, ax, ay, copies) },
                 _ => {}
             }
+        }
+
+        /// Pair counts in 16-bit digits (`packing` 1, shared tier only), flushed two counters per
+        /// `red.global.add.u64` ([`super::KERNEL_PAIRED_FLUSH`]); see the [module
+        /// documentation](super).
+        ///
+        /// # Safety
+        /// As the module's, with `packing` 1 and `global` 0; each counter's total in `counts` below
+        /// 2^32.
+        pub unsafe fn histogram_2d_paired_flush_f32(x: *const f32, y: *const f32, n: u64, counts: *mut u32, bx: u32,
+                                                    xlo: f32, xhi: f32, xscale: f32, by: u32, ylo: f32, yhi: f32,
+                                                    yscale: f32, copies: u32, _packing: u32, _global: u32) {
+            let ax = Axis { bins: bx, lo: xlo, hi: xhi, scale: xscale };
+            let ay = Axis { bins: by, lo: ylo, hi: yhi, scale: yscale };
+            // SAFETY: forwarded contract.
+            unsafe { count_pairs::<1, false, true>(x, y, n, counts, ax, ay, copies) }
         }
 
         /// Weighted pair sums; see the [module documentation](super).

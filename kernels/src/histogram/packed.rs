@@ -241,6 +241,54 @@ pub(crate) mod device_code {
             }
         }
 
+        /// [`flush`](Self::flush) without re-zeroing, for 16-bit digits (`P = 1`): each thread
+        /// takes a word, both counters of which are adjacent in `counts`, and adds their sums in
+        /// one `red.global.add.u64` (half the global atomics of one per counter) where `counts`
+        /// is 8-byte aligned (else one per counter, as `flush`). The low counter of a pair takes
+        /// only non-negative adds (its own digit sums and carries from its digit), so its
+        /// running value stays below its final count and carries nothing into its neighbour
+        /// while that count stays below 2^32; the high counter's wrapping corrections
+        /// (`u32::MAX`) wrap within its own 32 bits, the carry out of bit 63 being dropped.
+        #[inline(always)]
+        pub(crate) fn flush_pairs(&self, counts: *mut u32) {
+            if P != 1 || !(counts as usize).is_multiple_of(8) {
+                self.flush(counts, false);
+                return;
+            }
+            let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
+            let copies = self.copies;
+            let words = words_for(self.counters, 1);
+            let mut w = tid;
+            while w < words {
+                let (mut lo, mut hi) = (0u32, 0u32);
+                for c in 0..copies {
+                    // Rotating the first copy by the word puts a warp's loads in different banks.
+                    let c = (c + w) & (copies - 1);
+                    // SAFETY: w * copies + c < len; the barrier before the flush ordered it.
+                    let word = unsafe { self.words.load((w * copies + c) as usize) };
+                    lo += word & 0xFFFF;
+                    hi += word >> 16;
+                }
+                let first = 2 * w;
+                if first + 1 < self.counters {
+                    if lo | hi != 0 {
+                        // SAFETY: counters first and first + 1 lie inside `counts`, 8-byte aligned
+                        // there (counts is, and first is even).
+                        unsafe {
+                            atomic::global_add_u64(
+                                counts.add(first as usize).cast::<u64>(),
+                                lo as u64 | (hi as u64) << 32,
+                            )
+                        };
+                    }
+                } else if lo != 0 {
+                    // SAFETY: first < counters: the last counter, alone in its word.
+                    unsafe { atomic::global_add_u32(counts.add(first as usize), lo) };
+                }
+                w += threads;
+            }
+        }
+
         /// Adds every counter (summed over the copies) into `counts` (`counters` `u32`; for
         /// packed counters the `counts` the corrections went to); the block's threads share the
         /// work. A barrier must precede it (every add has landed). With `rezero` it leaves the

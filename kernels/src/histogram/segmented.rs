@@ -14,6 +14,12 @@
 //! thread of the block plus the values before and after them ([`super::pipelined::piece_split`])
 //! by the block's first warp.
 //!
+//! The two-set kernels ([`DOUBLE_KERNELS`]) keep two sets of counters per block and alternates between them piece
+//! by piece: the barrier after a piece's adds is the only one, because the next piece adds into
+//! the other set while this one is read and zeroed, and the piece after that (the first to add
+//! into this set again) starts only past the next piece's barrier, which every thread reaches
+//! after its share of this flush. One barrier a piece instead of two, for twice the shared memory.
+//!
 //! Offsets are read from global memory and trusted for nothing: each is clamped into `0..=n` and a
 //! segment whose end lies before its start is empty, so no offsets can make the kernel read or
 //! write out of bounds (offsets that are not sorted give meaningless counts, which the host's
@@ -27,7 +33,7 @@
 //!
 //! # Launch
 //! Any one-dimensional grid of blocks whose size is a multiple of 32; dynamic shared memory
-//! [`shared_bytes`]`(nbins, copies)`.
+//! [`shared_bytes`]`(nbins, copies)`, twice that for the two-set kernels ([`DOUBLE_KERNELS`]).
 //!
 //! # Safety
 //! As above, nothing else writes `counts` during the launch, and `n <= u32::MAX`.
@@ -35,6 +41,15 @@
 /// The PTX symbols, in [`super::InputType::ALL`] order.
 pub const KERNELS: [&str; 4] =
     ["histogram_segmented_u8", "histogram_segmented_u16", "histogram_segmented_i32", "histogram_segmented_f32"];
+
+/// The PTX symbols of the kernels with two sets of counters (`double_buffer`), in
+/// [`super::InputType::ALL`] order.
+pub const DOUBLE_KERNELS: [&str; 4] = [
+    "histogram_segmented_double_u8",
+    "histogram_segmented_double_u16",
+    "histogram_segmented_double_i32",
+    "histogram_segmented_double_f32",
+];
 
 /// Dynamic shared memory of a block: `copies` copies of `nbins` counters.
 pub const fn shared_bytes(nbins: u32, copies: u32) -> u64 {
@@ -85,6 +100,7 @@ pub fn segment_containing(pos: u64, segments: u64, off: impl Fn(u64) -> u64) -> 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::{block_share, offset_of, segment_containing};
+    use crate::device::shared::DynamicSharedArray;
     use crate::device::{mem, thread, warp};
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
@@ -99,7 +115,7 @@ pub(crate) mod device_code {
     /// As the module's.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn segmented<T: Element>(
+    unsafe fn segmented<T: Element, const DOUBLE: bool>(
         input: *const u8,
         n: u64,
         counts: *mut u32,
@@ -110,12 +126,28 @@ pub(crate) mod device_code {
         copies: u32,
     ) {
         let nbins = binning.nbins;
-        // SAFETY: the launch provides nbins * copies words of dynamic shared memory.
-        let words = unsafe { dynamic_shared_array!(HISTOGRAM_SEGMENT_COUNTERS: u32, (nbins * copies) as usize) };
-        // SAFETY: forwarded contract; the counts pointer is replaced per segment at the flush
-        // (plain counters make no corrections).
-        let counters = unsafe { SharedCounters::<0>::new(words, nbins, copies, counts) };
-        counters.zero();
+        let set = (nbins * copies) as usize;
+        // SAFETY: the launch provides nbins * copies words of dynamic shared memory, twice that
+        // with DOUBLE.
+        let words =
+            unsafe { dynamic_shared_array!(HISTOGRAM_SEGMENT_COUNTERS: u32, if DOUBLE { 2 * set } else { set }) };
+        // Set `k` (0, or 1 with DOUBLE) of nbins * copies words; built where used, so that only
+        // the set's number stays live across the pieces.
+        let counter_set = #[inline(always)]
+        |second: bool| {
+            // SAFETY: the second set follows the first inside the window (asked for only with
+            // DOUBLE); forwarded contract; the counts pointer is replaced per segment at the
+            // flush (plain counters make no corrections).
+            unsafe {
+                let at =
+                    DynamicSharedArray::<u32>::from_shared_address(words.address_of(if second { set } else { 0 }), set);
+                SharedCounters::<0>::new(at, nbins, copies, counts)
+            }
+        };
+        counter_set(false).zero();
+        if DOUBLE {
+            counter_set(true).zero();
+        }
         // Every counter is zero before any thread adds to it.
         thread::sync_threads();
         let share = block_share(thread::block_idx_x(), thread::grid_dim_x(), n, T::PER_VECTOR);
@@ -127,22 +159,25 @@ pub(crate) mod device_code {
         let off =
             #[inline(always)]
             |s: u64| offset_of(s, n, segment_len, |i| unsafe { mem::load_global_nc_u64(offsets.add(i as usize)) });
-        let copy = counters.copy();
+        let copy = counter_set(false).copy();
         let (tid, threads) = (thread::thread_idx_x() as u64, thread::block_dim_x() as u64);
-        let count = #[inline(always)]
-        |v: T| {
-            if let Some(bin) = v.bin(&binning) {
-                // SAFETY: bin < nbins; copy < copies.
-                unsafe { counters.add(bin, copy, 1) };
-            }
-        };
         let mut s = segment_containing(share.start, segments, off);
         let mut start = off(s);
+        // Whether this piece adds into the second set (never without DOUBLE); block-uniform.
+        let mut in_second = false;
         while s < segments && start < share.end {
             let end = off(s + 1);
             // Every thread computes the same piece from the same offsets: block-uniform.
             let (a, e) = (start.max(share.start), end.min(share.end));
             if a < e {
+                let counters = counter_set(DOUBLE && in_second);
+                let count = #[inline(always)]
+                |v: T| {
+                    if let Some(bin) = v.bin(&binning) {
+                        // SAFETY: bin < nbins; copy < copies.
+                        unsafe { counters.add(bin, copy, 1) };
+                    }
+                };
                 let (head, groups, tail) = piece_split(a, e, T::PER_VECTOR);
                 // SAFETY: the block's lanes hold consecutive thread indices and its size is a
                 // multiple of 32; the groups are whole vectors inside 0..n.
@@ -188,8 +223,14 @@ pub(crate) mod device_code {
                 // SAFETY: s < segments: segment s's nbins counters lie inside `counts`. Each
                 // thread zeroes the words it read, so a barrier later the block counts again.
                 counters.flush(unsafe { counts.add((s * nbins as u64) as usize) }, true);
-                // The counters are zero again before the next piece adds to them.
-                thread::sync_threads();
+                if DOUBLE {
+                    // The next piece adds into the other set; this one is zero before the piece
+                    // after it adds here again, past the next piece's barrier.
+                    in_second = !in_second;
+                } else {
+                    // The counters are zero again before the next piece adds to them.
+                    thread::sync_threads();
+                }
             }
             s += 1;
             start = end.max(start);
@@ -197,7 +238,7 @@ pub(crate) mod device_code {
     }
 
     macro_rules! segmented_kernels {
-        ($($t:ty => $name:ident),*) => {$(
+        ($($t:ty => $name:ident, $double:ident);*) => {$(
             gpu_kernel! {
                 #[doc = concat!("Segmented histograms of `", stringify!($t), "` values; see the [module documentation](super).")]
                 ///
@@ -207,17 +248,29 @@ pub(crate) mod device_code {
                                     scale: f32, segments: u64, segment_len: u64, offsets: *const u64, copies: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
                     // SAFETY: forwarded contract.
-                    unsafe { segmented::<$t>(input, n, counts, binning, segments, segment_len, offsets, copies) }
+                    unsafe { segmented::<$t, false>(input, n, counts, binning, segments, segment_len, offsets, copies) }
+                }
+            }
+            gpu_kernel! {
+                #[doc = concat!("Segmented histograms of `", stringify!($t), "` values in two sets of counters; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with twice the shared memory.
+                pub unsafe fn $double(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32,
+                                      scale: f32, segments: u64, segment_len: u64, offsets: *const u64, copies: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY: forwarded contract.
+                    unsafe { segmented::<$t, true>(input, n, counts, binning, segments, segment_len, offsets, copies) }
                 }
             }
         )*};
     }
 
     segmented_kernels!(
-        u8 => histogram_segmented_u8,
-        u16 => histogram_segmented_u16,
-        i32 => histogram_segmented_i32,
-        f32 => histogram_segmented_f32
+        u8 => histogram_segmented_u8, histogram_segmented_double_u8;
+        u16 => histogram_segmented_u16, histogram_segmented_double_u16;
+        i32 => histogram_segmented_i32, histogram_segmented_double_i32;
+        f32 => histogram_segmented_f32, histogram_segmented_double_f32
     );
 }
 

@@ -19,14 +19,30 @@
 //! over the bin, `m` the bin's values and `p` the partial sums added into it (one per block and
 //! copy), the standard bound of recursive summation in any order, to first order.
 //!
+//! # `f32` partial sums ([`PARTIALS_KERNELS`])
+//! With many bins the `f64` compare-and-store loops dominate: two copies of 8,192 `f64` sums
+//! leave lanes on random addresses, each add a 64-bit load and a 64-bit compare-and-store that
+//! conflict in twice the banks of a 32-bit one. In this mode each block keeps its `copies`
+//! private copies as `f32` partial sums instead (`red.shared.add.f32`, a 32-bit loop; half the
+//! shared memory per copy, so twice the copies in the same bytes), converted exactly to `f64` and
+//! added into the global `f64` sums at the end. A weight whose magnitude is not below
+//! [`F32_PARTIAL_LIMIT`] (2^95), and every infinite or NaN weight, is added into the global sum
+//! directly (`red.global.add.f64`): no partial of at most 2^32 adds of smaller terms can overflow,
+//! so infinities and NaN arise exactly as in `f64`. The bound becomes [`error_bound_f32_partials`]:
+//! every weight passes through at most `q + 1` `f32` roundings (`q` the adds one partial takes,
+//! at most the values the plan gives one block's copy; the one more rounds a warp's aggregated
+//! `f64` sum to `f32`) and the `f64` stages of the bound above.
+//!
 //! # Parameters
 //! `input`: `n` values, `weights`: `n` `f32` (both 16-byte aligned); `sums`: `nbins` `f64`, added
 //! into; `nbins, lo, hi, scale` as [`super::Binning`]; `copies`: a power of two up to 32 (shared
-//! mode); `global`: add every weight into `sums` directly (no shared memory); `aggregate` as above.
+//! mode); `global`: add every weight into `sums` directly (no shared memory; 0 for the
+//! [`PARTIALS_KERNELS`]); `aggregate` as above.
 //!
 //! # Launch
 //! Any one-dimensional grid of blocks whose size is a multiple of 32; dynamic shared memory
-//! [`shared_bytes`]`(nbins, copies)` in shared mode, none in global mode.
+//! [`shared_bytes`]`(nbins, copies)` in shared mode ([`f32_partial_bytes`] for the
+//! [`PARTIALS_KERNELS`]), none in global mode.
 //!
 //! # Safety
 //! As above, nothing else writes the buffers during the launch, and `n <= u32::MAX`.
@@ -35,12 +51,75 @@
 pub const KERNELS: [&str; 4] =
     ["histogram_weighted_u8", "histogram_weighted_u16", "histogram_weighted_i32", "histogram_weighted_f32"];
 
+/// The PTX symbols of the `f32`-partials kernels (shared mode only), in
+/// [`super::InputType::ALL`] order; same parameters as [`KERNELS`].
+pub const PARTIALS_KERNELS: [&str; 4] = [
+    "histogram_weighted_partials_u8",
+    "histogram_weighted_partials_u16",
+    "histogram_weighted_partials_i32",
+    "histogram_weighted_partials_f32",
+];
+
 /// Values per group of the loop: one 16-byte vector of weights.
 pub const GROUP: u64 = 4;
 
 /// Dynamic shared memory of a block in shared mode: `copies` copies of `nbins` `f64` sums.
 pub const fn shared_bytes(nbins: u32, copies: u32) -> u64 {
     8 * nbins as u64 * copies as u64
+}
+
+/// Dynamic shared memory of a block with `f32` partial sums: `copies` copies of `nbins` `f32`.
+///
+/// ```
+/// use kernels::histogram::weighted::{f32_partial_bytes, shared_bytes};
+/// assert_eq!(f32_partial_bytes(8192, 4), 128 << 10);
+/// assert_eq!(2 * f32_partial_bytes(8192, 4), shared_bytes(8192, 4));
+/// ```
+pub const fn f32_partial_bytes(nbins: u32, copies: u32) -> u64 {
+    4 * nbins as u64 * copies as u64
+}
+
+/// Weights whose magnitude is not below this (2^95), and infinite or NaN ones, skip the `f32`
+/// partial sums and go into the global `f64` sums directly: at most 2^32 terms below 2^95 sum to
+/// at most 2^127 in magnitude, so no `f32` partial overflows.
+///
+/// ```
+/// use kernels::histogram::weighted::F32_PARTIAL_LIMIT;
+/// assert_eq!(F32_PARTIAL_LIMIT, 2f32.powi(95));
+/// assert!((u32::MAX as f64) * (F32_PARTIAL_LIMIT as f64) < f32::MAX as f64);
+/// ```
+pub const F32_PARTIAL_LIMIT: f32 = f32::from_bits((127 + 95) << 23);
+
+/// The most a sum can differ from the exact sum of its weights (absolute values adding up to
+/// `abs_sum`) when the `f32`-partial kernels made it: `values` weights in the bin, `partials`
+/// partial sums added into the global sum, and at most `adds` adds into any one `f32` partial.
+/// Every weight passes through at most `adds + 1` `f32` roundings (unit roundoff `u = 2^-24`) and
+/// `values + partials` `f64` ones (`v = 2^-53`), so the error is at most
+/// `((1 + u)^(adds + 1) (1 + v)^(values + partials) - 1) * abs_sum`, which
+/// `(g32 + g64 + g32 * g64) * abs_sum` bounds with `g(k, u) = k u / (1 - k u)` (Higham's
+/// `gamma_k`); infinite (no claim) once `k u` reaches 1/2.
+///
+/// ```
+/// use kernels::histogram::weighted::{error_bound, error_bound_f32_partials};
+/// // 1000 adds into one f32 partial: about 1001 * 2^-24 of the absolute sum.
+/// let b = error_bound_f32_partials(5000, 132, 1000, 1.0);
+/// assert!(b > 1001.0 * 2f64.powi(-24) && b < 1.001 * 1001.0 * 2f64.powi(-24), "{b}");
+/// // Always above the f64 kernels' bound for the same bin.
+/// assert!(b > error_bound(5000, 132, 1.0));
+/// assert_eq!(error_bound_f32_partials(5000, 132, 1000, 0.0), 0.0);
+/// assert_eq!(error_bound_f32_partials(1 << 30, 132, 1 << 23, 1.0), f64::INFINITY);
+/// ```
+pub fn error_bound_f32_partials(values: u64, partials: u64, adds: u64, abs_sum: f64) -> f64 {
+    if abs_sum == 0.0 {
+        return 0.0;
+    }
+    let gamma = |k: u64, u: f64| {
+        let ku = k as f64 * u;
+        if ku >= 0.5 { f64::INFINITY } else { ku / (1.0 - ku) }
+    };
+    let (g32, g64) =
+        (gamma(adds.saturating_add(1), f32::EPSILON as f64 / 2.0), gamma(values + partials, f64::EPSILON / 2.0));
+    (g32 + g64 + g32 * g64) * abs_sum
 }
 
 /// The most an `f64` sum of `values` weights whose absolute values add up to `abs_sum` can differ
@@ -162,6 +241,127 @@ pub(crate) mod device_code {
         }
     }
 
+    /// The `f32` partial sums of shared mode with `f32_partials`: `copies` interleaved copies of
+    /// `nbins` `f32` sums in this block's shared memory, flushed into the global `f64` sums.
+    #[derive(Clone, Copy)]
+    pub(crate) struct F32Partials {
+        shared: DynamicSharedArray<f32>,
+        global: *mut f64,
+        copies: u32,
+    }
+
+    impl F32Partials {
+        /// Zeroes the partials; the block's threads share the work, and a barrier must follow
+        /// before any add.
+        #[inline(always)]
+        pub(crate) fn zero(&self) {
+            let (tid, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+            let mut i = tid;
+            while i < self.shared.len() {
+                // SAFETY: i < len; each thread zeroes its own partials.
+                unsafe { self.shared.store(i, 0.0) };
+                i += threads;
+            }
+        }
+
+        /// As [`Sums::flush`]: each bin's copies summed in `f64` (each `f32` converts exactly)
+        /// and added into `out`, zero totals skipped. A barrier must precede it.
+        #[inline(always)]
+        pub(crate) fn flush(&self, out: *mut f64, nbins: u32, tid: u32, threads: u32) {
+            let copies = self.copies;
+            let mut bin = tid;
+            while bin < nbins {
+                let mut total = 0.0f64;
+                for c in 0..copies {
+                    // Rotating the first copy by the bin spreads a warp's loads over the banks.
+                    let c = (c + bin) & (copies - 1);
+                    // SAFETY: bin * copies + c < nbins * copies, ordered by the caller's barrier.
+                    total += unsafe { self.shared.load((bin * copies + c) as usize) } as f64;
+                }
+                if total != 0.0 || total.is_nan() {
+                    // SAFETY: bin < nbins, inside `out`.
+                    unsafe { atomic::global_add_f64(out.add(bin as usize), total) };
+                }
+                bin += threads;
+            }
+        }
+
+        /// Adds `w` to bin `bin` (in copy `copy`): into the `f32` partial when its magnitude is
+        /// below [`F32_PARTIAL_LIMIT`](super::F32_PARTIAL_LIMIT), else (and for infinities and
+        /// NaN, which fail the comparison) into the global `f64` sum.
+        ///
+        /// # Safety
+        /// `bin < nbins`, `copy < copies`.
+        #[inline(always)]
+        pub(crate) unsafe fn add(&self, bin: u32, copy: u32, w: f64) {
+            let limit = super::F32_PARTIAL_LIMIT as f64;
+            // SAFETY (both): inside the partials or the sums by the caller's contract.
+            if w < limit && w > -limit {
+                unsafe {
+                    atomic::shared_add_f32(self.shared.address_of((bin * self.copies + copy) as usize), w as f32)
+                };
+            } else {
+                unsafe { add_global(self.global, bin, w) };
+            }
+        }
+
+        /// [`add`](Self::add) of an `f32` weight, compared in `f32` (the same test: the limit is
+        /// an `f32`, and converting a weight to `f64` is exact).
+        ///
+        /// # Safety
+        /// As [`add`](Self::add)'s.
+        #[inline(always)]
+        pub(crate) unsafe fn add_f32(&self, bin: u32, copy: u32, w: f32) {
+            let limit = super::F32_PARTIAL_LIMIT;
+            // SAFETY (both): inside the partials or the sums by the caller's contract.
+            if w < limit && w > -limit {
+                unsafe { atomic::shared_add_f32(self.shared.address_of((bin * self.copies + copy) as usize), w) };
+            } else {
+                unsafe { add_global(self.global, bin, w as f64) };
+            }
+        }
+    }
+
+    /// The rare path of [`F32Partials::add`]: `w` into global sum `bin`, out of line so that the
+    /// counting loop keeps no registers for it.
+    ///
+    /// # Safety
+    /// `bin` is inside the sums at `global`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn add_global(global: *mut f64, bin: u32, w: f64) {
+        // SAFETY: forwarded; red.global is atomic.
+        unsafe { atomic::global_add_f64(global.add(bin as usize), w) };
+    }
+
+    /// [`add_weight`] into `f32` partials.
+    ///
+    /// # Safety
+    /// As [`add_weight`]'s.
+    #[inline(always)]
+    pub(crate) unsafe fn add_weight_partial<const AGGREGATE: bool>(sums: &F32Partials, bin: u32, copy: u32, w: f32) {
+        if AGGREGATE {
+            // SAFETY (all three): forwarded: the whole warp is here.
+            let first = unsafe { warp::shuffle_idx_u32(bin, 0) };
+            let same = unsafe { warp::ballot(bin == first) };
+            if same == u32::MAX {
+                if first != NO_BIN {
+                    // Summed in f64 (as the f64 kernels), rounded once to f32 in `add`.
+                    let total = unsafe { warp::sum_f64(w as f64) };
+                    if warp::lane_id() == 0 {
+                        // SAFETY: first < nbins.
+                        unsafe { sums.add(first, copy, total) };
+                    }
+                }
+                return;
+            }
+        }
+        if bin != NO_BIN {
+            // SAFETY: forwarded contract.
+            unsafe { sums.add_f32(bin, copy, w) };
+        }
+    }
+
     /// Value `j` (0 to 3) of a group whose values' bytes are in `words` (the first `SIZE` words).
     #[inline(always)]
     fn value_at<T: Element>(words: [u32; 4], j: usize) -> T {
@@ -200,7 +400,7 @@ pub(crate) mod device_code {
     /// As the module's.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn weighted<T: Element, const GLOBAL: bool, const AGGREGATE: bool>(
+    unsafe fn weighted<T: Element, const GLOBAL: bool, const AGGREGATE: bool, const F32: bool>(
         input: *const u8,
         weights: *const f32,
         n: u64,
@@ -210,12 +410,19 @@ pub(crate) mod device_code {
     ) {
         let nbins = binning.nbins;
         let len = if GLOBAL { 0 } else { (nbins * copies) as usize };
-        // SAFETY: in shared mode the launch provides nbins * copies * 8 bytes.
+        // SAFETY: in shared mode the launch provides nbins * copies * 8 bytes (f64 sums) or
+        // nbins * copies * 4 (f32 partials); only the view of the mode is touched.
         let shared = unsafe { dynamic_shared_array!(HISTOGRAM_WEIGHTED_SUMS: f64, len) };
+        let shared32 = unsafe { dynamic_shared_array!(HISTOGRAM_WEIGHTED_PARTIALS: f32, len) };
         let sums = Sums::<GLOBAL>::new(shared, out, copies);
+        let partials = F32Partials { shared: shared32, global: out, copies };
         let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
         if !GLOBAL {
-            sums.zero();
+            if F32 {
+                partials.zero();
+            } else {
+                sums.zero();
+            }
             // Every sum is zero before any thread adds to it.
             thread::sync_threads();
         }
@@ -238,7 +445,11 @@ pub(crate) mod device_code {
                     let each = #[inline(always)]
                     |j: usize| {
                         let bin = if present { value_at::<T>(values, j).bin_or_none(&binning) } else { NO_BIN };
-                        add_weight::<GLOBAL, AGGREGATE>(&sums, bin, copy, f32::from_bits(w[j]));
+                        if F32 {
+                            add_weight_partial::<AGGREGATE>(&partials, bin, copy, f32::from_bits(w[j]));
+                        } else {
+                            add_weight::<GLOBAL, AGGREGATE>(&sums, bin, copy, f32::from_bits(w[j]));
+                        }
                     };
                     each(0);
                     each(1);
@@ -261,18 +472,26 @@ pub(crate) mod device_code {
             } else {
                 (NO_BIN, 0.0)
             };
-            // SAFETY: the whole warp is here (the condition above is warp-uniform).
-            unsafe { add_weight::<GLOBAL, AGGREGATE>(&sums, bin, copy, w) };
+            // SAFETY (both): the whole warp is here (the condition above is warp-uniform).
+            if F32 {
+                unsafe { add_weight_partial::<AGGREGATE>(&partials, bin, copy, w) };
+            } else {
+                unsafe { add_weight::<GLOBAL, AGGREGATE>(&sums, bin, copy, w) };
+            }
         }
         if !GLOBAL {
             // Every add of this block has landed before the sums are read.
             thread::sync_threads();
-            sums.flush(out, nbins, tid, threads);
+            if F32 {
+                partials.flush(out, nbins, tid, threads);
+            } else {
+                sums.flush(out, nbins, tid, threads);
+            }
         }
     }
 
     macro_rules! weighted_kernels {
-        ($($t:ty => $name:ident),*) => {$(
+        ($($t:ty => $name:ident, $partials:ident);*) => {$(
             gpu_kernel! {
                 #[doc = concat!("Weighted histogram of `", stringify!($t), "` values; see the [module documentation](super).")]
                 ///
@@ -283,10 +502,26 @@ pub(crate) mod device_code {
                     let binning = Binning { nbins, lo, hi, scale };
                     // SAFETY (all): forwarded contract.
                     match (global != 0, aggregate != 0) {
-                        (false, false) => unsafe { weighted::<$t, false, false>(input, weights, n, sums, binning, copies) },
-                        (false, true) => unsafe { weighted::<$t, false, true>(input, weights, n, sums, binning, copies) },
-                        (true, false) => unsafe { weighted::<$t, true, false>(input, weights, n, sums, binning, 1) },
-                        (true, true) => unsafe { weighted::<$t, true, true>(input, weights, n, sums, binning, 1) },
+                        (false, false) => unsafe { weighted::<$t, false, false, false>(input, weights, n, sums, binning, copies) },
+                        (false, true) => unsafe { weighted::<$t, false, true, false>(input, weights, n, sums, binning, copies) },
+                        (true, false) => unsafe { weighted::<$t, true, false, false>(input, weights, n, sums, binning, 1) },
+                        (true, true) => unsafe { weighted::<$t, true, true, false>(input, weights, n, sums, binning, 1) },
+                    }
+                }
+            }
+            gpu_kernel! {
+                #[doc = concat!("Weighted histogram of `", stringify!($t), "` values in `f32` partial sums; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's (shared mode only: `global` must be 0).
+                pub unsafe fn $partials(input: *const u8, weights: *const f32, n: u64, sums: *mut f64, nbins: u32, lo: f32,
+                                        hi: f32, scale: f32, copies: u32, _global: u32, aggregate: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    // SAFETY (both): forwarded contract.
+                    if aggregate != 0 {
+                        unsafe { weighted::<$t, false, true, true>(input, weights, n, sums, binning, copies) }
+                    } else {
+                        unsafe { weighted::<$t, false, false, true>(input, weights, n, sums, binning, copies) }
                     }
                 }
             }
@@ -294,10 +529,10 @@ pub(crate) mod device_code {
     }
 
     weighted_kernels!(
-        u8 => histogram_weighted_u8,
-        u16 => histogram_weighted_u16,
-        i32 => histogram_weighted_i32,
-        f32 => histogram_weighted_f32
+        u8 => histogram_weighted_u8, histogram_weighted_partials_u8;
+        u16 => histogram_weighted_u16, histogram_weighted_partials_u16;
+        i32 => histogram_weighted_i32, histogram_weighted_partials_i32;
+        f32 => histogram_weighted_f32, histogram_weighted_partials_f32
     );
 }
 
