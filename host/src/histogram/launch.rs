@@ -292,13 +292,14 @@ pub fn launch_into(
         }
         HistogramTier::Packed => {
             let mut launch = stream.launch_builder(&func);
-            let (copies, packing) = (1u32, plan.packing());
+            let (copies, mode) = (1u32, plan.packed_mode());
             launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
-            launch.arg(&copies).arg(&packing);
+            launch.arg(&copies).arg(&mode);
             // SAFETY: kernel contract (kernels::histogram::channels, one channel): input holds n
-            // values of the kernel's type (checked above), counts holds nbins counters, packing is
-            // 1 or 2 and the launch provides packed::counter_bytes(nbins, packing, 1) bytes of
-            // shared memory (the planner's shared_bytes).
+            // values of the kernel's type (checked above), counts holds nbins counters, the mode's
+            // packing is 1 or 2 and the launch provides packed::counter_bytes(nbins, packing, 1)
+            // bytes of shared memory, plus packed::carry_plane_bytes(nbins) with the carry plane
+            // (the planner's shared_bytes).
             unsafe { launch.launch(plan.launch_config()) }?;
         }
         HistogramTier::Global => {
