@@ -683,8 +683,8 @@ mod tests {
         fn add_one(&mut self) {
             let r = self.next();
             let n = self.truth.len() as u32;
-            let counter = if r % 4 != 0 { self.hot } else { (r >> 8) as u32 % n };
-            let inc = if (r >> 32) % 3 == 0 { 32 } else { 1 + (r >> 40) as u32 % 3 };
+            let counter = if !r.is_multiple_of(4) { self.hot } else { (r >> 8) as u32 % n };
+            let inc = if (r >> 32).is_multiple_of(3) { 32 } else { 1 + (r >> 40) as u32 % 3 };
             self.truth[counter as usize] += inc as u64;
             let slot = counter >> self.packing;
             // SAFETY: counter < n; the model's planes hold every word.
@@ -705,7 +705,7 @@ mod tests {
 
     impl CounterMemory for Interleaved {
         unsafe fn fetch_add(&mut self, plane: bool, word: u32, value: u32) -> u32 {
-            if self.depth < 2 && self.next() % 5 == 0 {
+            if self.depth < 2 && self.next().is_multiple_of(5) {
                 self.depth += 1;
                 for _ in 0..1 + self.next() % 3 {
                     self.add_one();
