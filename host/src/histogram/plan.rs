@@ -115,8 +115,9 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
-/// // One bin more than a block's 16-bit counters hold: sorted, in buckets of 2^14 bins.
-/// let p = plan_for(&HistogramLimits::H100, 2 * 58_112 + 1, PlanRequest::default())?;
+/// // One bin more than a block's 8-bit counters and their carry plane hold: sorted, in buckets
+/// // of 2^14 bins.
+/// let p = plan_for(&HistogramLimits::H100, 154_965, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
 /// ```
