@@ -53,15 +53,15 @@ fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
     let values = values_with_outliers(&mut rng, (1 << 22) + 5, 4 * capacity);
     assert_eq!(assert_matches_cpu(&gpu, &values, capacity, None, None), HistogramTier::Shared);
     // Past one block's u32 counters: 16-bit packed counters, then 8-bit ones with their carry
-    // plane, then the sorted tier; plain 8-bit packed counters when asked for.
-    let auto = histogram::packed_auto_capacity(&HistogramLimits::of(&gpu).unwrap()) as usize;
-    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, auto] {
+    // plane, in one pass and then two; then the sorted tier.
+    let limits = HistogramLimits::of(&gpu).unwrap();
+    let one_pass = kernels::histogram::packed::carry_plane_capacity(limits.block_capacity()) as usize;
+    let auto = histogram::packed_auto_capacity(&limits) as usize;
+    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, one_pass, one_pass + 1, 4 * capacity, auto] {
         assert_eq!(assert_matches_cpu(&gpu, &values, bins, None, None), HistogramTier::Packed, "{bins} bins");
     }
     assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Sorted);
-    for bins in [auto + 1, 4 * capacity] {
-        assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Packed), None);
-    }
+    assert!(histogram::plan(&gpu, auto + 1, Some(HistogramTier::Packed)).is_err());
     for tier in HistogramTier::ALL {
         assert_matches_cpu(&gpu, &values, capacity, Some(tier), None);
     }
@@ -396,14 +396,17 @@ fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
     let (gpu, mut rng) = (gpu(), fresh_rng("packed modes"));
     let limits = HistogramLimits::of(&gpu).unwrap();
     let (capacity, auto) = (limits.block_capacity() as usize, histogram::packed_auto_capacity(&limits) as usize);
-    // 16-bit digits; 8-bit digits with the carry plane (131,072 and the plane's last bin count);
-    // plain 8-bit digits past it (forced). Each with and without warp aggregation.
-    for bins in [2 * capacity, 131_072, auto, auto + 1] {
+    // 16-bit digits; 8-bit digits with the carry plane (131,072 and the plane's last bin count),
+    // then in two passes (one bin more, 262,144, the last two-pass count). Each with and without
+    // warp aggregation.
+    let one_pass = kernels::histogram::packed::carry_plane_capacity(capacity as u64) as usize;
+    for bins in [2 * capacity, 131_072, one_pass, one_pass + 1, 262_144, auto] {
         for aggregate in [true, false] {
             let request =
                 PlanRequest { tier: Some(HistogramTier::Packed), aggregate: Some(aggregate), ..PlanRequest::default() };
             let plan = histogram::plan_with(&gpu, bins, request).unwrap();
-            assert_eq!(plan.carry_plane(), bins > 2 * capacity && bins <= auto, "{plan}");
+            assert_eq!(plan.carry_plane(), bins > 2 * capacity, "{plan}");
+            assert_eq!(plan.packed_passes(), if bins > one_pass { 2 } else { 1 }, "{plan}");
             for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {
                 // 2^24 constant values: every 8-bit digit carries 2^16 times, the plane's digit
                 // 2^12 times.

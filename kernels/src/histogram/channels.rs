@@ -23,8 +23,10 @@
 //! ([`super::packed`]: 0, or with one channel 1 or 2). The packed kernels take a `mode`
 //! ([`super::packed::mode`]) in its place: the packing, and optionally warp-aggregated adds (the
 //! lanes whose value falls in lane 0's bin add as one) and a carry plane after the counters
-//! ([`super::packed::CARRY_PLANE_PACKING`], [`super::packed::carry_plane_bytes`]`(nbins)` more
-//! bytes of shared memory).
+//! ([`super::packed::CARRY_PLANE_PACKING`], [`super::packed::carry_plane_bytes`]`(window)` more
+//! bytes of shared memory); then `first` and `window`: they count the bins `first..first +
+//! window` only, into `counts` of `window` counters (a pass of several over the input; one pass:
+//! `0` and `nbins`).
 //!
 //! # Launch
 //! Any one-dimensional grid (the host's: as many blocks as stay resident) of blocks whose size is
@@ -207,13 +209,15 @@ pub(crate) mod device_code {
     }
 
     /// The one-channel packed kernel's body at packing `P` (1 or 2), with warp-aggregated adds
-    /// when `AGG`, and a carry plane after the counters when `plane`; see the
-    /// [module documentation](super).
+    /// when `AGG`, and a carry plane after the counters when `plane`, counting the bins
+    /// `first..first + window` of the binning into `counts` (the window's counters; the other
+    /// values are left out); see the [module documentation](super).
     ///
     /// # Safety
-    /// As the module's, with `channels = active = 1`, `phase = 0`; with `plane` the launch also
-    /// provides [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(nbins)` bytes
-    /// after the counters.
+    /// As the module's, with `channels = active = 1`, `phase = 0`, `nbins` read as `window`
+    /// (counters and shared memory); with `plane` the launch also provides
+    /// [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(window)` bytes after the
+    /// counters.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn count_packed<T: Element, const P: u32, const AGG: bool>(
@@ -223,8 +227,10 @@ pub(crate) mod device_code {
         binning: Binning,
         copies: u32,
         plane: bool,
+        first: u32,
+        window: u32,
     ) {
-        let nbins = binning.nbins;
+        let nbins = window;
         let low = words_for(nbins, P) * copies;
         let plane_words = if plane { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
         // SAFETY: the launch provides the counters' words, then with `plane` the plane's.
@@ -264,6 +270,13 @@ pub(crate) mod device_code {
                 unsafe { counters.add(bin, copy, inc) };
             }
         };
+        // The value's counter in the window, or NO_BIN (which no window reaches: first + window
+        // <= nbins < u32::MAX).
+        let in_window = #[inline(always)]
+        |v: T| {
+            let bin = v.bin_or_none(&binning).wrapping_sub(first);
+            if bin < window { bin } else { NO_BIN }
+        };
         let vectors = n / T::PER_VECTOR;
         // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
         // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
@@ -279,7 +292,7 @@ pub(crate) mod device_code {
                 #[inline(always)]
                 |words, _, present| {
                     let mut each = #[inline(always)]
-                    |v: T| count(if present { v.bin_or_none(&binning) } else { NO_BIN });
+                    |v: T| count(if present { in_window(v) } else { NO_BIN });
                     T::for_each_in_word(words[0], &mut each);
                     T::for_each_in_word(words[1], &mut each);
                     T::for_each_in_word(words[2], &mut each);
@@ -291,7 +304,7 @@ pub(crate) mod device_code {
         // the end), so the warp stays converged.
         let tail = T::PER_VECTOR * vectors + thread::index_1d();
         // SAFETY: tail < n where loaded.
-        count(if tail < n { unsafe { load_one::<T>(input, tail) }.bin_or_none(&binning) } else { NO_BIN });
+        count(if tail < n { in_window(unsafe { load_one::<T>(input, tail) }) } else { NO_BIN });
         // Every add of this block has landed before the counters are read.
         thread::sync_threads();
         counters.flush(counts, false);
@@ -350,19 +363,22 @@ pub(crate) mod device_code {
                 /// # Safety
                 /// As the module's, with `channels = 1` and `mode` a
                 /// [`packed::mode`](crate::histogram::packed::mode) of packing 1 or 2 (any other
-                /// counts nothing); with its carry plane the launch provides
-                /// [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(nbins)` more
-                /// bytes of shared memory after the counters.
+                /// counts nothing), counting only the bins `first..first + window` (`first + window
+                /// <= nbins`, `window >= 1`) into `counts`, which holds `window` counters, and with
+                /// `window` in place of `nbins` in the shared memory; with the mode's carry plane the
+                /// launch provides [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(window)`
+                /// more bytes of shared memory after the counters.
                 pub unsafe fn $packed(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
-                                      copies: u32, mode: u32) {
+                                      copies: u32, mode: u32, first: u32, window: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
                     let (packing, aggregate, plane) = mode_parts(mode);
+                    let (f, w) = (first, window);
                     // SAFETY (all): forwarded contract.
                     match (packing, aggregate) {
-                        (1, false) => unsafe { count_packed::<$t, 1, false>(input, n, counts, binning, copies, plane) },
-                        (1, true) => unsafe { count_packed::<$t, 1, true>(input, n, counts, binning, copies, plane) },
-                        (2, false) => unsafe { count_packed::<$t, 2, false>(input, n, counts, binning, copies, plane) },
-                        (2, true) => unsafe { count_packed::<$t, 2, true>(input, n, counts, binning, copies, plane) },
+                        (1, false) => unsafe { count_packed::<$t, 1, false>(input, n, counts, binning, copies, plane, f, w) },
+                        (1, true) => unsafe { count_packed::<$t, 1, true>(input, n, counts, binning, copies, plane, f, w) },
+                        (2, false) => unsafe { count_packed::<$t, 2, false>(input, n, counts, binning, copies, plane, f, w) },
+                        (2, true) => unsafe { count_packed::<$t, 2, true>(input, n, counts, binning, copies, plane, f, w) },
                         _ => {}
                     }
                 }
