@@ -161,6 +161,21 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
+/// `.maxntid` per kernel of the `sm_90` module (both profiles): the packed histogram kernels run
+/// blocks of 1,024 threads (one per SM beside up to 227 KiB of counters), which leaves a thread 64
+/// registers; with the cap ptxas fits them (without it the carry plane's rare path took them to
+/// 66, and no such block could launch).
+///
+/// ```
+/// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed_f32", 1024)));
+/// ```
+pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
+    (histogram::channels::PACKED_KERNELS[0], 1024),
+    (histogram::channels::PACKED_KERNELS[1], 1024),
+    (histogram::channels::PACKED_KERNELS[2], 1024),
+    (histogram::channels::PACKED_KERNELS[3], 1024),
+];
+
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
     matmul::wgmma::KERNEL_NAMES.len() == 5
@@ -194,10 +209,11 @@ pub struct PtxModule {
 /// let [main, hopper] = kernels::PTX_MODULES;
 /// assert_eq!((main.name, main.arch, hopper.arch), ("kernels", "sm_90", "sm_90a"));
 /// assert!(hopper.kernels.iter().all(|k| !main.kernels.contains(k)));
-/// // Only the Hopper module caps threads, and only kernels it holds.
-/// assert!(main.max_threads.is_empty() && main.checked_max_threads.is_empty());
-/// for (kernel, _) in hopper.max_threads.iter().chain(hopper.checked_max_threads) {
-///     assert!(hopper.kernels.contains(kernel), "{kernel}");
+/// // Each module caps threads only of kernels it holds.
+/// for module in [main, hopper] {
+///     for (kernel, _) in module.max_threads.iter().chain(module.checked_max_threads) {
+///         assert!(module.kernels.contains(kernel), "{kernel}");
+///     }
 /// }
 /// ```
 pub const PTX_MODULES: [PtxModule; 2] = [
@@ -206,8 +222,8 @@ pub const PTX_MODULES: [PtxModule; 2] = [
         arch: "sm_90",
         features: &[],
         kernels: KERNEL_NAMES,
-        max_threads: &[],
-        checked_max_threads: &[],
+        max_threads: MAIN_MAX_THREADS,
+        checked_max_threads: MAIN_MAX_THREADS,
     },
     PtxModule {
         name: "kernels_sm90a",
