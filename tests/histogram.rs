@@ -52,15 +52,16 @@ fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
     let capacity = HistogramLimits::of(&gpu).unwrap().block_capacity() as usize;
     let values = values_with_outliers(&mut rng, (1 << 22) + 5, 4 * capacity);
     assert_eq!(assert_matches_cpu(&gpu, &values, capacity, None, None), HistogramTier::Shared);
-    // Past one block's u32 counters: 16-bit packed counters, then the sorted tier; 8-bit packed
-    // counters when asked for.
-    for bins in [capacity + 1, 2 * capacity] {
+    // Past one block's u32 counters: 16-bit packed counters, then 8-bit ones with their carry
+    // plane, in one pass and then two; then the sorted tier.
+    let limits = HistogramLimits::of(&gpu).unwrap();
+    let one_pass = kernels::histogram::packed::carry_plane_capacity(limits.block_capacity()) as usize;
+    let auto = histogram::packed_auto_capacity(&limits) as usize;
+    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, one_pass, one_pass + 1, 4 * capacity, auto] {
         assert_eq!(assert_matches_cpu(&gpu, &values, bins, None, None), HistogramTier::Packed, "{bins} bins");
     }
-    assert_eq!(assert_matches_cpu(&gpu, &values, 2 * capacity + 1, None, None), HistogramTier::Sorted);
-    for bins in [2 * capacity + 1, 4 * capacity] {
-        assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Packed), None);
-    }
+    assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Sorted);
+    assert!(histogram::plan(&gpu, auto + 1, Some(HistogramTier::Packed)).is_err());
     for tier in HistogramTier::ALL {
         assert_matches_cpu(&gpu, &values, capacity, Some(tier), None);
     }
@@ -153,8 +154,8 @@ fn a_2_pow_28_value_input_matches_cpu_in_every_tier() {
     let values = histogram_input(rng.random(), 1 << 28, 131_072, ValueDistribution::Uniform);
     assert_eq!(assert_matches_cpu(&gpu, &values, 4096, None, None), HistogramTier::Shared);
     assert_matches_cpu(&gpu, &values, 131_071, Some(HistogramTier::Cluster), None);
-    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Sorted);
-    assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Packed), None);
+    assert_eq!(assert_matches_cpu(&gpu, &values, 131_072, None, None), HistogramTier::Packed);
+    assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Sorted), None);
     assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Bucketed), None);
     assert_matches_cpu(&gpu, &values, 131_072, Some(HistogramTier::Global), None);
 }
@@ -387,6 +388,64 @@ fn packed_tier_counts_every_type_and_skew_exactly_through_digit_carries() {
     let f32_edges = binning_for(InputType::F32, 100_000, Some((0.0, 1.0))).unwrap();
     let edges = f32_edge_values(&f32_edges);
     assert_typed_matches_cpu(&gpu, Values::F32(&edges), f32_edges, PlanRequest::default());
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("packed modes"));
+    let limits = HistogramLimits::of(&gpu).unwrap();
+    let (capacity, auto) = (limits.block_capacity() as usize, histogram::packed_auto_capacity(&limits) as usize);
+    // 16-bit digits; 8-bit digits with the carry plane (131,072 and the plane's last bin count),
+    // then in two passes (one bin more, 262,144, the last two-pass count). Each with and without
+    // warp aggregation.
+    let one_pass = kernels::histogram::packed::carry_plane_capacity(capacity as u64) as usize;
+    for bins in [2 * capacity, 131_072, one_pass, one_pass + 1, 262_144, auto] {
+        for aggregate in [true, false] {
+            let request =
+                PlanRequest { tier: Some(HistogramTier::Packed), aggregate: Some(aggregate), ..PlanRequest::default() };
+            let plan = histogram::plan_with(&gpu, bins, request).unwrap();
+            assert_eq!(plan.carry_plane(), bins > 2 * capacity, "{plan}");
+            assert_eq!(plan.packed_passes(), if bins > one_pass { 2 } else { 1 }, "{plan}");
+            for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {
+                // 2^24 constant values: every 8-bit digit carries 2^16 times, the plane's digit
+                // 2^12 times.
+                let n = if dist == ValueDistribution::Constant { (1 << 24) + 1 } else { (1 << 22) + 3 };
+                let values = histogram_input(rng.random(), n, bins, dist);
+                assert_typed_matches_cpu(&gpu, Values::I32(&values), Binning::integers(bins as u32), request);
+            }
+            // The last bin and the first hot together (both clamped edges), ragged lengths.
+            for n in [1usize, 31, 33, 4097, 1_000_003] {
+                let mut values = values_with_outliers(&mut rng, n, bins);
+                for v in values.iter_mut().step_by(3) {
+                    *v = bins as i32 - 1;
+                }
+                assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Packed), None);
+            }
+            for element in [InputType::U16, InputType::F32] {
+                if element == InputType::U16 && bins > 65_536 {
+                    continue;
+                }
+                let range = (element == InputType::F32).then_some((-1.0, 3.0));
+                let binning = binning_for(element, bins, range).unwrap();
+                let typed = PlanRequest { element: Some(element), ..request };
+                for dist in [ValueDistribution::Constant, ValueDistribution::Zipf] {
+                    let values = histogram_input_of(rng.random(), (1 << 21) + 5, bins, dist, element, range);
+                    assert_typed_matches_cpu(&gpu, values.as_values(), binning, typed);
+                }
+                if element == InputType::F32 {
+                    // NaN, infinities, every edge value and its neighbours.
+                    let edges = f32_edge_values(&binning);
+                    assert_typed_matches_cpu(&gpu, Values::F32(&edges), binning, typed);
+                    let mut hot = vec![2.999_f32; (1 << 20) + 7];
+                    for (i, v) in hot.iter_mut().enumerate().step_by(5) {
+                        *v = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3.0, -1.0][i / 5 % 5];
+                    }
+                    assert_typed_matches_cpu(&gpu, Values::F32(&hot), binning, typed);
+                }
+            }
+        }
+    }
 }
 
 #[test]

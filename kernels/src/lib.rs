@@ -160,21 +160,6 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
-/// `.maxntid` per kernel of the `sm_90` module in the release profile: 1,024 threads for the
-/// `f32`-partials weighted kernels, which caps ptxas at 64 registers a thread (no spills in
-/// `cargo xtask build-ptx --release`), so that a 1,024-thread block stays resident where the
-/// `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight.
-///
-/// ```
-/// assert!(kernels::MAX_THREADS.contains(&("histogram_weighted_partials_i32", 1024)));
-/// ```
-pub const MAX_THREADS: &[(&str, u32)] = &[
-    (histogram::weighted::PARTIALS_KERNELS[0], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[1], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[2], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[3], 1024),
-];
-
 /// The same in the checked profile.
 ///
 /// ```
@@ -189,6 +174,29 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[5],
     matmul::wgmma::CHECKED_MAX_THREADS[6],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+];
+
+/// `.maxntid` per kernel of the `sm_90` module (both profiles), 1,024 threads each:
+/// - the packed histogram kernels run blocks of 1,024 threads (one per SM beside up to 227 KiB
+///   of counters), which leaves a thread 64 registers; with the cap ptxas fits them (without it
+///   the carry plane's rare path took them to 66, and no such block could launch);
+/// - the `f32`-partials weighted kernels: the cap holds ptxas at 64 registers a thread (no spills
+///   in `cargo xtask build-ptx --release`), so that a 1,024-thread block stays resident where the
+///   `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight.
+///
+/// ```
+/// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed_f32", 1024)));
+/// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_weighted_partials_i32", 1024)));
+/// ```
+pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
+    (histogram::channels::PACKED_KERNELS[0], 1024),
+    (histogram::channels::PACKED_KERNELS[1], 1024),
+    (histogram::channels::PACKED_KERNELS[2], 1024),
+    (histogram::channels::PACKED_KERNELS[3], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[0], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[1], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[2], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[3], 1024),
 ];
 
 // The lists above name every element of the lists they copy.
@@ -225,12 +233,10 @@ pub struct PtxModule {
 /// assert_eq!((main.name, main.arch, hopper.arch), ("kernels", "sm_90", "sm_90a"));
 /// assert!(hopper.kernels.iter().all(|k| !main.kernels.contains(k)));
 /// // Each module caps threads only of kernels it holds.
-/// assert!(main.checked_max_threads.is_empty());
-/// for (kernel, _) in hopper.max_threads.iter().chain(hopper.checked_max_threads) {
-///     assert!(hopper.kernels.contains(kernel), "{kernel}");
-/// }
-/// for (kernel, _) in main.max_threads {
-///     assert!(main.kernels.contains(kernel), "{kernel}");
+/// for module in [main, hopper] {
+///     for (kernel, _) in module.max_threads.iter().chain(module.checked_max_threads) {
+///         assert!(module.kernels.contains(kernel), "{kernel}");
+///     }
 /// }
 /// ```
 pub const PTX_MODULES: [PtxModule; 2] = [
@@ -239,8 +245,8 @@ pub const PTX_MODULES: [PtxModule; 2] = [
         arch: "sm_90",
         features: &[],
         kernels: KERNEL_NAMES,
-        max_threads: MAX_THREADS,
-        checked_max_threads: &[],
+        max_threads: MAIN_MAX_THREADS,
+        checked_max_threads: MAIN_MAX_THREADS,
     },
     PtxModule {
         name: "kernels_sm90a",

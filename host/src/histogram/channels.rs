@@ -476,7 +476,8 @@ pub fn launch_channels(
     if packing == 0 {
         launch.arg(&active).arg(&phase).arg(&copies);
     } else {
-        launch.arg(&copies).arg(&packing);
+        // Every bin in one pass: the window is the whole binning.
+        launch.arg(&copies).arg(&packing).arg(&0u32).arg(&nbins);
     }
     // SAFETY: kernel contract (kernels::histogram::channels): n <= u32::MAX values, 16-byte
     // aligned; counts holds active * nbins u32; the kernel is the one for this channel count and

@@ -291,15 +291,24 @@ pub fn launch_into(
             unsafe { launch.launch(plan.launch_config()) }?;
         }
         HistogramTier::Packed => {
-            let mut launch = stream.launch_builder(&func);
-            let (copies, packing) = (1u32, plan.packing());
-            launch.arg(bytes).arg(&n).arg(counts).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
-            launch.arg(&copies).arg(&packing);
-            // SAFETY: kernel contract (kernels::histogram::channels, one channel): input holds n
-            // values of the kernel's type (checked above), counts holds nbins counters, packing is
-            // 1 or 2 and the launch provides packed::counter_bytes(nbins, packing, 1) bytes of
-            // shared memory (the planner's shared_bytes).
-            unsafe { launch.launch(plan.launch_config()) }?;
+            let (copies, mode, window) = (1u32, plan.packed_mode(), plan.bins_per_block());
+            // One pass per window of the bins, each into its own slice of the counts.
+            let mut first = 0u32;
+            while first < nbins {
+                let len = window.min(nbins - first);
+                let at = *counts + 4 * first as u64;
+                let mut launch = stream.launch_builder(&func);
+                launch.arg(bytes).arg(&n).arg(&at).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+                launch.arg(&copies).arg(&mode).arg(&first).arg(&len);
+                // SAFETY: kernel contract (kernels::histogram::channels, one channel): input holds
+                // n values of the kernel's type (checked above); `at` holds the counters of bins
+                // first..first + len (first + len <= nbins, the counters' length); the mode's
+                // packing is 1 or 2 and the launch provides packed::counter_bytes(window, packing,
+                // 1) bytes of shared memory (len <= window), plus packed::carry_plane_bytes(window)
+                // with the carry plane (the planner's shared_bytes).
+                unsafe { launch.launch(plan.launch_config()) }?;
+                first += len;
+            }
         }
         HistogramTier::Global => {
             let mut launch = stream.launch_builder(&func);

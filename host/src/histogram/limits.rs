@@ -24,7 +24,8 @@ use kernels::histogram::bucketed::{self};
 /// };
 /// assert_eq!(small.block_capacity(), 12_288);
 /// assert_eq!(plan_for(&small, 12_289, PlanRequest::default())?.tier(), HistogramTier::Packed);
-/// assert_eq!(plan_for(&small, 4 * 12_288 + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
+/// // Two passes of 8-bit counters with their carry plane: 2 x 32,768 bins.
+/// assert_eq!(plan_for(&small, 2 * 32_768 + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use crate::error::{Error, Result, format_bytes};
 use cudarc::driver::LaunchConfig;
 use kernels::histogram::InputType;
 use kernels::histogram::bucketed::{self, SCATTER_THREADS};
-use kernels::histogram::packed::{self, MAX_PACKING};
+use kernels::histogram::packed;
 use kernels::histogram::shared_bytes;
 use kernels::histogram::sorted::{self};
 
@@ -115,8 +115,9 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
-/// // One bin more than a block's 16-bit counters hold: sorted, in buckets of 2^14 bins.
-/// let p = plan_for(&HistogramLimits::H100, 2 * 58_112 + 1, PlanRequest::default())?;
+/// // One bin more than two passes of 8-bit counters with their carry plane hold: sorted, in
+/// // buckets of 2^14 bins.
+/// let p = plan_for(&HistogramLimits::H100, 309_929, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
 /// ```
@@ -180,23 +181,48 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// ```
 pub const PACKED_THREADS: u32 = 1024;
 
-/// The packing the planner goes up to on its own: 16-bit digits (twice one block's bins). 8-bit
-/// digits hold twice as many again, but a digit carries out every 256 adds, and each carry is two
-/// global atomics on the same two counters from every SM: on the H200 (2^26 `i32` values, 131,072
-/// bins) 8-bit digits took 0.114 ms on uniform values where the sorted tier took 0.303, but 0.463
-/// on a constant input where the sorted tier took 0.263 (zipf: 0.266 against 0.324). A forced
-/// packed tier (`--tier packed`) takes them.
+/// The most bins the planner gives the packed tier on its own: 8-bit digits with their carry plane
+/// in one block ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964 bins in 227 KiB),
+/// in up to [`PACKED_MAX_PASSES`] passes over the values (309,928 bins).
+/// Plain 8-bit digits (up to four times one block's bins) carry out every 256 adds, and each carry
+/// was two global atomics on the same two counters from every SM: on the H200 (2^26 `i32` values,
+/// 131,072 bins) they took 0.114 ms on uniform values where the sorted tier took 0.303, but 0.463
+/// on a constant input where the sorted tier took 0.263 (zipf: 0.266 against 0.324). The carry
+/// plane keeps the carries in shared memory (a counter reaches global memory once per 4,096 adds)
+/// and warp-aggregated adds turn a constant input's 32 atomics on one word into one. Plain 8-bit
+/// digits (one pass up to four times one block's bins) are left to the channels kernel
+/// (`--channels 1 --packing 2`).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
-/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PACKED_AUTO_PACKING, PlanRequest, plan_for};
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, packed_auto_capacity, plan_for};
 /// let h100 = HistogramLimits::H100;
-/// let last = (h100.block_capacity() << PACKED_AUTO_PACKING) as usize;
+/// let last = packed_auto_capacity(&h100) as usize;
+/// assert_eq!(last, 2 * 154_964);
 /// assert_eq!(plan_for(&h100, last, PlanRequest::default())?.tier(), HistogramTier::Packed);
 /// assert_eq!(plan_for(&h100, last + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
 /// # Ok(()) }
 /// ```
-pub const PACKED_AUTO_PACKING: u32 = 1;
+pub fn packed_auto_capacity(limits: &HistogramLimits) -> u64 {
+    packed_capacity(limits)
+}
+
+/// The most passes over the values the packed tier makes, each counting a window of the bins in
+/// 8-bit counters with their carry plane (the values outside it are left to the other pass):
+/// two, up to 309,928 bins on an H100 or H200. Each pass reads the values once (262,144 bins:
+/// 2 x 256 MiB of `i32` reads), where the sorted tier reads them, writes half their bytes and
+/// reads those again, and is bound by its ranking rather than by memory (H200, 2^26 `i32`:
+/// 0.304 ms at 262,144 bins against 0.114 for one pass of plain 8-bit digits at 131,072). Three
+/// passes would read as much as the sorted tier moves.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PACKED_MAX_PASSES, PlanRequest, plan_for};
+/// let p = plan_for(&HistogramLimits::H100, 262_144, PlanRequest::default())?;
+/// assert_eq!((p.tier(), p.packed_passes(), p.bins_per_block()), (HistogramTier::Packed, PACKED_MAX_PASSES, 131_072));
+/// # Ok(()) }
+/// ```
+pub const PACKED_MAX_PASSES: u32 = 2;
 
 /// Private copies the shared tier keeps at most: one per lane of a warp.
 ///
@@ -267,6 +293,12 @@ pub struct HistogramPlan {
     /// Counters per 32-bit word as `log2` (packed tier: 1 for 16-bit, 2 for 8-bit digits; 0
     /// elsewhere).
     pub(super) packing: u32,
+    /// Whether the packed tier's 8-bit counters keep their carries in a carry plane
+    /// ([`kernels::histogram::packed::CARRY_PLANE_PACKING`]).
+    pub(super) carry_plane: bool,
+    /// Passes of the packed tier over the values, each counting a window of `bins_per_block`
+    /// bins (1 elsewhere).
+    pub(super) passes: u32,
 }
 
 impl HistogramPlan {
@@ -445,14 +477,60 @@ impl HistogramPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
     /// let h100 = HistogramLimits::H100; // 58,112 u32 counters per block
     /// let packing = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.packing());
-    /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 0));
-    /// // 8-bit digits only where the packed tier is asked for (see `PACKED_AUTO_PACKING`).
-    /// let forced = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
-    /// assert_eq!(plan_for(&h100, 116_225, forced)?.packing(), 2);
+    /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
+    /// // 8-bit digits with their carry plane, in two passes past 154,964 bins; then sorted.
+    /// assert_eq!((packing(154_965)?, packing(309_928)?, packing(309_929)?), (2, 2, 0));
     /// # Ok(()) }
     /// ```
     pub fn packing(&self) -> u32 {
         self.packing
+    }
+
+    /// Whether the packed tier's 8-bit counters keep their carries in a carry plane in shared
+    /// memory after them (4-bit digits, [`kernels::histogram::packed::CARRY_PLANE_PACKING`]): the
+    /// planner's choice wherever both fit one block.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+    /// let h100 = HistogramLimits::H100;
+    /// let p = plan_for(&h100, 131_072, PlanRequest::default())?;
+    /// assert_eq!((p.tier(), p.packing(), p.carry_plane(), p.shared_bytes()), (HistogramTier::Packed, 2, true, 192 << 10));
+    /// assert!(!plan_for(&h100, 65_536, PlanRequest::default())?.carry_plane()); // 16-bit digits
+    /// assert!(plan_for(&h100, 262_144, PlanRequest::default())?.carry_plane()); // two passes
+    /// # Ok(()) }
+    /// ```
+    pub fn carry_plane(&self) -> bool {
+        self.carry_plane
+    }
+
+    /// Passes of the packed tier over the values ([`PACKED_MAX_PASSES`] at most), each counting
+    /// the next window of [`bins_per_block`](Self::bins_per_block) bins; 1 elsewhere.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// let passes = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).map(|p| p.packed_passes());
+    /// assert_eq!((passes(131_072)?, passes(154_965)?, passes(309_928)?, passes(309_929)?), (1, 2, 2, 1));
+    /// # Ok(()) }
+    /// ```
+    pub fn packed_passes(&self) -> u32 {
+        self.passes
+    }
+
+    /// The `mode` argument of the packed kernel ([`kernels::histogram::packed::mode`]): the
+    /// packing, warp aggregation and carry plane of this plan.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
+    /// use kernels::histogram::packed::mode;
+    /// let p = plan_for(&HistogramLimits::H100, 131_072, PlanRequest::default())?;
+    /// assert_eq!(p.packed_mode(), mode(2, true, true));
+    /// # Ok(()) }
+    /// ```
+    pub fn packed_mode(&self) -> u32 {
+        packed::mode(self.packing, self.aggregate, self.carry_plane)
     }
 
     /// The PTX symbol of the kernel that counts `input` values (the bins pass, in the bucketed
@@ -519,6 +597,12 @@ impl std::fmt::Display for HistogramPlan {
             }
             if self.tier == HistogramTier::Packed {
                 write!(f, ", {}-bit counters", packed::digit_bits(self.packing))?;
+                if self.carry_plane {
+                    write!(f, " and a 4-bit carry plane")?;
+                }
+                if self.passes > 1 {
+                    write!(f, "; {} passes over the values", self.passes)?;
+                }
             }
             write!(f, ")")?;
         }
@@ -557,7 +641,9 @@ impl HistogramPlan {
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
     /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("1048576 bins exceed one block's 16-bit packed counters (116224 bins; 8-bit digits only when asked for"), "{why}");
+    /// assert!(why.starts_with("1048576 bins exceed what two passes of 8-bit packed counters with their carry plane hold (309928 bins"), "{why}");
+    /// let why = plan_for(&h100, 131_072, PlanRequest::default())?.reason(&h100, false);
+    /// assert!(why.contains("4-bit carry plane") && why.contains("warps merge"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
     /// # Ok(()) }
     /// ```
@@ -574,14 +660,34 @@ impl HistogramPlan {
                 SHARED_BLOCKS_PER_SM
             ),
             HistogramTier::Packed => format!(
-                "{bins} bins exceed one block's {} u32 counters, so they are packed {} to a word ({}-bit digits, carries corrected exactly): one pass over the values, where the sorted tier makes two (H200, 2^26 i32 at 65,536 bins: 0.100 ms against 0.308)",
+                "{bins} bins exceed one block's {} u32 counters, so they are packed {} to a word ({}-bit digits, carries corrected exactly{}): {} (H200, 2^26 i32 at 65,536 bins: 0.100 ms against 0.308; plain 8-bit digits at 131,072 bins: 0.114 against 0.304 on uniform values){}",
                 limits.block_capacity(),
                 packed::per_word(self.packing),
-                packed::digit_bits(self.packing)
+                packed::digit_bits(self.packing),
+                if self.carry_plane {
+                    " in a 4-bit carry plane in shared memory, so that a skewed or constant input reaches global memory once per 4,096 adds to a bin, not twice per 256"
+                } else {
+                    ""
+                },
+                if self.passes > 1 {
+                    format!(
+                        "{} passes over the values, each counting {} of the bins (one block holds {} in 8-bit counters and their carry plane); each pass reads the values once, where the sorted tier reads them, writes and reads half their bytes again and is bound by its ranking",
+                        self.passes,
+                        self.bins_per_block,
+                        packed::carry_plane_capacity(limits.block_capacity())
+                    )
+                } else {
+                    "one pass over the values, where the sorted tier makes two".to_string()
+                },
+                if self.aggregate {
+                    "; warps merge the lanes of lane 0's bin into one add (a constant input: one shared atomic per warp and value, not 32 on one word)"
+                } else {
+                    ""
+                }
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed one block's 16-bit packed counters ({} bins; 8-bit digits only when asked for: a skewed input carries out of them every 256 adds) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
-                limits.block_capacity() << PACKED_AUTO_PACKING,
+                "{bins} bins exceed what two passes of 8-bit packed counters with their carry plane hold ({} bins; three passes would read the values as often as the sorted tier moves them) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                packed_auto_capacity(limits),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
                 1u64 << limits.max_bucket_shift()
@@ -619,8 +725,8 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 }
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
-/// holds every bin, else the packed tier while 16-bit counters fit one block, else the
-/// sorted tier while its buckets hold the bins, else the global tier
+/// holds every bin, else the packed tier while 16-bit counters, or 8-bit ones with their carry
+/// plane ([`packed_auto_capacity`]), fit one block, else the sorted tier while its buckets hold the bins, else the global tier
 /// (the cluster and bucketed tiers only when asked for). The request can fix the tier, the
 /// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
 /// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
@@ -674,7 +780,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         (Some(tier), _) => tier,
         (None, Some(_)) => HistogramTier::Cluster,
         (None, None) if bins <= capacity => HistogramTier::Shared,
-        (None, None) if bins as u64 <= limits.block_capacity() << PACKED_AUTO_PACKING => HistogramTier::Packed,
+        (None, None) if bins as u64 <= packed_auto_capacity(limits) => HistogramTier::Packed,
         (None, None) if bins as u64 <= limits.bucketed_capacity() => HistogramTier::Sorted,
         (None, None) => HistogramTier::Global,
     };
@@ -718,6 +824,8 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         scatter_blocks: 0,
         count_blocks: 0,
         packing: 0,
+        carry_plane: false,
+        passes: 1,
     };
     let element = element.unwrap_or(InputType::I32);
     match tier {
@@ -831,21 +939,36 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             })
         }
         HistogramTier::Packed => {
-            let packing = packed::narrowest_packing(bins as u64, 1, capacity as u64).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "{bins} bins exceed the packed tier's {} (8-bit counters, four to a word, in one block's {}): use the sorted, bucketed or global tier",
-                        packed_capacity(limits),
-                        format_bytes(limits.max_shared_per_block_optin as u64)
-                    ))
-                })?;
+            let plane_capacity = packed::carry_plane_capacity(capacity as u64);
+            // 16-bit digits where they fit one block, else 8-bit digits with their carry plane
+            // (carries kept in shared memory) in as few passes as hold the bins.
+            let (packing, carry_plane, passes) = if packed::fits(bins as u64, 1, capacity as u64) {
+                (1, false, 1)
+            } else {
+                (2, true, (bins as u64).div_ceil(plane_capacity) as u32)
+            };
+            if passes > PACKED_MAX_PASSES {
+                return Err(Error::InvalidArgument(format!(
+                    "{bins} bins exceed the packed tier's {} ({PACKED_MAX_PASSES} passes of 8-bit counters with their carry plane, {plane_capacity} bins in one block's {}): use the sorted, bucketed or global tier",
+                    packed_capacity(limits),
+                    format_bytes(limits.max_shared_per_block_optin as u64)
+                )));
+            }
+            let window = bins32.div_ceil(passes);
             let threads = threads_per_block.unwrap_or(PACKED_THREADS);
-            let shared = packed::counter_bytes(bins32, packing, 1) as u32;
+            let plane_bytes = if carry_plane { packed::carry_plane_bytes(window) } else { 0 };
+            let shared = (packed::counter_bytes(window, packing, 1) + plane_bytes) as u32;
             Ok(HistogramPlan {
                 blocks: persistent(shared, threads, 1),
                 threads_per_block: threads,
                 shared_bytes: shared,
-                bins_per_block: bins32,
+                bins_per_block: window,
                 packing,
+                carry_plane,
+                passes,
+                // A constant input's 32 lanes on one word cost the 16-bit tier 2.8x (H200,
+                // 65,536 bins: 0.283 ms against 0.100 uniform).
+                aggregate: aggregate.unwrap_or(true),
                 ..base
             })
         }
@@ -853,15 +976,16 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     }
 }
 
-/// The most bins the packed tier holds on a device with `limits`: four 8-bit counters in each
-/// 32-bit word of one block's shared memory.
+/// The most bins the packed tier holds on a device with `limits`: [`PACKED_MAX_PASSES`] passes
+/// over the values, each of as many bins as one block holds in 8-bit counters with their carry
+/// plane.
 ///
 /// ```
 /// use hopper_kernels::histogram::{HistogramLimits, packed_capacity};
-/// assert_eq!(packed_capacity(&HistogramLimits::H100), 4 * 58_112);
+/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 154_964);
 /// ```
 pub fn packed_capacity(limits: &HistogramLimits) -> u64 {
-    limits.block_capacity() * packed::per_word(MAX_PACKING) as u64
+    PACKED_MAX_PASSES as u64 * packed::carry_plane_capacity(limits.block_capacity())
 }
 
 /// The bucket width, in bits of the bin, for `bins` bins in `tier` (bucketed or sorted): the
@@ -954,14 +1078,39 @@ mod tests {
     }
 
     #[test]
-    fn the_planner_packs_counters_up_to_four_times_one_block_then_sorts_what_buckets_hold() {
+    fn the_planner_packs_counters_up_to_its_carry_plane_capacity_then_sorts_what_buckets_hold() {
         let sorted = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap();
-        for (bins, packing) in [(58_113, 1), (65_536, 1), (116_224, 1)] {
+        for (bins, packing, plane) in [
+            (58_113, 1, false),
+            (65_536, 1, false),
+            (116_224, 1, false),
+            (116_225, 2, true),
+            (131_072, 2, true),
+            (154_964, 2, true),
+        ] {
             let p = sorted(bins);
-            assert_eq!((p.tier, p.packing, p.blocks), (Packed, packing, 132), "{bins}");
+            assert_eq!(
+                (p.tier, p.packing, p.carry_plane, p.blocks, p.aggregate),
+                (Packed, packing, plane, 132, true),
+                "{bins}"
+            );
+            let plane_bytes = if plane { packed::carry_plane_bytes(bins as u32) } else { 0 };
+            assert_eq!(p.shared_bytes as u64, packed::counter_bytes(bins as u32, packing, 1) + plane_bytes, "{bins}");
             assert!(p.shared_bytes as u64 <= H100.max_shared_per_block_optin as u64, "{bins}");
         }
-        for bins in [116_225, 131_072, 232_449, 1 << 20, 256 << 14] {
+        // Past the plane's capacity: two passes, each over half the bins (rounded up).
+        for (bins, window) in [(154_965, 77_483), (262_144, 131_072), (309_928, 154_964)] {
+            let p = sorted(bins);
+            assert_eq!((p.tier, p.packing, p.carry_plane, p.passes, p.bins_per_block), (Packed, 2, true, 2, window));
+            let plane_bytes = packed::carry_plane_bytes(window);
+            assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, 2, 1) + plane_bytes, "{bins}");
+            assert!(p.shared_bytes <= H100.max_shared_per_block_optin);
+        }
+        let forced = PlanRequest { tier: Some(Packed), aggregate: Some(false), ..PlanRequest::default() };
+        assert!(!plan_for(&H100, 262_144, forced).unwrap().aggregate);
+        let err = plan_for(&H100, 309_929, forced).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 309928 (2 passes"), "{err}");
+        for bins in [309_929, 1 << 20, 256 << 14] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
@@ -1064,8 +1213,8 @@ mod tests {
         let packed = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
         assert_eq!(plan_for(&H100, 256, packed).unwrap().packing, 1);
         assert_eq!(plan_for(&H100, 232_448, packed).unwrap().packing, 2);
-        let err = plan_for(&H100, 232_449, packed).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 232448") && err.contains("use the sorted"), "{err}");
+        let err = plan_for(&H100, 309_929, packed).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 309928") && err.contains("use the sorted"), "{err}");
         let threads = plan_for(&H100, 65_536, PlanRequest { threads_per_block: Some(512), ..packed }).unwrap();
         assert_eq!(threads.threads_per_block, 512);
     }
@@ -1091,7 +1240,8 @@ mod tests {
         let why = |bins| plan_for(&H100, bins, PlanRequest::default()).unwrap().reason(&H100, false);
         assert!(why(256).contains("fit in one block") && why(256).contains("32 interleaved copies"), "{}", why(256));
         assert!(why(100_000).contains("exceed one block's 58112 u32 counters"), "{}", why(100_000));
-        assert!(why(200_000).contains("8-bit digits"), "{}", why(200_000));
+        assert!(why(131_072).contains("8-bit digits") && why(131_072).contains("carry plane"), "{}", why(131_072));
+        assert!(why(262_144).contains("2 passes over the values, each counting 131072"), "{}", why(262_144));
         assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
         assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
         let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
@@ -1125,6 +1275,9 @@ mod tests {
         let above = plan_for(&SMALL, 12_289, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing), (Packed, 1));
         let above = plan_for(&SMALL, 2 * 12_288 + 1, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.packing, above.carry_plane), (Packed, 2, true));
+        assert_eq!(packed_auto_capacity(&SMALL), 2 * 32_768);
+        let above = plan_for(&SMALL, 2 * 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));
         // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
         let wide = plan_for(&SMALL, 1 << 21, PlanRequest::default()).unwrap();

@@ -20,7 +20,13 @@
 //! `channels` (1 to 4), `active` (1 to `channels`), `phase` (below `channels`): the channel of
 //! value 0; `copies`: interleaved private copies of the counters per block (a power of two from
 //! 1 to 32; lane `l` adds into copy `l % copies`); `packing`: counters per word as `log2`
-//! ([`super::packed`]: 0, or with one channel 1 or 2).
+//! ([`super::packed`]: 0, or with one channel 1 or 2). The packed kernels take a `mode`
+//! ([`super::packed::mode`]) in its place: the packing, and optionally warp-aggregated adds (the
+//! lanes whose value falls in lane 0's bin add as one) and a carry plane after the counters
+//! ([`super::packed::CARRY_PLANE_PACKING`], [`super::packed::carry_plane_bytes`]`(window)` more
+//! bytes of shared memory); then `first` and `window`: they count the bins `first..first +
+//! window` only, into `counts` of `window` counters (a pass of several over the input; one pass:
+//! `0` and `nbins`).
 //!
 //! # Launch
 //! Any one-dimensional grid (the host's: as many blocks as stay resident) of blocks whose size is
@@ -108,10 +114,13 @@ pub const fn shared_bytes(counters: u32, packing: u32, copies: u32) -> u64 {
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::add_mod;
+    use crate::device::shared::DynamicSharedArray;
+    use crate::device::warp;
     use crate::device::{mem, thread};
+    use crate::histogram::NO_BIN;
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
-    use crate::histogram::packed::words_for;
+    use crate::histogram::packed::{CARRY_PLANE_PACKING, mode_parts, words_for};
     use crate::histogram::pipelined::device_code::for_each_group;
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
@@ -228,6 +237,108 @@ pub(crate) mod device_code {
         counters.flush(counts, false);
     }
 
+    /// The one-channel packed kernel's body at packing `P` (1 or 2), with warp-aggregated adds
+    /// when `AGG`, and a carry plane after the counters when `plane`, counting the bins
+    /// `first..first + window` of the binning into `counts` (the window's counters; the other
+    /// values are left out); see the [module documentation](super).
+    ///
+    /// # Safety
+    /// As the module's, with `channels = active = 1`, `phase = 0`, `nbins` read as `window`
+    /// (counters and shared memory); with `plane` the launch also provides
+    /// [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(window)` bytes after the
+    /// counters.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn count_packed<T: Element, const P: u32, const AGG: bool>(
+        input: *const u8,
+        n: u64,
+        counts: *mut u32,
+        binning: Binning,
+        copies: u32,
+        plane: bool,
+        first: u32,
+        window: u32,
+    ) {
+        let nbins = window;
+        let low = words_for(nbins, P) * copies;
+        let plane_words = if plane { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
+        // SAFETY: the launch provides the counters' words, then with `plane` the plane's.
+        let words = unsafe { dynamic_shared_array!(HISTOGRAM_PACKED_COUNTERS: u32, (low + plane_words) as usize) };
+        // SAFETY: forwarded contract: copies is a power of two up to 32, counts holds nbins counters.
+        let mut counters = unsafe { SharedCounters::<P>::new(words, nbins, copies, counts) };
+        if plane {
+            // SAFETY: the plane's words follow the counters' inside the launch's shared memory.
+            counters = unsafe {
+                counters.with_carry_plane(DynamicSharedArray::from_shared_address(
+                    words.address_of(low as usize),
+                    plane_words as usize,
+                ))
+            };
+        }
+        counters.zero();
+        // Every counter is zero before any thread adds to it.
+        thread::sync_threads();
+        let copy = counters.copy();
+        let lane = warp::lane_id();
+        // One value of each lane, the whole warp together (a lane without one passes NO_BIN).
+        // With AGG the lanes whose bin is lane 0's add as one (lane 0 adds their number, at most
+        // 32, which every digit holds): a constant input makes one atomic per warp and value.
+        let count = #[inline(always)]
+        |bin: u32| {
+            let (adds, inc) = if AGG {
+                // SAFETY (both): the whole warp is here (for_each_group's calls are converged).
+                let first = unsafe { warp::shuffle_idx_u32(bin, 0) };
+                let with_first = unsafe { warp::ballot(bin == first) };
+                let merged = bin == first;
+                (bin != NO_BIN && (!merged || lane == 0), if merged { with_first.count_ones() } else { 1 })
+            } else {
+                (bin != NO_BIN, 1)
+            };
+            if adds {
+                // SAFETY: bin < nbins; copy < copies; inc <= 32 fits any digit.
+                unsafe { counters.add(bin, copy, inc) };
+            }
+        };
+        // The value's counter in the window, or NO_BIN (which no window reaches: first + window
+        // <= nbins < u32::MAX).
+        let in_window = #[inline(always)]
+        |v: T| {
+            let bin = v.bin_or_none(&binning).wrapping_sub(first);
+            if bin < window { bin } else { NO_BIN }
+        };
+        let vectors = n / T::PER_VECTOR;
+        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
+        // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
+        unsafe {
+            for_each_group(
+                0,
+                vectors,
+                thread::index_1d(),
+                thread::grid_size_1d(),
+                [0u32; 4],
+                #[inline(always)]
+                |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
+                #[inline(always)]
+                |words, _, present| {
+                    let mut each = #[inline(always)]
+                    |v: T| count(if present { in_window(v) } else { NO_BIN });
+                    T::for_each_in_word(words[0], &mut each);
+                    T::for_each_in_word(words[1], &mut each);
+                    T::for_each_in_word(words[2], &mut each);
+                    T::for_each_in_word(words[3], &mut each);
+                },
+            )
+        };
+        // The last n % PER_VECTOR values, one per thread: every lane takes this step (NO_BIN past
+        // the end), so the warp stays converged.
+        let tail = T::PER_VECTOR * vectors + thread::index_1d();
+        // SAFETY: tail < n where loaded.
+        count(if tail < n { in_window(unsafe { load_one::<T>(input, tail) }) } else { NO_BIN });
+        // Every add of this block has landed before the counters are read.
+        thread::sync_threads();
+        counters.flush(counts, false);
+    }
+
     macro_rules! channel_kernels {
         ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed:ident);*) => {$(
             gpu_kernel! {
@@ -279,14 +390,24 @@ pub(crate) mod device_code {
                 #[doc = concat!("One channel of `", stringify!($t), "` values in packed counters; see the [module documentation](super).")]
                 ///
                 /// # Safety
-                /// As the module's, with `channels = 1` and `packing` 1 or 2 (any other counts nothing).
+                /// As the module's, with `channels = 1` and `mode` a
+                /// [`packed::mode`](crate::histogram::packed::mode) of packing 1 or 2 (any other
+                /// counts nothing), counting only the bins `first..first + window` (`first + window
+                /// <= nbins`, `window >= 1`) into `counts`, which holds `window` counters, and with
+                /// `window` in place of `nbins` in the shared memory; with the mode's carry plane the
+                /// launch provides [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(window)`
+                /// more bytes of shared memory after the counters.
                 pub unsafe fn $packed(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
-                                      copies: u32, packing: u32) {
+                                      copies: u32, mode: u32, first: u32, window: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    // SAFETY (both): forwarded contract.
-                    match packing {
-                        1 => unsafe { count_channels::<$t, 1, 1>(input, n, counts, binning, 1, 0, copies) },
-                        2 => unsafe { count_channels::<$t, 1, 2>(input, n, counts, binning, 1, 0, copies) },
+                    let (packing, aggregate, plane) = mode_parts(mode);
+                    let (f, w) = (first, window);
+                    // SAFETY (all): forwarded contract.
+                    match (packing, aggregate) {
+                        (1, false) => unsafe { count_packed::<$t, 1, false>(input, n, counts, binning, copies, plane, f, w) },
+                        (1, true) => unsafe { count_packed::<$t, 1, true>(input, n, counts, binning, copies, plane, f, w) },
+                        (2, false) => unsafe { count_packed::<$t, 2, false>(input, n, counts, binning, copies, plane, f, w) },
+                        (2, true) => unsafe { count_packed::<$t, 2, true>(input, n, counts, binning, copies, plane, f, w) },
                         _ => {}
                     }
                 }
