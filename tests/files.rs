@@ -58,8 +58,8 @@ fn streamed_histogram_of_a_file_of_several_chunks_equals_the_cpu_for_every_tier(
     for (bins, tier, forced) in [
         (256, HistogramTier::Shared, false),
         (2 * capacity, HistogramTier::Packed, false),
-        // Two passes of 8-bit counters with their carry plane over each chunk.
-        (300_000, HistogramTier::Packed, false),
+        // Two passes of 8-bit counters with their carry plane over each chunk (asked for).
+        (300_000, HistogramTier::Packed, true),
         (capacity + 1, HistogramTier::Cluster, true),
         (400_000, HistogramTier::Sorted, false),
         (400_000, HistogramTier::Bucketed, true),

@@ -527,7 +527,8 @@ fn pair_counts_flushed_two_per_atomic_match_cpu_at_odd_counts_misaligned_outputs
     for (bx, by) in [(256, 256), (255, 257)] {
         let bins = Bins2d::new(bx, by, (-1.0, 1.0), (-1.0, 1.0)).unwrap();
         let total = bins.bins() as usize;
-        let plan = hist2d::plan_2d(&gpu, bins, false, &LaunchRequest::default()).unwrap();
+        let on = LaunchRequest { paired_flush: Some(true), ..Default::default() };
+        let plan = hist2d::plan_2d(&gpu, bins, false, &on).unwrap();
         assert!(plan.paired_flush() && plan.tier() == Tier2d::Shared { packing: 1 }, "{plan}");
         let mut inputs: Vec<(Vec<f32>, Vec<f32>)> =
             [0usize, 5, 1_000_003].iter().map(|&n| pairs(&mut rng, n)).collect();

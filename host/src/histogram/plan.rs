@@ -183,7 +183,8 @@ pub const PACKED_THREADS: u32 = 1024;
 
 /// The most bins the planner gives the packed tier on its own: 8-bit digits with their carry plane
 /// in one block ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964 bins in 227 KiB),
-/// in up to [`PACKED_MAX_PASSES`] passes over the values (309,928 bins).
+/// in one pass. (Two passes, up to [`PACKED_MAX_PASSES`], are there when asked for: on the H200
+/// 262,144 bins took 0.369 ms in two passes against the sorted tier's 0.303.)
 /// Plain 8-bit digits (up to four times one block's bins) carry out every 256 adds, and each carry
 /// was two global atomics on the same two counters from every SM: on the H200 (2^26 `i32` values,
 /// 131,072 bins) they took 0.114 ms on uniform values where the sorted tier took 0.303, but 0.463
@@ -198,13 +199,13 @@ pub const PACKED_THREADS: u32 = 1024;
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, packed_auto_capacity, plan_for};
 /// let h100 = HistogramLimits::H100;
 /// let last = packed_auto_capacity(&h100) as usize;
-/// assert_eq!(last, 2 * 154_964);
+/// assert_eq!(last, 154_964);
 /// assert_eq!(plan_for(&h100, last, PlanRequest::default())?.tier(), HistogramTier::Packed);
 /// assert_eq!(plan_for(&h100, last + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
 /// # Ok(()) }
 /// ```
 pub fn packed_auto_capacity(limits: &HistogramLimits) -> u64 {
-    packed_capacity(limits)
+    packed::carry_plane_capacity(limits.block_capacity())
 }
 
 /// The most passes over the values the packed tier makes, each counting a window of the bins in
@@ -218,7 +219,8 @@ pub fn packed_auto_capacity(limits: &HistogramLimits) -> u64 {
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PACKED_MAX_PASSES, PlanRequest, plan_for};
-/// let p = plan_for(&HistogramLimits::H100, 262_144, PlanRequest::default())?;
+/// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
+/// let p = plan_for(&HistogramLimits::H100, 262_144, packed)?;
 /// assert_eq!((p.tier(), p.packed_passes(), p.bins_per_block()), (HistogramTier::Packed, PACKED_MAX_PASSES, 131_072));
 /// # Ok(()) }
 /// ```
@@ -478,8 +480,8 @@ impl HistogramPlan {
     /// let h100 = HistogramLimits::H100; // 58,112 u32 counters per block
     /// let packing = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.packing());
     /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
-    /// // 8-bit digits with their carry plane, in two passes past 154,964 bins; then sorted.
-    /// assert_eq!((packing(154_965)?, packing(309_928)?, packing(309_929)?), (2, 2, 0));
+    /// // 8-bit digits with their carry plane up to 154,964 bins; then sorted.
+    /// assert_eq!((packing(154_964)?, packing(154_965)?), (2, 0));
     /// # Ok(()) }
     /// ```
     pub fn packing(&self) -> u32 {
@@ -497,7 +499,8 @@ impl HistogramPlan {
     /// let p = plan_for(&h100, 131_072, PlanRequest::default())?;
     /// assert_eq!((p.tier(), p.packing(), p.carry_plane(), p.shared_bytes()), (HistogramTier::Packed, 2, true, 192 << 10));
     /// assert!(!plan_for(&h100, 65_536, PlanRequest::default())?.carry_plane()); // 16-bit digits
-    /// assert!(plan_for(&h100, 262_144, PlanRequest::default())?.carry_plane()); // two passes
+    /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
+    /// assert!(plan_for(&h100, 262_144, packed)?.carry_plane()); // two passes, when asked for
     /// # Ok(()) }
     /// ```
     pub fn carry_plane(&self) -> bool {
@@ -509,9 +512,12 @@ impl HistogramPlan {
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
-    /// use hopper_kernels::histogram::{HistogramLimits, PlanRequest, plan_for};
-    /// let passes = |bins| plan_for(&HistogramLimits::H100, bins, PlanRequest::default()).map(|p| p.packed_passes());
-    /// assert_eq!((passes(131_072)?, passes(154_965)?, passes(309_928)?, passes(309_929)?), (1, 2, 2, 1));
+    /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
+    /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
+    /// let passes = |bins| plan_for(&HistogramLimits::H100, bins, packed).map(|p| p.packed_passes());
+    /// assert_eq!((passes(131_072)?, passes(154_965)?, passes(309_928)?), (1, 2, 2));
+    /// // The planner's own choice past one pass is the sorted tier.
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 154_965, PlanRequest::default())?.packed_passes(), 1);
     /// # Ok(()) }
     /// ```
     pub fn packed_passes(&self) -> u32 {
@@ -641,7 +647,7 @@ impl HistogramPlan {
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
     /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("1048576 bins exceed what two passes of 8-bit packed counters with their carry plane hold (309928 bins"), "{why}");
+    /// assert!(why.starts_with("1048576 bins exceed what one pass of 8-bit packed counters with their carry plane holds (154964 bins"), "{why}");
     /// let why = plan_for(&h100, 131_072, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.contains("4-bit carry plane") && why.contains("warps merge"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
@@ -686,7 +692,7 @@ impl HistogramPlan {
                 }
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed what two passes of 8-bit packed counters with their carry plane hold ({} bins; three passes would read the values as often as the sorted tier moves them) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                "{bins} bins exceed what one pass of 8-bit packed counters with their carry plane holds ({} bins; two passes ran slower than the sorted tier on the H200: 0.369 against 0.303 ms at 262,144 bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
                 packed_auto_capacity(limits),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
@@ -966,9 +972,11 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
                 packing,
                 carry_plane,
                 passes,
-                // A constant input's 32 lanes on one word cost the 16-bit tier 2.8x (H200,
-                // 65,536 bins: 0.283 ms against 0.100 uniform).
-                aggregate: aggregate.unwrap_or(true),
+                // With the carry plane: a constant input's 32 lanes on one word cost 2.8x, and
+                // each of their carries a trip to global memory. 16-bit digits: off, as merging
+                // cost uniform values more than it saved a constant input (H200, 65,536 bins:
+                // 0.146 ms uniform and 0.144 constant merged, 0.119 uniform unmerged).
+                aggregate: aggregate.unwrap_or(carry_plane),
                 ..base
             })
         }
@@ -1089,18 +1097,22 @@ mod tests {
             (154_964, 2, true),
         ] {
             let p = sorted(bins);
+            // Merged warp adds with the carry plane only.
             assert_eq!(
                 (p.tier, p.packing, p.carry_plane, p.blocks, p.aggregate),
-                (Packed, packing, plane, 132, true),
+                (Packed, packing, plane, 132, plane),
                 "{bins}"
             );
             let plane_bytes = if plane { packed::carry_plane_bytes(bins as u32) } else { 0 };
             assert_eq!(p.shared_bytes as u64, packed::counter_bytes(bins as u32, packing, 1) + plane_bytes, "{bins}");
             assert!(p.shared_bytes as u64 <= H100.max_shared_per_block_optin as u64, "{bins}");
         }
-        // Past the plane's capacity: two passes, each over half the bins (rounded up).
+        // Past the plane's capacity, when asked for: two passes, each over half the bins
+        // (rounded up); the planner's own choice there is the sorted tier.
+        let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
         for (bins, window) in [(154_965, 77_483), (262_144, 131_072), (309_928, 154_964)] {
-            let p = sorted(bins);
+            assert_eq!(sorted(bins).tier, Sorted, "{bins}");
+            let p = plan_for(&H100, bins, packed_tier).unwrap();
             assert_eq!((p.tier, p.packing, p.carry_plane, p.passes, p.bins_per_block), (Packed, 2, true, 2, window));
             let plane_bytes = packed::carry_plane_bytes(window);
             assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, 2, 1) + plane_bytes, "{bins}");
@@ -1241,7 +1253,10 @@ mod tests {
         assert!(why(256).contains("fit in one block") && why(256).contains("32 interleaved copies"), "{}", why(256));
         assert!(why(100_000).contains("exceed one block's 58112 u32 counters"), "{}", why(100_000));
         assert!(why(131_072).contains("8-bit digits") && why(131_072).contains("carry plane"), "{}", why(131_072));
-        assert!(why(262_144).contains("2 passes over the values, each counting 131072"), "{}", why(262_144));
+        let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
+        let two = plan_for(&H100, 262_144, packed_tier).unwrap().reason(&H100, false);
+        assert!(two.contains("2 passes over the values, each counting 131072"), "{two}");
+        assert!(why(262_144).contains("fit the sorted tier"), "{}", why(262_144));
         assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
         assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
         let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
@@ -1276,8 +1291,8 @@ mod tests {
         assert_eq!((above.tier, above.packing), (Packed, 1));
         let above = plan_for(&SMALL, 2 * 12_288 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing, above.carry_plane), (Packed, 2, true));
-        assert_eq!(packed_auto_capacity(&SMALL), 2 * 32_768);
-        let above = plan_for(&SMALL, 2 * 32_768 + 1, PlanRequest::default()).unwrap();
+        assert_eq!(packed_auto_capacity(&SMALL), 32_768);
+        let above = plan_for(&SMALL, 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));
         // 12,288 bins per block: buckets of 2^13 bins are the widest, 256 of them 2^21 bins.
         let wide = plan_for(&SMALL, 1 << 21, PlanRequest::default()).unwrap();

@@ -584,8 +584,8 @@ impl std::fmt::Display for KernelLaunch {
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
 /// assert_eq!(
 ///     plan.to_string(),
-///     "edges tier (256 bins, a table of 4096 cells, paired entries), histogram_edges_f32: 132 blocks x 1024 threads, \
-///      49.01 KiB shared per block (32 copies)"
+///     "edges tier (256 bins, a table of 1024 cells), histogram_edges_f32: 132 blocks x 1024 threads, \
+///      37.01 KiB shared per block (32 copies)"
 /// );
 /// # Ok(()) }
 /// ```
