@@ -260,15 +260,15 @@ def main():
     # same peers.
     if "weights-i32-8192" in results:
         results["weights-i32-8192-f64"] = list(results["weights-i32-8192"])
-    # Likewise the bench's unpaired-table row of 257 edges.
+    # Likewise the bench's paired-table row of 257 edges.
     if "edges-f32-256" in results:
-        results["edges-f32-256-unpaired"] = list(results["edges-f32-256"])
+        results["edges-f32-256-paired"] = list(results["edges-f32-256"])
     # And the bench's one-set row of 4,096 segments.
     if "segments-4096x16384-256" in results:
         results["segments-4096x16384-256-single"] = list(results["segments-4096x16384-256"])
-    # And the bench's one-atomic-per-counter 2-D row.
+    # And the bench's two-counters-per-atomic 2-D row.
     if "2d-256x256" in results:
-        results["2d-256x256-unpaired-flush"] = list(results["2d-256x256"])
+        results["2d-256x256-paired-flush"] = list(results["2d-256x256"])
     report = {"device": device, "versions": versions, "cases": results, "notes": notes}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)

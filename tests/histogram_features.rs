@@ -127,7 +127,8 @@ fn weighted_sums_of_skewed_inputs_at_one_copy_and_at_the_shared_capacity() {
             check_weighted(&gpu, values.as_values(), &weights, Binning::integers(bins as u32), r, false);
         }
     }
-    let two = LaunchRequest { copies: Some(2), ..Default::default() };
+    // Two copies of f64 sums at the f64 capacity do not fit (f32 partials would: half the bytes).
+    let two = LaunchRequest { copies: Some(2), f32_partials: Some(false), ..Default::default() };
     let err = weighted::plan_weighted(&gpu, InputType::I32, Binning::integers(most as u32), &two).unwrap_err();
     assert!(err.to_string().contains("shared memory"), "{err}");
     // One more bin than a block holds: the planner's global tier.
@@ -362,8 +363,13 @@ fn the_most_edges_a_block_holds_and_2_pow_28_f32_values_over_256_edges_match_cpu
     let e = BinEdges::new((0..=most).map(|i| i as f32 * 0.25 - 100.0).collect()).unwrap();
     let values = with_edge_values(&values_of(&mut rng, InputType::F32, 1 << 22, 256), &e);
     check_edges(&gpu, values.as_values(), &e, LaunchRequest::default());
-    assert!(edges::plan_edges(&gpu, InputType::F32, most, &LaunchRequest::default()).unwrap().pairs());
-    check_edges(&gpu, values.as_values(), &e, LaunchRequest { edge_pairs: Some(false), ..Default::default() });
+    assert!(!edges::plan_edges(&gpu, InputType::F32, most, &LaunchRequest::default()).unwrap().pairs());
+    let paired = LaunchRequest { edge_pairs: Some(true), ..Default::default() };
+    if most <= kernels::histogram::edges::MAX_PAIRED_BINS {
+        check_edges(&gpu, values.as_values(), &e, paired);
+    } else {
+        assert!(edges::plan_edges(&gpu, InputType::F32, most, &paired).is_err());
+    }
     assert!(edges::plan_edges(&gpu, InputType::F32, most + 1, &LaunchRequest::default()).is_err());
     let e = &edge_sets(&mut rng)[0];
     let values = values_of(&mut rng, InputType::F32, 1 << 28, 256);

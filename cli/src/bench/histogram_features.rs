@@ -121,9 +121,9 @@ pub const FEATURE_CASES: [FeatureCase; 18] = [
         target: "<= 1.5x the even bins",
     },
     FeatureCase {
-        key: "edges-f32-256-unpaired",
+        key: "edges-f32-256-paired",
         feature: "edges",
-        case: "f32, 2^26 values, 257 uneven edges, two table entries per value over 4 cells per bin forced (the paired entries' predecessor; baseline: 256 even f32 bins, planner)",
+        case: "f32, 2^26 values, 257 uneven edges, paired table entries over 16 cells per bin forced (one load per value; slower than the planner's unpaired table on the H200; baseline: 256 even f32 bins, planner)",
         target: "for comparison with edges-f32-256",
     },
     FeatureCase {
@@ -133,9 +133,9 @@ pub const FEATURE_CASES: [FeatureCase; 18] = [
         target: ">= 70% of the copy",
     },
     FeatureCase {
-        key: "2d-256x256-unpaired-flush",
+        key: "2d-256x256-paired-flush",
         feature: "2-D",
-        case: "f32 pairs, 2^26 of them, 256 x 256 bins over [-1, 1]^2, one global atomic per counter at the flush forced (the paired flush's predecessor)",
+        case: "f32 pairs, 2^26 of them, 256 x 256 bins over [-1, 1]^2, two counters per global atomic at the flush forced (no faster than the planner's one per counter on the H200)",
         target: "for comparison with 2d-256x256",
     },
     FeatureCase {
@@ -507,16 +507,16 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "edges-f32-256" | "edges-f32-256-unpaired" => {
-            // The -unpaired case forces two entries per value unless the request names them.
-            let unpaired = key.ends_with("-unpaired").then_some(false);
+        "edges-f32-256" | "edges-f32-256-paired" => {
+            // The -paired case forces paired entries unless the request names them.
+            let forced = key.ends_with("-paired").then_some(true);
             let n = FEATURE_VALUES;
             let e = uneven_edges(seed);
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::F32);
             let want = edges::edges_histogram_cpu(values.as_values(), &e);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let request = LaunchRequest { edge_pairs: request.edge_pairs.or(unpaired), ..*request };
+                let request = LaunchRequest { edge_pairs: request.edge_pairs.or(forced), ..*request };
                 let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), &request) {
                     Ok(p) => p,
                     Err(err) => return Ok(CaseRun::NoPlan(err)),
@@ -543,16 +543,16 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: 4 * n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "2d-256x256" | "2d-256x256-unpaired-flush" => {
-            // The -unpaired-flush case forces one atomic per counter unless the request names it.
-            let unpaired = key.ends_with("-unpaired-flush").then_some(false);
+        "2d-256x256" | "2d-256x256-paired-flush" => {
+            // The -paired-flush case forces two counters per atomic unless the request names it.
+            let forced = key.ends_with("-paired-flush").then_some(true);
             let n = FEATURE_VALUES;
             let bins = Bins2d::new(256, 256, (-1.0, 1.0), (-1.0, 1.0))?;
             let (x, y) = crate::cli::histogram2d::random_pairs(seed, n, &bins);
             let want = hist2d::histogram2d_cpu(&x, &y, &bins);
             let (dx, dy) = (gpu.upload(&x)?, gpu.upload(&y)?);
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let request = LaunchRequest { paired_flush: request.paired_flush.or(unpaired), ..*request };
+                let request = LaunchRequest { paired_flush: request.paired_flush.or(forced), ..*request };
                 let plan = match hist2d::plan_2d(gpu, bins, false, &request) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),

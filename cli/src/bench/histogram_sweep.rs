@@ -136,14 +136,14 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
             v.extend(grid(&[256, 512, 1024], &[None], &[None], &[Some(true)]));
             v
         }
-        "edges-f32-256" | "edges-f32-256-unpaired" => {
+        "edges-f32-256" | "edges-f32-256-paired" => {
             let g = grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]);
             [true, false]
                 .into_iter()
                 .flat_map(|p| g.iter().map(move |r| LaunchRequest { edge_pairs: Some(p), ..*r }))
                 .collect()
         }
-        "2d-256x256" | "2d-256x256-unpaired-flush" => {
+        "2d-256x256" | "2d-256x256-paired-flush" => {
             let g = grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]);
             [true, false]
                 .into_iter()
