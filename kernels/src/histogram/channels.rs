@@ -115,13 +115,13 @@ pub const fn shared_bytes(counters: u32, packing: u32, copies: u32) -> u64 {
 pub(crate) mod device_code {
     use super::add_mod;
     use crate::device::shared::DynamicSharedArray;
+    use crate::device::thread;
     use crate::device::warp;
-    use crate::device::{mem, thread};
     use crate::histogram::NO_BIN;
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
     use crate::histogram::packed::{CARRY_PLANE_PACKING, mode_parts, words_for};
-    use crate::histogram::pipelined::device_code::for_each_group;
+    use crate::histogram::pipelined::device_code::for_each_vector;
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
 
@@ -135,17 +135,11 @@ pub(crate) mod device_code {
     #[inline(always)]
     unsafe fn count_all<T: Element, const C: u32>(input: *const u8, n: u64, phase: u32, count: impl Fn(T, u32)) {
         let vectors = n / T::PER_VECTOR;
-        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
-        // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
+        // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (caller's contract).
         unsafe {
-            for_each_group(
-                0,
+            for_each_vector(
+                input,
                 vectors,
-                thread::index_1d(),
-                thread::grid_size_1d(),
-                [0u32; 4],
-                #[inline(always)]
-                |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
                 #[inline(always)]
                 |words, i, present| {
                     if !present {
@@ -307,17 +301,11 @@ pub(crate) mod device_code {
             if bin < window { bin } else { NO_BIN }
         };
         let vectors = n / T::PER_VECTOR;
-        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
-        // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
+        // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract).
         unsafe {
-            for_each_group(
-                0,
+            for_each_vector(
+                input,
                 vectors,
-                thread::index_1d(),
-                thread::grid_size_1d(),
-                [0u32; 4],
-                #[inline(always)]
-                |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
                 #[inline(always)]
                 |words, _, present| {
                     let mut each = #[inline(always)]

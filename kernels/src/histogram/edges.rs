@@ -308,10 +308,10 @@ pub fn first_in_cell<T: EdgeValue>(cell: u32, orders: (u32, u32), lo: f32, scale
 pub(crate) mod device_code {
     use super::{EdgeValue, bin_in_range, cell_of, unpair};
     use crate::device::shared::DynamicSharedArray;
-    use crate::device::{mem, thread};
+    use crate::device::thread;
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
-    use crate::histogram::pipelined::device_code::for_each_group;
+    use crate::histogram::pipelined::device_code::for_each_vector;
     use crate::{dynamic_shared_array, gpu_kernel};
 
     /// The kernel's body; see the [module documentation](super).
@@ -393,17 +393,11 @@ pub(crate) mod device_code {
             }
         };
         let vectors = n / T::PER_VECTOR;
-        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
-        // every vector index below n / PER_VECTOR lies inside the 16-byte aligned input.
+        // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract).
         unsafe {
-            for_each_group(
-                0,
+            for_each_vector(
+                input,
                 vectors,
-                thread::index_1d(),
-                thread::grid_size_1d(),
-                [0u32; 4],
-                #[inline(always)]
-                |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
                 #[inline(always)]
                 |words, _, present| {
                     if present {

@@ -45,7 +45,7 @@ pub const fn piece_split(start: u64, end: u64, per_group: u64) -> (Range<u64>, R
 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
-    use crate::device::warp;
+    use crate::device::{mem, thread, warp};
 
     /// Calls `f(group, index, true)` for every group index this thread owns in `first..end`:
     /// `first + start + k * stride` for `k = 0, 1, ...`, two per step, with the next step's two
@@ -96,6 +96,30 @@ pub(crate) mod device_code {
                 f(empty, i, false);
             }
             i += stride;
+        }
+    }
+
+    /// [`for_each_group`] over the whole 16-byte vectors `0..vectors` of `input` (loaded with
+    /// `ld.global.nc.v4.u32`), the grid's threads striding over them: `f(words, vector, present)`.
+    ///
+    /// # Safety
+    /// `input` is 16-byte aligned and holds `vectors` vectors; the grid is one-dimensional and its
+    /// blocks are a multiple of 32 threads.
+    #[inline(always)]
+    pub(crate) unsafe fn for_each_vector(input: *const u8, vectors: u64, f: impl FnMut([u32; 4], u64, bool)) {
+        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
+        // every vector index below `vectors` lies inside the 16-byte aligned input.
+        unsafe {
+            for_each_group(
+                0,
+                vectors,
+                thread::index_1d(),
+                thread::grid_size_1d(),
+                [0u32; 4],
+                #[inline(always)]
+                |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
+                f,
+            )
         }
     }
 }

@@ -133,12 +133,56 @@ pub fn error_bound(values: u64, partials: u64, abs_sum: f64) -> f64 {
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::GROUP;
-    use crate::device::shared::DynamicSharedArray;
+    use crate::device::shared::{DynamicSharedArray, SharedScalar};
     use crate::device::{atomic, mem, thread, warp};
     use crate::histogram::device_code::load_one;
     use crate::histogram::pipelined::device_code::for_each_group;
     use crate::histogram::{Binning, Element, NO_BIN};
     use crate::{dynamic_shared_array, gpu_kernel};
+
+    /// Sets every element of `shared` to `zero`; the block's threads share the work, and a barrier
+    /// must follow before any add.
+    #[inline(always)]
+    fn zero_shared<T: SharedScalar>(shared: &DynamicSharedArray<T>, zero: T) {
+        let (tid, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+        let mut i = tid;
+        while i < shared.len() {
+            // SAFETY: i < len; each thread zeroes its own elements.
+            unsafe { shared.store(i, zero) };
+            i += threads;
+        }
+    }
+
+    /// Adds each of `nbins` bins' sums over its `copies` interleaved copies in `shared` (each
+    /// widened to `f64` by `widen`, summed in `f64`) into `out`; thread `tid` of `threads` takes
+    /// bins `tid, tid + threads, ...`. A barrier must precede it. Sums of zero are not added (the
+    /// global sums then stay `+0.0`, where an exact `-0.0` would be numpy's).
+    #[inline(always)]
+    fn flush_copies<T: SharedScalar>(
+        shared: &DynamicSharedArray<T>,
+        copies: u32,
+        out: *mut f64,
+        nbins: u32,
+        tid: u32,
+        threads: u32,
+        widen: impl Fn(T) -> f64,
+    ) {
+        let mut bin = tid;
+        while bin < nbins {
+            let mut total = 0.0f64;
+            for c in 0..copies {
+                // Rotating the first copy by the bin spreads a warp's loads over the banks.
+                let c = (c + bin) & (copies - 1);
+                // SAFETY: bin * copies + c < nbins * copies, ordered by the caller's barrier.
+                total += widen(unsafe { shared.load((bin * copies + c) as usize) });
+            }
+            if total != 0.0 || total.is_nan() {
+                // SAFETY: bin < nbins, inside `out`.
+                unsafe { atomic::global_add_f64(out.add(bin as usize), total) };
+            }
+            bin += threads;
+        }
+    }
 
     /// The `f64` sums a weight goes to: `copies` interleaved copies of `nbins` sums in this
     /// block's shared memory, or the global sums.
@@ -160,13 +204,7 @@ pub(crate) mod device_code {
         /// must follow before any add.
         #[inline(always)]
         pub(crate) fn zero(&self) {
-            let (tid, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
-            let mut i = tid;
-            while i < self.shared.len() {
-                // SAFETY: i < len; each thread zeroes its own sums.
-                unsafe { self.shared.store(i, 0.0) };
-                i += threads;
-            }
+            zero_shared(&self.shared, 0.0);
         }
 
         /// Adds the shared sums of each of `nbins` bins (over the copies) into `out`; thread `tid`
@@ -175,22 +213,7 @@ pub(crate) mod device_code {
         /// numpy's).
         #[inline(always)]
         pub(crate) fn flush(&self, out: *mut f64, nbins: u32, tid: u32, threads: u32) {
-            let copies = self.copies;
-            let mut bin = tid;
-            while bin < nbins {
-                let mut total = 0.0f64;
-                for c in 0..copies {
-                    // Rotating the first copy by the bin spreads a warp's loads over the banks.
-                    let c = (c + bin) & (copies - 1);
-                    // SAFETY: bin * copies + c < nbins * copies, ordered by the caller's barrier.
-                    total += unsafe { self.shared.load((bin * copies + c) as usize) };
-                }
-                if total != 0.0 || total.is_nan() {
-                    // SAFETY: bin < nbins, inside `out`.
-                    unsafe { atomic::global_add_f64(out.add(bin as usize), total) };
-                }
-                bin += threads;
-            }
+            flush_copies(&self.shared, self.copies, out, nbins, tid, threads, |x| x);
         }
 
         /// Adds `w` to bin `bin` (in copy `copy`).
@@ -255,35 +278,14 @@ pub(crate) mod device_code {
         /// before any add.
         #[inline(always)]
         pub(crate) fn zero(&self) {
-            let (tid, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
-            let mut i = tid;
-            while i < self.shared.len() {
-                // SAFETY: i < len; each thread zeroes its own partials.
-                unsafe { self.shared.store(i, 0.0) };
-                i += threads;
-            }
+            zero_shared(&self.shared, 0.0);
         }
 
         /// As [`Sums::flush`]: each bin's copies summed in `f64` (each `f32` converts exactly)
         /// and added into `out`, zero totals skipped. A barrier must precede it.
         #[inline(always)]
         pub(crate) fn flush(&self, out: *mut f64, nbins: u32, tid: u32, threads: u32) {
-            let copies = self.copies;
-            let mut bin = tid;
-            while bin < nbins {
-                let mut total = 0.0f64;
-                for c in 0..copies {
-                    // Rotating the first copy by the bin spreads a warp's loads over the banks.
-                    let c = (c + bin) & (copies - 1);
-                    // SAFETY: bin * copies + c < nbins * copies, ordered by the caller's barrier.
-                    total += unsafe { self.shared.load((bin * copies + c) as usize) } as f64;
-                }
-                if total != 0.0 || total.is_nan() {
-                    // SAFETY: bin < nbins, inside `out`.
-                    unsafe { atomic::global_add_f64(out.add(bin as usize), total) };
-                }
-                bin += threads;
-            }
+            flush_copies(&self.shared, self.copies, out, nbins, tid, threads, |x| x as f64);
         }
 
         /// Adds `w` to bin `bin` (in copy `copy`): into the `f32` partial when its magnitude is
