@@ -558,11 +558,19 @@ impl HistogramPlan {
     /// ```
     pub fn kernel(&self, input: InputType) -> &'static str {
         match self.tier {
-            HistogramTier::Shared if !self.aggregate => {
-                kernels::histogram::channels::KERNELS[0][super::weighted::type_index(input)]
-            }
+            HistogramTier::Shared => shared_tier_kernel(input, self.aggregate),
             tier => tier.kernel(input),
         }
+    }
+}
+
+/// The shared tier's counting kernel for `input`: the pipelined one-channel kernel, or with
+/// warp-aggregated adds the first kernel, which alone makes them.
+pub(super) fn shared_tier_kernel(input: InputType, aggregate: bool) -> &'static str {
+    if aggregate {
+        input.kernels().shared
+    } else {
+        kernels::histogram::channels::KERNELS[0][super::weighted::type_index(input)]
     }
 }
 

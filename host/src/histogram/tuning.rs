@@ -629,11 +629,7 @@ pub fn shared_tier_request(
     // warp-aggregated adds are asked for (the shared tier's default is not to aggregate). The
     // aggregating kernel's 40 registers gave u8 blocks of 768 threads (1,536 per SM) where the
     // pipelined kernel's 32 keep 2,048.
-    let kernel = if request.aggregate == Some(true) {
-        element.kernels().shared
-    } else {
-        kernels::histogram::channels::KERNELS[0][super::weighted::type_index(element)]
-    };
+    let kernel = super::plan::shared_tier_kernel(element, request.aggregate == Some(true));
     let occupancy = DriverOccupancy::new(gpu, kernel)?;
     shared_tier_request_for(limits, &occupancy, bins, request)
 }
