@@ -9,8 +9,8 @@ use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use hopper_kernels::Gpu;
 use hopper_kernels::matmul::{
-    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, Order, Precision, PrecisionPolicy,
-    SplitK, describe_plan,
+    DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, OperandType, Order, Precision,
+    PrecisionPolicy, SplitK, describe_plan,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -290,6 +290,99 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
             assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
         }
     }
+}
+
+/// BF16 and F16 operands on the CUDA-core kernels (`sgemm`, `few_rows`, `few_cols`), read as they
+/// lie: `auto` takes them for small and narrow shapes, and the kernels named take 16-bit operands
+/// without a conversion. Every accumulator width of the narrow kernels, the vector path (`k` and
+/// `n` multiples of 4) and the scalar one, forced splits of `k`, a batch of three; `D`
+/// NaN-poisoned, against the float64 product under the FP32 bound (the products are exact);
+/// reruns bitwise equal.
+fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
+    let rows = Layout::row_major(T::DTYPE);
+    // (m, k, n), as the matmul tests name them.
+    let shapes: [(usize, usize, usize); 14] = [
+        (1, 1, 1),
+        (3, 7, 5),
+        (2, 4096, 13),
+        (4, 300, 8),
+        (7, 64, 1000),
+        (9, 1000, 4),
+        (16, 300, 33),
+        (16, 2048, 16),
+        (33, 17, 1),
+        (40, 64, 16),
+        (100, 129, 100),
+        (300, 40, 300),
+        (4096, 36, 2),
+        (1000, 12, 3),
+    ];
+    for (m, k, n) in shapes {
+        let mut variants = vec![MatmulVariant::Auto, MatmulVariant::Sgemm];
+        if m <= 16 {
+            variants.push(MatmulVariant::FewRows);
+        }
+        if n <= 16 {
+            variants.push(MatmulVariant::FewCols);
+        }
+        for variant in variants {
+            for split in [None, Some(2u32), Some(5)] {
+                let split = split.map(|splits| {
+                    let chunk = k.div_ceil(splits as usize).next_multiple_of(8) as u32;
+                    SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk }
+                });
+                let mut desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(variant).split_k(split);
+                if split.is_none() && m * n < 5000 {
+                    desc = desc.batch(3);
+                }
+                let plan = match GemmPlan::new(gpu, desc) {
+                    Ok(plan) => plan,
+                    // Auto on the tensor cores (decode_bf16) takes no forced split of this size.
+                    Err(e) if variant == MatmulVariant::Auto && split.is_some() => {
+                        eprintln!("{m}x{k}x{n} {split:?}: {e}");
+                        continue;
+                    }
+                    Err(e) => panic!("{desc:?}: {e}"),
+                };
+                let on_cuda_cores = matches!(
+                    plan.kernel_plan().variant(),
+                    MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols
+                );
+                if variant != MatmulVariant::Auto {
+                    assert!(on_cuda_cores, "{plan}");
+                }
+                if on_cuda_cores {
+                    assert_eq!(plan.kernel_plan().operand_type(), operands, "{plan}");
+                    assert!(!plan.to_string().contains(" via "), "16-bit operands are read as they lie: {plan}");
+                    assert!(plan.kernel_plan().kernel().contains(operands.suffix()), "{plan}");
+                }
+                check::<T, f32>(gpu, rng, desc);
+            }
+        }
+        // Reruns are bitwise equal (a split of k included).
+        let chunk = k.div_ceil(3).next_multiple_of(8) as u32;
+        let split = SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk };
+        let desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(MatmulVariant::Sgemm).split_k(Some(split));
+        let plan = GemmPlan::new(gpu, desc).unwrap();
+        let s = gpu.stream();
+        let (a, b): (Vec<T>, Vec<T>) = (draw(rng, m * k), draw(rng, k * n));
+        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+        let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
+        plan.launch(gpu, &da, &db, &mut d, &mut ws).unwrap();
+        let first = s.clone_dtoh(&d).unwrap();
+        plan.launch(gpu, &da, &db, &mut d, &mut ws).unwrap();
+        let again = s.clone_dtoh(&d).unwrap();
+        assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn bf16_and_f16_operands_run_on_the_cuda_core_kernels_as_they_lie() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm 16-bit on the CUDA cores"));
+    sixteen_bit_cuda_core::<bf16>(&gpu, &mut rng, OperandType::Bf16);
+    sixteen_bit_cuda_core::<f16>(&gpu, &mut rng, OperandType::F16);
 }
 
 /// One tensor-core tile variant with its split of `k` through the descriptor, on operands of

@@ -46,6 +46,28 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::skinny::FEW_COLS_KERNELS[2].1,
     matmul::skinny::FEW_COLS_KERNELS[3].1,
     matmul::skinny::FEW_COLS_KERNELS[4].1,
+    matmul::sgemm::KERNELS[1],
+    matmul::sgemm::KERNELS[2],
+    matmul::skinny::FEW_ROWS_KERNELS_BF16[0].1,
+    matmul::skinny::FEW_ROWS_KERNELS_BF16[1].1,
+    matmul::skinny::FEW_ROWS_KERNELS_BF16[2].1,
+    matmul::skinny::FEW_ROWS_KERNELS_BF16[3].1,
+    matmul::skinny::FEW_ROWS_KERNELS_BF16[4].1,
+    matmul::skinny::FEW_ROWS_KERNELS_F16[0].1,
+    matmul::skinny::FEW_ROWS_KERNELS_F16[1].1,
+    matmul::skinny::FEW_ROWS_KERNELS_F16[2].1,
+    matmul::skinny::FEW_ROWS_KERNELS_F16[3].1,
+    matmul::skinny::FEW_ROWS_KERNELS_F16[4].1,
+    matmul::skinny::FEW_COLS_KERNELS_BF16[0].1,
+    matmul::skinny::FEW_COLS_KERNELS_BF16[1].1,
+    matmul::skinny::FEW_COLS_KERNELS_BF16[2].1,
+    matmul::skinny::FEW_COLS_KERNELS_BF16[3].1,
+    matmul::skinny::FEW_COLS_KERNELS_BF16[4].1,
+    matmul::skinny::FEW_COLS_KERNELS_F16[0].1,
+    matmul::skinny::FEW_COLS_KERNELS_F16[1].1,
+    matmul::skinny::FEW_COLS_KERNELS_F16[2].1,
+    matmul::skinny::FEW_COLS_KERNELS_F16[3].1,
+    matmul::skinny::FEW_COLS_KERNELS_F16[4].1,
     matmul::split_k::KERNEL,
     histogram::TYPED_KERNELS[0].shared,
     histogram::TYPED_KERNELS[0].cluster,
@@ -176,7 +198,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
-/// `.maxntid` per kernel of the `sm_90` module (both profiles), 1,024 threads each:
+/// `.maxntid` per kernel of the `sm_90` module in the release profile:
 /// - the packed histogram kernels run blocks of 1,024 threads (one per SM beside up to 227 KiB
 ///   of counters), which leaves a thread 64 registers; with the cap ptxas fits them (without it
 ///   the carry plane's rare path took them to 66, and no such block could launch);
@@ -184,11 +206,39 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 ///   in `cargo xtask build-ptx --release`), so that a 1,024-thread block stays resident where the
 ///   `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight.
 ///
+/// - `sgemm` on each operand type, 512 threads although its blocks have 256: the cap holds ptxas
+///   at 128 registers a thread (65,536 / 512), so that two blocks stay resident on an SM; the
+///   generic body over `f32`, BF16 and F16 operands came out at 129 registers uncapped, which
+///   leaves one.
+///
 /// ```
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed_f32", 1024)));
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_weighted_partials_i32", 1024)));
+/// assert!(kernels::MAIN_MAX_THREADS.contains(&("sgemm_bf16", 512)));
 /// ```
 pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
+    (matmul::sgemm::KERNELS[0], 2 * matmul::sgemm::THREADS),
+    (matmul::sgemm::KERNELS[1], 2 * matmul::sgemm::THREADS),
+    (matmul::sgemm::KERNELS[2], 2 * matmul::sgemm::THREADS),
+    (histogram::channels::PACKED_KERNELS[0], 1024),
+    (histogram::channels::PACKED_KERNELS[1], 1024),
+    (histogram::channels::PACKED_KERNELS[2], 1024),
+    (histogram::channels::PACKED_KERNELS[3], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[0], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[1], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[2], 1024),
+    (histogram::weighted::PARTIALS_KERNELS[3], 1024),
+];
+
+/// [`MAIN_MAX_THREADS`] in the checked profile: the histogram kernels' caps (their blocks of
+/// 1,024 threads need them), not `sgemm`'s, whose checked build takes 240 registers and would
+/// spill under a cap of 128.
+///
+/// ```
+/// assert!(kernels::MAIN_CHECKED_MAX_THREADS.contains(&("histogram_packed_u8", 1024)));
+/// assert!(!kernels::MAIN_CHECKED_MAX_THREADS.iter().any(|(k, _)| k.starts_with("sgemm")));
+/// ```
+pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (histogram::channels::PACKED_KERNELS[0], 1024),
     (histogram::channels::PACKED_KERNELS[1], 1024),
     (histogram::channels::PACKED_KERNELS[2], 1024),
@@ -246,7 +296,7 @@ pub const PTX_MODULES: [PtxModule; 2] = [
         features: &[],
         kernels: KERNEL_NAMES,
         max_threads: MAIN_MAX_THREADS,
-        checked_max_threads: MAIN_MAX_THREADS,
+        checked_max_threads: MAIN_CHECKED_MAX_THREADS,
     },
     PtxModule {
         name: "kernels_sm90a",

@@ -7,7 +7,7 @@ use super::{BenchConfig, FULL_CHECK_MAX_MACS, SAMPLED_CHECK_ROWS};
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
 use crate::inputs::InputSets;
-use crate::matmul::{self, DeviceMatrices, GemmPlan, MatmulShape, MatmulVariant, PlanOptions, Precision};
+use crate::matmul::{self, DeviceMatrices, GemmDesc, GemmPlan, MatmulShape, MatmulVariant, PlanOptions, Precision};
 use crate::reference::{SampledMatmulReference, matmul_cpu_triple_loop, sample_rows};
 use crate::timing::{Timing, time_launches};
 use anyhow::Context;
@@ -94,6 +94,11 @@ pub fn plan_or_skip(
 ) -> Result<GemmPlan, RowStatus> {
     matmul::plan_gemm(gpu, variant, shape, options)
         .map_err(|refusal| RowStatus::Skipped { reason: refusal.to_string() })
+}
+
+/// The plan of `desc`, or a skipped row's status saying why there is none.
+pub fn plan_desc_or_skip(gpu: &Gpu, desc: GemmDesc) -> Result<GemmPlan, RowStatus> {
+    GemmPlan::new(gpu, desc).map_err(|refusal| RowStatus::Skipped { reason: refusal.to_string() })
 }
 
 /// How the GPU rows at one shape are timed: the run's settings, and the words the rows record.

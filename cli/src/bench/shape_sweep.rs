@@ -8,7 +8,7 @@
 use super::BenchConfig;
 use super::matmul::{
     GpuTiming, check_method, cublas_name, cublaslt_name, measure_cublas_in, measure_cublaslt_in, measure_plan,
-    plan_or_skip, reference_for,
+    plan_desc_or_skip, reference_for,
 };
 use super::report::{
     MatmulRow, MatmulRowKind, RowStatus, SweepPrecision, SweepSection, SweepShapeResult, SweepSummary,
@@ -17,7 +17,7 @@ use super::suite::suite_planner_name;
 use crate::cublas::Sgemm;
 use crate::gpu::Gpu;
 use crate::inputs::InputSets;
-use crate::matmul::{MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy};
+use crate::matmul::{DType, GemmDesc, Layout, MatmulShape, Precision, PrecisionPolicy};
 use crate::reference::SampledMatmulReference;
 use anyhow::Context;
 use indicatif::ProgressBar;
@@ -43,9 +43,10 @@ pub const SWEEP_REPEAT: usize = 10;
 pub struct SweepEntry {
     /// The name of the precision in the tables and the JSON.
     pub name: &'static str,
-    /// Our side: `auto` (planned under the run's `--precision` policy) or the tensor-core variant
-    /// the library plans for this precision.
-    pub ours: MatmulVariant,
+    /// Our side: the GEMM descriptor's `auto` on operands of this type, row-major.
+    pub operands: DType,
+    /// The policy `auto` plans under; `None`: the run's `--precision`.
+    pub policy: Option<PrecisionPolicy>,
     /// The baselines' precision (cuBLASLt in it, heuristic best); every row is checked against
     /// the float64 reference of [`Precision::reference_precision`].
     pub precision: Precision,
@@ -54,23 +55,31 @@ pub struct SweepEntry {
 }
 
 impl SweepEntry {
-    /// The variant our side runs at `shape`: `ours`, but for BF16 at `m <= 16` `decode_bf16`, as
-    /// a BF16 `GemmDesc` under `auto` chooses.
-    pub fn variant_for(&self, shape: MatmulShape) -> MatmulVariant {
-        if self.ours == MatmulVariant::WgmmaBf16 && MatmulVariant::DecodeBf16.supports(shape) {
-            MatmulVariant::DecodeBf16
-        } else {
-            self.ours
-        }
+    /// Our side's descriptor at `shape` under the run's policy `run_policy`.
+    pub fn desc(&self, shape: MatmulShape, run_policy: PrecisionPolicy) -> GemmDesc {
+        let layout = Layout::row_major(self.operands);
+        GemmDesc::new(shape.m, shape.n, shape.k).a(layout).b(layout).policy(self.policy.unwrap_or(run_policy))
+    }
+
+    /// Whether the precision's baselines run on tensor cores (BF16, FP16, TF32): without them the
+    /// rows are skipped, saying why.
+    pub fn needs_tensor_cores(&self) -> bool {
+        self.precision != Precision::Fp32
     }
 }
 
 /// The precisions the sweep measures, in report order. A new precision is one more line.
 pub const SWEEP_PRECISIONS: &[SweepEntry] = &[
-    SweepEntry { name: "bf16", ours: MatmulVariant::WgmmaBf16, precision: Precision::Bf16, cublas: false },
-    SweepEntry { name: "fp16", ours: MatmulVariant::WgmmaF16, precision: Precision::Fp16, cublas: false },
-    SweepEntry { name: "tf32", ours: MatmulVariant::WgmmaTf32, precision: Precision::Tf32, cublas: false },
-    SweepEntry { name: "auto", ours: MatmulVariant::Auto, precision: Precision::Fp32, cublas: true },
+    SweepEntry { name: "bf16", operands: DType::Bf16, policy: None, precision: Precision::Bf16, cublas: false },
+    SweepEntry { name: "fp16", operands: DType::F16, policy: None, precision: Precision::Fp16, cublas: false },
+    SweepEntry {
+        name: "tf32",
+        operands: DType::F32,
+        policy: Some(PrecisionPolicy::Medium),
+        precision: Precision::Tf32,
+        cublas: false,
+    },
+    SweepEntry { name: "auto", operands: DType::F32, policy: None, precision: Precision::Fp32, cublas: true },
 ];
 
 /// Progress-bar steps per shape: the inputs and references, then every row of every precision.
@@ -112,12 +121,12 @@ pub fn draw_shapes(count: usize, seed: u64, max_macs: u64) -> Vec<MatmulShape> {
     shapes
 }
 
-/// What our side is called in the rows of `entry`: the variant, or `auto` under `policy`.
+/// What our side is called in the rows of `entry`: `auto` under its policy, on its operands.
 fn planner_name(entry: &SweepEntry, policy: PrecisionPolicy) -> String {
-    match entry.ours {
-        MatmulVariant::Auto => suite_planner_name(policy),
-        MatmulVariant::WgmmaBf16 => "wgmma_bf16 (decode_bf16 at m <= 16)".to_string(),
-        ours => ours.name().to_string(),
+    let auto = suite_planner_name(entry.policy.unwrap_or(policy));
+    match entry.operands {
+        DType::F32 => auto,
+        operands => format!("{auto} on {operands} operands"),
     }
 }
 
@@ -192,27 +201,23 @@ fn measure_shape(
             &references.iter().find(|(p, _)| *p == entry.precision.reference_precision()).expect("made above").1;
         let planner = planner_name(entry, config.suite_policy);
         progress.set_message(format!("sweep {shape}: {planner}"));
-        let tensor_cores = if entry.ours.needs_tensor_cores() { gpu.hopper_status().err() } else { None };
+        let tensor_cores = if entry.needs_tensor_cores() { gpu.hopper_status().err() } else { None };
         let (kernel, ours) = match tensor_cores {
             Some(why) => {
                 let status = RowStatus::Skipped { reason: why.to_string() };
                 (None, MatmulRow::unmeasured(&planner, MatmulRowKind::Gpu, timing.method.clone(), status, None))
             }
-            None => {
-                let options = PlanOptions { policy: config.suite_policy, split: None };
-                match plan_or_skip(gpu, entry.variant_for(shape), shape, options) {
-                    Ok(plan) => {
-                        let row = measure_plan(gpu, &planner, &plan, &mut mats, reference, &timing);
-                        let row = failed_on_error(row, &planner, MatmulRowKind::Gpu, &timing, plan.precision());
-                        let kernel = plan.kernel_plan().variant().name().to_string();
-                        (Some(kernel), row.with_plan(plan.kernel_plan().to_string()))
-                    }
-                    Err(skipped) => (
-                        None,
-                        MatmulRow::unmeasured(&planner, MatmulRowKind::Gpu, timing.method.clone(), skipped, None),
-                    ),
+            None => match plan_desc_or_skip(gpu, entry.desc(shape, config.suite_policy)) {
+                Ok(plan) => {
+                    let row = measure_plan(gpu, &planner, &plan, &mut mats, reference, &timing);
+                    let row = failed_on_error(row, &planner, MatmulRowKind::Gpu, &timing, plan.precision());
+                    let kernel = plan.kernel_plan().variant().name().to_string();
+                    (Some(kernel), row.with_plan(plan.kernel_plan().to_string()))
                 }
-            }
+                Err(skipped) => {
+                    (None, MatmulRow::unmeasured(&planner, MatmulRowKind::Gpu, timing.method.clone(), skipped, None))
+                }
+            },
         };
         // A measured row carries its plan's precision (`auto`'s split-TF32, say); the others the
         // precision they would have run in.
@@ -272,11 +277,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bf16_runs_decode_bf16_where_a_bf16_desc_would_and_wgmma_bf16_elsewhere() {
-        let bf16 = &SWEEP_PRECISIONS[0];
-        assert_eq!(bf16.variant_for(MatmulShape::new(16, 4096, 4096).unwrap()), MatmulVariant::DecodeBf16);
-        assert_eq!(bf16.variant_for(MatmulShape::new(17, 4096, 4096).unwrap()), MatmulVariant::WgmmaBf16);
-        assert_eq!(SWEEP_PRECISIONS[1].variant_for(MatmulShape::new(1, 8, 8).unwrap()), MatmulVariant::WgmmaF16);
+    fn every_precision_runs_the_descriptors_auto_on_its_operands() {
+        let shape = MatmulShape::new(16, 4096, 4096).unwrap();
+        let bf16 = SWEEP_PRECISIONS[0].desc(shape, PrecisionPolicy::High);
+        assert_eq!(
+            (bf16.a.dtype, bf16.b.dtype, bf16.variant),
+            (DType::Bf16, DType::Bf16, crate::matmul::MatmulVariant::Auto)
+        );
+        assert_eq!(SWEEP_PRECISIONS[1].desc(shape, PrecisionPolicy::High).a.dtype, DType::F16);
+        // TF32 is auto under medium whatever the run's policy; FP32 follows the run.
+        assert_eq!(SWEEP_PRECISIONS[2].desc(shape, PrecisionPolicy::High).policy, PrecisionPolicy::Medium);
+        assert_eq!(SWEEP_PRECISIONS[3].desc(shape, PrecisionPolicy::Highest).policy, PrecisionPolicy::Highest);
+        assert_eq!(planner_name(&SWEEP_PRECISIONS[0], PrecisionPolicy::High), "auto on bf16 operands");
+        assert_eq!(planner_name(&SWEEP_PRECISIONS[2], PrecisionPolicy::High), "auto medium");
     }
 
     #[test]
@@ -391,9 +404,8 @@ mod tests {
         let names: Vec<&str> = SWEEP_PRECISIONS.iter().map(|e| e.name).collect();
         assert_eq!(names, ["bf16", "fp16", "tf32", "auto"]);
         for e in SWEEP_PRECISIONS {
-            assert_eq!(e.cublas, e.ours == MatmulVariant::Auto, "{}", e.name);
-            // Our rows are bounded by the precision the baselines run in.
-            assert_eq!(e.ours.precision().baseline(), e.precision, "{}", e.name);
+            assert_eq!(e.cublas, e.precision == Precision::Fp32, "{}", e.name);
+            assert_eq!(e.needs_tensor_cores(), e.precision != Precision::Fp32, "{}", e.name);
         }
         assert_eq!(steps_per_shape(), 1 + 2 + 2 + 2 + 3);
     }

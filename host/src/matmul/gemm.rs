@@ -20,7 +20,7 @@
 //! of buffer addresses and kept (they depend on nothing else).
 
 use super::desc::{DType, GemmDesc, Layout, Order};
-use super::plan::{MatmulDevice, MatmulPlan, PlanOptions, plan_with};
+use super::plan::{MatmulDevice, MatmulPlan, OperandType, PlanOptions, one_pass_cuda_core_reason, plan_with};
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
 use super::variant::MatmulVariant;
@@ -40,6 +40,10 @@ use std::sync::Mutex;
 enum Format {
     /// `f32`, rows packed (the CUDA-core kernels, the split-TF32 split).
     F32Packed,
+    /// BF16, rows packed (the CUDA-core kernels' BF16 symbols).
+    Bf16Packed,
+    /// F16, rows packed (the CUDA-core kernels' F16 symbols).
+    F16Packed,
     /// `f32`, rows a multiple of 16 bytes (the TMA's stride rule).
     F32Rows16,
     /// BF16, rows a multiple of 16 bytes.
@@ -52,15 +56,20 @@ impl Format {
     fn dtype(self) -> DType {
         match self {
             Self::F32Packed | Self::F32Rows16 => DType::F32,
-            Self::Bf16Rows16 => DType::Bf16,
-            Self::F16Rows16 => DType::F16,
+            Self::Bf16Packed | Self::Bf16Rows16 => DType::Bf16,
+            Self::F16Packed | Self::F16Rows16 => DType::F16,
         }
+    }
+
+    /// Whether the kernel takes rows packed at the row length (a leading dimension of `cols`).
+    fn packed(self) -> bool {
+        matches!(self, Self::F32Packed | Self::Bf16Packed | Self::F16Packed)
     }
 
     /// The leading dimension it takes for rows of `cols` elements.
     fn ld(self, cols: usize) -> usize {
         match self {
-            Self::F32Packed => cols,
+            Self::F32Packed | Self::Bf16Packed | Self::F16Packed => cols,
             Self::F32Rows16 => padded_row_len(cols, 4),
             Self::Bf16Rows16 | Self::F16Rows16 => padded_row_len(cols, 2),
         }
@@ -71,12 +80,7 @@ impl Format {
     fn takes_in_place(self, dtype: DType, ld: usize, stride: usize, batch: usize) -> bool {
         let bytes = |x: usize| x * dtype.size();
         dtype == self.dtype()
-            && match self {
-                Self::F32Packed => true,
-                Self::F32Rows16 | Self::Bf16Rows16 | Self::F16Rows16 => {
-                    bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16))
-                }
-            }
+            && (self.packed() || bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16)))
     }
 }
 
@@ -681,7 +685,7 @@ impl Skeleton {
             if col_major { (Source::B, !b_t, Source::A, !a_t) } else { (Source::A, a_t, Source::B, b_t) };
         let inputs = desc.a.dtype;
         let (variant, kernel) = choose_kernel(desc, shape, device, inputs)?;
-        let (left_format, right_format, right_transposed) = formats(variant);
+        let (left_format, right_format, right_transposed) = formats(variant, kernel.operand_type());
         let precision = match inputs {
             DType::F32 => kernel.precision(),
             DType::Bf16 if variant.precision() == Precision::Bf16 => Precision::Bf16,
@@ -699,7 +703,7 @@ impl Skeleton {
             let (src_ld, src_stride) = (layout.leading(dims), layout.stride(dims));
             let ld = format.ld(cols);
             // In place: as it lies, packed for the CUDA-core kernels, any 16-byte stride for the TMA.
-            let in_place = !transposed && (src_ld == ld || format != Format::F32Packed);
+            let in_place = !transposed && (src_ld == ld || !format.packed());
             let convert = if in_place && format.takes_in_place(layout.dtype, src_ld, src_stride, desc.batch) {
                 None
             } else {
@@ -805,10 +809,12 @@ fn check(desc: &GemmDesc) -> Result<()> {
 }
 
 /// The product kernel for the canonical shape: the descriptor's, or `auto`'s for the operands'
-/// type (`f32` under its policy; BF16 with `m' <= 16` on `decode_bf16` wherever there are tensor
-/// cores; BF16 on `wgmma_bf16` and F16 on `wgmma_f16` where `high` would take the tensor cores;
-/// both on the FP32 kernels elsewhere, exactly). A named 16-bit kernel takes its own type or
-/// `f32` (rounded to it on the GPU), never the other 16-bit type.
+/// type. `f32` plans under its policy. BF16 and F16 take the tensor cores (`wgmma_bf16`,
+/// `wgmma_f16`; BF16 with `m' <= 16` and rows of `B'` in whole 16-byte vectors `decode_bf16`)
+/// unless [`one_pass_cuda_core_reason`] gives a reason, and otherwise the CUDA-core kernels on the
+/// 16-bit operands as they lie (exact products, the FP32 bound). A named 16-bit kernel takes its
+/// own type or `f32` (rounded to it on the GPU), never the other 16-bit type; a named CUDA-core
+/// kernel that reads 16-bit operands (`sgemm`, `few_rows`, `few_cols`) reads them as they lie.
 fn choose_kernel(
     desc: &GemmDesc,
     shape: MatmulShape,
@@ -816,6 +822,11 @@ fn choose_kernel(
     inputs: DType,
 ) -> Result<(MatmulVariant, MatmulPlan)> {
     let options = PlanOptions { policy: desc.policy, split: desc.split_k };
+    let sixteen_bit = match inputs {
+        DType::F32 => None,
+        DType::Bf16 => Some(OperandType::Bf16),
+        DType::F16 => Some(OperandType::F16),
+    };
     if desc.variant != MatmulVariant::Auto || inputs == DType::F32 {
         if desc.variant.precision() == Precision::Bf16 && inputs == DType::F16 {
             return Err(Error::Unsupported(format!(
@@ -829,12 +840,22 @@ fn choose_kernel(
                     .into(),
             ));
         }
-        let plan = plan_with(desc.variant, shape, device, options)?;
+        let mut plan = plan_with(desc.variant, shape, device, options)?;
+        let reads_16_bit =
+            matches!(plan.variant(), MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols);
+        if let (Some(t), true) = (sixteen_bit, reads_16_bit) {
+            plan = plan.on_operands(t)?;
+        }
         return Ok((plan.variant(), plan));
     }
+    let t = sixteen_bit.expect("f32 operands are planned above");
+    let cuda_cores = one_pass_cuda_core_reason(shape, device);
     // BF16 decode shapes (m' <= 16): the BF16 kernel that streams B at the memory's bandwidth,
-    // on the operands as they are (the FP32 kernels would first widen B to f32 in the workspace).
-    if inputs == DType::Bf16 && device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize {
+    // where B's rows are whole 16-byte vectors (its loads' unit); other rows would be copied
+    // into such rows at every launch, which costs more than few_rows reading them as they lie.
+    let decode_rows = shape.n.is_multiple_of(8);
+    if inputs == DType::Bf16 && device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows
+    {
         let plan = plan_with(MatmulVariant::DecodeBf16, shape, device, options)?;
         // The planner's reason opens with "decode_bf16 requested"; here auto chose it.
         let split_why = plan.reason().replacen(&format!("{} requested; ", MatmulVariant::DecodeBf16), "", 1);
@@ -846,26 +867,39 @@ fn choose_kernel(
         let plan = plan.with_reason(why);
         return Ok((plan.variant(), plan));
     }
-    // 16-bit operands: the tensor cores where `high` takes them for f32, else the FP32 kernels.
-    let high = plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy: PrecisionPolicy::High, ..options })?;
-    let variant = if high.variant() == MatmulVariant::WgmmaTf32x3 {
-        if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 }
-    } else {
-        MatmulVariant::Auto
-    };
     let policy = PrecisionPolicy::Highest;
-    let plan = plan_with(variant, shape, device, PlanOptions { policy, ..options })?;
+    let Some(why) = cuda_cores else {
+        let variant = if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 };
+        let plan = plan_with(variant, shape, device, PlanOptions { policy, ..options })?;
+        let split_why = plan.reason().replacen(&format!("{variant} requested; "), "", 1);
+        let macs = shape.m as u64 * shape.k as u64 * shape.n as u64;
+        let why = format!("auto: {} operands, {macs} multiply-adds on the tensor cores; {split_why}", t.name());
+        let plan = plan.with_reason(why);
+        return Ok((plan.variant(), plan));
+    };
+    // The CUDA cores: the FP32 planner's kernel on the 16-bit operands. Its warp-tiled kernel
+    // reads f32 only; sgemm takes its shapes.
+    let mut plan = plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy, ..options })?;
+    if plan.variant() == MatmulVariant::SgemmWarpTiled {
+        plan = plan_with(MatmulVariant::Sgemm, shape, device, PlanOptions { policy, ..options })?;
+    }
+    let why = format!("auto: {} operands on the CUDA cores ({why}), exact products; {}", t.name(), plan.reason());
+    let plan = plan.on_operands(t)?.with_reason(why);
     Ok((plan.variant(), plan))
 }
 
-/// How `variant` takes `A'` and `B'`, and whether it takes `B'^T`.
-fn formats(variant: MatmulVariant) -> (Format, Format, bool) {
+/// How `variant`, reading `operands`, takes `A'` and `B'`, and whether it takes `B'^T`.
+fn formats(variant: MatmulVariant, operands: OperandType) -> (Format, Format, bool) {
     match variant {
         MatmulVariant::WgmmaBf16 | MatmulVariant::DecodeBf16 => (Format::Bf16Rows16, Format::Bf16Rows16, false),
         MatmulVariant::WgmmaF16 => (Format::F16Rows16, Format::F16Rows16, false),
         MatmulVariant::WgmmaTf32 => (Format::F32Rows16, Format::F32Rows16, false),
         MatmulVariant::WgmmaTf32Transposed => (Format::F32Rows16, Format::F32Rows16, true),
-        _ => (Format::F32Packed, Format::F32Packed, false),
+        _ => match operands {
+            OperandType::F32 => (Format::F32Packed, Format::F32Packed, false),
+            OperandType::Bf16 => (Format::Bf16Packed, Format::Bf16Packed, false),
+            OperandType::F16 => (Format::F16Packed, Format::F16Packed, false),
+        },
     }
 }
 
@@ -994,7 +1028,14 @@ mod tests {
             skeleton(GemmDesc::new(64, 32, 128).b(Layout::row_major(DType::F32).ld(40)).variant(MatmulVariant::Sgemm));
         assert!(s.right.convert.is_some() && s.left.convert.is_none());
         let bf16 = Layout::row_major(DType::Bf16);
+        // sgemm reads BF16 as it lies; a transposed BF16 operand is copied as BF16.
         let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).variant(MatmulVariant::Sgemm));
+        assert!(s.left.convert.is_none() && s.right.convert.is_none());
+        assert_eq!((s.kernel.kernel(), s.precision), ("sgemm_bf16", Precision::Fp32));
+        let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).transpose_b(true).variant(MatmulVariant::Sgemm));
+        assert_eq!(s.right.convert.unwrap().0, "matmul_convert_bf16_bf16");
+        // Kernels that read f32 only take BF16 widened in the workspace.
+        let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).variant(MatmulVariant::SgemmWarpTiled));
         assert_eq!(s.left.convert.unwrap().0, "matmul_convert_bf16_f32");
         // BF16 in BF16 on the tensor cores: in place.
         let s = skeleton(GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16));
@@ -1007,6 +1048,42 @@ mod tests {
         assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaF16);
         assert!(s.left.convert.is_none() && s.right.convert.is_none());
         assert_eq!(s.precision, Precision::Fp16);
+    }
+
+    #[test]
+    fn small_and_narrow_16_bit_products_run_on_the_cuda_cores_reading_the_operands_as_they_lie() {
+        let bf16 = Layout::row_major(DType::Bf16);
+        let plan = |m, n, k| skeleton(GemmDesc::new(m, n, k).a(bf16).b(bf16));
+        // (m, n, k) as GemmDesc takes them, and the kernel auto runs.
+        for ((m, n, k), kernel) in [
+            ((49, 326, 2), "sgemm_bf16"),
+            ((256, 256, 256), "sgemm_bf16"),
+            ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
+            ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
+            ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),
+            // n a multiple of 8: decode_bf16 reads B's rows as they lie.
+            ((1, 4096, 4096), kernels::matmul::decode::KERNEL),
+            // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue.
+            ((8841, 6665, 28), "wgmma_bf16_rows"),
+            ((4096, 4096, 4096), "wgmma_bf16"),
+        ] {
+            let s = plan(m, n, k);
+            assert_eq!(s.kernel.kernel(), kernel, "{m}x{n}x{k}: {}", s.kernel);
+            if kernel.starts_with("sgemm") || kernel.starts_with("matmul_few") {
+                assert!(s.left.convert.is_none() && s.right.convert.is_none(), "{m}x{n}x{k}");
+                assert_eq!(s.precision, Precision::Fp32);
+                assert!(s.kernel.reason().contains("on the CUDA cores"), "{}", s.kernel.reason());
+            }
+        }
+        // Without tensor cores every shape runs on the CUDA cores, on BF16 as it lies (warp-tiled
+        // sizes on sgemm, the CUDA-core kernel that reads BF16).
+        let none = MatmulDevice { tensor_cores: false, ..MatmulDevice::H200 };
+        let s = Skeleton::new(&GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16), none).unwrap();
+        assert_eq!(s.kernel.kernel(), "sgemm_bf16");
+        // A forced split of k stays with the CUDA-core plan.
+        let split = crate::matmul::SplitK { splits: 4, k_chunk: 64 };
+        let s = skeleton(GemmDesc::new(100, 100, 256).a(bf16).b(bf16).split_k(Some(split)));
+        assert_eq!((s.kernel.kernel(), s.kernel.split()), ("sgemm_bf16", Some(split)));
     }
 
     #[test]
@@ -1028,11 +1105,12 @@ mod tests {
                     };
                     assert_eq!(cfg(&h), cfg(&b));
                 } else if b.kernel.variant() != MatmulVariant::DecodeBf16 {
-                    // Elsewhere both run the FP32 kernels on their exact f32 widening (but BF16
-                    // decode shapes, which take decode_bf16, a BF16 kernel).
+                    // Elsewhere both run the CUDA-core kernels on their 16-bit operands as they
+                    // lie, exact products (but BF16 decode shapes, which take decode_bf16).
                     assert_eq!(h.kernel.variant(), b.kernel.variant(), "{m}x{n}x{k} {policy}");
-                    assert_eq!(h.left.convert.unwrap().0, "matmul_convert_f16_f32");
-                    assert_eq!(h.precision, Precision::Fp32);
+                    assert!(h.left.convert.is_none() && h.right.convert.is_none(), "{m}x{n}x{k}");
+                    assert!(h.kernel.kernel().contains("_f16") && b.kernel.kernel().contains("_bf16"));
+                    assert_eq!((h.precision, b.precision), (Precision::Fp32, Precision::Fp32));
                 }
             }
         }

@@ -68,9 +68,10 @@ use super::variant::MatmulVariant;
 use super::{naive, sgemm, sgemm_warp_tiled, skinny, tiled};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
+pub use kernels::matmul::element::OperandType;
 use kernels::matmul::skinny::{
-    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_rows_blocks_per_sm,
-    few_rows_kernel,
+    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_cols_kernel_of,
+    few_rows_blocks_per_sm, few_rows_kernel, few_rows_kernel_of,
 };
 use kernels::matmul::wgmma as wgmma_tiles;
 
@@ -484,6 +485,54 @@ pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 /// ```
 pub const SPLIT_TF32_MIN_SIDE: usize = 65;
 
+/// The most multiply-adds (`m * k * n`) a product with one pass on the tensor cores (TF32 under
+/// `medium`, BF16 and F16 operands under `auto`) leaves to the CUDA-core kernels. Below it a
+/// tensor-core plan's fixed costs (its operand copies into 16-byte rows for the TMA, tensor maps,
+/// 128 x 256 tiles mostly padding, more launches) outweigh its arithmetic: in a 200-shape sweep
+/// on the H200 (`results/h200-sweep.txt`, 2026-11-24) the 141 shapes whose tensor-core BF16 plan
+/// ran under 20 µs took 1.49x cuBLASLt BF16's time (geometric mean) on the tensor cores and 0.91x
+/// on the CUDA-core kernels, in `f32`; over all 200, taking the CUDA cores up to 2^25
+/// multiply-adds and for a side of at most 16 made 0.94x (BF16) and 0.89x (TF32) of those runs.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::CUDA_CORE_MAX_MACS;
+/// assert_eq!(CUDA_CORE_MAX_MACS, 1 << 25);
+/// ```
+pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
+
+/// Why a product that one tensor-core pass could take (TF32, BF16, F16) is left to the CUDA-core
+/// kernels: no tensor cores, a side of at most 16 (memory-bound: the narrow kernels stream the
+/// large operand once) or at most [`CUDA_CORE_MAX_MACS`] multiply-adds; `None` where the tensor
+/// cores take it.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::one_pass_cuda_core_reason;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape};
+/// let why = |m, k, n| one_pass_cuda_core_reason(MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+/// assert_eq!(why(4096, 4096, 4096), None);
+/// assert!(why(8841, 28, 6665).is_none(), "1.6e9 multiply-adds: the tensor cores");
+/// assert!(why(5202, 3876, 1).unwrap().contains("n = 1 <= 16"));
+/// assert!(why(256, 256, 256).unwrap().contains("16777216 multiply-adds"));
+/// # Ok(()) }
+/// ```
+pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Option<String> {
+    let macs = shape.m as u64 * shape.k as u64 * shape.n as u64;
+    if !device.tensor_cores {
+        Some("no tensor-core kernels on this device".into())
+    } else if shape.m <= FEW_ROWS_MAX_M as usize {
+        Some(format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound", shape.m))
+    } else if shape.n <= FEW_COLS_MAX_N as usize {
+        Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
+    } else if macs <= CUDA_CORE_MAX_MACS {
+        Some(format!(
+            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS}: the tensor-core plan's fixed costs outweigh its arithmetic"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A launch plan: which kernel, its grid, its split of `k`, the reduction that follows a split,
 /// and for `wgmma_tf32x3` the FP32 plan its guard falls back to. Built only by the planner
 /// ([`plan`], [`plan_with`]), for one shape: a launch refuses matrices of another.
@@ -508,6 +557,7 @@ pub struct MatmulPlan {
     reduce: Option<LaunchConfig>,
     fallback: Option<Box<MatmulPlan>>,
     reason: String,
+    operands: OperandType,
 }
 
 impl MatmulPlan {
@@ -634,6 +684,57 @@ impl MatmulPlan {
     /// rules of its own, such as the GEMM descriptor's BF16 routing).
     pub(super) fn with_reason(self, reason: String) -> Self {
         Self { reason, ..self }
+    }
+
+    /// The element type of the operands its kernel reads: `f32`, but BF16 or F16 for the
+    /// tensor-core kernels of those types and for CUDA-core plans made with
+    /// [`MatmulPlan::on_operands`].
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, OperandType, plan};
+    /// let p = plan(MatmulVariant::Sgemm, MatmulShape::new(64, 64, 64)?, MatmulDevice::H200)?;
+    /// assert_eq!(p.operand_type(), OperandType::F32);
+    /// assert_eq!(p.on_operands(OperandType::Bf16)?.operand_type(), OperandType::Bf16);
+    /// # Ok(()) }
+    /// ```
+    pub fn operand_type(&self) -> OperandType {
+        self.operands
+    }
+
+    /// The same plan on operands of type `t`: the CUDA-core kernels (`sgemm`, `few_rows`,
+    /// `few_cols`) read BF16 and F16 operands as they lie and widen them exactly, so the launch
+    /// grid, the split and the FP32 error bound stay the same. Other kernels read one type only:
+    /// for another `t` an [`Error::Unsupported`].
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, OperandType, plan};
+    /// let p = plan(MatmulVariant::Auto, MatmulShape::new(3, 4096, 4096)?, MatmulDevice::H200)?;
+    /// assert_eq!(p.on_operands(OperandType::F16)?.kernel(), "matmul_few_rows_f16_4");
+    /// let wgmma = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(256, 256, 256)?, MatmulDevice::H200)?;
+    /// assert!(wgmma.on_operands(OperandType::Bf16).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn on_operands(self, t: OperandType) -> Result<Self> {
+        if t == self.operands {
+            return Ok(self);
+        }
+        let (m, n) = (self.shape.m as u32, self.shape.n as u32);
+        let kernel = match self.variant {
+            MatmulVariant::Sgemm => Some(kernels::matmul::sgemm::KERNELS[t.index()]),
+            MatmulVariant::FewRows => few_rows_kernel_of(t, m),
+            MatmulVariant::FewCols => few_cols_kernel_of(t, n),
+            _ => None,
+        };
+        let kernel = kernel.ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{} reads {} operands only; the CUDA-core kernels sgemm, few_rows and few_cols read f32, BF16 and F16",
+                self.variant,
+                self.operands.name()
+            ))
+        })?;
+        Ok(Self { kernel, operands: t, ..self })
     }
 
     /// The precision of the planned kernel's products.
@@ -771,7 +872,18 @@ pub fn plan_with(
              outside the split's range or a C that could overflow, the FP32 plan"
         );
         let fallback = Some(Box::new(fp32));
-        return Ok(MatmulPlan { variant, kernel, shape, launch, split: None, reduce: None, fallback, reason });
+        let operands = OperandType::F32;
+        return Ok(MatmulPlan {
+            variant,
+            kernel,
+            shape,
+            launch,
+            split: None,
+            reduce: None,
+            fallback,
+            reason,
+            operands,
+        });
     }
     let mut kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
@@ -839,7 +951,12 @@ pub fn plan_with(
     }
     let reduce = split.filter(|s| s.splits > 1).map(|s| reduce_plan(shape.m * shape.n, s.splits));
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
-    Ok(MatmulPlan { variant, kernel, shape, launch, split, reduce, fallback: None, reason })
+    let operands = match variant {
+        MatmulVariant::WgmmaBf16 | MatmulVariant::DecodeBf16 => OperandType::Bf16,
+        MatmulVariant::WgmmaF16 => OperandType::F16,
+        _ => OperandType::F32,
+    };
+    Ok(MatmulPlan { variant, kernel, shape, launch, split, reduce, fallback: None, reason, operands })
 }
 
 /// Checks a split of `k` against the shape: ranges of a positive multiple of
@@ -919,16 +1036,29 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
 }
 
 /// The kernel family `auto` runs under `high` (`kernel` = `wgmma_tf32x3`) or `medium`
-/// (`wgmma_tf32`): `kernel` on a device with tensor cores when the shape is wide on both sides,
-/// `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least [`SPLIT_TF32_MIN_TILES`]; otherwise
-/// the FP32 planner's choice, with why not.
+/// (`wgmma_tf32`). Split-TF32 on a device with tensor cores when the shape is wide on both sides,
+/// `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least [`SPLIT_TF32_MIN_TILES`]; TF32 where
+/// [`one_pass_cuda_core_reason`] gives no reason; otherwise the FP32 planner's choice, with why
+/// not.
 fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVariant) -> (MatmulVariant, String) {
     let policy = if kernel == MatmulVariant::WgmmaTf32x3 { "high" } else { "medium" };
     let arithmetic = if kernel == MatmulVariant::WgmmaTf32x3 { "split-TF32" } else { "TF32" };
     // `wgmma_tf32_promoted` tiles `C^T`: BLOCK_M of `n` by PROMOTED_BLOCK_ROWS of `m`.
     let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
-    let why_not = if !device.tensor_cores {
+    let why_not = if kernel == MatmulVariant::WgmmaTf32 {
+        // One TF32 pass: the CUDA cores wherever they beat it.
+        match one_pass_cuda_core_reason(shape, device) {
+            Some(why) => why,
+            None => {
+                let why = format!(
+                    "{policy}: {} multiply-adds on tensor cores: {arithmetic}",
+                    shape.m as u64 * shape.k as u64 * shape.n as u64
+                );
+                return (kernel, why);
+            }
+        }
+    } else if !device.tensor_cores {
         "no tensor-core kernels on this device".to_string()
     } else if shape.m <= FEW_ROWS_MAX_M as usize || shape.n <= FEW_COLS_MAX_N as usize {
         "a narrow side: memory-bound".to_string()
@@ -1214,11 +1344,23 @@ mod tests {
             plan_with(MatmulVariant::Auto, shape, MatmulDevice::H200, options(PrecisionPolicy::Highest)).unwrap();
         assert_eq!(highest.variant, MatmulVariant::SgemmWarpTiled);
         assert!(highest.reason.starts_with("highest"), "{highest}");
-        // Where high runs the FP32 kernels, so does medium.
-        let small = MatmulShape::new(512, 512, 512).unwrap();
-        let medium =
-            plan_with(MatmulVariant::Auto, small, MatmulDevice::H200, options(PrecisionPolicy::Medium)).unwrap();
-        assert_eq!(medium.variant, MatmulVariant::Sgemm);
+        // Medium runs one TF32 pass above CUDA_CORE_MAX_MACS where high keeps the FP32 kernels
+        // (512^3 has too few tiles for split-TF32), and the FP32 kernels at or below it.
+        let auto = |m, k, n, policy| {
+            plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200, options(policy))
+                .unwrap()
+                .variant
+        };
+        assert_eq!(auto(512, 512, 512, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
+        assert_eq!(auto(512, 512, 512, PrecisionPolicy::High), MatmulVariant::Sgemm);
+        assert_eq!(auto(256, 256, 256, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
+        assert_eq!(auto(8841, 28, 6665, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
+        assert_eq!(auto(5202, 3876, 1, PrecisionPolicy::Medium), MatmulVariant::FewCols);
+        assert_eq!(auto(16, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::FewRows);
+        // No tensor cores: the FP32 kernels.
+        let none = MatmulDevice { tensor_cores: false, ..MatmulDevice::H200 };
+        let p = plan_with(MatmulVariant::Auto, shape, none, options(PrecisionPolicy::Medium)).unwrap();
+        assert_eq!(p.variant, MatmulVariant::SgemmWarpTiled);
         // Explicit kernels keep their own arithmetic whatever the policy.
         let explicit =
             plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, options(PrecisionPolicy::Highest)).unwrap();

@@ -72,74 +72,8 @@ pub fn epilogue_kernel(to: &str) -> Option<&'static str> {
     EPILOGUE_KERNELS.iter().find(|(t, _)| *t == to).map(|(_, name)| *name)
 }
 
-/// An element type in memory: its `f32` value and back.
 #[cfg(target_arch = "nvptx64")]
-trait Element: Copy {
-    fn widen(self) -> f32;
-    fn narrow(x: f32) -> Self;
-    /// The value's bits in the low `8 * size_of::<Self>()` bits.
-    fn bits(self) -> u32;
-}
-
-#[cfg(target_arch = "nvptx64")]
-impl Element for f32 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> Self {
-        x
-    }
-    #[inline(always)]
-    fn bits(self) -> u32 {
-        self.to_bits()
-    }
-}
-
-/// A BF16 value in memory, as its 16 bits (the kernels' parameter type for BF16 buffers).
-#[cfg(target_arch = "nvptx64")]
-#[derive(Clone, Copy)]
-#[repr(transparent)]
-pub struct Bf16(pub u16);
-
-#[cfg(target_arch = "nvptx64")]
-impl Element for Bf16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        crate::device::math::bf16_to_f32(self.0)
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> Self {
-        Bf16(crate::device::math::f32_to_bf16_rn(x))
-    }
-    #[inline(always)]
-    fn bits(self) -> u32 {
-        self.0 as u32
-    }
-}
-
-/// An IEEE half in memory, as its 16 bits (the kernels' parameter type for F16 buffers).
-#[cfg(target_arch = "nvptx64")]
-#[derive(Clone, Copy)]
-#[repr(transparent)]
-pub struct F16(pub u16);
-
-#[cfg(target_arch = "nvptx64")]
-impl Element for F16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        crate::device::math::f16_to_f32(self.0)
-    }
-    #[inline(always)]
-    fn narrow(x: f32) -> Self {
-        F16(crate::device::math::f32_to_f16_rn(x))
-    }
-    #[inline(always)]
-    fn bits(self) -> u32 {
-        self.0 as u32
-    }
-}
+use super::element::{Bf16, Element, F16};
 
 /// The tiled conversion; see the module documentation.
 ///

@@ -1,22 +1,24 @@
 //! Edge-guarded 4-float row accesses shared by the register-tiled kernels (`sgemm`,
-//! `sgemm_warp_tiled`): one 16-byte access on the vector path, four guarded 4-byte accesses
-//! otherwise.
+//! `sgemm_warp_tiled`): one vector access on the vector path (16 bytes of `f32`, 8 of BF16 or
+//! F16), four guarded element accesses otherwise.
 
+use super::element::Element;
 use crate::device::mem;
 
-/// Four consecutive floats of a row from `p`: elements `first + i < limit` (and only when
-/// `inside`), zero elsewhere. With `VEC`, the four are one 16-byte load, all or nothing.
+/// Four consecutive elements of a row from `p`, widened to `f32`: elements `first + i < limit`
+/// (and only when `inside`), zero elsewhere. With `VEC`, the four are one vector load, all or
+/// nothing.
 ///
 /// # Safety
 /// Every element the guards admit lies inside a global allocation nothing writes during the
 /// kernel; with `VEC`, `first % 4 == 0`, `limit % 4 == 0` (so the four are all inside or all
-/// outside) and `p` is 16-byte aligned whenever they are inside.
+/// outside) and `p` is `T::VECTOR_BYTES`-aligned whenever they are inside.
 #[inline(always)]
-pub unsafe fn load4<const VEC: bool>(p: *const f32, inside: bool, first: u32, limit: u32) -> [f32; 4] {
+pub unsafe fn load4<T: Element, const VEC: bool>(p: *const T, inside: bool, first: u32, limit: u32) -> [f32; 4] {
     if VEC {
         if inside && first < limit {
-            // SAFETY: inside by the guard, 16-byte aligned by the caller's contract.
-            unsafe { mem::load_global_nc_v4_f32(p) }
+            // SAFETY: inside by the guard, aligned by the caller's contract.
+            unsafe { T::load4_nc(p) }
         } else {
             [0.0; 4]
         }
@@ -25,7 +27,7 @@ pub unsafe fn load4<const VEC: bool>(p: *const f32, inside: bool, first: u32, li
         unroll!(i in [0, 1, 2, 3] {
             if inside && first + (i as u32) < limit {
                 // SAFETY: element i is inside by the guard.
-                v[i] = unsafe { mem::load_global_nc_f32(p.add(i)) };
+                v[i] = unsafe { T::load_nc(p.add(i)) };
             }
         });
         v

@@ -23,6 +23,7 @@ macro_rules! unroll {
 
 pub mod convert;
 pub mod decode;
+pub mod element;
 #[cfg(target_arch = "nvptx64")]
 mod guarded;
 pub mod naive;

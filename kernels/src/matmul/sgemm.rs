@@ -5,12 +5,15 @@
 //! register prefetch of the next slice).
 //!
 //! # Parameters
-//! Row-major `A[m x k]`, `B[k x n]`, `C[m x n]` (`C = A * B`), any `m, k, n >= 1`. Slices that
-//! cross an edge of `A` or `B` are zero-filled in shared memory, and stores outside `C` are
-//! skipped. When `k % 4 == 0`, `n % 4 == 0` and `a`, `b`, `c` are 16-byte aligned
-//! ([`vector_path`]; every `cuMemAlloc` is), rows of `A`, `B` and `C` move in 16-byte accesses
-//! (`ld.global.nc.v4.f32`, `st.global.v4.f32`); otherwise the same kernel takes a scalar path, one
-//! guarded 4-byte access per element. The choice is one uniform branch per launch.
+//! Row-major `A[m x k]`, `B[k x n]`, `C[m x n]` (`C = A * B`), any `m, k, n >= 1`; `A` and `B`
+//! of `f32` (`sgemm`), BF16 (`sgemm_bf16`) or F16 (`sgemm_f16`), widened exactly to `f32` as
+//! they are loaded ([`KERNELS`]), `C` of `f32`. Slices that cross an edge of `A` or `B` are
+//! zero-filled in shared memory, and stores outside `C` are skipped. When `k % 4 == 0`,
+//! `n % 4 == 0`, `a` and `b` are aligned for four elements (16 bytes of `f32`, 8 of BF16 or F16)
+//! and `c` to 16 bytes ([`vector_path`]; every `cuMemAlloc` is), rows of `A` and `B` move four
+//! elements per access (`ld.global.nc.v4.f32`, `ld.global.nc.v2.u32`) and rows of `C` in
+//! `st.global.v4.f32`; otherwise the same kernel takes a scalar path, one guarded access per
+//! element. The choice is one uniform branch per launch.
 //!
 //! # Split-K
 //! The grid's z dimension splits the inner dimension: block `(bx, by, z)` multiplies columns
@@ -45,9 +48,12 @@
 //! shared memory.
 //!
 //! # Registers and SASS (sm_90, ptxas 12.9)
-//! Release build: 127 registers, 16,640 bytes of shared memory, 0-byte stack, 0 spills, so two
-//! blocks (16 warps) fit on an SM; above 128 registers only one would, so check this figure in
-//! the `cargo xtask build-ptx --release` report after any change. On the vector path the main
+//! Release build: 128 registers for each operand type, 16,640 bytes of shared memory, 0-byte
+//! stack, 0 spills, so two blocks (16 warps) fit on an SM; above 128 registers only one would.
+//! The body generic over the operand type came out at 129, so the release PTX declares
+//! `.maxntid 512` for the three kernels (`kernels::MAIN_MAX_THREADS`: 65,536 / 512 = 128
+//! registers a thread, for blocks of 256); check this figure in the `cargo xtask build-ptx
+//! --release` report after any change. On the vector path the main
 //! loop is one pass of 580 instructions per 8-deep slice: 512 `FFMA` (88%), 32 `LDS.128`
 //! (per `kk`: two of `A`, two of `B`, immediate offsets from two base registers), 2
 //! `LDG.E.128.CONSTANT` (the next slice), 4 `STS` + 1 `STS.128` (storing it), one `BAR.SYNC`, and
@@ -59,12 +65,21 @@
 //! bugs, not for timing.
 //!
 //! # Safety
-//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n`, `gridDim.z*m*n` `f32`; `c`
-//! overlaps neither `a` nor `b` (they are read through the non-coherent cache); the block is
-//! [`THREADS`] x 1 x 1; `k_chunk` is a positive multiple of [`BLOCK_K`].
+//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n` operand elements and
+//! `gridDim.z*m*n` `f32`; `c` overlaps neither `a` nor `b` (they are read through the
+//! non-coherent cache); the block is [`THREADS`] x 1 x 1; `k_chunk` is a positive multiple of
+//! [`BLOCK_K`].
 
-/// PTX symbol of the kernel.
+/// PTX symbol of the kernel on `f32` operands.
 pub const KERNEL: &str = "sgemm";
+/// PTX symbols of the kernel by operand type, in
+/// [`OperandType::ALL`](super::element::OperandType::ALL) order.
+///
+/// ```
+/// use kernels::matmul::element::OperandType;
+/// assert_eq!(kernels::matmul::sgemm::KERNELS[OperandType::Bf16.index()], "sgemm_bf16");
+/// ```
+pub const KERNELS: [&str; 3] = [KERNEL, "sgemm_bf16", "sgemm_f16"];
 /// Rows of `C` per block.
 pub const BLOCK_M: u32 = 128;
 /// Columns of `C` per block.
@@ -160,6 +175,7 @@ mod device_code {
     };
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, thread};
+    use crate::matmul::element::{Bf16, Element, F16};
     use crate::matmul::guarded;
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
@@ -169,57 +185,77 @@ mod device_code {
     type TileA = SharedArray<f32, A_FLOATS>;
     type TileB = SharedArray<f32, B_FLOATS>;
 
-    gpu_kernel! {
-        /// `C = A * B` with 128 x 128 block tiles and 8 x 8 thread tiles; see the
-        /// [module documentation](super).
-        ///
-        /// # Safety
-        /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c` overlaps
-        /// neither input, the block is `THREADS` x 1 x 1, and `k_chunk` is a positive multiple
-        /// of `BLOCK_K`; `guard` is null (the kernel runs) or the guard of a finished split-TF32
-        /// scan of `a` and `b` (`crate::matmul::tf32x3`: the kernel runs only on its FP32 path).
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe fn sgemm(
-            a: *const f32,
-            b: *const f32,
-            c: *mut f32,
-            m: u32,
-            k: u32,
-            n: u32,
-            k_chunk: u32,
-            guard: *const u32,
-        ) {
-            // SAFETY: the guard is null or a finished scan's (kernel contract).
-            if unsafe { crate::matmul::tf32x3::split_path_taken(guard) } {
-                return;
+    /// Declares the kernel for each operand type: `$name(a, b, ...)` on `*const $t` operands.
+    macro_rules! sgemm_kernels {
+        ($($name:ident: $t:ty),*) => {
+            gpu_kernel! {
+                $(
+                    #[doc = concat!("`C = A * B` on `", stringify!($t), "` operands with 128 x 128 block tiles and 8 x 8 thread")]
+                    /// tiles; see the [module documentation](super).
+                    ///
+                    /// # Safety
+                    /// `a`, `b` hold `m*k`, `k*n` elements and `c` `gridDim.z*m*n` `f32` on the
+                    /// device, `c` overlaps neither input, the block is `THREADS` x 1 x 1, and
+                    /// `k_chunk` is a positive multiple of `BLOCK_K`; `guard` is null (the kernel
+                    /// runs) or the guard of a finished split-TF32 scan of `a` and `b`
+                    /// (`crate::matmul::tf32x3`: the kernel runs only on its FP32 path).
+                    #[allow(clippy::too_many_arguments)]
+                    pub unsafe fn $name(
+                        a: *const $t,
+                        b: *const $t,
+                        c: *mut f32,
+                        m: u32,
+                        k: u32,
+                        n: u32,
+                        k_chunk: u32,
+                        guard: *const u32,
+                    ) {
+                        // SAFETY: the guard is null or a finished scan's (kernel contract).
+                        if unsafe { crate::matmul::tf32x3::split_path_taken(guard) } {
+                            return;
+                        }
+                        // SAFETY: forwarded kernel contract.
+                        unsafe { sgemm_body(a, b, c, m, k, n, k_chunk) }
+                    }
+                )*
             }
-            let tile_a = shared_array!(SGEMM_A: [f32; A_FLOATS]);
-            let tile_b = shared_array!(SGEMM_B: [f32; B_FLOATS]);
-            let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);
-            // On the vector path k_begin % 8 == 0 and n % 4 == 0, so the split's first element of
-            // A and B and its slice of the output are 16-byte aligned whenever the bases are.
-            let aligned = (a as usize | b as usize | c as usize).is_multiple_of(16);
-            // Uniform across the launch: every thread takes the same path.
-            if vector_path(k, n) && aligned {
-                // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
-                unsafe { block_product::<true>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
-            } else {
-                // SAFETY: forwarded kernel contract.
-                unsafe { block_product::<false>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
-            }
+        };
+    }
+    sgemm_kernels!(sgemm: f32, sgemm_bf16: Bf16, sgemm_f16: F16);
+
+    /// The kernels' body on operands of type `T`.
+    ///
+    /// # Safety
+    /// As the kernels'.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn sgemm_body<T: Element>(a: *const T, b: *const T, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+        let tile_a = shared_array!(SGEMM_A: [f32; A_FLOATS]);
+        let tile_b = shared_array!(SGEMM_B: [f32; B_FLOATS]);
+        let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);
+        // On the vector path k_begin % 8 == 0 and n % 4 == 0, so the split's first element of
+        // A and B and its slice of the output are aligned for their vectors whenever the bases are.
+        let aligned = (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (c as usize).is_multiple_of(16);
+        // Uniform across the launch: every thread takes the same path.
+        if vector_path(k, n) && aligned {
+            // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
+            unsafe { block_product::<T, true>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
+        } else {
+            // SAFETY: forwarded kernel contract.
+            unsafe { block_product::<T, false>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
         }
     }
 
     /// The block's whole product over columns `k_begin .. k_begin + k_len` of `A` (rows of `B`),
-    /// written to slice `blockIdx.z` of `c`. `VEC`: 16-byte global accesses, which needs
-    /// `vector_path(k, n)` and 16-byte aligned `a`, `b`, `c`.
+    /// written to slice `blockIdx.z` of `c`. `VEC`: vector global accesses, which needs
+    /// `vector_path(k, n)`, `a` and `b` aligned to `T::VECTOR_BYTES` and `c` to 16 bytes.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_product<const VEC: bool>(
+    unsafe fn block_product<T: Element, const VEC: bool>(
         tile_a: TileA,
         tile_b: TileB,
-        a: *const f32,
-        b: *const f32,
+        a: *const T,
+        b: *const T,
         c: *mut f32,
         m: u32,
         k: u32,
@@ -253,8 +289,8 @@ mod device_code {
         // SAFETY: the guards inside check every element against m, n and this block's k range.
         let (mut next_a, mut next_b) = unsafe {
             (
-                guarded::load4::<VEC>(a_next, a_row_inside, a_k, k_left),
-                guarded::load4::<VEC>(b_next, b_k < k_left, b_col, cols_left),
+                guarded::load4::<_, VEC>(a_next, a_row_inside, a_k, k_left),
+                guarded::load4::<_, VEC>(b_next, b_k < k_left, b_col, cols_left),
             )
         };
         // SAFETY: stage 0 is written by no one else before the barrier below; slots are disjoint.
@@ -275,8 +311,8 @@ mod device_code {
             // SAFETY: as above, for the slice that starts k_left columns of A (rows of B) before
             // the end; k_left == 0 loads nothing.
             unsafe {
-                next_a = guarded::load4::<VEC>(a_next, a_row_inside, a_k, k_left);
-                next_b = guarded::load4::<VEC>(b_next, b_k < k_left, b_col, cols_left);
+                next_a = guarded::load4::<_, VEC>(a_next, a_row_inside, a_k, k_left);
+                next_b = guarded::load4::<_, VEC>(b_next, b_k < k_left, b_col, cols_left);
             }
             // SAFETY: reads only the current stage, complete since the last barrier.
             unsafe {

@@ -223,10 +223,10 @@ mod device_code {
             // SAFETY: the guards check every element against m, n and this split's k range.
             unsafe {
                 [
-                    guarded::load4::<VEC>(a_next, a_rows_inside[0], a_k, k_left),
-                    guarded::load4::<VEC>(a_next.wrapping_add(a_second), a_rows_inside[1], a_k, k_left),
-                    guarded::load4::<VEC>(b_next, b_col_inside && b_k < k_left, b_col, cols_left),
-                    guarded::load4::<VEC>(
+                    guarded::load4::<_, VEC>(a_next, a_rows_inside[0], a_k, k_left),
+                    guarded::load4::<_, VEC>(a_next.wrapping_add(a_second), a_rows_inside[1], a_k, k_left),
+                    guarded::load4::<_, VEC>(b_next, b_col_inside && b_k < k_left, b_col, cols_left),
+                    guarded::load4::<_, VEC>(
                         b_next.wrapping_add(b_second),
                         b_col_inside && b_k + BLOCK_K / 2 < k_left,
                         b_col,

@@ -7,8 +7,11 @@
 //! rather than at reusing it through shared-memory tiles.
 //!
 //! # Parameters (both kernels)
-//! Row-major `A[m x k]`, `B[k x n]`, output `c`, any `m, k, n >= 1` within the kernel's limit
-//! ([`FEW_ROWS_MAX_M`], [`FEW_COLS_MAX_N`]). The grid's z dimension splits the inner dimension
+//! Row-major `A[m x k]`, `B[k x n]`, output `c` (`f32`), any `m, k, n >= 1` within the kernel's
+//! limit ([`FEW_ROWS_MAX_M`], [`FEW_COLS_MAX_N`]). `A` and `B` are `f32`, or BF16 or F16 in the
+//! kernels named `matmul_few_{rows,cols}_{bf16,f16}_<width>` ([`few_rows_kernel_of`],
+//! [`few_cols_kernel_of`]), widened exactly to `f32` as they are loaded; their vector loads take
+//! four elements (8 bytes) where the `f32` kernels' take 16 bytes, and need 8-byte alignment. The grid's z dimension splits the inner dimension
 //! as in `sgemm`: block `(.., .., z)` multiplies columns
 //! [`split_k_range`](super::split_k::split_k_range)`(z, k_chunk, k)` and writes slice `z` of `c`
 //! (`gridDim.z` slices of `m x n`; with one split, `C` itself). `k_chunk` is a positive multiple
@@ -47,12 +50,14 @@
 //! fixed order and lane `j` writes column `j`. Warps never wait for each other.
 //!
 //! # Safety
-//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n`, `gridDim.z*m*n` `f32`; `c`
-//! overlaps neither input; the block has the kernel's thread count (every thread of a
+//! `a`, `b`, `c` point to device allocations of `m*k`, `k*n` operand elements and
+//! `gridDim.z*m*n` `f32`; `c` overlaps neither input; the block has the kernel's thread count (every thread of a
 //! `matmul_few_rows_{8,16}` block reaches its barriers); `m` (or `n`) is within the
 //! kernel's limit; `k_chunk` is a positive multiple of 4.
 
-/// PTX symbols of the `matmul_few_rows` kernels, by the most rows of `C` each takes.
+use super::element::OperandType;
+
+/// PTX symbols of the `matmul_few_rows` kernels (`f32` operands), by the most rows of `C` each takes.
 pub const FEW_ROWS_KERNELS: [(u32, &str); 5] = [
     (1, "matmul_few_rows_1"),
     (2, "matmul_few_rows_2"),
@@ -61,10 +66,45 @@ pub const FEW_ROWS_KERNELS: [(u32, &str); 5] = [
     (16, "matmul_few_rows_16"),
 ];
 
+/// [`FEW_ROWS_KERNELS`] on BF16 operands.
+pub const FEW_ROWS_KERNELS_BF16: [(u32, &str); 5] = [
+    (1, "matmul_few_rows_bf16_1"),
+    (2, "matmul_few_rows_bf16_2"),
+    (4, "matmul_few_rows_bf16_4"),
+    (8, "matmul_few_rows_bf16_8"),
+    (16, "matmul_few_rows_bf16_16"),
+];
+
+/// [`FEW_ROWS_KERNELS`] on F16 operands.
+pub const FEW_ROWS_KERNELS_F16: [(u32, &str); 5] = [
+    (1, "matmul_few_rows_f16_1"),
+    (2, "matmul_few_rows_f16_2"),
+    (4, "matmul_few_rows_f16_4"),
+    (8, "matmul_few_rows_f16_8"),
+    (16, "matmul_few_rows_f16_16"),
+];
+
 /// The `matmul_few_rows` kernel for `m` rows: the one with the fewest accumulator rows that
 /// holds `m`; `None` above [`FEW_ROWS_MAX_M`].
 pub const fn few_rows_kernel(m: u32) -> Option<&'static str> {
     narrowest(&FEW_ROWS_KERNELS, m)
+}
+
+/// [`few_rows_kernel`] on operands of type `t`.
+///
+/// ```
+/// use kernels::matmul::element::OperandType;
+/// use kernels::matmul::skinny::few_rows_kernel_of;
+/// assert_eq!(few_rows_kernel_of(OperandType::Bf16, 3), Some("matmul_few_rows_bf16_4"));
+/// assert_eq!(few_rows_kernel_of(OperandType::F32, 3), Some("matmul_few_rows_4"));
+/// assert_eq!(few_rows_kernel_of(OperandType::F16, 17), None);
+/// ```
+pub const fn few_rows_kernel_of(t: OperandType, m: u32) -> Option<&'static str> {
+    match t {
+        OperandType::F32 => narrowest(&FEW_ROWS_KERNELS, m),
+        OperandType::Bf16 => narrowest(&FEW_ROWS_KERNELS_BF16, m),
+        OperandType::F16 => narrowest(&FEW_ROWS_KERNELS_F16, m),
+    }
 }
 
 /// Whether the `matmul_few_rows` kernel for `m` rows stages `A` through shared memory (its
@@ -105,7 +145,7 @@ const fn narrowest(table: &[(u32, &'static str)], width: u32) -> Option<&'static
     }
     None
 }
-/// PTX symbols of the `matmul_few_cols` kernels, by the most columns of `C` each takes.
+/// PTX symbols of the `matmul_few_cols` kernels (`f32` operands), by the most columns of `C` each takes.
 pub const FEW_COLS_KERNELS: [(u32, &str); 5] = [
     (1, "matmul_few_cols_1"),
     (2, "matmul_few_cols_2"),
@@ -114,10 +154,44 @@ pub const FEW_COLS_KERNELS: [(u32, &str); 5] = [
     (16, "matmul_few_cols_16"),
 ];
 
+/// [`FEW_COLS_KERNELS`] on BF16 operands.
+pub const FEW_COLS_KERNELS_BF16: [(u32, &str); 5] = [
+    (1, "matmul_few_cols_bf16_1"),
+    (2, "matmul_few_cols_bf16_2"),
+    (4, "matmul_few_cols_bf16_4"),
+    (8, "matmul_few_cols_bf16_8"),
+    (16, "matmul_few_cols_bf16_16"),
+];
+
+/// [`FEW_COLS_KERNELS`] on F16 operands.
+pub const FEW_COLS_KERNELS_F16: [(u32, &str); 5] = [
+    (1, "matmul_few_cols_f16_1"),
+    (2, "matmul_few_cols_f16_2"),
+    (4, "matmul_few_cols_f16_4"),
+    (8, "matmul_few_cols_f16_8"),
+    (16, "matmul_few_cols_f16_16"),
+];
+
 /// The `matmul_few_cols` kernel for `n` columns: the one with the fewest accumulators that holds
 /// `n`; `None` above [`FEW_COLS_MAX_N`].
 pub const fn few_cols_kernel(n: u32) -> Option<&'static str> {
     narrowest(&FEW_COLS_KERNELS, n)
+}
+
+/// [`few_cols_kernel`] on operands of type `t`.
+///
+/// ```
+/// use kernels::matmul::element::OperandType;
+/// use kernels::matmul::skinny::few_cols_kernel_of;
+/// assert_eq!(few_cols_kernel_of(OperandType::F16, 5), Some("matmul_few_cols_f16_8"));
+/// assert_eq!(few_cols_kernel_of(OperandType::Bf16, 1), Some("matmul_few_cols_bf16_1"));
+/// ```
+pub const fn few_cols_kernel_of(t: OperandType, n: u32) -> Option<&'static str> {
+    match t {
+        OperandType::F32 => narrowest(&FEW_COLS_KERNELS, n),
+        OperandType::Bf16 => narrowest(&FEW_COLS_KERNELS_BF16, n),
+        OperandType::F16 => narrowest(&FEW_COLS_KERNELS_F16, n),
+    }
 }
 
 /// Largest `m` `matmul_few_rows` takes (its accumulators are `FEW_ROWS_MAX_M x 4` registers).
@@ -181,27 +255,28 @@ mod device_code {
     };
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
+    use crate::matmul::element::{Bf16, Element, F16};
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
 
-    /// Declares one kernel per listed width, each calling `$body::<width>`: the narrow side
-    /// (`$side`) at most that width, blocks of `$threads` threads.
+    /// Declares one kernel per listed width, each calling `$body::<$t, width>` on `$t` operands:
+    /// the narrow side (`$side`) at most that width, blocks of `$threads` threads.
     macro_rules! narrow_kernels {
-        ($body:ident, $side:literal, $threads:literal: $($name:ident = $width:literal),*) => {
+        ($body:ident, $t:ty, $side:literal, $threads:literal: $($name:ident = $width:literal),*) => {
             gpu_kernel! {
                 $(
-                    #[doc = concat!("`C = A * B` for `", $side, " <=` the suffix; see the [module documentation](super).")]
+                    #[doc = concat!("`C = A * B` on `", stringify!($t), "` operands for `", $side, " <=` the suffix; see the [module documentation](super).")]
                     ///
                     /// # Safety
-                    /// `a`, `b`, `c` hold `m*k`, `k*n`, `gridDim.z*m*n` `f32` on the device, `c`
-                    /// overlaps neither input, `k_chunk` is a positive multiple of 4,
+                    /// `a`, `b` hold `m*k`, `k*n` elements and `c` `gridDim.z*m*n` `f32` on the
+                    /// device, `c` overlaps neither input, `k_chunk` is a positive multiple of 4,
                     #[doc = concat!("the block is `", $threads, "` x 1 x 1, `", $side, "` is at most the suffix, and")]
                     /// `guard` is null (the kernel runs) or the guard of a finished split-TF32 scan
                     /// of `a` and `b` (`crate::matmul::tf32x3`: the kernel runs only on its FP32 path).
                     #[allow(clippy::too_many_arguments)]
                     pub unsafe fn $name(
-                        a: *const f32,
-                        b: *const f32,
+                        a: *const $t,
+                        b: *const $t,
                         c: *mut f32,
                         m: u32,
                         k: u32,
@@ -214,29 +289,61 @@ mod device_code {
                             if crate::matmul::tf32x3::split_path_taken(guard) {
                                 return;
                             }
-                            $body::<$width>(a, b, c, m, k, n, k_chunk)
+                            $body::<$t, $width>(a, b, c, m, k, n, k_chunk)
                         }
                     }
                 )*
             }
         };
     }
-    narrow_kernels!(few_rows, "m", "FEW_ROWS_THREADS":
+    narrow_kernels!(few_rows, f32, "m", "FEW_ROWS_THREADS":
         matmul_few_rows_1 = 1,
         matmul_few_rows_2 = 2,
         matmul_few_rows_4 = 4
     );
+    narrow_kernels!(few_rows, Bf16, "m", "FEW_ROWS_THREADS":
+        matmul_few_rows_bf16_1 = 1,
+        matmul_few_rows_bf16_2 = 2,
+        matmul_few_rows_bf16_4 = 4
+    );
+    narrow_kernels!(few_rows, F16, "m", "FEW_ROWS_THREADS":
+        matmul_few_rows_f16_1 = 1,
+        matmul_few_rows_f16_2 = 2,
+        matmul_few_rows_f16_4 = 4
+    );
     // From FEW_ROWS_PANEL_MIN_M rows up, A goes through shared memory.
-    narrow_kernels!(few_rows_panel, "m", "FEW_ROWS_THREADS":
+    narrow_kernels!(few_rows_panel, f32, "m", "FEW_ROWS_THREADS":
         matmul_few_rows_8 = 8,
         matmul_few_rows_16 = 16
     );
-    narrow_kernels!(few_cols, "n", "FEW_COLS_THREADS":
+    narrow_kernels!(few_rows_panel, Bf16, "m", "FEW_ROWS_THREADS":
+        matmul_few_rows_bf16_8 = 8,
+        matmul_few_rows_bf16_16 = 16
+    );
+    narrow_kernels!(few_rows_panel, F16, "m", "FEW_ROWS_THREADS":
+        matmul_few_rows_f16_8 = 8,
+        matmul_few_rows_f16_16 = 16
+    );
+    narrow_kernels!(few_cols, f32, "n", "FEW_COLS_THREADS":
         matmul_few_cols_1 = 1,
         matmul_few_cols_2 = 2,
         matmul_few_cols_4 = 4,
         matmul_few_cols_8 = 8,
         matmul_few_cols_16 = 16
+    );
+    narrow_kernels!(few_cols, Bf16, "n", "FEW_COLS_THREADS":
+        matmul_few_cols_bf16_1 = 1,
+        matmul_few_cols_bf16_2 = 2,
+        matmul_few_cols_bf16_4 = 4,
+        matmul_few_cols_bf16_8 = 8,
+        matmul_few_cols_bf16_16 = 16
+    );
+    narrow_kernels!(few_cols, F16, "n", "FEW_COLS_THREADS":
+        matmul_few_cols_f16_1 = 1,
+        matmul_few_cols_f16_2 = 2,
+        matmul_few_cols_f16_4 = 4,
+        matmul_few_cols_f16_8 = 8,
+        matmul_few_cols_f16_16 = 16
     );
 
     /// The body of `matmul_few_cols_<NC>`.
@@ -244,9 +351,9 @@ mod device_code {
     /// # Safety
     /// As the kernels, with `n <= NC`.
     #[inline(always)]
-    unsafe fn few_cols<const NC: usize>(
-        a: *const f32,
-        b: *const f32,
+    unsafe fn few_cols<T: Element, const NC: usize>(
+        a: *const T,
+        b: *const T,
         c: *mut f32,
         m: u32,
         k: u32,
@@ -262,14 +369,14 @@ mod device_code {
             return;
         }
         let range = (row, k_begin, k_begin + k_len);
-        let vec_a = few_cols_vector_path(k) && (a as usize).is_multiple_of(16);
-        let vec_b = few_cols_vector_b(k, n) && (b as usize).is_multiple_of(16);
+        let vec_a = few_cols_vector_path(k) && (a as usize).is_multiple_of(T::VECTOR_BYTES);
+        let vec_b = few_cols_vector_b(k, n) && (b as usize).is_multiple_of(T::VECTOR_BYTES);
         // SAFETY (all four): forwarded contract; each path's alignment conditions hold.
         match (vec_a, vec_b) {
-            (true, true) => unsafe { cols_product::<NC, true, true>(a, b, out, k, n, range) },
-            (true, false) => unsafe { cols_product::<NC, true, false>(a, b, out, k, n, range) },
-            (false, true) => unsafe { cols_product::<NC, false, true>(a, b, out, k, n, range) },
-            (false, false) => unsafe { cols_product::<NC, false, false>(a, b, out, k, n, range) },
+            (true, true) => unsafe { cols_product::<T, NC, true, true>(a, b, out, k, n, range) },
+            (true, false) => unsafe { cols_product::<T, NC, true, false>(a, b, out, k, n, range) },
+            (false, true) => unsafe { cols_product::<T, NC, false, true>(a, b, out, k, n, range) },
+            (false, false) => unsafe { cols_product::<T, NC, false, false>(a, b, out, k, n, range) },
         }
     }
 
@@ -278,9 +385,9 @@ mod device_code {
     /// # Safety
     /// As the kernels, with `m <= MR`.
     #[inline(always)]
-    unsafe fn few_rows<const MR: usize>(
-        a: *const f32,
-        b: *const f32,
+    unsafe fn few_rows<T: Element, const MR: usize>(
+        a: *const T,
+        b: *const T,
         c: *mut f32,
         m: u32,
         k: u32,
@@ -296,13 +403,13 @@ mod device_code {
         if col >= n {
             return;
         }
-        let aligned = (a as usize | b as usize | out as usize).is_multiple_of(16);
+        let aligned = (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (out as usize).is_multiple_of(16);
         if few_rows_vector_path(k, n) && aligned {
             // SAFETY: forwarded contract; k % 4 == n % 4 == 0 and aligned bases.
-            unsafe { rows_product::<MR, true>(a, b, out, m, k, n, col, k_begin, k_begin + k_len) }
+            unsafe { rows_product::<T, MR, true>(a, b, out, m, k, n, col, k_begin, k_begin + k_len) }
         } else {
             // SAFETY: forwarded contract.
-            unsafe { rows_product::<MR, false>(a, b, out, m, k, n, col, k_begin, k_begin + k_len) }
+            unsafe { rows_product::<T, MR, false>(a, b, out, m, k, n, col, k_begin, k_begin + k_len) }
         }
     }
 
@@ -312,9 +419,9 @@ mod device_code {
     /// # Safety
     /// As the kernels, with `m <= MR`.
     #[inline(always)]
-    unsafe fn few_rows_panel<const MR: usize>(
-        a: *const f32,
-        b: *const f32,
+    unsafe fn few_rows_panel<T: Element, const MR: usize>(
+        a: *const T,
+        b: *const T,
         c: *mut f32,
         m: u32,
         k: u32,
@@ -325,14 +432,14 @@ mod device_code {
         let (k_begin, k_len) = split_k_range(z, k_chunk, k);
         let out = c.wrapping_add(z as usize * m as usize * n as usize);
         let col = (thread::block_idx_x() * FEW_ROWS_THREADS + thread::thread_idx_x()) * FEW_ROWS_COLS_PER_THREAD;
-        let aligned = (a as usize | b as usize | out as usize).is_multiple_of(16);
+        let aligned = (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (out as usize).is_multiple_of(16);
         let args = (m, k, n, col, k_begin, k_begin + k_len);
         if few_rows_vector_path(k, n) && aligned {
             // SAFETY: forwarded contract; k % 4 == n % 4 == 0 and aligned bases.
-            unsafe { panel_rows_product::<MR, true>(a, b, out, args) }
+            unsafe { panel_rows_product::<T, MR, true>(a, b, out, args) }
         } else {
             // SAFETY: forwarded contract.
-            unsafe { panel_rows_product::<MR, false>(a, b, out, args) }
+            unsafe { panel_rows_product::<T, MR, false>(a, b, out, args) }
         }
     }
 
@@ -341,11 +448,11 @@ mod device_code {
     ///
     /// # Safety
     /// `m <= MR`, `p0 + plen <= k`, `plen <= FEW_ROWS_PANEL / MR`; with `VEC`, `k % 4 == 0`,
-    /// `p0 % 4 == 0`, `plen % 4 == 0` and `a` 16-byte aligned; barriers on both sides.
+    /// `p0 % 4 == 0`, `plen % 4 == 0` and `a` aligned for four elements; barriers on both sides.
     #[inline(always)]
-    unsafe fn fill_panel<const MR: usize, const VEC: bool>(
+    unsafe fn fill_panel<T: Element, const MR: usize, const VEC: bool>(
         panel: SharedArray<f32, { FEW_ROWS_PANEL as usize }>,
-        a: *const f32,
+        a: *const T,
         (m, k, p0, plen): (u32, u32, u32, u32),
     ) {
         let kp = FEW_ROWS_PANEL as usize / MR;
@@ -364,8 +471,8 @@ mod device_code {
                         if i0 + (r as u32) < m {
                             let at = src.wrapping_add((i0 as usize + r) * k as usize + 4 * c as usize);
                             // SAFETY: row i0 + r < m, columns p0 + 4c .. + 4 <= p0 + plen <= k,
-                            // 16-byte aligned (k, p0 and 4c are multiples of 4).
-                            v[r] = unsafe { mem::load_global_nc_v4_f32(at) };
+                            // aligned for four elements (k, p0 and 4c are multiples of 4).
+                            v[r] = unsafe { T::load4_nc(at) };
                         }
                     });
                     unroll!(r in [0, 1, 2, 3] {
@@ -387,7 +494,7 @@ mod device_code {
                         if i0 + (r as u32) < m && c < plen {
                             let at = src.wrapping_add((i0 as usize + r) * k as usize + c as usize);
                             // SAFETY: row i0 + r < m, column p0 + c < p0 + plen <= k.
-                            v[r] = unsafe { mem::load_global_nc_f32(at) };
+                            v[r] = unsafe { T::load_nc(at) };
                         }
                     });
                     unroll!(r in [0, 1, 2, 3] {
@@ -411,9 +518,15 @@ mod device_code {
     ///
     /// # Safety
     /// `row + min(left, 4) <= k`, `col < n`; with `VEC`, `left >= 4`, `n % 4 == 0` and `b`
-    /// 16-byte aligned.
+    /// aligned for four elements.
     #[inline(always)]
-    unsafe fn load_b_rows4<const VEC: bool>(b: *const f32, row: u32, left: u32, n: u32, col: u32) -> [[f32; 4]; 4] {
+    unsafe fn load_b_rows4<T: Element, const VEC: bool>(
+        b: *const T,
+        row: u32,
+        left: u32,
+        n: u32,
+        col: u32,
+    ) -> [[f32; 4]; 4] {
         let base = b.wrapping_add(row as usize * n as usize + col as usize);
         let last = (n - 1 - col) as usize;
         let mut rows = [[0.0f32; 4]; 4];
@@ -422,12 +535,12 @@ mod device_code {
                 let at = base.wrapping_add(u * n as usize);
                 if VEC {
                     // SAFETY: row + u < k; col % 4 == 0 and n % 4 == 0, so the 4 columns are
-                    // inside the row, 16-byte aligned.
-                    rows[u] = unsafe { mem::load_global_nc_v4_f32(at) };
+                    // inside the row, aligned for four elements.
+                    rows[u] = unsafe { T::load4_nc(at) };
                 } else {
                     unroll!(j in [0, 1, 2, 3] {
                         // SAFETY: row + u < k, column col + min(j, n - 1 - col) < n.
-                        rows[u][j] = unsafe { mem::load_global_nc_f32(at.add(if j < last { j } else { last })) };
+                        rows[u][j] = unsafe { T::load_nc(at.add(if j < last { j } else { last })) };
                     });
                 }
             }
@@ -472,9 +585,9 @@ mod device_code {
     /// As `matmul_few_rows_<MR>` (`m <= MR`), `k_begin <= k_end <= k`, called by the whole
     /// block; with `VEC`, the vector-path conditions and `k_begin % 4 == 0`.
     #[inline(always)]
-    unsafe fn panel_rows_product<const MR: usize, const VEC: bool>(
-        a: *const f32,
-        b: *const f32,
+    unsafe fn panel_rows_product<T: Element, const MR: usize, const VEC: bool>(
+        a: *const T,
+        b: *const T,
         out: *mut f32,
         (m, k, n, col, k_begin, k_end): (u32, u32, u32, u32, u32, u32),
     ) {
@@ -491,17 +604,17 @@ mod device_code {
             }
             // SAFETY: m <= MR, p0 + plen <= k_end <= k, plen <= kp; with VEC, k, p0 (k_begin
             // plus multiples of kp) and plen (k_len % 4 == 0 on this path) are multiples of 4.
-            unsafe { fill_panel::<MR, VEC>(panel, a, (m, k, p0, plen)) };
+            unsafe { fill_panel::<T, MR, VEC>(panel, a, (m, k, p0, plen)) };
             thread::sync_threads();
             if active {
                 // The next four rows of B are in flight while these four are multiplied.
                 // SAFETY: rows p0 + u < p0 + plen <= k for those loaded (plen >= 1); col < n.
-                let mut rows = unsafe { load_b_rows4::<VEC>(b, p0, plen, n, col) };
+                let mut rows = unsafe { load_b_rows4::<T, VEC>(b, p0, plen, n, col) };
                 let mut kl = 0;
                 while kl < plen {
                     let next = if kl + 4 < plen {
                         // SAFETY: rows p0 + kl + 4 + u < p0 + plen <= k for those loaded; col < n.
-                        unsafe { load_b_rows4::<VEC>(b, p0 + kl + 4, plen - kl - 4, n, col) }
+                        unsafe { load_b_rows4::<T, VEC>(b, p0 + kl + 4, plen - kl - 4, n, col) }
                     } else {
                         [[0.0f32; 4]; 4]
                     };
@@ -539,19 +652,19 @@ mod device_code {
     /// Row `row` of `B`, this thread's 4 columns from `col`, zero past the last column.
     ///
     /// # Safety
-    /// `row < k`, `col < n`; with `VEC`, `n % 4 == 0` and `b` is 16-byte aligned.
+    /// `row < k`, `col < n`; with `VEC`, `n % 4 == 0` and `b` is aligned for four elements.
     #[inline(always)]
-    unsafe fn load_b_row<const VEC: bool>(b: *const f32, row: u32, n: u32, col: u32) -> [f32; 4] {
+    unsafe fn load_b_row<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> [f32; 4] {
         let at = b.wrapping_add(row as usize * n as usize + col as usize);
         if VEC {
             // SAFETY: col % 4 == 0 and n % 4 == 0, so the 4 columns are inside the row, aligned.
-            unsafe { mem::load_global_nc_v4_f32(at) }
+            unsafe { T::load4_nc(at) }
         } else {
             let mut v = [0.0; 4];
             unroll!(j in [0, 1, 2, 3] {
                 if col + (j as u32) < n {
                     // SAFETY: row < k and column col + j < n.
-                    v[j] = unsafe { mem::load_global_nc_f32(at.add(j)) };
+                    v[j] = unsafe { T::load_nc(at.add(j)) };
                 }
             });
             v
@@ -567,9 +680,9 @@ mod device_code {
     /// `VEC`, the vector-path conditions and `k_begin % 4 == 0`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn rows_product<const MR: usize, const VEC: bool>(
-        a: *const f32,
-        b: *const f32,
+    unsafe fn rows_product<T: Element, const MR: usize, const VEC: bool>(
+        a: *const T,
+        b: *const T,
         out: *mut f32,
         m: u32,
         k: u32,
@@ -585,23 +698,23 @@ mod device_code {
             let mut rows = [[0.0f32; 4]; 4];
             unroll!(u in [0, 1, 2, 3] {
                 // SAFETY: kk + u < k_end <= k and col < n.
-                rows[u] = unsafe { load_b_row::<VEC>(b, kk + u as u32, n, col) };
+                rows[u] = unsafe { load_b_row::<T, VEC>(b, kk + u as u32, n, col) };
             });
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < MR && (i as u32) < m {
                     let a_at = a.wrapping_add(i * k as usize + kk as usize);
                     let a4 = if VEC {
                         // SAFETY: row i < m, columns kk..kk+4 < k_end <= k; k % 4 == 0 and
-                        // kk % 4 == 0 keep it 16-byte aligned.
-                        unsafe { mem::load_global_nc_v4_f32(a_at) }
+                        // kk % 4 == 0 keep it aligned for four elements.
+                        unsafe { T::load4_nc(a_at) }
                     } else {
                         // SAFETY: row i < m, columns kk..kk+4 < k.
                         unsafe {
                             [
-                                mem::load_global_nc_f32(a_at),
-                                mem::load_global_nc_f32(a_at.add(1)),
-                                mem::load_global_nc_f32(a_at.add(2)),
-                                mem::load_global_nc_f32(a_at.add(3)),
+                                T::load_nc(a_at),
+                                T::load_nc(a_at.add(1)),
+                                T::load_nc(a_at.add(2)),
+                                T::load_nc(a_at.add(3)),
                             ]
                         }
                     };
@@ -617,11 +730,11 @@ mod device_code {
         // The last k_len % 4 rows (only off the vector path, where k_len can be ragged).
         while kk < k_end {
             // SAFETY: kk < k_end <= k and col < n.
-            let row = unsafe { load_b_row::<VEC>(b, kk, n, col) };
+            let row = unsafe { load_b_row::<T, VEC>(b, kk, n, col) };
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < MR && (i as u32) < m {
                     // SAFETY: row i < m and column kk < k.
-                    let x = unsafe { mem::load_global_nc_f32(a.wrapping_add(i * k as usize + kk as usize)) };
+                    let x = unsafe { T::load_nc(a.wrapping_add(i * k as usize + kk as usize)) };
                     unroll!(j in [0, 1, 2, 3] {
                         acc[i][j] = fma(x, row[j], acc[i][j]);
                     });
@@ -649,17 +762,17 @@ mod device_code {
     }
 
     /// Row `row` of `C` (`n` values) over `k_begin .. k_end`, by one warp, written to `out` by
-    /// lanes `0..n`. `VA`: 16-byte loads of `A` (`k % 4 == 0`, `k_begin % 4 == 0`, aligned `a`);
-    /// `VB`: 16-byte loads of `B` ([`few_cols_vector_b`](super::few_cols_vector_b), aligned `b`).
+    /// lanes `0..n`. `VA`: vector loads of `A` (`k % 4 == 0`, `k_begin % 4 == 0`, aligned `a`);
+    /// `VB`: vector loads of `B` ([`few_cols_vector_b`](super::few_cols_vector_b), aligned `b`).
     /// Columns at or past `NC` are compile-time dead.
     ///
     /// # Safety
     /// As `matmul_few_cols_<NC>` (`n <= NC`), with `row < m`, `k_begin <= k_end <= k`, and the
     /// whole warp calling.
     #[inline(always)]
-    unsafe fn cols_product<const NC: usize, const VA: bool, const VB: bool>(
-        a: *const f32,
-        b: *const f32,
+    unsafe fn cols_product<T: Element, const NC: usize, const VA: bool, const VB: bool>(
+        a: *const T,
+        b: *const T,
         out: *mut f32,
         k: u32,
         n: u32,
@@ -671,7 +784,7 @@ mod device_code {
         let mut k0 = k_begin;
         while k0 < k_end {
             let left = k_end - k0;
-            // Eight 16-byte loads of A in flight before the first use (with four, a 65536 x
+            // Eight vector loads of A in flight before the first use (with four, a 65536 x
             // 4096 GEMV read A at 1.5 TB/s).
             let mut a_vals = [[0.0f32; 4]; FEW_COLS_LOADS as usize];
             unroll!(h in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -682,13 +795,13 @@ mod device_code {
                     if local < left {
                         // SAFETY: columns k0 + local .. + 4 < k_end <= k of row < m, 16-byte
                         // aligned (k, k0 and local are multiples of 4).
-                        a_vals[h] = unsafe { mem::load_global_nc_v4_f32(at) };
+                        a_vals[h] = unsafe { T::load4_nc(at) };
                     }
                 } else {
                     unroll!(u in [0, 1, 2, 3] {
                         if local + (u as u32) < left {
                             // SAFETY: column k0 + local + u < k_end <= k of row < m.
-                            a_vals[h][u] = unsafe { mem::load_global_nc_f32(at.add(u)) };
+                            a_vals[h][u] = unsafe { T::load_nc(at.add(u)) };
                         }
                     });
                 }
@@ -700,7 +813,7 @@ mod device_code {
                     if group < left {
                         // SAFETY: VB with n == 1 means k % 4 == 0 (so left % 4 == 0 and the 4
                         // rows are all inside) and an aligned b; k0 + group is a multiple of 4.
-                        let y = unsafe { mem::load_global_nc_v4_f32(b.wrapping_add((k0 + group) as usize)) };
+                        let y = unsafe { T::load4_nc(b.wrapping_add((k0 + group) as usize)) };
                         unroll!(u in [0, 1, 2, 3] {
                             acc[0] = fma(a_vals[h][u], y[u], acc[0]);
                         });
@@ -715,8 +828,8 @@ mod device_code {
                                 unroll!(q in [0, 1, 2, 3] {
                                     if 4 * q < NC && 4 * (q as u32) < n {
                                         // SAFETY: row k0 + local < k of B, columns 4q .. 4q + 4 <= n
-                                        // (n % 4 == 0), 16-byte aligned.
-                                        let y = unsafe { mem::load_global_nc_v4_f32(b_row.add(4 * q)) };
+                                        // (n % 4 == 0), aligned for four elements.
+                                        let y = unsafe { T::load4_nc(b_row.add(4 * q)) };
                                         unroll!(t in [0, 1, 2, 3] {
                                             acc[4 * q + t] = fma(x, y[t], acc[4 * q + t]);
                                         });
@@ -726,7 +839,7 @@ mod device_code {
                                 unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                                     if j < NC && (j as u32) < n {
                                         // SAFETY: row k0 + local < k of B, column j < n.
-                                        let y = unsafe { mem::load_global_nc_f32(b_row.add(j)) };
+                                        let y = unsafe { T::load_nc(b_row.add(j)) };
                                         acc[j] = fma(x, y, acc[j]);
                                     }
                                 });
