@@ -86,6 +86,10 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::channels::KERNELS[3][1],
     histogram::channels::KERNELS[3][2],
     histogram::channels::KERNELS[3][3],
+    histogram::channels::PACKED16_KERNELS[0],
+    histogram::channels::PACKED16_KERNELS[1],
+    histogram::channels::PACKED16_KERNELS[2],
+    histogram::channels::PACKED16_KERNELS[3],
     histogram::channels::PACKED_KERNELS[0],
     histogram::channels::PACKED_KERNELS[1],
     histogram::channels::PACKED_KERNELS[2],
@@ -178,17 +182,23 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 
 /// `.maxntid` per kernel of the `sm_90` module (both profiles), 1,024 threads each:
 /// - the packed histogram kernels run blocks of 1,024 threads (one per SM beside up to 227 KiB
-///   of counters), which leaves a thread 64 registers; with the cap ptxas fits them (without it
-///   the carry plane's rare path took them to 66, and no such block could launch);
+///   of counters), which leaves a thread 64 registers; with the cap ptxas fits the 8-bit kernels
+///   (without it the carry plane's rare path took them to 66, and no such block could launch),
+///   and the 16-bit kernels, which have no carry plane, stay far below it;
 /// - the `f32`-partials weighted kernels: the cap holds ptxas at 64 registers a thread (no spills
 ///   in `cargo xtask build-ptx --release`), so that a 1,024-thread block stays resident where the
 ///   `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight.
 ///
 /// ```
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed_f32", 1024)));
+/// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed16_f32", 1024)));
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_weighted_partials_i32", 1024)));
 /// ```
 pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
+    (histogram::channels::PACKED16_KERNELS[0], 1024),
+    (histogram::channels::PACKED16_KERNELS[1], 1024),
+    (histogram::channels::PACKED16_KERNELS[2], 1024),
+    (histogram::channels::PACKED16_KERNELS[3], 1024),
     (histogram::channels::PACKED_KERNELS[0], 1024),
     (histogram::channels::PACKED_KERNELS[1], 1024),
     (histogram::channels::PACKED_KERNELS[2], 1024),

@@ -553,13 +553,15 @@ impl HistogramPlan {
     /// let plan = |bins, aggregate| plan_for(&h100, bins, PlanRequest { aggregate, ..PlanRequest::default() });
     /// assert_eq!(plan(256, None)?.kernel(InputType::F32), "histogram_channels1_f32");
     /// assert_eq!(plan(256, Some(true))?.kernel(InputType::F32), "histogram_shared_f32");
-    /// assert_eq!(plan(65_536, None)?.kernel(InputType::I32), "histogram_packed_i32");
+    /// // The packed tier: 16-bit counters have a kernel of their own, without the carry plane.
+    /// assert_eq!(plan(65_536, None)?.kernel(InputType::I32), "histogram_packed16_i32");
+    /// assert_eq!(plan(131_072, None)?.kernel(InputType::I32), "histogram_packed_i32");
     /// # Ok(()) }
     /// ```
     pub fn kernel(&self, input: InputType) -> &'static str {
         match self.tier {
             HistogramTier::Shared => shared_tier_kernel(input, self.aggregate),
-            tier => tier.kernel(input),
+            tier => tier.kernel(input, self.packing),
         }
     }
 }
