@@ -7,10 +7,10 @@
 //!
 //! Every block takes an equal share of the values, not of the segments ([`block_share`]: whole
 //! 16-byte vectors), so long and short segments cost the same per value and no block waits on
-//! another. A block walks the segments its share meets ([`segment_containing`] finds the first):
-//! for each piece (a segment's values inside the share) it counts into `copies` private copies of
-//! the counters in shared memory, then adds them into that segment's global counters and zeroes
-//! them for the next piece, two barriers a piece. A piece is read as whole vectors by every
+//! another. A block walks the segments its share meets ([`for_each_piece`];
+//! [`segment_containing`] finds the first): for each piece (a segment's values inside the share)
+//! it counts into `copies` private copies of the counters in shared memory, then adds them into
+//! that segment's global counters and zeroes them for the next piece, two barriers a piece. A piece is read as whole vectors by every
 //! thread of the block plus the values before and after them ([`super::pipelined::piece_split`])
 //! by the block's first warp.
 //!
@@ -146,9 +146,45 @@ pub fn segment_containing(pos: u64, segments: u64, off: impl Fn(u64) -> u64) -> 
     lo
 }
 
+/// Calls `f(s, a, e)` for each piece of the share `share` of the values: segment `s`'s values
+/// `a..e` inside the share (non-empty), in order, for segments `0..segments` whose offsets `off`
+/// gives (sorted, or any: a segment whose end lies before its start is empty). The walk of a block
+/// (or warp) of the segmented kernels; every thread of it makes the same calls.
+///
+/// ```
+/// use kernels::histogram::segmented::for_each_piece;
+/// let offsets = [0u64, 10, 10, 25, 40];
+/// let mut pieces = Vec::new();
+/// for_each_piece(8..30, 4, |s| offsets[s as usize], |s, a, e| pieces.push((s, a, e)));
+/// // Segment 1 is empty; segment 3 starts past the share's end at 30.
+/// assert_eq!(pieces, [(0, 8, 10), (2, 10, 25), (3, 25, 30)]);
+/// ```
+#[inline(always)]
+pub fn for_each_piece(
+    share: core::ops::Range<u64>,
+    segments: u64,
+    off: impl Fn(u64) -> u64,
+    mut f: impl FnMut(u64, u64, u64),
+) {
+    if share.start >= share.end || segments == 0 {
+        return;
+    }
+    let mut s = segment_containing(share.start, segments, &off);
+    let mut start = off(s);
+    while s < segments && start < share.end {
+        let end = off(s + 1);
+        let (a, e) = (start.max(share.start), end.min(share.end));
+        if a < e {
+            f(s, a, e);
+        }
+        s += 1;
+        start = end.max(start);
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
-    use super::{block_share, offset_of, segment_containing, warp_share};
+    use super::{block_share, for_each_piece, offset_of, warp_share};
     use crate::device::shared::DynamicSharedArray;
     use crate::device::{atomic, mem, thread, warp};
     use crate::histogram::device_code::load_one;
@@ -210,15 +246,15 @@ pub(crate) mod device_code {
             |s: u64| offset_of(s, n, segment_len, |i| unsafe { mem::load_global_nc_u64(offsets.add(i as usize)) });
         let copy = counter_set(false).copy();
         let (tid, threads) = (thread::thread_idx_x() as u64, thread::block_dim_x() as u64);
-        let mut s = segment_containing(share.start, segments, off);
-        let mut start = off(s);
         // Whether this piece adds into the second set (never without DOUBLE); block-uniform.
         let mut in_second = false;
-        while s < segments && start < share.end {
-            let end = off(s + 1);
-            // Every thread computes the same piece from the same offsets: block-uniform.
-            let (a, e) = (start.max(share.start), end.min(share.end));
-            if a < e {
+        // Every thread computes the same pieces from the same offsets: block-uniform.
+        for_each_piece(
+            share,
+            segments,
+            off,
+            #[inline(always)]
+            |s, a, e| {
                 let counters = counter_set(DOUBLE && in_second);
                 let count = #[inline(always)]
                 |v: T| {
@@ -280,10 +316,8 @@ pub(crate) mod device_code {
                     // The counters are zero again before the next piece adds to them.
                     thread::sync_threads();
                 }
-            }
-            s += 1;
-            start = end.max(start);
-        }
+            },
+        );
     }
 
     /// The warp-private kernel's body; see the [module documentation](super). Every branch
@@ -335,23 +369,21 @@ pub(crate) mod device_code {
         unsafe { warp::sync_warp() };
         let warps = thread::grid_dim_x() as u64 * warps_per_block as u64;
         let me = thread::block_idx_x() as u64 * warps_per_block as u64 + warp_in_block as u64;
+        // A warp whose share is empty (or with no segments) meets no piece and leaves: no barrier
+        // waits on it.
         let share = warp_share(me, warps, n, T::PER_VECTOR);
-        if share.start >= share.end || segments == 0 {
-            // The whole warp leaves (warp-uniform); no barrier waits on it.
-            return;
-        }
         // SAFETY: every offset read is at an index of 0..=segments, inside the array.
         let off =
             #[inline(always)]
             |s: u64| offset_of(s, n, segment_len, |i| unsafe { mem::load_global_nc_u64(offsets.add(i as usize)) });
         let lane64 = lane as u64;
-        let mut s = segment_containing(share.start, segments, off);
-        let mut start = off(s);
-        while s < segments && start < share.end {
-            let end = off(s + 1);
-            // Every lane computes the same piece from the same offsets: warp-uniform.
-            let (a, e) = (start.max(share.start), end.min(share.end));
-            if a < e {
+        // Every lane computes the same pieces from the same offsets: warp-uniform.
+        for_each_piece(
+            share,
+            segments,
+            off,
+            #[inline(always)]
+            |s, a, e| {
                 let count = #[inline(always)]
                 |v: T| {
                     if let Some(bin) = v.bin(&binning) {
@@ -406,10 +438,8 @@ pub(crate) mod device_code {
                 unsafe { flush_warp(mine, nbins, copies, counts.add((s * nbins as u64) as usize)) };
                 // The counters are zero again before any lane adds the next piece.
                 unsafe { warp::sync_warp() };
-            }
-            s += 1;
-            start = end.max(start);
-        }
+            },
+        );
     }
 
     /// Adds a warp's `copies` interleaved copies of `nbins` counters in `words` (word `w` of copy
@@ -539,6 +569,56 @@ mod tests {
             }
         }
         assert_eq!(warp_shared_bytes(256, 2, 256), 8 * shared_bytes(256, 2));
+    }
+
+    #[test]
+    fn the_pieces_of_every_share_cover_each_value_once_in_its_segment() {
+        extern crate std;
+        use std::vec::Vec;
+        // Sorted offsets with empty segments first, in the middle and last, segments shorter than
+        // a vector and boundaries inside vectors; equal segments past the end.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for n in [0u64, 1, 5, 17, 100, 1000, 4099] {
+            let mut offsets = std::vec![0u64, 0];
+            while *offsets.last().unwrap() < n {
+                let len = [0, 1 + next(15), 16 + next(100), next(700)][next(4) as usize];
+                offsets.push((offsets.last().unwrap() + len).min(n));
+            }
+            offsets.extend([n, n]);
+            let segments = offsets.len() as u64 - 1;
+            let by_offsets = |s: u64| offset_of(s, n, 0, |i| offsets[i as usize]);
+            let equal = |s: u64| offset_of(s, n, 7, |_| unreachable!());
+            let cases: [(&dyn Fn(u64) -> u64, u64); 2] = [(&by_offsets, segments), (&equal, n.div_ceil(7) + 3)];
+            for (off, segments) in cases {
+                for per in [4u64, 16] {
+                    for units in [1u64, 2, 7, 32, 33, 500] {
+                        let mut seen: Vec<Option<u64>> = std::vec![None; n as usize];
+                        for u in 0..units {
+                            let share = warp_share(u, units, n, per);
+                            for_each_piece(share.clone(), segments, off, |s, a, e| {
+                                assert!(share.start <= a && a < e && e <= share.end, "{a}..{e} in {share:?}");
+                                for i in a..e {
+                                    assert_eq!(seen[i as usize], None, "value {i} twice");
+                                    seen[i as usize] = Some(s);
+                                }
+                            });
+                        }
+                        for (i, s) in seen.iter().enumerate() {
+                            let s = s.unwrap_or_else(|| panic!("n {n}, {units} shares: value {i} in no piece"));
+                            assert!(off(s) <= i as u64 && (i as u64) < off(s + 1), "value {i} in segment {s}");
+                        }
+                    }
+                }
+            }
+        }
+        // No segments: no pieces.
+        for_each_piece(0..100, 0, |_| 0, |_, _, _| panic!("a piece of no segment"));
     }
 
     #[test]
