@@ -616,6 +616,9 @@ impl std::fmt::Display for HistogramPlan {
                 if self.carry_plane {
                     write!(f, " and a 4-bit carry plane")?;
                 }
+                // The kernel family: 16-bit counters have kernels of their own.
+                let family = if self.packing == 1 { "histogram_packed16_*" } else { "histogram_packed_*" };
+                write!(f, " in {family}")?;
                 if self.passes > 1 {
                     write!(f, "; {} passes over the values", self.passes)?;
                 }
@@ -1116,6 +1119,10 @@ mod tests {
             let plane_bytes = if plane { packed::carry_plane_bytes(bins as u32) } else { 0 };
             assert_eq!(p.shared_bytes as u64, packed::counter_bytes(bins as u32, packing, 1) + plane_bytes, "{bins}");
             assert!(p.shared_bytes as u64 <= H100.max_shared_per_block_optin as u64, "{bins}");
+            // The plan names the kernels that run: 16-bit counters have their own.
+            let kernels =
+                if plane { "and a 4-bit carry plane in histogram_packed_*" } else { "in histogram_packed16_*" };
+            assert!(p.to_string().contains(&format!("{}-bit counters {kernels}", 16 / packing)), "{p}");
         }
         // Past the plane's capacity, when asked for: two passes, each over half the bins
         // (rounded up); the planner's own choice there is the sorted tier.

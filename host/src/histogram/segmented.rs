@@ -479,11 +479,15 @@ impl SegmentsPlan {
     pub fn reason(&self, limits: &HistogramLimits) -> String {
         if self.warp_private {
             return format!(
-                "{} segments of {} bins each, by the warp-private kernel as requested (at most {} bins per segment: one copy in a block of one warp): every warp counts an equal share of the values into {} private copies of its own, flushing them into each segment it leaves with no block barrier (a warp waits only for its own loads and atomics); {} blocks of {} threads per SM ({} resident threads, {} per block) from the occupancy query",
+                "{} segments of {} bins each, by the warp-private kernel as requested (at most {} bins per segment: one copy in a block of one warp): every warp counts an equal share of the values into {} of its own, flushing them into each segment it leaves with no block barrier (a warp waits only for its own loads and atomics); {} blocks of {} threads per SM ({} resident threads, {} per block) from the occupancy query",
                 self.segments,
                 self.binning.nbins,
                 limits.block_capacity(),
-                self.launch.copies(),
+                if self.launch.copies() == 1 {
+                    "one private copy of the counters".to_string()
+                } else {
+                    format!("{} private copies of the counters", self.launch.copies())
+                },
                 self.blocks_per_sm,
                 self.launch.threads(),
                 self.blocks_per_sm * self.launch.threads(),
