@@ -393,8 +393,9 @@ pub(crate) mod device_code {
                     }
                 };
                 let (head, groups, tail) = piece_split(a, e, T::PER_VECTOR);
-                // Head and tail first (at most 2 * PER_VECTOR - 2 <= 30 values, one per lane), so
-                // that their bounds are not live across the vector loop.
+                // Head and tail: at most 2 * PER_VECTOR - 2 <= 30 values, one per lane. Loaded
+                // before the vectors (their bounds are not live across the vector loop, and the
+                // load's latency overlaps the vectors'), counted after them.
                 let (h, t) = (head.end - head.start, tail.end - tail.start);
                 let i = if lane64 < h {
                     Some(head.start + lane64)
@@ -403,10 +404,8 @@ pub(crate) mod device_code {
                 } else {
                     None
                 };
-                if let Some(i) = i {
-                    // SAFETY: i lies in a..e, inside the input.
-                    count(unsafe { load_one::<T>(input, i) });
-                }
+                // SAFETY: i lies in a..e, inside the input.
+                let extra = i.map(|i| unsafe { load_one::<T>(input, i) });
                 // SAFETY: the warp's lanes hold consecutive starts (its lane indices) and the
                 // stride is 32; the groups are whole vectors inside 0..n.
                 unsafe {
@@ -431,6 +430,9 @@ pub(crate) mod device_code {
                         },
                     )
                 };
+                if let Some(v) = extra {
+                    count(v);
+                }
                 // SAFETY (both): the whole warp reaches them (the piece is warp-uniform).
                 // Every lane's adds of the piece land before any lane reads the counters.
                 unsafe { warp::sync_warp() };
