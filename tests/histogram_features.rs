@@ -448,6 +448,17 @@ fn packed_counters_stay_exact_through_carries_on_constant_skewed_and_2_pow_28_in
             check_channels(&gpu, values.as_values(), b, ChannelLayout::ONE, 0, r);
         }
     }
+    // Every input type through both packed kernels (16-bit counters: histogram_packed16_*; 8-bit:
+    // histogram_packed_*), ragged lengths with values outside the bins.
+    for element in InputType::ALL {
+        for packing in [1, 2] {
+            let r = LaunchRequest { packing: Some(packing), ..Default::default() };
+            for n in [33, 1_000_003] {
+                let values = values_of(&mut rng, element, n, 300);
+                check_channels(&gpu, values.as_values(), binning(element, 300), ChannelLayout::ONE, 0, r);
+            }
+        }
+    }
     // Every digit of a word wraps many times: 2^28 values in the first 4 bins of 8-bit digits.
     let values = histogram_input_of(rng.random(), 1 << 28, 4, ValueDistribution::Uniform, InputType::U8, None);
     let r = LaunchRequest { packing: Some(2), ..Default::default() };
