@@ -17,7 +17,7 @@
 //! kernels of their own, without the carry plane's code: a kernel's registers are those of its
 //! largest path, and with the plane's rare path and its run-time switches in the one packed
 //! kernel the 16-bit path went from 0.100 ms to 0.119 (H200, 2^26 `i32` in 65,536 bins). In the
-//! release build the 16-bit kernels take 47-50 registers, the 8-bit ones 57-60.
+//! release build the 16-bit kernels take 45-46 registers, the 8-bit ones 54-58.
 //!
 //! # Parameters
 //! `input`: `n` values (16-byte aligned); `counts`: `active * nbins` `u32`, channel `c`'s bin `b`
@@ -69,8 +69,8 @@ pub const PACKED_KERNELS: [&str; 4] =
 
 /// The PTX symbols of the one-channel kernels with 16-bit packed counters (`packing` 1, no carry
 /// plane), by input type: the carry plane's code is not compiled into them, so that they keep the
-/// registers of the 16-bit path alone (47-50 in the release build, against the 8-bit kernels'
-/// 57-60).
+/// registers of the 16-bit path alone (45-46 in the release build, against the 8-bit kernels'
+/// 54-58).
 pub const PACKED16_KERNELS: [&str; 4] =
     ["histogram_packed16_u8", "histogram_packed16_u16", "histogram_packed16_i32", "histogram_packed16_f32"];
 
