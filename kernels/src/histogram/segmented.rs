@@ -447,8 +447,8 @@ pub(crate) mod device_code {
     /// Adds a warp's `copies` interleaved copies of `nbins` counters in `words` (word `w` of copy
     /// `c` at `w * copies + c`) into `counts` and leaves them zero, the warp's lanes sharing the
     /// counters: lane `l` takes counters `l, l + 32, ...`, sums their copies, adds a nonzero sum
-    /// with one global atomic (a piece's values fill few of many bins: zero counters cost
-    /// nothing) and zeroes the words it read.
+    /// with one global atomic (a short piece fills few of many bins: its zero counters cost no
+    /// atomic and no store) and zeroes the words it read.
     ///
     /// # Safety
     /// The whole warp calls it after a `sync_warp` that follows its adds; `words` holds `nbins *
