@@ -157,7 +157,7 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
                 .flat_map(|d| g.iter().map(move |r| LaunchRequest { double_buffer: Some(d), ..*r }))
                 .collect();
             // The warp-private kernel: copies per warp, no block barriers.
-            let warp = grid(&[128, 256, 512, 1024], &[Some(1), Some(2), Some(4)], &[None], &[None]);
+            let warp = grid(&[64, 128, 256, 512, 1024], &[Some(1), Some(2), Some(4)], &[None], &[None]);
             v.extend(warp.into_iter().map(|r| LaunchRequest { warp_private: Some(true), ..r }));
             v
         }
