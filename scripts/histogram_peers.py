@@ -263,9 +263,10 @@ def main():
     # Likewise the bench's paired-table row of 257 edges.
     if "edges-f32-256" in results:
         results["edges-f32-256-paired"] = list(results["edges-f32-256"])
-    # And the bench's one-set row of 4,096 segments.
+    # And the bench's one-set and warp-private rows of 4,096 segments.
     if "segments-4096x16384-256" in results:
         results["segments-4096x16384-256-single"] = list(results["segments-4096x16384-256"])
+        results["segments-4096x16384-256-warp"] = list(results["segments-4096x16384-256"])
     # And the bench's two-counters-per-atomic 2-D row.
     if "2d-256x256" in results:
         results["2d-256x256-paired-flush"] = list(results["2d-256x256"])

@@ -412,6 +412,9 @@ fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
                 PlanRequest { tier: Some(HistogramTier::Packed), aggregate: Some(aggregate), ..PlanRequest::default() };
             let plan = histogram::plan_with(&gpu, bins, request).unwrap();
             assert_eq!(plan.carry_plane(), bins > 2 * capacity, "{plan}");
+            // 16-bit digits run the kernels without the carry plane's code.
+            let kernel = if bins > 2 * capacity { "histogram_packed_i32" } else { "histogram_packed16_i32" };
+            assert_eq!(plan.kernel(InputType::I32), kernel, "{plan}");
             assert_eq!(plan.packed_passes(), if bins > one_pass { 2 } else { 1 }, "{plan}");
             for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {
                 // 2^24 constant values: every 8-bit digit carries 2^16 times, the plane's digit

@@ -448,6 +448,17 @@ fn packed_counters_stay_exact_through_carries_on_constant_skewed_and_2_pow_28_in
             check_channels(&gpu, values.as_values(), b, ChannelLayout::ONE, 0, r);
         }
     }
+    // Every input type through both packed kernels (16-bit counters: histogram_packed16_*; 8-bit:
+    // histogram_packed_*), ragged lengths with values outside the bins.
+    for element in InputType::ALL {
+        for packing in [1, 2] {
+            let r = LaunchRequest { packing: Some(packing), ..Default::default() };
+            for n in [33, 1_000_003] {
+                let values = values_of(&mut rng, element, n, 300);
+                check_channels(&gpu, values.as_values(), binning(element, 300), ChannelLayout::ONE, 0, r);
+            }
+        }
+    }
     // Every digit of a word wraps many times: 2^28 values in the first 4 bins of 8-bit digits.
     let values = histogram_input_of(rng.random(), 1 << 28, 4, ValueDistribution::Uniform, InputType::U8, None);
     let r = LaunchRequest { packing: Some(2), ..Default::default() };
@@ -640,10 +651,11 @@ fn segments_of_every_shape_match_cpu_for_every_type() {
             let values = values_of(&mut rng, element, n, 256);
             let b = binning(element, 256);
             let offsets = ragged_offsets(&mut rng, n as u64);
-            // Two sets of counters (the planner's, one barrier per piece) and one set.
-            for double in [true, false] {
-                let r = LaunchRequest { double_buffer: Some(double), ..Default::default() };
+            // Every kernel: two sets of counters per block (the planner's, one barrier per piece),
+            // one set, and counters per warp (no block barriers).
+            for r in segment_kernels() {
                 check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), r);
+                check_segments(&gpu, values.as_values(), b, Segments::Offsets(&[0, n as u64]), r);
                 for count in [1u64, 3, 1000] {
                     let equal = Segments::equal_count(n as u64, count).unwrap();
                     check_segments(&gpu, values.as_values(), b, equal, r);
@@ -651,12 +663,27 @@ fn segments_of_every_shape_match_cpu_for_every_type() {
                 // More equal segments than values: the last ones are empty.
                 let more = Segments::Equal { count: n as u64 + 7, len: 1 };
                 check_segments(&gpu, values.as_values(), b, more, LaunchRequest { copies: Some(1), ..r });
-                // Small blocks over many short pieces: the sets alternate many times per block.
+                // Small blocks over many short pieces: the sets alternate many times per block
+                // (the warp-private kernel: 4 copies per warp).
                 let r = LaunchRequest { threads_per_block: Some(256), copies: Some(4), ..r };
                 check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), r);
             }
+            // Per warp: bins that are no multiple of the warp's 32 lanes, in a one-warp block.
+            let (values, b) = (values_of(&mut rng, element, n, 4099), binning(element, 4099));
+            let warp = LaunchRequest { threads_per_block: Some(32), ..segment_kernels()[2] };
+            check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), warp);
+            check_segments(&gpu, values.as_values(), b, Segments::Offsets(&offsets), segment_kernels()[2]);
         }
     }
+}
+
+/// The segmented kernels: two sets of counters per block, one set, counters per warp.
+fn segment_kernels() -> [LaunchRequest; 3] {
+    [
+        LaunchRequest { double_buffer: Some(true), ..Default::default() },
+        LaunchRequest { double_buffer: Some(false), ..Default::default() },
+        LaunchRequest { warp_private: Some(true), ..Default::default() },
+    ]
 }
 
 #[test]
@@ -666,8 +693,11 @@ fn four_thousand_segments_of_16384_values_and_one_segment_of_2_pow_28_match_cpu(
     let values = histogram_input_of(rng.random(), 4096 * 16_384, 256, ValueDistribution::Zipf, InputType::I32, None);
     let b = Binning::integers(256);
     check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, LaunchRequest::default());
-    let single = LaunchRequest { double_buffer: Some(false), ..Default::default() };
-    check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, single);
+    for r in &segment_kernels()[1..] {
+        check_segments(&gpu, values.as_values(), b, Segments::Equal { count: 4096, len: 16_384 }, *r);
+    }
+    let warp = segmented::plan_segments(&gpu, InputType::I32, b, 4096, 1 << 26, &segment_kernels()[2]).unwrap();
+    assert_eq!(warp.launch().kernel(), "histogram_segmented_warp_i32", "{warp}");
     assert!(
         segmented::plan_segments(&gpu, InputType::I32, b, 4096, 1 << 26, &LaunchRequest::default())
             .unwrap()
@@ -675,6 +705,7 @@ fn four_thousand_segments_of_16384_values_and_one_segment_of_2_pow_28_match_cpu(
     );
     let values = histogram_input_of(rng.random(), 1 << 28, 256, ValueDistribution::Uniform, InputType::U8, None);
     check_segments(&gpu, values.as_values(), b, Segments::Offsets(&[0, 1 << 28]), LaunchRequest::default());
+    check_segments(&gpu, values.as_values(), b, Segments::Offsets(&[0, 1 << 28]), segment_kernels()[2]);
 }
 
 #[test]

@@ -108,6 +108,10 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::channels::KERNELS[3][1],
     histogram::channels::KERNELS[3][2],
     histogram::channels::KERNELS[3][3],
+    histogram::channels::PACKED16_KERNELS[0],
+    histogram::channels::PACKED16_KERNELS[1],
+    histogram::channels::PACKED16_KERNELS[2],
+    histogram::channels::PACKED16_KERNELS[3],
     histogram::channels::PACKED_KERNELS[0],
     histogram::channels::PACKED_KERNELS[1],
     histogram::channels::PACKED_KERNELS[2],
@@ -132,6 +136,10 @@ pub const KERNEL_NAMES: &[&str] = &[
     histogram::segmented::DOUBLE_KERNELS[1],
     histogram::segmented::DOUBLE_KERNELS[2],
     histogram::segmented::DOUBLE_KERNELS[3],
+    histogram::segmented::WARP_KERNELS[0],
+    histogram::segmented::WARP_KERNELS[1],
+    histogram::segmented::WARP_KERNELS[2],
+    histogram::segmented::WARP_KERNELS[3],
     histogram::hist2d::KERNEL,
     histogram::hist2d::KERNEL_WEIGHTED,
     histogram::hist2d::KERNEL_PAIRED_FLUSH,
@@ -200,12 +208,12 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 
 /// `.maxntid` per kernel of the `sm_90` module in the release profile:
 /// - the packed histogram kernels run blocks of 1,024 threads (one per SM beside up to 227 KiB
-///   of counters), which leaves a thread 64 registers; with the cap ptxas fits them (without it
-///   the carry plane's rare path took them to 66, and no such block could launch);
+///   of counters), which leaves a thread 64 registers; with the cap ptxas fits the 8-bit kernels
+///   (without it the carry plane's rare path took them to 66, and no such block could launch),
+///   and the 16-bit kernels, which have no carry plane, stay far below it;
 /// - the `f32`-partials weighted kernels: the cap holds ptxas at 64 registers a thread (no spills
 ///   in `cargo xtask build-ptx --release`), so that a 1,024-thread block stays resident where the
-///   `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight.
-///
+///   `f64` kernels' 72 registers leave 768 threads per SM: a third more loads in flight;
 /// - `sgemm` on each operand type, 512 threads although its blocks have 256: the cap holds ptxas
 ///   at 128 registers a thread (65,536 / 512), so that two blocks stay resident on an SM; the
 ///   generic body over `f32`, BF16 and F16 operands came out at 129 registers uncapped, which
@@ -213,6 +221,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 ///
 /// ```
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed_f32", 1024)));
+/// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_packed16_f32", 1024)));
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("histogram_weighted_partials_i32", 1024)));
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("sgemm_bf16", 512)));
 /// ```
@@ -220,6 +229,10 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     (matmul::sgemm::KERNELS[0], 2 * matmul::sgemm::THREADS),
     (matmul::sgemm::KERNELS[1], 2 * matmul::sgemm::THREADS),
     (matmul::sgemm::KERNELS[2], 2 * matmul::sgemm::THREADS),
+    (histogram::channels::PACKED16_KERNELS[0], 1024),
+    (histogram::channels::PACKED16_KERNELS[1], 1024),
+    (histogram::channels::PACKED16_KERNELS[2], 1024),
+    (histogram::channels::PACKED16_KERNELS[3], 1024),
     (histogram::channels::PACKED_KERNELS[0], 1024),
     (histogram::channels::PACKED_KERNELS[1], 1024),
     (histogram::channels::PACKED_KERNELS[2], 1024),
@@ -239,6 +252,10 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
 /// assert!(!kernels::MAIN_CHECKED_MAX_THREADS.iter().any(|(k, _)| k.starts_with("sgemm")));
 /// ```
 pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
+    (histogram::channels::PACKED16_KERNELS[0], 1024),
+    (histogram::channels::PACKED16_KERNELS[1], 1024),
+    (histogram::channels::PACKED16_KERNELS[2], 1024),
+    (histogram::channels::PACKED16_KERNELS[3], 1024),
     (histogram::channels::PACKED_KERNELS[0], 1024),
     (histogram::channels::PACKED_KERNELS[1], 1024),
     (histogram::channels::PACKED_KERNELS[2], 1024),

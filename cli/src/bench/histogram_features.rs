@@ -41,7 +41,7 @@ pub struct FeatureCase {
 }
 
 /// Every case the bench measures, in report order.
-pub const FEATURE_CASES: [FeatureCase; 18] = [
+pub const FEATURE_CASES: [FeatureCase; 19] = [
     FeatureCase {
         key: "u8-256-2^28",
         feature: "one channel",
@@ -148,6 +148,12 @@ pub const FEATURE_CASES: [FeatureCase; 18] = [
         key: "segments-4096x16384-256-single",
         feature: "segments",
         case: "i32, 4,096 segments of 16,384 values, 256 bins each, one set of counters forced (two barriers per piece: the double buffer's predecessor; baseline: one histogram of all values, planner)",
+        target: "for comparison with segments-4096x16384-256",
+    },
+    FeatureCase {
+        key: "segments-4096x16384-256-warp",
+        feature: "segments",
+        case: "i32, 4,096 segments of 16,384 values, 256 bins each, warp-private counters forced (no block barriers; baseline: one histogram of all values, planner)",
         target: "for comparison with segments-4096x16384-256",
     },
 ];
@@ -572,9 +578,11 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: 8 * n as u64, run: Box::new(run), baseline: None }
         }
-        "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
-            // The -single case forces one set of counters unless the request names it.
+        "segments-4096x16384-256" | "segments-4096x16384-256-single" | "segments-4096x16384-256-warp" => {
+            // The -single case forces one set of counters, the -warp case the warp-private kernel,
+            // unless the request names them.
             let single = key.ends_with("-single").then_some(false);
+            let warp = key.ends_with("-warp").then_some(true);
             let n = 4096 * 16_384;
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::I32);
             let binning = Binning::integers(256);
@@ -582,7 +590,11 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             let want = segmented::segmented_histogram_cpu(values.as_values(), &binning, segments);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let request = LaunchRequest { double_buffer: request.double_buffer.or(single), ..*request };
+                let request = LaunchRequest {
+                    double_buffer: request.double_buffer.or(single),
+                    warp_private: request.warp_private.or(warp),
+                    ..*request
+                };
                 let plan = match segmented::plan_segments(gpu, InputType::I32, binning, 4096, n as u64, &request) {
                     Ok(p) => p,
                     Err(e) => return Ok(CaseRun::NoPlan(e)),

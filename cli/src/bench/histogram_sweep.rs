@@ -150,12 +150,16 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
                 .flat_map(|p| g.iter().map(move |r| LaunchRequest { paired_flush: Some(p), ..*r }))
                 .collect()
         }
-        "segments-4096x16384-256" | "segments-4096x16384-256-single" => {
+        "segments-4096x16384-256" | "segments-4096x16384-256-single" | "segments-4096x16384-256-warp" => {
             let g = grid(&[256, 512, 1024], &[Some(1), Some(2), Some(4), Some(8), Some(16)], &[None], &[None]);
-            [true, false]
+            let mut v: Vec<LaunchRequest> = [true, false]
                 .into_iter()
                 .flat_map(|d| g.iter().map(move |r| LaunchRequest { double_buffer: Some(d), ..*r }))
-                .collect()
+                .collect();
+            // The warp-private kernel: copies per warp, no block barriers.
+            let warp = grid(&[64, 128, 256, 512, 1024], &[Some(1), Some(2), Some(4)], &[None], &[None]);
+            v.extend(warp.into_iter().map(|r| LaunchRequest { warp_private: Some(true), ..r }));
+            v
         }
         _ => Vec::new(),
     }
@@ -208,6 +212,9 @@ fn launch_request_text(r: &LaunchRequest) -> String {
         Some(true) => parts.push("2 sets".into()),
         Some(false) => parts.push("1 set".into()),
         None => {}
+    }
+    if r.warp_private == Some(true) {
+        parts.push("warp-private".into());
     }
     match r.paired_flush {
         Some(true) => parts.push("paired flush".into()),
@@ -504,5 +511,7 @@ mod tests {
         assert_eq!(plan_request_text(&PlanRequest::default()), "planner's choice");
         let l = LaunchRequest { copies: Some(4), global: Some(true), ..LaunchRequest::default() };
         assert_eq!(launch_request_text(&l), "copies 4, global");
+        let w = LaunchRequest { threads_per_block: Some(256), warp_private: Some(true), ..LaunchRequest::default() };
+        assert_eq!(launch_request_text(&w), "threads 256, warp-private");
     }
 }

@@ -84,6 +84,10 @@ pub struct HistogramArgs {
     /// one set and two barriers (false) (default: true where two sets fit).
     #[arg(long)]
     pub double_buffer: Option<bool>,
+    /// Segments: private counters per warp and no block barriers (true), or per block (false)
+    /// (default: false; excludes --double-buffer).
+    #[arg(long)]
+    pub warp_private: Option<bool>,
     /// Bytes per streamed chunk of --input, e.g. 256MiB: a multiple of 64KiB (--read mapped or
     /// mixed, which lock pages in place) or of 16 bytes (copy, pinned) (default: 256 MiB, less if
     /// free device memory is short).
@@ -270,6 +274,9 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     }
     if args.double_buffer.is_some() {
         bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
+    }
+    if args.warp_private.is_some() {
+        bail!("--warp-private applies to segments (--segments, --segment-len, --offsets)");
     }
     for (flag, given) in [("--packing", args.packing.is_some()), ("--blocks-per-sm", args.blocks_per_sm.is_some())] {
         if given {

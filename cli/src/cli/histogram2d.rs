@@ -132,6 +132,7 @@ impl Histogram2dArgs {
             f32_partials: None,
             edge_pairs: None,
             double_buffer: None,
+            warp_private: None,
             paired_flush: self.paired_flush,
         }
     }

@@ -154,6 +154,9 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
     if args.double_buffer.is_some() && !matches!(feature, Feature::Segments(_)) {
         bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
     }
+    if args.warp_private.is_some() && !matches!(feature, Feature::Segments(_)) {
+        bail!("--warp-private applies to segments (--segments, --segment-len, --offsets)");
+    }
     Ok(LaunchRequest {
         threads_per_block: args.threads,
         copies: args.copies,
@@ -164,6 +167,7 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
         f32_partials: args.f32_partials,
         edge_pairs: args.edge_pairs,
         double_buffer: args.double_buffer,
+        warp_private: args.warp_private,
         paired_flush: None,
     })
 }

@@ -315,7 +315,7 @@ impl std::fmt::Display for ChannelsPlan {
 /// // One channel past one block's u32 counters: 16-bit packed counters.
 /// let one = ChannelLayout::ONE;
 /// let plan = plan_channels_for(&limits, &model, InputType::I32, Binning::integers(65_536), one, &open)?;
-/// assert_eq!((plan.launch().kernel(), plan.packing()), ("histogram_packed_i32", 1));
+/// assert_eq!((plan.launch().kernel(), plan.packing()), ("histogram_packed16_i32", 1));
 /// // Packing is for one channel; past 8-bit digits a block holds no more.
 /// let two = ChannelLayout::new(2, 2)?;
 /// let err = plan_channels_for(&limits, &model, InputType::U16, Binning::integers(65_536), two, &open).unwrap_err();
@@ -673,7 +673,11 @@ mod tests {
         let p = plan(65_536, one, InputType::I32, LaunchRequest::default()).unwrap();
         assert_eq!(
             (p.packing(), p.launch().kernel(), p.launch().shared_bytes()),
-            (1, "histogram_packed_i32", 128 << 10)
+            (1, "histogram_packed16_i32", 128 << 10)
+        );
+        assert!(
+            p.to_string().starts_with("channels tier (one channel, 16-bit packed counters), histogram_packed16_i32"),
+            "{p}"
         );
         assert!(p.reason(&H100).contains("packed 2 to a word (16-bit digits"), "{}", p.reason(&H100));
         assert_eq!(plan(116_224, one, InputType::I32, LaunchRequest::default()).unwrap().packing(), 1);
@@ -682,6 +686,8 @@ mod tests {
         assert!(err.contains("sorted tier"), "{err}");
         let forced = LaunchRequest { packing: Some(2), ..Default::default() };
         assert_eq!(plan(256, one, InputType::U8, forced).unwrap().launch().kernel(), "histogram_packed_u8");
+        let forced = LaunchRequest { packing: Some(1), ..Default::default() };
+        assert_eq!(plan(256, one, InputType::F32, forced).unwrap().launch().kernel(), "histogram_packed16_f32");
         let multi = plan(65_536, ChannelLayout::new(2, 2).unwrap(), InputType::U16, LaunchRequest::default());
         assert!(multi.unwrap_err().to_string().contains("packing applies to one channel only"));
         assert!(plan(256, one, InputType::U8, LaunchRequest { packing: Some(3), ..Default::default() }).is_err());

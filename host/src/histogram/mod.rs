@@ -100,12 +100,17 @@ impl HistogramTier {
         }
     }
 
-    /// The kernel that counts (the bins pass for the bucketed and sorted tiers).
-    fn kernel(self, input: InputType) -> &'static str {
+    /// The kernel that counts (the bins pass for the bucketed and sorted tiers); `packing` picks
+    /// the packed tier's kernel (1: 16-bit counters, 2: 8-bit).
+    fn kernel(self, input: InputType, packing: u32) -> &'static str {
         let k = input.kernels();
         match self {
             Self::Shared => k.shared,
-            Self::Packed => kernels::histogram::channels::PACKED_KERNELS[weighted::type_index(input)],
+            Self::Packed => {
+                let t = weighted::type_index(input);
+                kernels::histogram::channels::kernel(1, packing, t)
+                    .unwrap_or(kernels::histogram::channels::PACKED_KERNELS[t])
+            }
             Self::Cluster => k.cluster,
             Self::Bucketed => KERNEL_BUCKET_BINS,
             Self::Sorted => KERNEL_SORTED_BINS,

@@ -553,13 +553,15 @@ impl HistogramPlan {
     /// let plan = |bins, aggregate| plan_for(&h100, bins, PlanRequest { aggregate, ..PlanRequest::default() });
     /// assert_eq!(plan(256, None)?.kernel(InputType::F32), "histogram_channels1_f32");
     /// assert_eq!(plan(256, Some(true))?.kernel(InputType::F32), "histogram_shared_f32");
-    /// assert_eq!(plan(65_536, None)?.kernel(InputType::I32), "histogram_packed_i32");
+    /// // The packed tier: 16-bit counters have a kernel of their own, without the carry plane.
+    /// assert_eq!(plan(65_536, None)?.kernel(InputType::I32), "histogram_packed16_i32");
+    /// assert_eq!(plan(131_072, None)?.kernel(InputType::I32), "histogram_packed_i32");
     /// # Ok(()) }
     /// ```
     pub fn kernel(&self, input: InputType) -> &'static str {
         match self.tier {
             HistogramTier::Shared => shared_tier_kernel(input, self.aggregate),
-            tier => tier.kernel(input),
+            tier => tier.kernel(input, self.packing),
         }
     }
 }
@@ -614,6 +616,9 @@ impl std::fmt::Display for HistogramPlan {
                 if self.carry_plane {
                     write!(f, " and a 4-bit carry plane")?;
                 }
+                // The kernel family: 16-bit counters have kernels of their own.
+                let family = if self.packing == 1 { "histogram_packed16_*" } else { "histogram_packed_*" };
+                write!(f, " in {family}")?;
                 if self.passes > 1 {
                     write!(f, "; {} passes over the values", self.passes)?;
                 }
@@ -1114,6 +1119,10 @@ mod tests {
             let plane_bytes = if plane { packed::carry_plane_bytes(bins as u32) } else { 0 };
             assert_eq!(p.shared_bytes as u64, packed::counter_bytes(bins as u32, packing, 1) + plane_bytes, "{bins}");
             assert!(p.shared_bytes as u64 <= H100.max_shared_per_block_optin as u64, "{bins}");
+            // The plan names the kernels that run: 16-bit counters have their own.
+            let kernels =
+                if plane { "and a 4-bit carry plane in histogram_packed_*" } else { "in histogram_packed16_*" };
+            assert!(p.to_string().contains(&format!("{}-bit counters {kernels}", 16 / packing)), "{p}");
         }
         // Past the plane's capacity, when asked for: two passes, each over half the bins
         // (rounded up); the planner's own choice there is the sorted tier.

@@ -7,12 +7,19 @@
 //! launch per segment of the planner's tier). Copies of the counters cost a zeroing and a flush
 //! per piece of a segment, so the planner allows copies only while they stay a small share of the
 //! piece's work ([`max_copies_for`]).
+//!
+//! On request ([`LaunchRequest::warp_private`]) the warp-private kernels count instead: each warp
+//! takes an equal share of the values and its own copy of the counters, and meets no block
+//! barrier (a block's shared memory holds a copy per warp: blocks of fewer warps where the bins
+//! are many).
 
 use super::device_values::{DeviceValues, check_aligned, check_count, check_output, upload_values};
-use super::tuning::{KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape_small_blocks};
+use super::tuning::{
+    KernelLaunch, LaunchRequest, MAX_COPIES, Occupancy, choose_shape_per_warp, choose_shape_small_blocks,
+};
 use super::weighted::{for_each_bin, type_index};
 use super::{Binning, HistogramLimits, InputType, Values, check_bins};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, format_bytes};
 use crate::gpu::Gpu;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
 use kernels::histogram::segmented as kernel;
@@ -242,10 +249,38 @@ pub fn uses_double_buffer(limits: &HistogramLimits, bins: u32, request: &LaunchR
     request.double_buffer.unwrap_or(2 * kernel::shared_bytes(bins, 1) <= limits.max_shared_per_block_optin as u64)
 }
 
-/// The kernel of `element` values, with two sets of counters or one.
-fn kernel_for(element: InputType, double_buffer: bool) -> &'static str {
+/// Whether a plan takes the warp-private kernel: as `request` says (default: no); fails where
+/// the request also names the per-block kernels' sets of counters.
+///
+/// ```
+/// use hopper_kernels::histogram::segmented::uses_warp_private;
+/// use hopper_kernels::histogram::tuning::LaunchRequest;
+/// let open = LaunchRequest::default();
+/// assert!(!uses_warp_private(&open).unwrap());
+/// assert!(uses_warp_private(&LaunchRequest { warp_private: Some(true), ..open }).unwrap());
+/// let both = LaunchRequest { warp_private: Some(true), double_buffer: Some(false), ..open };
+/// assert!(uses_warp_private(&both).unwrap_err().to_string().contains("--double-buffer"));
+/// ```
+pub fn uses_warp_private(request: &LaunchRequest) -> Result<bool> {
+    let warp = request.warp_private.unwrap_or(false);
+    if warp && request.double_buffer.is_some() {
+        return Err(Error::InvalidArgument(
+            "--double-buffer chooses the sets of counters of the per-block segmented kernels; the warp-private kernel (--warp-private true) keeps one set per warp and meets no block barrier".into(),
+        ));
+    }
+    Ok(warp)
+}
+
+/// The kernel of `element` values: warp-private, or per block with two sets of counters or one.
+fn kernel_for(element: InputType, double_buffer: bool, warp_private: bool) -> &'static str {
     let i = type_index(element);
-    if double_buffer { kernel::DOUBLE_KERNELS[i] } else { kernel::KERNELS[i] }
+    if warp_private {
+        kernel::WARP_KERNELS[i]
+    } else if double_buffer {
+        kernel::DOUBLE_KERNELS[i]
+    } else {
+        kernel::KERNELS[i]
+    }
 }
 
 /// A planned segmented launch, built only by [`plan_segments_for`] / [`plan_segments`].
@@ -274,6 +309,7 @@ pub struct SegmentsPlan {
     binning: Binning,
     segments: u64,
     double_buffer: bool,
+    warp_private: bool,
     blocks_per_sm: u32,
 }
 
@@ -300,6 +336,31 @@ impl SegmentsPlan {
     /// ```
     pub fn double_buffer(&self) -> bool {
         self.double_buffer
+    }
+
+    /// Whether the warp-private kernel counts: counters per warp, no block barriers
+    /// ([`LaunchRequest::warp_private`]).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::segmented::plan_segments_for;
+    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
+    /// use hopper_kernels::histogram::{Binning, HistogramLimits, InputType};
+    /// let limits = HistogramLimits::H100;
+    /// let model = model_before_device(limits);
+    /// let warp = LaunchRequest { warp_private: Some(true), ..Default::default() };
+    /// let plan = plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &warp)?;
+    /// assert!(plan.warp_private() && !plan.double_buffer());
+    /// assert_eq!(plan.launch().kernel(), "histogram_segmented_warp_i32");
+    /// // One copy of 256 counters for each warp of the block.
+    /// assert_eq!(plan.launch().shared_bytes(), plan.launch().threads() / 32 * 1024);
+    /// // The planner's default stays the per-block kernel.
+    /// let open = LaunchRequest::default();
+    /// assert!(!plan_segments_for(&limits, &model, InputType::I32, Binning::integers(256), 4096, 1 << 26, &open)?.warp_private());
+    /// # Ok(()) }
+    /// ```
+    pub fn warp_private(&self) -> bool {
+        self.warp_private
     }
 
     /// The kernel launch.
@@ -416,6 +477,23 @@ impl SegmentsPlan {
     /// # Ok(()) }
     /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
+        if self.warp_private {
+            return format!(
+                "{} segments of {} bins each, by the warp-private kernel as requested (at most {} bins per segment: one copy in a block of one warp): every warp counts an equal share of the values into {} of its own, flushing them into each segment it leaves with no block barrier (a warp waits only for its own loads and atomics); {} blocks of {} threads per SM ({} resident threads, {} per block) from the occupancy query",
+                self.segments,
+                self.binning.nbins,
+                limits.block_capacity(),
+                if self.launch.copies() == 1 {
+                    "one private copy of the counters".to_string()
+                } else {
+                    format!("{} private copies of the counters", self.launch.copies())
+                },
+                self.blocks_per_sm,
+                self.launch.threads(),
+                self.blocks_per_sm * self.launch.threads(),
+                format_bytes(self.launch.shared_bytes() as u64)
+            );
+        }
         format!(
             "{} segments of {} bins each (at most {} bins per segment: one block's shared memory); every block counts an equal share of the values, whatever the segments' lengths, flushing its counters into each segment it leaves; {}; {} copies keep the zeroing and flush per piece within a thirty-second of its values; {} blocks of {} threads per SM ({} resident threads) from the occupancy query",
             self.segments,
@@ -436,7 +514,13 @@ impl SegmentsPlan {
 
 impl std::fmt::Display for SegmentsPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let sets = if self.double_buffer { ", 2 sets of counters" } else { "" };
+        let sets = if self.warp_private {
+            ", counters per warp"
+        } else if self.double_buffer {
+            ", 2 sets of counters"
+        } else {
+            ""
+        };
         write!(f, "segmented tier ({} segments x {} bins{sets}), {}", self.segments, self.binning.nbins, self.launch)
     }
 }
@@ -494,24 +578,34 @@ pub fn plan_segments_for(
         return Err(Error::InvalidArgument(format!("{segments} segments of {bins} bins: too many counters")));
     }
     let per_segment = values.div_ceil(segments).max(1);
-    let double_buffer = uses_double_buffer(limits, bins, request);
+    let warp_private = uses_warp_private(request)?;
+    let double_buffer = !warp_private && uses_double_buffer(limits, bins, request);
     let sets = if double_buffer { 2 } else { 1 };
-    // Block barriers at every piece of a segment: smaller blocks keep the SM's loads going while
-    // one of them waits.
-    let shape = choose_shape_small_blocks(
-        occupancy,
-        limits,
-        &|c| sets * kernel::shared_bytes(bins, c),
-        max_copies_for(bins, per_segment),
-        request,
-        &format!("{segments} segmented histograms of {bins} bins"),
-    )?;
+    let what = format!("{segments} segmented histograms of {bins} bins");
+    let shape = if warp_private {
+        // One copy per warp unless the request asks for more: the flush of each piece of a
+        // warp's share reads every copy, and a warp's pieces are short (its share of the values).
+        let what = format!("{what}, their copies per warp");
+        choose_shape_per_warp(occupancy, limits, &|t, c| kernel::warp_shared_bytes(bins, c, t), 1, request, &what)?
+    } else {
+        // Block barriers at every piece of a segment: smaller blocks keep the SM's loads going
+        // while one of them waits.
+        choose_shape_small_blocks(
+            occupancy,
+            limits,
+            &|c| sets * kernel::shared_bytes(bins, c),
+            max_copies_for(bins, per_segment),
+            request,
+            &what,
+        )?
+    };
     Ok(SegmentsPlan {
-        launch: KernelLaunch::new(kernel_for(element, double_buffer), shape, limits.sm_count),
+        launch: KernelLaunch::new(kernel_for(element, double_buffer, warp_private), shape, limits.sm_count),
         element,
         binning,
         segments,
         double_buffer,
+        warp_private,
         blocks_per_sm: shape.blocks_per_sm,
     })
 }
@@ -539,7 +633,9 @@ pub fn plan_segments(
     request: &LaunchRequest,
 ) -> Result<SegmentsPlan> {
     let limits = HistogramLimits::of(gpu)?;
-    let kernel = kernel_for(element, uses_double_buffer(&limits, binning.nbins, request));
+    let warp_private = uses_warp_private(request)?;
+    let double_buffer = !warp_private && uses_double_buffer(&limits, binning.nbins, request);
+    let kernel = kernel_for(element, double_buffer, warp_private);
     let occupancy = super::tuning::DriverOccupancy::new(gpu, kernel)?;
     plan_segments_for(&limits, &occupancy, element, binning, segments, values, request)
 }
@@ -621,7 +717,8 @@ pub fn launch_segments(
     // aligned (checked); counts holds segments * nbins u32 (checked); offsets (when read) hold
     // segments + 1 u64 of a cudarc allocation (8-byte aligned); any offset values are safe (the
     // kernel clamps them); copies is a power of two up to 32 and the launch provides nbins *
-    // copies * 4 bytes of shared memory, twice that for the two-set kernel (the plan).
+    // copies * 4 bytes of shared memory, twice that for the two-set kernel, that for each warp of
+    // the block for the warp-private kernel (the plan: warp_shared_bytes).
     unsafe { launch.launch(plan.launch.config()) }?;
     Ok(())
 }
@@ -729,6 +826,53 @@ mod tests {
         assert_eq!(equal, [1, 2, 0, 0, 0, 0, 2, 1, 0, 0, 0, 1]);
         let past_end = segmented_histogram_cpu(Values::I32(&v), &b, Segments::Equal { count: 4, len: 3 });
         assert_eq!(&past_end[12..], [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn the_warp_private_kernel_runs_only_on_request_with_counters_sized_per_warp() {
+        let occupancy = ModelOccupancy { limits: H100, registers: 40 };
+        let warp = LaunchRequest { warp_private: Some(true), ..Default::default() };
+        let plan = |element, bins, segments, values, request: &LaunchRequest| {
+            plan_segments_for(&H100, &occupancy, element, Binning::integers(bins), segments, values, request)
+        };
+        let p = plan(InputType::I32, 256, 4096, 1 << 26, &warp).unwrap();
+        assert!(p.warp_private() && !p.double_buffer());
+        assert_eq!((p.launch().kernel(), p.launch().copies()), ("histogram_segmented_warp_i32", 1));
+        assert_eq!(p.launch().shared_bytes() as u64, kernel::warp_shared_bytes(256, 1, p.launch().threads()));
+        // 40 registers: 25 blocks of 64 threads (1,600 resident threads), where blocks of 256 keep
+        // 1,536: with no block barriers small blocks cost nothing, and they waste fewer registers.
+        assert_eq!((p.launch().threads(), p.blocks_per_sm), (64, 25));
+        assert!(
+            p.to_string().starts_with(
+                "segmented tier (4096 segments x 256 bins, counters per warp), histogram_segmented_warp_i32"
+            ),
+            "{p}"
+        );
+        assert!(p.reason(&H100).contains("no block barrier"), "{}", p.reason(&H100));
+        assert!(!plan(InputType::I32, 256, 4096, 1 << 26, &LaunchRequest::default()).unwrap().warp_private());
+        for (element, name) in InputType::ALL.into_iter().zip(kernel::WARP_KERNELS) {
+            assert_eq!(plan(element, 256, 3, 1000, &warp).unwrap().launch().kernel(), name);
+        }
+        // The request fixes threads and copies per warp: 16 warps x 4 copies x 1 KiB.
+        let fixed = LaunchRequest { threads_per_block: Some(512), copies: Some(4), ..warp };
+        let p = plan(InputType::U8, 256, 4096, 1 << 26, &fixed).unwrap();
+        assert_eq!((p.launch().threads(), p.launch().copies(), p.launch().shared_bytes()), (512, 4, 64 << 10));
+        // Many bins: blocks of fewer warps hold their copies (16,384 bins: 64 KiB a warp).
+        let p = plan(InputType::I32, 16_384, 64, 1 << 20, &warp).unwrap();
+        assert_eq!((p.launch().threads(), p.launch().shared_bytes()), (32, 64 << 10));
+        // The most bins of any segment: one warp's copy fills a block.
+        let p = plan(InputType::I32, 58_112, 2, 1 << 20, &warp).unwrap();
+        assert_eq!((p.launch().threads(), p.launch().shared_bytes()), (32, 58_112 * 4));
+        // A fixed block whose warps' counters do not fit, and requests that exclude each other.
+        let err = plan(InputType::I32, 16_384, 64, 1 << 20, &LaunchRequest { threads_per_block: Some(1024), ..warp });
+        assert!(err.unwrap_err().to_string().contains("copies per warp: no block of 1024 threads"));
+        let both = LaunchRequest { double_buffer: Some(true), ..warp };
+        assert!(plan(InputType::I32, 256, 4096, 1 << 26, &both).unwrap_err().to_string().contains("--double-buffer"));
+        let off = LaunchRequest { warp_private: Some(false), double_buffer: Some(false), ..Default::default() };
+        assert_eq!(
+            plan(InputType::I32, 256, 4096, 1 << 26, &off).unwrap().launch().kernel(),
+            "histogram_segmented_i32"
+        );
     }
 
     #[test]

@@ -25,6 +25,11 @@ use cudarc::driver::{CudaFunction, LaunchConfig};
 /// Block sizes the tuner tries, smallest first.
 pub const THREAD_CANDIDATES: [u32; 4] = [256, 512, 768, 1024];
 
+/// Block sizes the tuner tries for kernels whose shared memory is per warp
+/// ([`choose_shape_per_warp`]), smallest first: small blocks too, so that counters that fill
+/// much of a block's shared memory per warp still find a block that holds them.
+pub const PER_WARP_THREAD_CANDIDATES: [u32; 7] = [32, 64, 128, 256, 512, 768, 1024];
+
 /// The most private copies of a histogram per block: one per lane of a warp.
 pub const MAX_COPIES: u32 = 32;
 
@@ -67,6 +72,10 @@ pub struct LaunchRequest {
     /// The segmented kernel alternates between two sets of counters, one block barrier per piece
     /// of a segment instead of two (`false`: one set).
     pub double_buffer: Option<bool>,
+    /// The segmented kernel keeps private counters per warp and meets no block barrier
+    /// (`kernels::histogram::segmented::WARP_KERNELS`; `false`: per block, as `double_buffer`
+    /// says).
+    pub warp_private: Option<bool>,
     /// The 2-D counting kernel in 16-bit digits flushes two adjacent counters per 64-bit atomic
     /// (`false`: one per counter).
     pub paired_flush: Option<bool>,
@@ -305,7 +314,43 @@ pub fn choose_shape(
     request: &LaunchRequest,
     what: &str,
 ) -> Result<Shape> {
-    choose(occupancy, limits, shared_for, max_copies, request, what, true)
+    choose(occupancy, limits, &|_, c| shared_for(c), &THREAD_CANDIDATES, max_copies, request, what, true)
+}
+
+/// [`choose_shape`] for a kernel whose dynamic shared memory grows with its block:
+/// `shared_for(threads, copies)` bytes (the warp-private segmented kernel keeps counters per
+/// warp), over the block sizes of [`PER_WARP_THREAD_CANDIDATES`]. Fails when no block size holds
+/// the counters of its warps.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::histogram::HistogramLimits;
+/// use hopper_kernels::histogram::tuning::{LaunchRequest, ModelOccupancy, choose_shape_per_warp};
+/// let (limits, open) = (HistogramLimits::H100, LaunchRequest::default());
+/// let model = ModelOccupancy { limits, registers: 40 };
+/// // 256 counters per warp (1 KiB): registers decide, and 25 blocks of 64 threads keep more
+/// // resident (1600) than blocks of 256 or more (1536).
+/// let small = |threads: u32, copies: u32| (threads / 32) as u64 * 4 * 256 * copies as u64;
+/// let s = choose_shape_per_warp(&model, &limits, &small, 1, &open, "256 bins")?;
+/// assert_eq!((s.threads, s.blocks_per_sm, s.copies, s.shared_bytes), (64, 25, 1, 2048));
+/// // 8,192 counters per warp (32 KiB): six warps per SM share its shared memory.
+/// let large = |threads: u32, copies: u32| (threads / 32) as u64 * 4 * 8192 * copies as u64;
+/// let s = choose_shape_per_warp(&model, &limits, &large, 1, &open, "8192 bins")?;
+/// assert_eq!((s.threads, s.blocks_per_sm), (64, 3));
+/// // More than one warp's counters fit in a block: none.
+/// let err = choose_shape_per_warp(&model, &limits, &|t, _| (t / 32) as u64 * 300_000, 1, &open, "too many");
+/// assert!(err.unwrap_err().to_string().contains("too many: no block of 32 or 64"));
+/// # Ok(()) }
+/// ```
+pub fn choose_shape_per_warp(
+    occupancy: &dyn Occupancy,
+    limits: &HistogramLimits,
+    shared_for: &dyn Fn(u32, u32) -> u64,
+    max_copies: u32,
+    request: &LaunchRequest,
+    what: &str,
+) -> Result<Shape> {
+    choose(occupancy, limits, shared_for, &PER_WARP_THREAD_CANDIDATES, max_copies, request, what, true)
 }
 
 /// [`choose_shape`], but among shapes of equal residency and copies the smallest blocks: for
@@ -335,13 +380,17 @@ pub fn choose_shape_small_blocks(
     request: &LaunchRequest,
     what: &str,
 ) -> Result<Shape> {
-    choose(occupancy, limits, shared_for, max_copies, request, what, false)
+    choose(occupancy, limits, &|_, c| shared_for(c), &THREAD_CANDIDATES, max_copies, request, what, false)
 }
 
+/// The rule of [`choose_shape`] over the block sizes `candidates` (unless the request fixes one),
+/// with `shared_for(threads, copies)` bytes of shared memory per block.
+#[allow(clippy::too_many_arguments)]
 fn choose(
     occupancy: &dyn Occupancy,
     limits: &HistogramLimits,
-    shared_for: &dyn Fn(u32) -> u64,
+    shared_for: &dyn Fn(u32, u32) -> u64,
+    candidates: &[u32],
     max_copies: u32,
     request: &LaunchRequest,
     what: &str,
@@ -350,7 +399,7 @@ fn choose(
     request.check()?;
     let threads: Vec<u32> = match request.threads_per_block {
         Some(t) => vec![t],
-        None => THREAD_CANDIDATES.to_vec(),
+        None => candidates.to_vec(),
     };
     let copies: Vec<u32> = match request.copies {
         Some(c) => vec![c],
@@ -359,12 +408,12 @@ fn choose(
     let mut best: Option<Shape> = None;
     let mut smallest = u64::MAX;
     for &c in &copies {
-        let shared = shared_for(c);
-        smallest = smallest.min(shared);
-        if shared > limits.max_shared_per_block_optin as u64 {
-            continue;
-        }
         for &t in &threads {
+            let shared = shared_for(t, c);
+            smallest = smallest.min(shared);
+            if shared > limits.max_shared_per_block_optin as u64 {
+                continue;
+            }
             let fit = occupancy.blocks_per_sm(t, shared as u32)?;
             if fit == 0 {
                 continue;

@@ -10,9 +10,14 @@
 //! four times.
 //!
 //! # Kernels
-//! `histogram_channels{C}_{t}` for `C` = 1 to 4 channels (plain `u32` counters) and
-//! `histogram_packed_{t}` for one channel in packed counters ([`kernel`] names them); each takes
-//! the parameters below that its name does not fix.
+//! `histogram_channels{C}_{t}` for `C` = 1 to 4 channels (plain `u32` counters),
+//! `histogram_packed16_{t}` for one channel in 16-bit packed counters and `histogram_packed_{t}`
+//! for one channel in 8-bit packed counters, with or without a carry plane ([`kernel`] names
+//! them); each takes the parameters below that its name does not fix. The 16-bit counters have
+//! kernels of their own, without the carry plane's code: a kernel's registers are those of its
+//! largest path, and with the plane's rare path and its run-time switches in the one packed
+//! kernel the 16-bit path went from 0.100 ms to 0.119 (H200, 2^26 `i32` in 65,536 bins). In the
+//! release build the 16-bit kernels take 45-46 registers, the 8-bit ones 54-58.
 //!
 //! # Parameters
 //! `input`: `n` values (16-byte aligned); `counts`: `active * nbins` `u32`, channel `c`'s bin `b`
@@ -21,8 +26,9 @@
 //! value 0; `copies`: interleaved private copies of the counters per block (a power of two from
 //! 1 to 32; lane `l` adds into copy `l % copies`); `packing`: counters per word as `log2`
 //! ([`super::packed`]: 0, or with one channel 1 or 2). The packed kernels take a `mode`
-//! ([`super::packed::mode`]) in its place: the packing, and optionally warp-aggregated adds (the
-//! lanes whose value falls in lane 0's bin add as one) and a carry plane after the counters
+//! ([`super::packed::mode`]) in its place: the packing (1 for `histogram_packed16_*`, 2 for
+//! `histogram_packed_*`), and optionally warp-aggregated adds (the lanes whose value falls in
+//! lane 0's bin add as one) and, with packing 2 only, a carry plane after the counters
 //! ([`super::packed::CARRY_PLANE_PACKING`], [`super::packed::carry_plane_bytes`]`(window)` more
 //! bytes of shared memory); then `first` and `window`: they count the bins `first..first +
 //! window` only, into `counts` of `window` counters (a pass of several over the input; one pass:
@@ -31,7 +37,9 @@
 //! # Launch
 //! Any one-dimensional grid (the host's: as many blocks as stay resident) of blocks whose size is
 //! a multiple of 32; dynamic shared memory [`shared_bytes`]`(active * nbins, packing, copies)`.
-//! Other `(channels, packing)` pairs count nothing ([`supported`] says which the kernel takes).
+//! Other `(channels, packing)` pairs, and a packed kernel given a mode of the other packing (or
+//! the 16-bit kernel a carry plane), count nothing ([`supported`] and [`kernel`] say which kernel
+//! takes which).
 //!
 //! # Safety
 //! `input` holds `n` values, `counts` the counters above, nothing else writes them during the
@@ -54,18 +62,35 @@ pub const KERNELS: [[&str; 4]; 4] = [
     ["histogram_channels4_u8", "histogram_channels4_u16", "histogram_channels4_i32", "histogram_channels4_f32"],
 ];
 
-/// The PTX symbols of the one-channel kernels with packed counters (`packing` 1 or 2), by input
-/// type.
+/// The PTX symbols of the one-channel kernels with 8-bit packed counters (`packing` 2, with or
+/// without a carry plane), by input type.
 pub const PACKED_KERNELS: [&str; 4] =
     ["histogram_packed_u8", "histogram_packed_u16", "histogram_packed_i32", "histogram_packed_f32"];
 
+/// The PTX symbols of the one-channel kernels with 16-bit packed counters (`packing` 1, no carry
+/// plane), by input type: the carry plane's code is not compiled into them, so that they keep the
+/// registers of the 16-bit path alone (45-46 in the release build, against the 8-bit kernels'
+/// 54-58).
+pub const PACKED16_KERNELS: [&str; 4] =
+    ["histogram_packed16_u8", "histogram_packed16_u16", "histogram_packed16_i32", "histogram_packed16_f32"];
+
 /// The kernel for `channels` channels at `packing`, for the input type of index `t`; `None` for a
 /// pair [`supported`] refuses.
+///
+/// ```
+/// use kernels::histogram::channels::kernel;
+/// assert_eq!(kernel(4, 0, 0), Some("histogram_channels4_u8"));
+/// assert_eq!(kernel(1, 1, 2), Some("histogram_packed16_i32"));
+/// assert_eq!(kernel(1, 2, 2), Some("histogram_packed_i32"));
+/// assert_eq!(kernel(2, 1, 2), None);
+/// ```
 pub const fn kernel(channels: u32, packing: u32, t: usize) -> Option<&'static str> {
     if !supported(channels, packing) || t >= 4 {
         None
     } else if packing == 0 {
         Some(KERNELS[channels as usize - 1][t])
+    } else if packing == 1 {
+        Some(PACKED16_KERNELS[t])
     } else {
         Some(PACKED_KERNELS[t])
     }
@@ -232,35 +257,35 @@ pub(crate) mod device_code {
     }
 
     /// The one-channel packed kernel's body at packing `P` (1 or 2), with warp-aggregated adds
-    /// when `AGG`, and a carry plane after the counters when `plane`, counting the bins
-    /// `first..first + window` of the binning into `counts` (the window's counters; the other
-    /// values are left out); see the [module documentation](super).
+    /// when `AGG`, and a carry plane after the counters when `PLANE` (a compile-time switch: a
+    /// kernel without the plane compiles none of its code, so its registers are the plain path's),
+    /// counting the bins `first..first + window` of the binning into `counts` (the window's
+    /// counters; the other values are left out); see the [module documentation](super).
     ///
     /// # Safety
     /// As the module's, with `channels = active = 1`, `phase = 0`, `nbins` read as `window`
-    /// (counters and shared memory); with `plane` the launch also provides
+    /// (counters and shared memory); with `PLANE` the launch also provides
     /// [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(window)` bytes after the
     /// counters.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn count_packed<T: Element, const P: u32, const AGG: bool>(
+    unsafe fn count_packed<T: Element, const P: u32, const AGG: bool, const PLANE: bool>(
         input: *const u8,
         n: u64,
         counts: *mut u32,
         binning: Binning,
         copies: u32,
-        plane: bool,
         first: u32,
         window: u32,
     ) {
         let nbins = window;
         let low = words_for(nbins, P) * copies;
-        let plane_words = if plane { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
-        // SAFETY: the launch provides the counters' words, then with `plane` the plane's.
+        let plane_words = if PLANE { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
+        // SAFETY: the launch provides the counters' words, then with `PLANE` the plane's.
         let words = unsafe { dynamic_shared_array!(HISTOGRAM_PACKED_COUNTERS: u32, (low + plane_words) as usize) };
         // SAFETY: forwarded contract: copies is a power of two up to 32, counts holds nbins counters.
         let mut counters = unsafe { SharedCounters::<P>::new(words, nbins, copies, counts) };
-        if plane {
+        if PLANE {
             // SAFETY: the plane's words follow the counters' inside the launch's shared memory.
             counters = unsafe {
                 counters.with_carry_plane(DynamicSharedArray::from_shared_address(
@@ -328,7 +353,7 @@ pub(crate) mod device_code {
     }
 
     macro_rules! channel_kernels {
-        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed:ident);*) => {$(
+        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed16:ident, $packed:ident);*) => {$(
             gpu_kernel! {
                 #[doc = concat!("One channel of `", stringify!($t), "` values (the plain histogram); see the [module documentation](super).")]
                 ///
@@ -375,27 +400,46 @@ pub(crate) mod device_code {
                     unsafe { count_channels::<$t, 4, 0>(input, n, counts, binning, active, phase, copies) }
                 }
 
-                #[doc = concat!("One channel of `", stringify!($t), "` values in packed counters; see the [module documentation](super).")]
+                #[doc = concat!("One channel of `", stringify!($t), "` values in 16-bit packed counters; see the [module documentation](super).")]
                 ///
                 /// # Safety
                 /// As the module's, with `channels = 1` and `mode` a
-                /// [`packed::mode`](crate::histogram::packed::mode) of packing 1 or 2 (any other
-                /// counts nothing), counting only the bins `first..first + window` (`first + window
-                /// <= nbins`, `window >= 1`) into `counts`, which holds `window` counters, and with
+                /// [`packed::mode`](crate::histogram::packed::mode) of packing 1 without a carry
+                /// plane (any other counts nothing), counting only the bins `first..first + window`
+                /// (`first + window <= nbins`, `window >= 1`) into `counts`, which holds `window`
+                /// counters, and with `window` in place of `nbins` in the shared memory.
+                pub unsafe fn $packed16(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                        copies: u32, mode: u32, first: u32, window: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    let (f, w) = (first, window);
+                    // SAFETY (both): forwarded contract.
+                    match mode_parts(mode) {
+                        (1, false, false) => unsafe { count_packed::<$t, 1, false, false>(input, n, counts, binning, copies, f, w) },
+                        (1, true, false) => unsafe { count_packed::<$t, 1, true, false>(input, n, counts, binning, copies, f, w) },
+                        _ => {}
+                    }
+                }
+
+                #[doc = concat!("One channel of `", stringify!($t), "` values in 8-bit packed counters, with or without a carry plane; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = 1` and `mode` a
+                /// [`packed::mode`](crate::histogram::packed::mode) of packing 2 (any other counts
+                /// nothing), counting only the bins `first..first + window` (`first + window <=
+                /// nbins`, `window >= 1`) into `counts`, which holds `window` counters, and with
                 /// `window` in place of `nbins` in the shared memory; with the mode's carry plane the
                 /// launch provides [`carry_plane_bytes`](crate::histogram::packed::carry_plane_bytes)`(window)`
                 /// more bytes of shared memory after the counters.
                 pub unsafe fn $packed(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
                                       copies: u32, mode: u32, first: u32, window: u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    let (packing, aggregate, plane) = mode_parts(mode);
                     let (f, w) = (first, window);
                     // SAFETY (all): forwarded contract.
-                    match (packing, aggregate) {
-                        (1, false) => unsafe { count_packed::<$t, 1, false>(input, n, counts, binning, copies, plane, f, w) },
-                        (1, true) => unsafe { count_packed::<$t, 1, true>(input, n, counts, binning, copies, plane, f, w) },
-                        (2, false) => unsafe { count_packed::<$t, 2, false>(input, n, counts, binning, copies, plane, f, w) },
-                        (2, true) => unsafe { count_packed::<$t, 2, true>(input, n, counts, binning, copies, plane, f, w) },
+                    match mode_parts(mode) {
+                        (2, false, false) => unsafe { count_packed::<$t, 2, false, false>(input, n, counts, binning, copies, f, w) },
+                        (2, true, false) => unsafe { count_packed::<$t, 2, true, false>(input, n, counts, binning, copies, f, w) },
+                        (2, false, true) => unsafe { count_packed::<$t, 2, false, true>(input, n, counts, binning, copies, f, w) },
+                        (2, true, true) => unsafe { count_packed::<$t, 2, true, true>(input, n, counts, binning, copies, f, w) },
                         _ => {}
                     }
                 }
@@ -404,10 +448,14 @@ pub(crate) mod device_code {
     }
 
     channel_kernels!(
-        u8 => histogram_channels1_u8, histogram_channels2_u8, histogram_channels3_u8, histogram_channels4_u8, histogram_packed_u8;
-        u16 => histogram_channels1_u16, histogram_channels2_u16, histogram_channels3_u16, histogram_channels4_u16, histogram_packed_u16;
-        i32 => histogram_channels1_i32, histogram_channels2_i32, histogram_channels3_i32, histogram_channels4_i32, histogram_packed_i32;
-        f32 => histogram_channels1_f32, histogram_channels2_f32, histogram_channels3_f32, histogram_channels4_f32, histogram_packed_f32
+        u8 => histogram_channels1_u8, histogram_channels2_u8, histogram_channels3_u8, histogram_channels4_u8,
+              histogram_packed16_u8, histogram_packed_u8;
+        u16 => histogram_channels1_u16, histogram_channels2_u16, histogram_channels3_u16, histogram_channels4_u16,
+               histogram_packed16_u16, histogram_packed_u16;
+        i32 => histogram_channels1_i32, histogram_channels2_i32, histogram_channels3_i32, histogram_channels4_i32,
+               histogram_packed16_i32, histogram_packed_i32;
+        f32 => histogram_channels1_f32, histogram_channels2_f32, histogram_channels3_f32, histogram_channels4_f32,
+               histogram_packed16_f32, histogram_packed_f32
     );
 }
 

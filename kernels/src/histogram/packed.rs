@@ -104,13 +104,24 @@ pub const fn carries(old: u32, digit: u32, inc: u32, packing: u32) -> u32 {
 }
 
 /// Whether an add of `inc` to digit `digit` of a word that held `old` carried at all: the test the
-/// hot loop makes before the rare path of [`carries`].
+/// hot loop makes before the rare path of [`carries`]. The digits below `digit` receive nothing,
+/// so the add carries exactly when the digit itself overflows: one shift, mask and compare in 32
+/// bits (the hot loop's registers), not a 64-bit sum over the digits up to it.
+///
+/// ```
+/// use kernels::histogram::packed::carried;
+/// assert!(carried(0x0000_FFFF, 0, 1, 1) && !carried(0x0000_FFFE, 0, 1, 1));
+/// assert!(carried(0xFFFF_0000, 1, 1, 1) && !carried(0xFFFE_FFFF, 1, 1, 1));
+/// assert!(carried(0x00E0_0000, 2, 32, 2) && !carried(0x00DF_FFFF, 2, 32, 2));
+/// assert!(carried(u32::MAX, 0, 1, 0) && !carried(u32::MAX - 1, 0, 1, 0));
+/// ```
 #[inline(always)]
 pub const fn carried(old: u32, digit: u32, inc: u32, packing: u32) -> bool {
-    let w = digit_bits(packing);
-    let bits = w * (digit + 1);
-    let low = old as u64 & ((1u64 << bits) - 1);
-    (low + ((inc as u64) << (w * digit))) >> bits != 0
+    if packing == 0 {
+        return old.overflowing_add(inc).1;
+    }
+    let mask = (1u32 << digit_bits(packing)) - 1;
+    digit_of(old, digit, packing) + inc > mask
 }
 
 /// The value of digit `digit` of `word`.
@@ -841,6 +852,34 @@ mod tests {
         assert_eq!(m.flushed(), [0, 1 << 20, 0, 0]);
         // 256 plane carries, each one global add (the take-back stays in shared memory).
         assert_eq!(m.global_adds, (1 << 20) / 4096);
+    }
+
+    #[test]
+    fn a_digit_carries_exactly_when_its_add_crosses_a_boundary() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let old = (state >> 16) as u32;
+            for packing in 0..=MAX_PACKING {
+                let most = (1u64 << digit_bits(packing)) - 1;
+                for digit in 0..per_word(packing) {
+                    for inc in [1u64, 2, 32, most] {
+                        let inc = inc.min(most) as u32;
+                        assert_eq!(
+                            carried(old, digit, inc, packing),
+                            carries(old, digit, inc, packing) > 0,
+                            "{old:#x}, digit {digit}, +{inc}, packing {packing}"
+                        );
+                    }
+                }
+            }
+        }
+        // Full digits, the boundary cases.
+        for packing in 0..=MAX_PACKING {
+            assert!(carried(u32::MAX, 0, 1, packing) && !carried(0, 0, 1, packing));
+        }
     }
 
     #[test]
