@@ -335,7 +335,7 @@ fn counts_over_edges_match_numpys_rule_at_the_edges_and_around_them_for_every_ty
                     _ => histogram_input_of(rng.random(), n, 400, ValueDistribution::Uniform, element, None),
                 };
                 let values = if n == 0 { base } else { with_edge_values(&base, e) };
-                // Paired entries over 16 cells per bin, and the default 8-byte entries over 8.
+                // Paired entries over 16 cells per bin (the planner's), and two entries over 4.
                 for pairs in [true, false] {
                     check_edges(
                         &gpu,

@@ -3,7 +3,7 @@
 //! `kernels::histogram::edges`), planner, launch and CPU reference.
 //!
 //! One tier: the counters, the edges and the table live in one block's shared memory (up to
-//! [`max_bins`], 20,862 bins on an H100 or H200). More edges are refused with that limit;
+//! [`max_bins`], 24,959 bins on an H100 or H200). More edges are refused with that limit;
 //! the sorted tier's keys could carry them (a pass that turns values into bin indices, then the
 //! integer histogram), which this module does not do yet.
 
@@ -296,14 +296,13 @@ impl EdgeTable {
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::{max_bins, plan_edges_for}};
 /// let limits = HistogramLimits::H100;
 /// let model = model_before_device(limits);
-/// assert_eq!(max_bins(&limits), 20_862);
-/// assert!(plan_edges_for(&limits, &model, InputType::F32, 20_862, &LaunchRequest::default()).is_ok());
-/// assert!(plan_edges_for(&limits, &model, InputType::F32, 20_863, &LaunchRequest::default()).is_err());
+/// assert_eq!(max_bins(&limits), 24_959);
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_959, &LaunchRequest::default()).is_ok());
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_960, &LaunchRequest::default()).is_err());
 /// # Ok(()) }
 /// ```
 pub fn max_bins(limits: &HistogramLimits) -> u32 {
-    let fits =
-        |b: u32| kernel::shared_bytes(b, kernel::cells_for(b), 1, false) <= limits.max_shared_per_block_optin as u64;
+    let fits = |b: u32| kernel::shared_bytes(b, kernel::cells_for(b), 1) <= limits.max_shared_per_block_optin as u64;
     let (mut lo, mut hi) = (1u32, limits.max_shared_per_block_optin / 4);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
@@ -320,11 +319,11 @@ pub fn max_bins(limits: &HistogramLimits) -> u32 {
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
 /// let limits = HistogramLimits::H100;
 /// let model = model_before_device(limits);
-/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 2049 8-byte table entries.
+/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 1025 table entries.
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
-/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 2048, 32));
-/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 1) + 8 * 2049);
-/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 2048 cells), histogram_edges_f32"));
+/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 1024, 32));
+/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 1025));
+/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 1024 cells), histogram_edges_f32"));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,13 +394,13 @@ impl EdgesPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
     /// let limits = HistogramLimits::H100;
     /// let model = model_before_device(limits);
-    /// // Sixteen cells per bin with paired entries (asked for), eight with the default entries.
+    /// // Sixteen cells per bin with paired entries (asked for), four without.
     /// let paired = LaunchRequest { edge_pairs: Some(true), ..Default::default() };
     /// let cells = |bins, request: &LaunchRequest| {
     ///     plan_edges_for(&limits, &model, InputType::F32, bins, request).map(|p| p.cells())
     /// };
     /// assert_eq!((cells(4, &paired)?, cells(256, &paired)?), (64, 4096));
-    /// assert_eq!(cells(256, &LaunchRequest::default())?, 2048);
+    /// assert_eq!(cells(256, &LaunchRequest::default())?, 1024);
     /// # Ok(()) }
     /// ```
     pub fn cells(&self) -> u32 {
@@ -420,9 +419,9 @@ impl EdgesPlan {
     /// let plan = |request: &LaunchRequest| plan_edges_for(&limits, &model, InputType::F32, 256, request);
     /// let paired = plan(&LaunchRequest { edge_pairs: Some(true), ..Default::default() })?;
     /// assert_eq!((paired.pairs(), paired.cells()), (true, 4096));
-    /// // The default: 8-byte entries with their edge, eight cells per bin.
+    /// // The default: two entries per value, four cells per bin (faster on the H200).
     /// let unpaired = plan(&LaunchRequest::default())?;
-    /// assert_eq!((unpaired.pairs(), unpaired.cells()), (false, 2048));
+    /// assert_eq!((unpaired.pairs(), unpaired.cells()), (false, 1024));
     /// # Ok(()) }
     /// ```
     pub fn pairs(&self) -> bool {
@@ -439,8 +438,8 @@ impl EdgesPlan {
     /// let model = model_before_device(limits);
     /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
     /// let reason = plan.reason(&limits);
-    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 2048 cells fit"), "{reason}");
-    /// assert!(reason.contains("(up to 20862 bins)"), "{reason}");
+    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 1024 cells fit"), "{reason}");
+    /// assert!(reason.contains("(up to 24959 bins)"), "{reason}");
     /// # Ok(()) }
     /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
@@ -453,7 +452,7 @@ impl EdgesPlan {
             if self.pairs {
                 "16 cells per bin, each entry paired with the next in one word: one table load per value, a comparison only in the cells that hold an edge (two loads per value over 4 cells per bin ran 256 edges at 2.22x the even bins on the H200)"
             } else {
-                "8 cells per bin, each entry holding its cell's first bin and the edge above it: one table load and one comparison per value, a search only in the cells that hold several edges"
+                "4 cells per bin; a value is searched between two table entries (two loads), usually 0 or 1 comparisons"
             },
             self.blocks_per_sm,
             self.launch.threads(),
@@ -480,10 +479,10 @@ impl std::fmt::Display for EdgesPlan {
 /// let model = model_before_device(limits);
 /// let open = LaunchRequest::default();
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &open)?;
-/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 2048));
+/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 1024));
 /// // More bins than one block holds, and options of other kernels, are refused.
 /// let err = plan_edges_for(&limits, &model, InputType::F32, 30_000, &open).unwrap_err().to_string();
-/// assert!(err.contains("at most 20862 bins on this device"), "{err}");
+/// assert!(err.contains("at most 24959 bins on this device"), "{err}");
 /// let global = LaunchRequest { global: Some(true), ..open };
 /// assert!(plan_edges_for(&limits, &model, InputType::F32, 256, &global).is_err());
 /// assert!(matches!(plan_edges_for(&limits, &model, InputType::F32, 0, &open), Err(Error::ZeroDimension { .. })));
@@ -517,14 +516,13 @@ pub fn plan_edges_for(
         )));
     }
     // Paired entries only when asked: on the H200 (2^26 f32, 256 edges) the paired table of 4,096
-    // cells ran 0.174 ms against the two-load table's 0.145 (which the entries with their edge
-    // replaced).
+    // cells ran 0.174 ms against the unpaired table's 0.145.
     let pairs = request.edge_pairs.unwrap_or(false);
     let cells = if pairs { kernel::cells_for_pairs(bins) } else { kernel::cells_for(bins) };
     let shape = choose_shape(
         occupancy,
         limits,
-        &|c| kernel::shared_bytes(bins, cells, c, pairs),
+        &|c| kernel::shared_bytes(bins, cells, c),
         MAX_COPIES,
         request,
         &format!("a histogram over {} edges", bins + 1),
@@ -693,7 +691,7 @@ pub fn launch_edges(
     // SAFETY: kernel contract (kernels::histogram::edges): n <= u32::MAX values, 16-byte aligned;
     // counts holds nbins u32; the edges and their table (cells + 1 entries) were built together
     // by DeviceEdges::new for this type; copies is a power of two up to 32 and the launch provides
-    // shared_bytes(nbins, cells, copies, pairs) (the plan).
+    // shared_bytes(nbins, cells, copies) (the plan).
     unsafe { launch.launch(plan.launch.config()) }?;
     Ok(())
 }
@@ -839,7 +837,7 @@ mod tests {
     fn tables_narrow_every_value_to_its_own_bin() {
         let edges = BinEdges::new((0..=256).map(|i| (i as f32 / 256.0).powi(2)).collect()).unwrap();
         let table = EdgeTable::new(&edges, InputType::F32, kernel::cells_for(256));
-        assert_eq!(table.cells(), 2048);
+        assert_eq!(table.cells(), 1024);
         assert!(table.entries().windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(*table.entries().last().unwrap(), 255);
         let u8_table = EdgeTable::new(&BinEdges::new(vec![300.0, 400.0]).unwrap(), InputType::U8, 64);
@@ -853,16 +851,12 @@ mod tests {
             return None;
         }
         let c = kernel::cell_of(v.key(), lo, table.scale(), table.cells()) as usize;
-        let (t, edge) = (table.entries(), |e: u32| edges.edges()[e as usize]);
-        if pairs {
-            let (a, z) = kernel::unpair(kernel::pair_entry(t, c));
-            return Some(kernel::bin_in_range(v, a, z, edge));
-        }
-        let entry = |i: usize| {
-            let next = if i + 1 < t.len() { t[i + 1] } else { t[i] };
-            kernel::edge_entry(t[i], next, if next > t[i] { edge(t[i] + 1) } else { f32::INFINITY })
+        let (a, z) = if pairs {
+            kernel::unpair(kernel::pair_entry(table.entries(), c))
+        } else {
+            (table.entries()[c], table.entries()[c + 1])
         };
-        Some(kernel::entry_bin(v, entry(c), || (entry(c + 1) as u32) & !kernel::ENTRY_SEVERAL, edge))
+        Some(kernel::bin_in_range(v, a, z, |e| edges.edges()[e as usize]))
     }
 
     #[test]
@@ -905,7 +899,7 @@ mod tests {
         let p = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &paired).unwrap();
         assert_eq!((p.cells(), p.launch().copies(), p.pairs()), (4096, 32, true));
         let old = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &LaunchRequest::default()).unwrap();
-        assert_eq!((old.cells(), old.pairs()), (2048, false));
+        assert_eq!((old.cells(), old.pairs()), (1024, false));
         assert!(!old.to_string().contains("paired"), "{old}");
         assert_eq!(p.launch().kernel(), "histogram_edges_f32");
         assert!(p.reason(&H100).contains("257 edges"), "{}", p.reason(&H100));

@@ -10,25 +10,19 @@
 //! `[edges[0], edges[nbins]]` ([`cell_of`]: `floor((key - lo) * scale)` in `f32`, one formula on
 //! the CPU and the GPU); entry `c` is the bin of the smallest value whose cell is `c` or later
 //! ([`first_in_cell`]). The cell function is monotone in the value, so a value of cell `c` has its
-//! bin between entries `c` and `c + 1`, and the kernel searches only there ([`bin_in_range`]).
-//! The table only narrows the search; the bin is always decided by exact comparisons with the
-//! edges, so every value, edge values and their neighbours included, counts in numpy's bin.
-//!
-//! # Entries with their edge (the default)
-//! Each block copies the table into shared memory as one 8-byte word per cell ([`edge_entry`]):
-//! the cell's first bin `a`, and the edge above it (`edges[a + 1]`) where the cell holds one
-//! (`+inf` where it holds none), with a flag where it holds two or more. A value then makes one
-//! table load and one comparison ([`entry_bin`]): its bin is `a`, or `a + 1` where it is at or
-//! past that edge; only in a cell of several edges does a search go on. With eight cells per bin
-//! ([`cells_for`]) a cell holds several edges rarely. The H200 measured the first table (the bins
-//! `a` and `z` of cells `c` and `c + 1` in two loads, then a search between them that some lane
-//! of nearly every warp needed) at 2.3 times the even bins' instructions, issue-bound.
+//! bin between entries `c` and `c + 1`, and the kernel searches only there ([`bin_in_range`]):
+//! with four cells per bin, usually none or one comparison. The table only narrows the search; the
+//! bin is always decided by exact comparisons with the edges, so every value, edge values and
+//! their neighbours included, counts in numpy's bin.
 //!
 //! # Paired entries (`pairs`)
-//! The search needs entries `c` and `c + 1`: with `pairs`, each block copies the table into
-//! shared memory as one word per cell holding both (`table[c] | table[c + 1] << 16`,
-//! [`pair_entry`]; bins below 65,536), and the host plans sixteen cells per bin
-//! ([`cells_for_pairs`]); a value searches between them as above.
+//! The search needs entries `c` and `c + 1`: two dependent-free but bank-conflicting
+//! shared-memory loads per value, on top of the counter's add, where the even-bins kernel makes
+//! only the add (the H200 measured 256 edges at 2.22x the even bins). With `pairs`, each block
+//! copies the table into shared memory as one word per cell holding both entries (`table[c] |
+//! table[c + 1] << 16`, [`pair_entry`]; bins below 65,536), so a value makes one table load; and
+//! the host plans sixteen cells per bin ([`cells_for_pairs`]) instead of four, so that a cell
+//! holds an edge, and a value needs a comparison, about four times less often.
 //!
 //! # Parameters
 //! `input`: `n` values (16-byte aligned); `counts`: `nbins` `u32`, added into; `edges`: the
@@ -38,8 +32,7 @@
 //!
 //! # Launch
 //! Any one-dimensional grid of blocks whose size is a multiple of 32; dynamic shared memory
-//! [`shared_bytes`]`(nbins, cells, copies, pairs)`: the counters, then the edges, then the table
-//! (8-byte aligned).
+//! [`shared_bytes`]`(nbins, cells, copies)`: the counters, then the edges, then the table.
 //!
 //! # Safety
 //! As above; the table is the one [`first_in_cell`] defines for these edges, `cells`, `lo` and
@@ -54,13 +47,9 @@ pub const KERNELS: [&str; 4] =
 /// The most cells of the lookup table.
 pub const MAX_CELLS: u32 = 8192;
 
-/// Cells of the lookup table for `nbins` bins: eight per bin, from 64 to [`MAX_CELLS`].
-///
-/// ```
-/// assert_eq!(kernels::histogram::edges::cells_for(256), 2048);
-/// ```
+/// Cells of the lookup table for `nbins` bins: four per bin, from 64 to [`MAX_CELLS`].
 pub const fn cells_for(nbins: u32) -> u32 {
-    let c = nbins.saturating_mul(8);
+    let c = nbins.saturating_mul(4);
     if c < 64 {
         64
     } else if c > MAX_CELLS {
@@ -111,57 +100,10 @@ pub const fn unpair(word: u32) -> (u32, u32) {
     (word & 0xFFFF, word >> 16)
 }
 
-/// Dynamic shared memory of a block: `copies` copies of `nbins` counters and `nbins + 1` edges, 4
-/// bytes each, then the table: `cells + 1` 8-byte [`edge_entry`] words from the next 8-byte
-/// boundary, or with `pairs` `cells + 1` 4-byte paired words.
-///
-/// ```
-/// use kernels::histogram::edges::shared_bytes;
-/// assert_eq!(shared_bytes(256, 2048, 8, false), 4 * (2048 + 257 + 1) + 8 * 2049);
-/// assert_eq!(shared_bytes(256, 4096, 8, true), 4 * (2048 + 257 + 4097));
-/// ```
-pub const fn shared_bytes(nbins: u32, cells: u32, copies: u32, pairs: bool) -> u64 {
-    let words = table_word(nbins, copies, pairs) as u64;
-    4 * words + if pairs { 4 } else { 8 } * (cells as u64 + 1)
-}
-
-/// The 4-byte word of the shared window where the table starts: after the counters and the
-/// edges, rounded up to an 8-byte boundary for the 8-byte entries.
-pub const fn table_word(nbins: u32, copies: u32, pairs: bool) -> u32 {
-    let words = nbins * copies + nbins + 1;
-    if pairs { words } else { words.next_multiple_of(2) }
-}
-
-/// Flag of an [`edge_entry`]'s low word: the cell holds two or more edges.
-pub const ENTRY_SEVERAL: u32 = 1 << 31;
-
-/// The 8-byte entry of a cell whose first bin is `first` and whose next cell's is `next` (table
-/// entries `c` and `c + 1`, bins below 2^31): low word `first`, with [`ENTRY_SEVERAL`] where
-/// `next > first + 1`; high word the bits of `edge_above` (`edges[first + 1]`) where the cell
-/// holds an edge (`next > first`), of `+inf` where it holds none.
-///
-/// ```
-/// use kernels::histogram::edges::{ENTRY_SEVERAL, edge_entry};
-/// assert_eq!(edge_entry(3, 3, 9.0), 3 | (f32::INFINITY.to_bits() as u64) << 32);
-/// assert_eq!(edge_entry(3, 4, 9.0), 3 | (9.0f32.to_bits() as u64) << 32);
-/// assert_eq!(edge_entry(3, 6, 9.0) as u32, 3 | ENTRY_SEVERAL);
-/// ```
-#[inline(always)]
-pub fn edge_entry(first: u32, next: u32, edge_above: f32) -> u64 {
-    let several = if next > first + 1 { ENTRY_SEVERAL } else { 0 };
-    let edge = if next > first { edge_above } else { f32::INFINITY };
-    (first | several) as u64 | (edge.to_bits() as u64) << 32
-}
-
-/// The bin of `v` (inside the edges' range) in a cell whose [`edge_entry`] is `entry`: the
-/// entry's first bin, or the next where `v` is at or past the entry's edge, and in a cell of
-/// several edges a search from there up to `next()` (the next cell's first bin, read only then).
-#[inline(always)]
-pub fn entry_bin<T: EdgeValue>(v: T, entry: u64, next: impl Fn() -> u32, edge: impl Fn(u32) -> f32) -> u32 {
-    let low = entry as u32;
-    let past = v.at_least(f32::from_bits((entry >> 32) as u32));
-    let bin = (low & !ENTRY_SEVERAL) + past as u32;
-    if past && low & ENTRY_SEVERAL != 0 { bin_in_range(v, bin, next(), edge) } else { bin }
+/// Dynamic shared memory of a block: `copies` copies of `nbins` counters, `nbins + 1` edges and
+/// `cells + 1` table entries, 4 bytes each.
+pub const fn shared_bytes(nbins: u32, cells: u32, copies: u32) -> u64 {
+    4 * (nbins as u64 * copies as u64 + nbins as u64 + 1 + cells as u64 + 1)
 }
 
 /// The lookup table's cell of a value whose [`EdgeValue::key`] is `key`: `floor((key - lo) *
@@ -364,9 +306,7 @@ pub fn first_in_cell<T: EdgeValue>(cell: u32, orders: (u32, u32), lo: f32, scale
 
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
-    use super::{
-        ENTRY_SEVERAL, EdgeValue, bin_in_range, cell_of, edge_entry, entry_bin, shared_bytes, table_word, unpair,
-    };
+    use super::{EdgeValue, bin_in_range, cell_of, unpair};
     use crate::device::shared::DynamicSharedArray;
     use crate::device::thread;
     use crate::histogram::device_code::load_one;
@@ -394,20 +334,20 @@ pub(crate) mod device_code {
         copies: u32,
     ) {
         let counter_words = nbins * copies;
-        let table_at = table_word(nbins, copies, PAIRS) as usize;
-        let len = (shared_bytes(nbins, cells, copies, PAIRS) / 4) as usize;
-        // SAFETY: the launch provides shared_bytes(nbins, cells, copies, pairs) = len * 4 bytes.
+        let len = (counter_words + nbins + 1 + cells + 1) as usize;
+        // SAFETY: the launch provides shared_bytes(nbins, cells, copies) = len * 4 bytes.
         let shared = unsafe { dynamic_shared_array!(HISTOGRAM_EDGES_SHARED: u32, len) };
-        // SAFETY: the edges and the table follow the counters inside that window, the 8-byte
-        // entries from an even word (the window is 16-byte aligned).
-        let (edge_s, pairs_s, entries_s) = unsafe {
+        // SAFETY: the edges and the table follow the counters inside that window.
+        let (edge_s, table_s) = unsafe {
             (
                 DynamicSharedArray::<f32>::from_shared_address(
                     shared.address_of(counter_words as usize),
                     nbins as usize + 1,
                 ),
-                DynamicSharedArray::<u32>::from_shared_address(shared.address_of(table_at), cells as usize + 1),
-                DynamicSharedArray::<u64>::from_shared_address(shared.address_of(table_at), cells as usize + 1),
+                DynamicSharedArray::<u32>::from_shared_address(
+                    shared.address_of((counter_words + nbins + 1) as usize),
+                    cells as usize + 1,
+                ),
             )
         };
         // SAFETY: forwarded contract: the counters are the first nbins * copies words.
@@ -417,22 +357,17 @@ pub(crate) mod device_code {
         let mut i = tid;
         while i <= nbins.max(cells) {
             // SAFETY: the edges hold nbins + 1 values and the table cells + 1: both reads and
-            // writes are bounded by them (a table entry is a bin below nbins, so edges[a + 1] is
-            // inside); each thread copies its own elements.
+            // writes are bounded by them; each thread copies its own elements.
             unsafe {
                 if i <= nbins {
                     edge_s.store(i as usize, *edges.add(i as usize));
                 }
-                if i <= cells {
-                    let a = *table.add(i as usize);
-                    // The entry past the last cell is never searched from: as if it held no edge.
-                    let next = if i < cells { *table.add(i as usize + 1) } else { a };
-                    if PAIRS {
-                        pairs_s.store(i as usize, a | (next << 16));
-                    } else {
-                        let above = if next > a { *edges.add(a as usize + 1) } else { f32::INFINITY };
-                        entries_s.store(i as usize, edge_entry(a, next, above));
-                    }
+                if PAIRS && i < cells {
+                    // Entries i and i + 1 (i + 1 <= cells): the pair a value of cell i needs.
+                    let (e0, e1) = (*table.add(i as usize), *table.add(i as usize + 1));
+                    table_s.store(i as usize, e0 | (e1 << 16));
+                } else if !PAIRS && i <= cells {
+                    table_s.store(i as usize, *table.add(i as usize));
                 }
             }
             i += threads;
@@ -443,20 +378,16 @@ pub(crate) mod device_code {
         let count = #[inline(always)]
         |v: T| {
             if v.at_least(lo) && v.at_most(hi) {
-                let c = cell_of(v.key(), lo, scale, cells) as usize;
+                let c = cell_of(v.key(), lo, scale, cells);
                 // SAFETY: c < cells, so c + 1 <= cells is inside the table; the table's bins are
-                // below nbins and the search stays between them.
+                // below nbins and bin_in_range stays between them.
                 unsafe {
-                    let edge = #[inline(always)]
-                    |e: u32| edge_s.load(e as usize);
-                    let bin = if PAIRS {
-                        let (a, z) = unpair(pairs_s.load(c));
-                        bin_in_range(v, a, z, edge)
+                    let (a, z) = if PAIRS {
+                        unpair(table_s.load(c as usize))
                     } else {
-                        let next = #[inline(always)]
-                        || (entries_s.load(c + 1) as u32) & !ENTRY_SEVERAL;
-                        entry_bin(v, entries_s.load(c), next, edge)
+                        (table_s.load(c as usize), table_s.load(c as usize + 1))
                     };
+                    let bin = bin_in_range(v, a, z, |e| edge_s.load(e as usize));
                     counters.add(bin, copy, 1);
                 }
             }
@@ -560,20 +491,10 @@ mod tests {
             return None;
         }
         let cells = table.len() as u32 - 1;
-        let c = cell_of(v.key(), lo, scale, cells) as usize;
-        let (a, z) = (table[c], table[c + 1]);
+        let c = cell_of(v.key(), lo, scale, cells);
+        let (a, z) = (table[c as usize], table[c as usize + 1]);
         assert!(a <= z, "table not monotone at cell {c}");
-        let edge = |i: u32| edges[i as usize];
-        let searched = bin_in_range(v, a, z, edge);
-        // The kernel's default path: one 8-byte entry with the edge above its first bin.
-        let entry = |i: usize| {
-            let next = if i + 1 < table.len() { table[i + 1] } else { table[i] };
-            let above = if next > table[i] { edges[table[i] as usize + 1] } else { f32::INFINITY };
-            edge_entry(table[i], next, above)
-        };
-        let from_entry = entry_bin(v, entry(c), || (entry(c + 1) as u32) & !ENTRY_SEVERAL, edge);
-        assert_eq!(from_entry, searched, "cell {c}: the entry's bin and the search's differ");
-        Some(from_entry)
+        Some(bin_in_range(v, a, z, |i| edges[i as usize]))
     }
 
     /// A deterministic stream of pseudo-random u64.
@@ -709,12 +630,8 @@ mod tests {
         assert_eq!(cell_of(f32::NAN, lo, scale, cells), 0);
         assert_eq!(cell_scale(-3e38, 3e38, 64), 0.0);
         assert_eq!(cells_for(1), 64);
-        assert_eq!(cells_for(256), 2048);
+        assert_eq!(cells_for(256), 1024);
         assert_eq!(cells_for(100_000), MAX_CELLS);
-        assert_eq!(shared_bytes(256, 1024, 8, true), 4 * (2048 + 257 + 1025));
-        // The 8-byte entries start on an even word: 2048 + 257 words of counters and edges, one
-        // word of padding.
-        assert_eq!(table_word(256, 8, false), 2306);
-        assert_eq!(shared_bytes(256, 2048, 8, false), 4 * 2306 + 8 * 2049);
+        assert_eq!(shared_bytes(256, 1024, 8), 4 * (2048 + 257 + 1025));
     }
 }
