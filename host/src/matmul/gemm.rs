@@ -505,7 +505,7 @@ impl GemmPlan {
                 Source::B => at.b,
             };
             let Some((kernel, offset)) = o.convert else {
-                if o.format != Format::F32Packed && !src.is_multiple_of(16) {
+                if !o.format.packed() && !src.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(
                         "{:?}'s address {src:#x} is not 16-byte aligned, which the tensor-core kernels' TMA needs (allocations are; keep views at 16-byte offsets)",
                         o.source
