@@ -872,7 +872,7 @@ fn choose_kernel(
         let variant = if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 };
         let plan = plan_with(variant, shape, device, PlanOptions { policy, ..options })?;
         let split_why = plan.reason().replacen(&format!("{variant} requested; "), "", 1);
-        let macs = shape.m as u64 * shape.k as u64 * shape.n as u64;
+        let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
         let why = format!("auto: {} operands, {macs} multiply-adds on the tensor cores; {split_why}", t.name());
         let plan = plan.with_reason(why);
         return Ok((plan.variant(), plan));

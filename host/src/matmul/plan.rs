@@ -514,17 +514,20 @@ pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
 /// assert!(why(8841, 28, 6665).is_none(), "1.6e9 multiply-adds: the tensor cores");
 /// assert!(why(5202, 3876, 1).unwrap().contains("n = 1 <= 16"));
 /// assert!(why(256, 256, 256).unwrap().contains("16777216 multiply-adds"));
+/// // Counted in u128: the largest shapes (sides up to u32::MAX) do not overflow.
+/// let big = u32::MAX as usize;
+/// assert_eq!(why(big, big, big), None);
 /// # Ok(()) }
 /// ```
 pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Option<String> {
-    let macs = shape.m as u64 * shape.k as u64 * shape.n as u64;
+    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
     if !device.tensor_cores {
         Some("no tensor-core kernels on this device".into())
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         Some(format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound", shape.m))
     } else if shape.n <= FEW_COLS_MAX_N as usize {
         Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
-    } else if macs <= CUDA_CORE_MAX_MACS {
+    } else if macs <= CUDA_CORE_MAX_MACS as u128 {
         Some(format!(
             "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS}: the tensor-core plan's fixed costs outweigh its arithmetic"
         ))
@@ -1053,7 +1056,7 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
             None => {
                 let why = format!(
                     "{policy}: {} multiply-adds on tensor cores: {arithmetic}",
-                    shape.m as u64 * shape.k as u64 * shape.n as u64
+                    shape.m as u128 * shape.k as u128 * shape.n as u128
                 );
                 return (kernel, why);
             }
