@@ -226,9 +226,6 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 /// assert!(kernels::MAIN_MAX_THREADS.contains(&("sgemm_bf16", 512)));
 /// ```
 pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
-    (matmul::sgemm::KERNELS[0], 2 * matmul::sgemm::THREADS),
-    (matmul::sgemm::KERNELS[1], 2 * matmul::sgemm::THREADS),
-    (matmul::sgemm::KERNELS[2], 2 * matmul::sgemm::THREADS),
     (histogram::channels::PACKED16_KERNELS[0], 1024),
     (histogram::channels::PACKED16_KERNELS[1], 1024),
     (histogram::channels::PACKED16_KERNELS[2], 1024),
@@ -241,6 +238,16 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     (histogram::weighted::PARTIALS_KERNELS[1], 1024),
     (histogram::weighted::PARTIALS_KERNELS[2], 1024),
     (histogram::weighted::PARTIALS_KERNELS[3], 1024),
+    SGEMM_MAX_THREADS[0],
+    SGEMM_MAX_THREADS[1],
+    SGEMM_MAX_THREADS[2],
+];
+
+/// `sgemm`'s caps, the last entries of [`MAIN_MAX_THREADS`] (release only).
+const SGEMM_MAX_THREADS: [(&str, u32); 3] = [
+    (matmul::sgemm::KERNELS[0], 2 * matmul::sgemm::THREADS),
+    (matmul::sgemm::KERNELS[1], 2 * matmul::sgemm::THREADS),
+    (matmul::sgemm::KERNELS[2], 2 * matmul::sgemm::THREADS),
 ];
 
 /// [`MAIN_MAX_THREADS`] in the checked profile: the histogram kernels' caps (their blocks of
@@ -251,20 +258,8 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
 /// assert!(kernels::MAIN_CHECKED_MAX_THREADS.contains(&("histogram_packed_u8", 1024)));
 /// assert!(!kernels::MAIN_CHECKED_MAX_THREADS.iter().any(|(k, _)| k.starts_with("sgemm")));
 /// ```
-pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
-    (histogram::channels::PACKED16_KERNELS[0], 1024),
-    (histogram::channels::PACKED16_KERNELS[1], 1024),
-    (histogram::channels::PACKED16_KERNELS[2], 1024),
-    (histogram::channels::PACKED16_KERNELS[3], 1024),
-    (histogram::channels::PACKED_KERNELS[0], 1024),
-    (histogram::channels::PACKED_KERNELS[1], 1024),
-    (histogram::channels::PACKED_KERNELS[2], 1024),
-    (histogram::channels::PACKED_KERNELS[3], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[0], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[1], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[2], 1024),
-    (histogram::weighted::PARTIALS_KERNELS[3], 1024),
-];
+pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
+    MAIN_MAX_THREADS.split_at(MAIN_MAX_THREADS.len() - SGEMM_MAX_THREADS.len()).0;
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
