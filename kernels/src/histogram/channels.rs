@@ -181,10 +181,7 @@ pub(crate) mod device_code {
                         count(v, add_mod::<C>(first, k));
                         k += 1;
                     };
-                    T::for_each_in_word(words[0], &mut each);
-                    T::for_each_in_word(words[1], &mut each);
-                    T::for_each_in_word(words[2], &mut each);
-                    T::for_each_in_word(words[3], &mut each);
+                    T::for_each_in_vector(words, &mut each);
                 },
             )
         };
@@ -335,10 +332,7 @@ pub(crate) mod device_code {
                 |words, _, present| {
                     let mut each = #[inline(always)]
                     |v: T| count(if present { in_window(v) } else { NO_BIN });
-                    T::for_each_in_word(words[0], &mut each);
-                    T::for_each_in_word(words[1], &mut each);
-                    T::for_each_in_word(words[2], &mut each);
-                    T::for_each_in_word(words[3], &mut each);
+                    T::for_each_in_vector(words, &mut each);
                 },
             )
         };

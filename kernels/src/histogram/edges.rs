@@ -403,10 +403,7 @@ pub(crate) mod device_code {
                     if present {
                         let mut each = #[inline(always)]
                         |v: T| count(v);
-                        T::for_each_in_word(words[0], &mut each);
-                        T::for_each_in_word(words[1], &mut each);
-                        T::for_each_in_word(words[2], &mut each);
-                        T::for_each_in_word(words[3], &mut each);
+                        T::for_each_in_vector(words, &mut each);
                     }
                 },
             )

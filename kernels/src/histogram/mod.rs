@@ -244,6 +244,17 @@ pub trait Element: Copy {
     /// Calls `f` on each value packed little-endian in `word`, lowest address first.
     fn for_each_in_word(word: u32, f: &mut impl FnMut(Self));
 
+    /// Calls `f` on each value of one 16-byte vector loaded as four words, lowest address
+    /// first. Constant word indices keep the vector in registers: an array iterator indexes it
+    /// at run time and moved the vectors to local memory.
+    #[inline(always)]
+    fn for_each_in_vector(words: [u32; 4], f: &mut impl FnMut(Self)) {
+        Self::for_each_in_word(words[0], f);
+        Self::for_each_in_word(words[1], f);
+        Self::for_each_in_word(words[2], f);
+        Self::for_each_in_word(words[3], f);
+    }
+
     /// The bin this value counts in, or `None` where it is not counted.
     fn bin(self, binning: &Binning) -> Option<u32>;
 
@@ -437,15 +448,11 @@ pub(crate) mod device_code {
         })
     }
 
-    /// Counts the values of one 16-byte vector. Constant word indices keep the vector in
-    /// registers: an array iterator indexes at run time and moved the vectors to local memory.
+    /// Counts the values of one 16-byte vector.
     #[inline(always)]
     pub(crate) fn count_vector<T: Element>(words: [u32; 4], binning: &Binning, count: &mut impl FnMut(u32, bool)) {
         let mut each = |v: T| count(v.bin_or_none(binning), T::MAY_LEAVE_OUT);
-        T::for_each_in_word(words[0], &mut each);
-        T::for_each_in_word(words[1], &mut each);
-        T::for_each_in_word(words[2], &mut each);
-        T::for_each_in_word(words[3], &mut each);
+        T::for_each_in_vector(words, &mut each);
     }
 
     /// Adds one per lane to counter `bin` of every lane with a bin (`add(bin, 1)`); `check` says

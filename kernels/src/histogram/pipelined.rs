@@ -109,12 +109,31 @@ pub(crate) mod device_code {
     pub(crate) unsafe fn for_each_vector(input: *const u8, vectors: u64, f: impl FnMut([u32; 4], u64, bool)) {
         // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
         // every vector index below `vectors` lies inside the 16-byte aligned input.
+        unsafe { for_each_vector_in(input, 0..vectors, thread::index_1d(), thread::grid_size_1d(), f) }
+    }
+
+    /// [`for_each_group`] over the whole 16-byte vectors `vectors` of `input` (loaded with
+    /// `ld.global.nc.v4.u32`), this thread's being `vectors.start + start + k * stride`:
+    /// `f(words, vector, present)`.
+    ///
+    /// # Safety
+    /// As [`for_each_group`]'s (consecutive `start`s across each warp, `stride` a multiple of 32);
+    /// `input` is 16-byte aligned and holds every vector of the range.
+    #[inline(always)]
+    pub(crate) unsafe fn for_each_vector_in(
+        input: *const u8,
+        vectors: core::ops::Range<u64>,
+        start: u64,
+        stride: u64,
+        f: impl FnMut([u32; 4], u64, bool),
+    ) {
+        // SAFETY: forwarded contract; every index of the range lies inside the input.
         unsafe {
             for_each_group(
-                0,
-                vectors,
-                thread::index_1d(),
-                thread::grid_size_1d(),
+                vectors.start,
+                vectors.end,
+                start,
+                stride,
                 [0u32; 4],
                 #[inline(always)]
                 |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),

@@ -189,7 +189,7 @@ pub(crate) mod device_code {
     use crate::device::{atomic, mem, thread, warp};
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
-    use crate::histogram::pipelined::device_code::for_each_group;
+    use crate::histogram::pipelined::device_code::for_each_vector_in;
     use crate::histogram::pipelined::piece_split;
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
@@ -267,23 +267,17 @@ pub(crate) mod device_code {
                 // SAFETY: the block's lanes hold consecutive thread indices and its size is a
                 // multiple of 32; the groups are whole vectors inside 0..n.
                 unsafe {
-                    for_each_group(
-                        groups.start,
-                        groups.end,
+                    for_each_vector_in(
+                        input,
+                        groups,
                         tid,
                         threads,
-                        [0u32; 4],
-                        #[inline(always)]
-                        |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
                         #[inline(always)]
                         |w, _, present| {
                             if present {
                                 let mut each = #[inline(always)]
                                 |v: T| count(v);
-                                T::for_each_in_word(w[0], &mut each);
-                                T::for_each_in_word(w[1], &mut each);
-                                T::for_each_in_word(w[2], &mut each);
-                                T::for_each_in_word(w[3], &mut each);
+                                T::for_each_in_vector(w, &mut each);
                             }
                         },
                     )
@@ -409,23 +403,17 @@ pub(crate) mod device_code {
                 // SAFETY: the warp's lanes hold consecutive starts (its lane indices) and the
                 // stride is 32; the groups are whole vectors inside 0..n.
                 unsafe {
-                    for_each_group(
-                        groups.start,
-                        groups.end,
+                    for_each_vector_in(
+                        input,
+                        groups,
                         lane64,
                         warp::WARP_SIZE as u64,
-                        [0u32; 4],
-                        #[inline(always)]
-                        |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
                         #[inline(always)]
                         |w, _, present| {
                             if present {
                                 let mut each = #[inline(always)]
                                 |v: T| count(v);
-                                T::for_each_in_word(w[0], &mut each);
-                                T::for_each_in_word(w[1], &mut each);
-                                T::for_each_in_word(w[2], &mut each);
-                                T::for_each_in_word(w[3], &mut each);
+                                T::for_each_in_vector(w, &mut each);
                             }
                         },
                     )
