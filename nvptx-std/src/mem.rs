@@ -272,3 +272,44 @@ pub unsafe fn load_global_nc_u64(ptr: *const u64) -> u64 {
     };
     v
 }
+
+/// `ld.global.cg.f32`: reads one `f32` cached in L2 only, never in this SM's L1: what another
+/// block wrote earlier in the same launch, after an acquire that synchronised with its writer
+/// (an L1 line of the address could be stale).
+///
+/// # Safety
+/// `ptr` is valid and 4-byte aligned; no thread writes it concurrently with this read.
+///
+/// ```ignore
+/// let x = unsafe { nvptx_std::mem::load_global_cg_f32(partials.add(i)) };
+/// ```
+#[inline(always)]
+pub unsafe fn load_global_cg_f32(ptr: *const f32) -> f32 {
+    let v: f32;
+    // SAFETY: the caller guarantees validity and the absence of a concurrent write.
+    unsafe {
+        asm!("ld.global.cg.f32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr,
+             options(readonly, nostack, preserves_flags))
+    };
+    v
+}
+
+/// `ld.global.cg.v4.f32`: [`load_global_cg_f32`] of four `f32` in one 16-byte access.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned, `ptr..ptr + 4` lies in one global allocation, and no thread writes
+/// those elements concurrently with this read.
+///
+/// ```ignore
+/// let [x0, x1, x2, x3] = unsafe { nvptx_std::mem::load_global_cg_v4_f32(partials.add(4 * i)) };
+/// ```
+#[inline(always)]
+pub unsafe fn load_global_cg_v4_f32(ptr: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: the caller guarantees alignment, bounds and the absence of a concurrent write.
+    unsafe {
+        asm!("ld.global.cg.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg64) ptr, options(readonly, nostack, preserves_flags))
+    };
+    [a, b, c, d]
+}

@@ -230,10 +230,11 @@ macro_rules! with_accumulator_indices_64 {
     };
 }
 
-/// One `wgmma.mma_async` with 128 `f32` accumulators (`n = 256`) in and out: `$head` is the
+/// One `wgmma.mma_async` with both operands in shared memory and the accumulators in and out
+/// (128 for `n = 256`, 64 for `n = 128`: the index list says which): `$head` is the
 /// instruction, `$tail` its immediate operands after `scale-d`.
 #[cfg(target_arch = "nvptx64")]
-macro_rules! mma_n256 {
+macro_rules! mma_ss {
     ($head:literal, $tail:literal, $acc:ident, $a:expr, $b:expr, $scale_d:expr; $($i:literal)*) => {
         asm!(
             "{{",
@@ -311,7 +312,7 @@ macro_rules! wait_with_accumulators {
 pub unsafe fn mma_m64n256k16_f32_bf16_b_n_major(acc: &mut [f32; 128], a: u64, b: u64, scale_d: u32) {
     // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
     unsafe {
-        with_accumulator_indices!(mma_n256!(
+        with_accumulator_indices!(mma_ss!(
             "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
             "1, 1, 0, 1",
             acc,
@@ -340,7 +341,7 @@ pub unsafe fn mma_m64n256k16_f32_bf16_b_n_major(acc: &mut [f32; 128], a: u64, b:
 pub unsafe fn mma_m64n256k16_f32_f16_b_n_major(acc: &mut [f32; 128], a: u64, b: u64, scale_d: u32) {
     // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
     unsafe {
-        with_accumulator_indices!(mma_n256!(
+        with_accumulator_indices!(mma_ss!(
             "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
             "1, 1, 0, 1",
             acc,
@@ -367,7 +368,7 @@ pub unsafe fn mma_m64n256k16_f32_f16_b_n_major(acc: &mut [f32; 128], a: u64, b: 
 pub unsafe fn mma_m64n256k8_f32_tf32(acc: &mut [f32; 128], a: u64, b: u64, scale_d: u32) {
     // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
     unsafe {
-        with_accumulator_indices!(mma_n256!(
+        with_accumulator_indices!(mma_ss!(
             "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32",
             "1, 1",
             acc,
@@ -434,6 +435,84 @@ pub unsafe fn mma_m64n128k8_f32_tf32_a_regs(acc: &mut [f32; 64], a: [u32; 4], b:
     };
 }
 
+/// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {d0..d63}, a, b, p, 1, 1, 0, 1;`:
+/// [`mma_m64n256k16_f32_bf16_b_n_major`] with a 16 x 128 `B` (N-major, descriptor `b`) into a
+/// 64 x 128 tile of accumulators (the first 64 registers of [`accumulator_position`]'s layout).
+///
+/// # Safety
+/// As for [`mma_m64n256k16_f32_bf16_b_n_major`]; `acc` is read only after a [`wait_group_n128`]
+/// covers this instruction.
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n128k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, (k > 0) as u32) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n128k16_f32_bf16_b_n_major(acc: &mut [f32; 64], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices_64!(mma_ss!(
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+            "1, 1, 0, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {d0..d63}, a, b, p, 1, 1, 0, 1;`:
+/// [`mma_m64n128k16_f32_bf16_b_n_major`] with F16 (IEEE half) inputs.
+///
+/// # Safety
+/// As for [`mma_m64n128k16_f32_bf16_b_n_major`].
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n128k16_f32_f16_b_n_major(&mut acc, a_desc, b_desc, (k > 0) as u32) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n128k16_f32_f16_b_n_major(acc: &mut [f32; 64], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices_64!(mma_ss!(
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+            "1, 1, 0, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {d0..d63}, a, b, p, 1, 1;`:
+/// [`mma_m64n256k8_f32_tf32`] with an 8 x 128 `B` (K-major, descriptor `b`) into a 64 x 128
+/// tile of accumulators.
+///
+/// # Safety
+/// As for [`mma_m64n128k16_f32_bf16_b_n_major`].
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n128k8_f32_tf32(&mut acc, a_desc, b_desc, 1) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n128k8_f32_tf32(acc: &mut [f32; 64], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices_64!(mma_ss!(
+            "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32",
+            "1, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
 /// The `(row, column)` of the 64 x 8 TF32 `A` fragment's first register in warpgroup thread
 /// `thread`: each warp holds 16 rows; the other registers are 8 rows and 4 columns further.
 ///
@@ -478,23 +557,23 @@ pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
     unsafe { with_accumulator_indices_64!(wait_with_accumulators!(N, acc)) };
 }
 
-/// One warpgroup's `f32` accumulators of a TF32 `m64nNk8` instruction with `A` in registers:
-/// `[f32; 128]` for `n = 256` ([`mma_m64n256k8_f32_tf32_a_regs`]), `[f32; 64]` for `n = 128`
-/// ([`mma_m64n128k8_f32_tf32_a_regs`]), so that one kernel body serves both widths.
+/// One warpgroup's `f32` accumulators of an `m64nN` instruction: `[f32; 128]` for `n = 256`,
+/// `[f32; 64]` for `n = 128`, with the instructions of that width as methods, so that one
+/// kernel body serves both tile widths.
 ///
 /// ```ignore
-/// fn run<A: nvptx_std::wgmma::Tf32Accumulators>() -> A {
+/// fn run<A: nvptx_std::wgmma::Accumulators>() -> A {
 ///     let mut acc = A::zeroed();
 ///     acc.wait_group::<0>();
 ///     acc
 /// }
 /// ```
 #[cfg(target_arch = "nvptx64")]
-pub trait Tf32Accumulators: Sized {
+pub trait Accumulators: Sized {
     /// The instruction's `n`.
     ///
     /// ```ignore
-    /// let columns_per_warpgroup = <[f32; 64] as Tf32Accumulators>::N; // 128
+    /// let columns_per_warpgroup = <[f32; 64] as Accumulators>::N; // 128
     /// ```
     const N: u32;
     /// Every accumulator 0.0.
@@ -503,7 +582,8 @@ pub trait Tf32Accumulators: Sized {
     /// let mut acc = <[f32; 128]>::zeroed();
     /// ```
     fn zeroed() -> Self;
-    /// The instruction on these accumulators.
+    /// The TF32 instruction with `A` in registers ([`mma_m64n256k8_f32_tf32_a_regs`],
+    /// [`mma_m64n128k8_f32_tf32_a_regs`]).
     ///
     /// # Safety
     /// As for [`mma_m64n256k8_f32_tf32_a_regs`].
@@ -512,6 +592,36 @@ pub trait Tf32Accumulators: Sized {
     /// unsafe { acc.mma_tf32_a_regs(a_fragment, b_desc, 1) };
     /// ```
     unsafe fn mma_tf32_a_regs(&mut self, a: [u32; 4], b: u64, scale_d: u32);
+    /// The TF32 instruction with both operands K-major in shared memory
+    /// ([`mma_m64n256k8_f32_tf32`], [`mma_m64n128k8_f32_tf32`]).
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k8_f32_tf32`].
+    ///
+    /// ```ignore
+    /// unsafe { acc.mma_tf32(a_desc, b_desc, 1) };
+    /// ```
+    unsafe fn mma_tf32(&mut self, a: u64, b: u64, scale_d: u32);
+    /// The BF16 instruction with `B` N-major ([`mma_m64n256k16_f32_bf16_b_n_major`],
+    /// [`mma_m64n128k16_f32_bf16_b_n_major`]).
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`].
+    ///
+    /// ```ignore
+    /// unsafe { acc.mma_bf16_b_n_major(a_desc, b_desc, 1) };
+    /// ```
+    unsafe fn mma_bf16_b_n_major(&mut self, a: u64, b: u64, scale_d: u32);
+    /// The F16 instruction with `B` N-major ([`mma_m64n256k16_f32_f16_b_n_major`],
+    /// [`mma_m64n128k16_f32_f16_b_n_major`]).
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`].
+    ///
+    /// ```ignore
+    /// unsafe { acc.mma_f16_b_n_major(a_desc, b_desc, 1) };
+    /// ```
+    unsafe fn mma_f16_b_n_major(&mut self, a: u64, b: u64, scale_d: u32);
     /// [`wait_group`] with these accumulators as operands.
     ///
     /// ```ignore
@@ -543,12 +653,12 @@ macro_rules! add_each {
     };
 }
 
-/// `Tf32Accumulators` for `[f32; $len]`: the instruction `$mma`, the wait `$wait`, the index
-/// list `$indices`.
+/// `Accumulators` for `[f32; $len]` (`n = $n`): its instructions, its wait `$wait` and its
+/// index list `$indices`.
 #[cfg(target_arch = "nvptx64")]
-macro_rules! impl_tf32_accumulators {
-    ($len:literal, $n:literal, $mma:ident, $wait:ident, $indices:ident) => {
-        impl Tf32Accumulators for [f32; $len] {
+macro_rules! impl_accumulators {
+    ($len:literal, $n:literal, $tf32_regs:ident, $tf32:ident, $bf16:ident, $f16:ident, $wait:ident, $indices:ident) => {
+        impl Accumulators for [f32; $len] {
             const N: u32 = $n;
             #[inline(always)]
             fn zeroed() -> Self {
@@ -559,7 +669,22 @@ macro_rules! impl_tf32_accumulators {
             #[inline(always)]
             unsafe fn mma_tf32_a_regs(&mut self, a: [u32; 4], b: u64, scale_d: u32) {
                 // SAFETY: forwarded contract.
-                unsafe { $mma(self, a, b, scale_d) }
+                unsafe { $tf32_regs(self, a, b, scale_d) }
+            }
+            #[inline(always)]
+            unsafe fn mma_tf32(&mut self, a: u64, b: u64, scale_d: u32) {
+                // SAFETY: forwarded contract.
+                unsafe { $tf32(self, a, b, scale_d) }
+            }
+            #[inline(always)]
+            unsafe fn mma_bf16_b_n_major(&mut self, a: u64, b: u64, scale_d: u32) {
+                // SAFETY: forwarded contract.
+                unsafe { $bf16(self, a, b, scale_d) }
+            }
+            #[inline(always)]
+            unsafe fn mma_f16_b_n_major(&mut self, a: u64, b: u64, scale_d: u32) {
+                // SAFETY: forwarded contract.
+                unsafe { $f16(self, a, b, scale_d) }
             }
             #[inline(always)]
             fn wait_group<const PENDING: u32>(&mut self) {
@@ -579,9 +704,27 @@ macro_rules! impl_tf32_accumulators {
 }
 
 #[cfg(target_arch = "nvptx64")]
-impl_tf32_accumulators!(128, 256, mma_m64n256k8_f32_tf32_a_regs, wait_group, with_accumulator_indices);
+impl_accumulators!(
+    128,
+    256,
+    mma_m64n256k8_f32_tf32_a_regs,
+    mma_m64n256k8_f32_tf32,
+    mma_m64n256k16_f32_bf16_b_n_major,
+    mma_m64n256k16_f32_f16_b_n_major,
+    wait_group,
+    with_accumulator_indices
+);
 #[cfg(target_arch = "nvptx64")]
-impl_tf32_accumulators!(64, 128, mma_m64n128k8_f32_tf32_a_regs, wait_group_n128, with_accumulator_indices_64);
+impl_accumulators!(
+    64,
+    128,
+    mma_m64n128k8_f32_tf32_a_regs,
+    mma_m64n128k8_f32_tf32,
+    mma_m64n128k16_f32_bf16_b_n_major,
+    mma_m64n128k16_f32_f16_b_n_major,
+    wait_group_n128,
+    with_accumulator_indices_64
+);
 
 #[cfg(test)]
 mod tests {
