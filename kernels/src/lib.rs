@@ -172,6 +172,11 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[4],
     matmul::wgmma::KERNEL_NAMES[5],
     matmul::wgmma::KERNEL_NAMES[6],
+    matmul::wgmma::KERNEL_NAMES[7],
+    matmul::wgmma::KERNEL_NAMES[8],
+    matmul::wgmma::KERNEL_NAMES[9],
+    matmul::wgmma::KERNEL_NAMES[10],
+    matmul::wgmma::KERNEL_NAMES[11],
     matmul::decode::KERNEL,
 ];
 
@@ -187,6 +192,7 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[1],
     matmul::wgmma::MAX_THREADS[2],
     matmul::wgmma::MAX_THREADS[3],
+    matmul::wgmma::MAX_THREADS[4],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
@@ -203,6 +209,11 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[4],
     matmul::wgmma::CHECKED_MAX_THREADS[5],
     matmul::wgmma::CHECKED_MAX_THREADS[6],
+    matmul::wgmma::CHECKED_MAX_THREADS[7],
+    matmul::wgmma::CHECKED_MAX_THREADS[8],
+    matmul::wgmma::CHECKED_MAX_THREADS[9],
+    matmul::wgmma::CHECKED_MAX_THREADS[10],
+    matmul::wgmma::CHECKED_MAX_THREADS[11],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
@@ -263,9 +274,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 7
-        && matmul::wgmma::MAX_THREADS.len() == 4
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 7
+    matmul::wgmma::KERNEL_NAMES.len() == 12
+        && matmul::wgmma::MAX_THREADS.len() == 5
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 12
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

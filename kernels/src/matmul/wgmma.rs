@@ -11,11 +11,14 @@
 //! # Parameters
 //! `maps`: tensor maps (`A`, then `B`, then for `wgmma_bf16` with `n % 4 == 0` and no split of
 //! `k` `C`, [`TENSOR_MAP_BYTES`] each) in global memory, 64-byte aligned; `c`: row-major `C[m x
-//! n]` `f32`, or with a split of `k` the `splits` partial products `C_z[m x n]` one after another
-//! (split `z` at `c + z * m * n`, added by `matmul_split_k_reduce`); `m, k, n >= 1`; `k_chunk`:
-//! columns of `k` per split, a multiple of the stage's `K` ([`Operand::block_k`]) when it is less
-//! than `k`, so that `splits = ceil(k / k_chunk)` ([`split_k_stages`]); `k_chunk >= k` is no
-//! split.
+//! n]` `f32`; `m, k, n >= 1`; `k_chunk`: columns of `k` per split, a multiple of the stage's `K`
+//! ([`Operand::block_k`]) when it is less than `k`, so that `splits = ceil(k / k_chunk)`
+//! ([`split_k_stages`]); `k_chunk >= k` is no split. With a split, `partials` holds the `splits`
+//! partial products `C_z[m x n]` one after another (split `z` at `partials + z * m * n`) and
+//! `counters` one `u32` per block tile, zero at the launch (the launch leaves them zero): each
+//! work item stores its partial product, and the last of a tile's items to finish adds the
+//! tile's partial products in split order into `C` (`split_tail::finish` in the source);
+//! without a split both may be null.
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
 //!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
@@ -60,9 +63,11 @@
 //!
 //! # Safety
 //! The maps describe the operands as above, with the boxes and swizzle given; `c` holds `m*n`
-//! `f32` (times the splits of `k`) and overlaps nothing the `A` and `B` maps describe; the `C` map, where there is one,
-//! describes `c`; the block is [`THREADS`] threads and the launch gives
-//! [`DYNAMIC_SHARED_BYTES`] bytes of dynamic shared memory.
+//! `f32` and overlaps nothing the `A` and `B` maps describe; with a split, `partials` holds
+//! `splits*m*n` `f32` overlapping none of the others, and `counters` holds a zero `u32` per tile
+//! that no other launch uses while this one runs; the `C` map, where there is one, describes
+//! `c`; the block is [`THREADS`] threads and the launch gives [`DYNAMIC_SHARED_BYTES`] bytes of
+//! dynamic shared memory ([`dynamic_shared_bytes`] of the kernel's tile and stages).
 
 use crate::device::mbarrier;
 pub use crate::device::tma::TENSOR_MAP_BYTES;
@@ -85,6 +90,17 @@ pub const KERNEL_TF32_PROMOTED: &str = "wgmma_tf32_promoted";
 pub const KERNEL_BF16_ROWS: &str = "wgmma_bf16_rows";
 /// PTX symbol of `wgmma_f16` with the row-staged epilogue only (as [`KERNEL_BF16_ROWS`]).
 pub const KERNEL_F16_ROWS: &str = "wgmma_f16_rows";
+/// PTX symbol of `wgmma_bf16` on tiles of 128 x [`N128_BLOCK_N`] (`m64n128k16`).
+pub const KERNEL_BF16_N128: &str = "wgmma_bf16_n128";
+/// PTX symbol of `wgmma_f16` on tiles of 128 x [`N128_BLOCK_N`].
+pub const KERNEL_F16_N128: &str = "wgmma_f16_n128";
+/// PTX symbol of `wgmma_bf16_n128` with the row-staged epilogue only (as [`KERNEL_BF16_ROWS`]).
+pub const KERNEL_BF16_N128_ROWS: &str = "wgmma_bf16_n128_rows";
+/// PTX symbol of `wgmma_f16_n128` with the row-staged epilogue only.
+pub const KERNEL_F16_N128_ROWS: &str = "wgmma_f16_n128_rows";
+/// PTX symbol of `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, `A` in boxes
+/// of 128 rows).
+pub const KERNEL_TF32_N128: &str = "wgmma_tf32_n128";
 /// The kernels of the sm_90a module.
 pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_BF16,
@@ -94,20 +110,50 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_TF32_PROMOTED,
     KERNEL_BF16_ROWS,
     KERNEL_F16_ROWS,
+    KERNEL_BF16_N128,
+    KERNEL_F16_N128,
+    KERNEL_BF16_N128_ROWS,
+    KERNEL_F16_N128_ROWS,
+    KERNEL_TF32_N128,
 ];
-/// The row-staged kernel for `kernel` (`wgmma_bf16` or `wgmma_f16`), else `kernel` itself.
+/// The row-staged kernel for `kernel` (`wgmma_bf16`, `wgmma_f16` or their `_n128` forms), else
+/// `kernel` itself.
 ///
 /// ```
-/// use kernels::matmul::wgmma::{rows_kernel, KERNEL_BF16, KERNEL_BF16_ROWS, KERNEL_TF32};
+/// use kernels::matmul::wgmma::{rows_kernel, KERNEL_BF16, KERNEL_BF16_ROWS, KERNEL_F16_N128, KERNEL_F16_N128_ROWS, KERNEL_TF32};
 /// assert_eq!(rows_kernel(KERNEL_BF16), KERNEL_BF16_ROWS);
+/// assert_eq!(rows_kernel(KERNEL_F16_N128), KERNEL_F16_N128_ROWS);
 /// assert_eq!(rows_kernel(KERNEL_TF32), KERNEL_TF32);
 /// ```
 pub const fn rows_kernel(kernel: &'static str) -> &'static str {
     match kernel.as_bytes() {
         b"wgmma_bf16" => KERNEL_BF16_ROWS,
         b"wgmma_f16" => KERNEL_F16_ROWS,
+        b"wgmma_bf16_n128" => KERNEL_BF16_N128_ROWS,
+        b"wgmma_f16_n128" => KERNEL_F16_N128_ROWS,
         _ => kernel,
     }
+}
+
+/// The kernel of the same family and operands as `kernel` on tiles `n128` (128 columns, or for
+/// the TF32 kernels 128 rows of `C`) or 256 wide; `None` for a kernel with one tile shape.
+///
+/// ```
+/// use kernels::matmul::wgmma::{with_tile, KERNEL_BF16, KERNEL_BF16_N128, KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED};
+/// assert_eq!(with_tile(KERNEL_BF16, true), Some(KERNEL_BF16_N128));
+/// assert_eq!(with_tile(KERNEL_TF32_N128, false), Some(KERNEL_TF32));
+/// assert_eq!(with_tile(KERNEL_TF32_PROMOTED, true), None);
+/// ```
+pub const fn with_tile(kernel: &str, n128: bool) -> Option<&'static str> {
+    let (wide, narrow) = match kernel.as_bytes() {
+        b"wgmma_bf16" | b"wgmma_bf16_n128" => (KERNEL_BF16, KERNEL_BF16_N128),
+        b"wgmma_f16" | b"wgmma_f16_n128" => (KERNEL_F16, KERNEL_F16_N128),
+        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" => (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS),
+        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" => (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS),
+        b"wgmma_tf32" | b"wgmma_tf32_n128" => (KERNEL_TF32, KERNEL_TF32_N128),
+        _ => return None,
+    };
+    Some(if n128 { narrow } else { wide })
 }
 /// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
@@ -128,6 +174,7 @@ pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32, TF32_THREADS),
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
+    (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
     (KERNEL_F16_ROWS, THREADS),
 ];
@@ -143,6 +190,11 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
     (KERNEL_F16_ROWS, THREADS),
+    (KERNEL_BF16_N128, THREADS),
+    (KERNEL_F16_N128, THREADS),
+    (KERNEL_BF16_N128_ROWS, THREADS),
+    (KERNEL_F16_N128_ROWS, THREADS),
+    (KERNEL_TF32_N128, TF32_THREADS),
 ];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
@@ -182,10 +234,38 @@ pub const EPILOGUE_BOX_BYTES: u32 = EPILOGUE_BOX_N * EPILOGUE_BOX_M * 4;
 pub const EPILOGUE_BUFFERS: u32 = 2;
 /// Bytes of the epilogue's boxes (after the ring, so 1024-byte aligned).
 pub const EPILOGUE_BYTES: u32 = CONSUMERS * EPILOGUE_BUFFERS * EPILOGUE_BOX_BYTES;
-/// Dynamic shared memory per block: the stages, the epilogue's boxes, the barriers, and 1024
+/// Dynamic shared memory per block of the shared-operand kernels with tiles of [`BLOCK_M`] x
+/// `block_n` and a ring of `stages`: the stages, the epilogue's boxes, the barriers, and 1024
 /// bytes of slack to align the ring to the swizzle pattern (the dynamic window's own alignment
 /// is not promised).
-pub const DYNAMIC_SHARED_BYTES: u32 = STAGES * STAGE_BYTES + EPILOGUE_BYTES + 2 * STAGES * mbarrier::BYTES + 1024;
+///
+/// ```
+/// use kernels::matmul::wgmma::{BLOCK_N, DYNAMIC_SHARED_BYTES, N128_BLOCK_N, N128_STAGES, dynamic_shared_bytes};
+/// assert_eq!(dynamic_shared_bytes(BLOCK_N, 4), DYNAMIC_SHARED_BYTES);
+/// // Both fit the 227 KiB a block may have.
+/// assert!(dynamic_shared_bytes(N128_BLOCK_N, N128_STAGES) <= 227 * 1024);
+/// ```
+pub const fn dynamic_shared_bytes(block_n: u32, stages: u32) -> u32 {
+    stages * (BLOCK_M + block_n) * BLOCK_K_BYTES + EPILOGUE_BYTES + 2 * stages * mbarrier::BYTES + FLAG_BYTES + 1024
+}
+/// Bytes after the barriers for the word that tells a split's consumers whether their work item
+/// was its tile's last ([`SPLIT_CONSUMERS_BARRIER`]).
+pub const FLAG_BYTES: u32 = 16;
+/// The named barrier of the two consumer warpgroups together (ids 1 and 2 are each warpgroup's
+/// own), at the end of a work item of a split of `k`.
+pub const SPLIT_CONSUMERS_BARRIER: u32 = 3;
+/// Dynamic shared memory per block of the 128 x 256 tile kernels ([`dynamic_shared_bytes`]).
+pub const DYNAMIC_SHARED_BYTES: u32 = dynamic_shared_bytes(BLOCK_N, STAGES);
+/// Columns of `C` per block tile of the `_n128` kernels (`n = 128` of one `wgmma`): half the
+/// tiles' work, so that twice as many tiles spread a mid-sized product over the SMs (1024^3 is
+/// 32 tiles of 128 x 256 on 132 SMs, 64 of 128 x 128).
+pub const N128_BLOCK_N: u32 = 128;
+/// Stages in the ring of the `_n128` kernels: their stages are two thirds the size, so the same
+/// shared memory holds more of them.
+pub const N128_STAGES: u32 = 6;
+/// Dynamic shared memory per block of `wgmma_bf16_n128`, `wgmma_f16_n128` and their `_rows`
+/// forms ([`dynamic_shared_bytes`]).
+pub const N128_DYNAMIC_SHARED_BYTES: u32 = dynamic_shared_bytes(N128_BLOCK_N, N128_STAGES);
 
 /// Rows of `C` per block tile of `wgmma_tf32_promoted` (the `n = 128` of its instruction, on
 /// `C^T`); its columns are [`BLOCK_M`], as in `wgmma_tf32`.
@@ -209,7 +289,7 @@ pub const PROMOTED_STAGE_BYTES: u32 = (BLOCK_M + PROMOTED_BLOCK_ROWS) * BLOCK_K_
 /// Dynamic shared memory of `wgmma_tf32_promoted`: the ring, its barriers, and 1024 bytes to
 /// align the ring to the swizzle pattern.
 pub const PROMOTED_DYNAMIC_SHARED_BYTES: u32 =
-    PROMOTED_STAGES * PROMOTED_STAGE_BYTES + 2 * PROMOTED_STAGES * mbarrier::BYTES + 1024;
+    PROMOTED_STAGES * PROMOTED_STAGE_BYTES + 2 * PROMOTED_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
 
 /// Block tiles of `wgmma_tf32_promoted` over `C` (`m x n`).
 pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
@@ -332,41 +412,52 @@ pub const fn work_item(w: u32, tiles: u32) -> (u32, u32) {
 mod gpu {
     use super::*;
     use crate::device::shared::{self, SharedScalar};
-    use crate::device::wgmma::{self, Swizzle};
+    use crate::device::wgmma::{self, Accumulators, Swizzle};
     use crate::device::{mem, thread, tma};
 
-    /// The kernels' shared memory: the ring, the epilogue's boxes and the barriers, from a
-    /// 1024-byte aligned base.
+    /// The kernels' shared memory: `stages` stages of `stage_bytes` (`A`'s rows, then `B`'s
+    /// columns), the epilogue's boxes and the barriers, from a 1024-byte aligned base.
     #[derive(Clone, Copy)]
     struct Ring {
         base: u32,
+        stage_bytes: u32,
+        stages: u32,
     }
 
     impl Ring {
         fn a(self, s: u32) -> u32 {
-            self.base + s * STAGE_BYTES
+            self.base + s * self.stage_bytes
         }
         fn b(self, s: u32) -> u32 {
             self.a(s) + STAGE_A_BYTES
         }
         /// Epilogue box `i` of warpgroup `wg`.
         fn epilogue(self, wg: u32, i: u32) -> u32 {
-            self.base + STAGES * STAGE_BYTES + (wg * EPILOGUE_BUFFERS + i) * EPILOGUE_BOX_BYTES
+            self.base + self.stages * self.stage_bytes + (wg * EPILOGUE_BUFFERS + i) * EPILOGUE_BOX_BYTES
         }
         fn full(self, s: u32) -> u32 {
-            self.base + STAGES * STAGE_BYTES + EPILOGUE_BYTES + s * mbarrier::BYTES
+            self.base + self.stages * self.stage_bytes + EPILOGUE_BYTES + s * mbarrier::BYTES
         }
         fn empty(self, s: u32) -> u32 {
-            self.full(STAGES) + s * mbarrier::BYTES
+            self.full(self.stages) + s * mbarrier::BYTES
+        }
+        /// The last-item flag of a split's work item (`split_tail::finish`).
+        fn flag(self) -> u32 {
+            self.empty(self.stages)
         }
     }
 
-    /// The body `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32_transposed` share; `INPUT` is the
-    /// [`Operand`]'s discriminant.
+    /// The body `wgmma_bf16`, `wgmma_f16`, `wgmma_tf32_transposed` and their `_n128` and `_rows`
+    /// forms share; `INPUT` is the [`Operand`]'s discriminant, `Acc` the accumulators of the
+    /// instruction's `n` (the tile's columns: `[f32; 128]` for 256, `[f32; 64]` for 128),
+    /// `STAGES_` the ring's depth.
     #[inline(always)]
-    pub(super) unsafe fn run<const INPUT: u8, const STAGED: bool>(
+    #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
+    pub(super) unsafe fn run<const INPUT: u8, const STAGED: bool, Acc: Accumulators, const STAGES_: u32>(
         maps: *const u8,
         c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
         m: u32,
         k: u32,
         n: u32,
@@ -375,14 +466,18 @@ mod gpu {
         let op = Operand::from_id(INPUT);
         // 16-bit inputs: B N-major (transposed by the instruction), C through the TMA.
         let half = op.bytes() == 2;
-        // SAFETY: the launch gives DYNAMIC_SHARED_BYTES of dynamic shared memory (kernel contract).
-        let window = unsafe { crate::dynamic_shared_array!(WGMMA_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
-        let ring = Ring { base: (window.address_of(0) + 1023) & !1023 };
+        let block_n = Acc::N;
+        let stage_bytes = (BLOCK_M + block_n) * BLOCK_K_BYTES;
+        let shared_bytes = dynamic_shared_bytes(block_n, STAGES_);
+        // SAFETY: the launch gives dynamic_shared_bytes(Acc::N, STAGES_) of dynamic shared
+        // memory (kernel contract).
+        let window = unsafe { crate::dynamic_shared_array!(WGMMA_RING: u32, shared_bytes as usize / 4) };
+        let ring = Ring { base: (window.address_of(0) + 1023) & !1023, stage_bytes, stages: STAGES_ };
         let tid = thread::thread_idx_x();
         let warp = tid / 32;
         if tid == 0 {
-            for s in 0..STAGES {
-                // SAFETY: fresh barriers inside the dynamic window (DYNAMIC_SHARED_BYTES counts
+            for s in 0..STAGES_ {
+                // SAFETY: fresh barriers inside the dynamic window (dynamic_shared_bytes counts
                 // them); no thread uses them before the fence and the barrier below.
                 unsafe {
                     mbarrier::init(ring.full(s), 1);
@@ -395,7 +490,7 @@ mod gpu {
         }
         thread::sync_threads();
 
-        let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
+        let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(block_n));
         let tiles = tiles_m * tiles_n;
         let k_tiles = k.div_ceil(op.block_k());
         let (per_split, splits) = split_k_stages(k, k_chunk, op.block_k());
@@ -420,11 +515,11 @@ mod gpu {
                 while item < work {
                     let (tile, z) = work_item(item, tiles);
                     let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
-                    let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * BLOCK_N) as i32);
+                    let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * block_n) as i32);
                     let kt0 = z * per_split;
                     let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
                     for kt in kt0..kt1 {
-                        let s = use_index % STAGES;
+                        let s = use_index % STAGES_;
                         let k0 = (kt * op.block_k()) as i32;
                         // SAFETY: the empty barrier's phase completes once both consumer
                         // warpgroups finished reading stage s (the first trip waits on the phase
@@ -432,11 +527,11 @@ mod gpu {
                         // then expects exactly the bytes of the boxes below, which land in stage
                         // s only.
                         unsafe {
-                            mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES) ^ 1);
-                            mbarrier::arrive_expect_tx(ring.full(s), STAGE_BYTES);
+                            mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
+                            mbarrier::arrive_expect_tx(ring.full(s), stage_bytes);
                             tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
                             if half {
-                                for j in 0..BLOCK_N / BF16_B_BOX_N {
+                                for j in 0..block_n / BF16_B_BOX_N {
                                     let dst = ring.b(s) + j * BF16_B_BOX_N * BLOCK_K_BYTES;
                                     tma::load_2d(dst, map_b, col0 + (j * BF16_B_BOX_N) as i32, k0, ring.full(s));
                                 }
@@ -453,11 +548,10 @@ mod gpu {
             // Consumers.
             let wg = warp / 4;
             let t = tid % 128;
-            // Zero bits through `zeroed` (a memset) rather than `[0.0; 128]` (a store loop with a
+            // Zero bits through `zeroed` (a memset) rather than `[0.0; N]` (a store loop with a
             // run-time index, which kept the array in local memory). The first `wgmma` of every
             // tile ignores these values (scale-d 0) anyway.
-            // SAFETY: all-zero bits are the f32 0.0.
-            let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+            let mut acc = Acc::zeroed();
             let mut use_index = 0u32;
             let mut item = first;
             // One arrival per warpgroup on the stage's empty barrier (CUTLASS's
@@ -479,10 +573,10 @@ mod gpu {
                 let left = k_tiles.wrapping_sub(z.wrapping_mul(per_split));
                 let k_len = if left < per_split { left } else { per_split };
                 for kt in 0..k_len {
-                    let s = use_index % STAGES;
+                    let s = use_index % STAGES_;
                     // SAFETY: an initialised barrier; its phase completes when the stage's bytes
                     // have landed.
-                    unsafe { mbarrier::wait_parity(ring.full(s), mbarrier::ring_parity(use_index, STAGES)) };
+                    unsafe { mbarrier::wait_parity(ring.full(s), mbarrier::ring_parity(use_index, STAGES_)) };
                     wgmma::fence();
                     let a = wgmma::descriptor(ring.a(s) + wg * 64 * BLOCK_K_BYTES, 16, 1024, Swizzle::B128);
                     if half {
@@ -497,9 +591,9 @@ mod gpu {
                             // on its empty barrier below, after a wait that covers this group.
                             unsafe {
                                 if op == Operand::F16 {
-                                    wgmma::mma_m64n256k16_f32_f16_b_n_major(&mut acc, ak, bk, scale_d)
+                                    acc.mma_f16_b_n_major(ak, bk, scale_d)
                                 } else {
-                                    wgmma::mma_m64n256k16_f32_bf16_b_n_major(&mut acc, ak, bk, scale_d)
+                                    acc.mma_bf16_b_n_major(ak, bk, scale_d)
                                 }
                             };
                         });
@@ -508,36 +602,31 @@ mod gpu {
                         unroll!(kk in [0, 1, 2, 3] {
                             let scale_d = (kt > 0 || kk > 0) as u32;
                             // SAFETY: as for the 16-bit branch.
-                            unsafe {
-                                wgmma::mma_m64n256k8_f32_tf32(
-                                    &mut acc,
-                                    wgmma::advance(a, kk as u32 * 32),
-                                    wgmma::advance(b, kk as u32 * 32),
-                                    scale_d,
-                                )
-                            };
+                            unsafe { acc.mma_tf32(wgmma::advance(a, kk as u32 * 32), wgmma::advance(b, kk as u32 * 32), scale_d) };
                         });
                     }
                     wgmma::commit_group();
                     // One group stays in flight; the one before it has completed, so its stage
                     // can be refilled.
-                    wgmma::wait_group::<1>(&mut acc);
+                    acc.wait_group::<1>();
                     if kt > 0 {
-                        release((use_index + STAGES - 1) % STAGES);
+                        release((use_index + STAGES_ - 1) % STAGES_);
                     }
                     use_index += 1;
                 }
-                wgmma::wait_group::<0>(&mut acc);
-                release((use_index + STAGES - 1) % STAGES);
+                acc.wait_group::<0>();
+                release((use_index + STAGES_ - 1) % STAGES_);
 
                 if tma_store {
                     // Boxes of 64 rows x 32 columns through shared memory (128-byte swizzled, so
                     // that a warp's rows fill different banks), each stored by the TMA in whole
                     // lines while the warpgroup fills the next; the last two drain during the
                     // next tile's loop.
-                    let (x0, y0) = ((tn * BLOCK_N) as i32, (tm * BLOCK_M + wg * 64) as i32);
+                    let (x0, y0) = ((tn * block_n) as i32, (tm * BLOCK_M + wg * 64) as i32);
                     let lr = (t / 32) * 16 + (t % 32) / 4;
                     unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                      // The tile's boxes of 32 columns (a compile-time bound).
+                      if (i as u32) < block_n / EPILOGUE_BOX_N {
                         let buf = ring.epilogue(wg, i as u32 % EPILOGUE_BUFFERS);
                         if t == 0 {
                             // The store that read this box two boxes ago is done with it.
@@ -555,7 +644,7 @@ mod gpu {
                                 unsafe {
                                     shared::store_v2_f32(
                                         buf + wgmma::swizzle_128b(offset),
-                                        [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]],
+                                        [acc.get(4 * j + 2 * h), acc.get(4 * j + 2 * h + 1)],
                                     )
                                 };
                             });
@@ -571,22 +660,28 @@ mod gpu {
                             unsafe { tma::store_2d(map_c, x0 + (i as u32 * EPILOGUE_BOX_N) as i32, y0, buf) };
                             tma::bulk_commit_group();
                         }
+                      }
                     });
                 } else if !STAGED {
                     let row = tm * BLOCK_M + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
-                    let col0 = tn * BLOCK_N + 2 * (t % 4);
+                    let col0 = tn * block_n + 2 * (t % 4);
                     let even = n.is_multiple_of(2);
-                    // Split z's partial product (z = 0 without a split: C itself). Wrapping: the
-                    // plan keeps splits x m x n inside the workspace, and the checked build's
-                    // overflow checks would cost registers here.
-                    let out = c.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize));
+                    // Split z's partial product, or without a split C itself. Wrapping: the plan
+                    // keeps splits x m x n inside the workspace, and the checked build's overflow
+                    // checks would cost registers here.
+                    let out = if splits > 1 {
+                        partials.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize))
+                    } else {
+                        c
+                    };
                     unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
                                   24, 25, 26, 27, 28, 29, 30, 31] {
                         let col = col0 + 8 * j as u32;
                         unroll!(h in [0, 1] {
                             let r = row + 8 * h as u32;
-                            let (v0, v1) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                            if r < m && col < n {
+                            // The tile's 8-column chunks (a compile-time bound).
+                            if (j as u32) < block_n / 8 && r < m && col < n {
+                                let (v0, v1) = (acc.get(4 * j + 2 * h), acc.get(4 * j + 2 * h + 1));
                                 let p = out.wrapping_add(r as usize * n as usize + col as usize);
                                 // SAFETY: r < m and col < n: inside C (or split z's slice, which
                                 // the contract gives with a split); with n even, col even and
@@ -614,16 +709,21 @@ mod gpu {
                     // that 32 accumulators are dead by then: a 288-thread block may have 168
                     // registers (warps get them four at a time), and reading back one box while
                     // all 128 accumulators lived took more.
-                    let (x0, y0) = (tn * BLOCK_N, tm * BLOCK_M + wg * 64);
-                    // Split z's partial product (z = 0 without a split: C itself). Wrapping: the
-                    // plan keeps splits x m x n inside the workspace, and the checked build's
-                    // overflow checks would cost registers here.
-                    let out = c.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize));
+                    let (x0, y0) = (tn * block_n, tm * BLOCK_M + wg * 64);
+                    // Split z's partial product, or without a split C itself (wrapping, as in
+                    // the direct stores above).
+                    let out = if splits > 1 {
+                        partials.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize))
+                    } else {
+                        c
+                    };
                     let lr = (t / 32) * 16 + (t % 32) / 4;
                     let lane = t % 32;
                     // Rows of the boxes inside C (a run-time bound: the read-back stays a loop).
                     let rows = if m > y0 { (m - y0).min(EPILOGUE_BOX_M) } else { 0 };
                     unroll!(pair in [0, 1, 2, 3] {
+                      // The tile's pairs of boxes (a compile-time bound).
+                      if (pair as u32) < block_n / (2 * EPILOGUE_BOX_N) {
                         // Every thread has read back the boxes of the last pair.
                         thread::sync_named(1 + wg, 128);
                         unroll!(side in [0, 1] {
@@ -638,7 +738,7 @@ mod gpu {
                                     unsafe {
                                         shared::store_v2_f32(
                                             buf + wgmma::swizzle_128b(offset),
-                                            [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]],
+                                            [acc.get(4 * j + 2 * h), acc.get(4 * j + 2 * h + 1)],
                                         )
                                     };
                                 });
@@ -664,7 +764,35 @@ mod gpu {
                                 }
                             }
                         }
+                      }
                     });
+                }
+                // The next tile's first `wgmma` ignores the accumulators (scale-d 0); zeros here
+                // tell the compiler so, which ends their live range at the epilogue instead of
+                // carrying 64 or 128 registers around the loop (and through the split's tail).
+                acc = Acc::zeroed();
+                if splits > 1 {
+                    let (row0, col0) = (tm * BLOCK_M, tn * block_n);
+                    let rows = (m - row0).min(BLOCK_M);
+                    let cols = (n - col0).min(block_n);
+                    let tile_counter = counters.wrapping_add(tile as usize);
+                    // SAFETY: every consumer thread stored its share of split z's partial product
+                    // above (the call's barrier waits for all of them); the counters and the
+                    // partials are the kernel contract's; the flag word is this block's.
+                    unsafe {
+                        crate::matmul::wgmma::split_tail::finish(
+                            partials,
+                            c,
+                            tile_counter,
+                            splits,
+                            m,
+                            n,
+                            (row0, rows),
+                            (col0, cols),
+                            tid,
+                            ring.flag(),
+                        )
+                    };
                 }
                 item += step;
             }
@@ -677,9 +805,114 @@ mod gpu {
 }
 
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+mod split_tail {
+    use super::*;
+    use crate::device::shared::SharedScalar;
+    use crate::device::{atomic, mem, thread};
+
+    /// The end of a work item of a split of `k` (`splits > 1`), once its consumer threads have
+    /// stored split `z`'s partial product of the tile at `partials + z * m * n`: the tile's
+    /// counter counts the item, and the tile's last item to arrive adds the `splits` partial
+    /// products in split order (a fixed order, so that the sum does not depend on which item came
+    /// last) into `C`'s `rows x cols` at `(row0, col0)`, then sets the counter back to zero for
+    /// the next launch. No second kernel reads the partials, and they are read while L2 still
+    /// holds them.
+    ///
+    /// The counter is a release-acquire handshake between blocks: each item's first thread makes
+    /// its block's stores visible (`fence.acq_rel.gpu` after the barrier that waited for them)
+    /// before its increment; the last item's first thread fences after its own, so the block's
+    /// loads after the second barrier see every item's stores. The loads go to L2 (`.cg`), where
+    /// the other SMs' stores are.
+    ///
+    /// # Safety
+    /// Called by all `CONSUMERS * 128` consumer threads (`t` their index) of every work item of
+    /// the launch; `counter` is this tile's counter (zero at the launch's start, touched by no
+    /// other launch while this one runs); `partials` holds `splits * m * n` `f32` and `c` `m * n`,
+    /// not overlapping; `flag` is a shared word of this block that nothing else uses.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // a tile's place and the launch's buffers
+    pub(super) unsafe fn finish(
+        partials: *const f32,
+        c: *mut f32,
+        counter: *mut u32,
+        splits: u32,
+        m: u32,
+        n: u32,
+        (row0, rows): (u32, u32),
+        (col0, cols): (u32, u32),
+        t: u32,
+        flag: u32,
+    ) {
+        let consumers = CONSUMERS * 128;
+        // Every consumer's partial stores of this item are done.
+        thread::sync_named(SPLIT_CONSUMERS_BARRIER, consumers);
+        if t == 0 {
+            thread::thread_fence();
+            // SAFETY: the tile's counter (contract).
+            let arrived = unsafe { atomic::global_fetch_add_u32(counter, 1) };
+            thread::thread_fence();
+            // SAFETY: the block's flag word (contract); read by the consumers after the barrier
+            // below, and written again only after the next item's first barrier.
+            unsafe { u32::store_shared(flag, (arrived + 1 == splits) as u32) };
+        }
+        thread::sync_named(SPLIT_CONSUMERS_BARRIER, consumers);
+        // SAFETY: written before the barrier above.
+        if unsafe { u32::load_shared(flag) } == 0 {
+            return;
+        }
+        let (warp, lane) = (t / 32, t % 32);
+        let len = m as usize * n as usize;
+        let vector = n.is_multiple_of(4) && (partials as usize | c as usize).is_multiple_of(16);
+        let mut r = warp;
+        while r < rows {
+            let row = (row0 + r) as usize * n as usize + col0 as usize;
+            if vector {
+                let mut col = lane * 4;
+                while col < cols {
+                    let at = row + col as usize;
+                    // SAFETY: row0 + r < m and col0 + col + 3 < n (n and col0 multiples of 4),
+                    // 16-byte aligned (checked above): inside split 0's partial product and C.
+                    let mut sum = unsafe { mem::load_global_cg_v4_f32(partials.wrapping_add(at)) };
+                    for z in 1..splits as usize {
+                        // SAFETY: the same element of split z's partial product (z < splits).
+                        let v = unsafe { mem::load_global_cg_v4_f32(partials.wrapping_add(z * len + at)) };
+                        for i in 0..4 {
+                            sum[i] += v[i];
+                        }
+                    }
+                    // SAFETY: inside C; the tile's elements have this one writer.
+                    unsafe { mem::store_global_v4_f32(c.wrapping_add(at), sum) };
+                    col += 128;
+                }
+            } else {
+                let mut col = lane;
+                while col < cols {
+                    let at = row + col as usize;
+                    // SAFETY: row0 + r < m and col0 + col < n: inside every partial product.
+                    let mut sum = unsafe { mem::load_global_cg_f32(partials.wrapping_add(at)) };
+                    for z in 1..splits as usize {
+                        // SAFETY: as above, split z < splits.
+                        sum += unsafe { mem::load_global_cg_f32(partials.wrapping_add(z * len + at)) };
+                    }
+                    // SAFETY: inside C; one writer.
+                    unsafe { mem::store_global_f32(c.wrapping_add(at), sum) };
+                    col += 32;
+                }
+            }
+            r += consumers / 32;
+        }
+        if t == 0 {
+            // Back to zero for the next launch: every item of this tile has arrived.
+            // SAFETY: the tile's counter (contract).
+            unsafe { atomic::global_add_u32(counter, 0u32.wrapping_sub(splits)) };
+        }
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 mod gpu_rs {
     use super::*;
-    use crate::device::wgmma::{self, Swizzle, Tf32Accumulators};
+    use crate::device::wgmma::{self, Accumulators, Swizzle};
     use crate::device::{mem, shared::SharedScalar, thread, tma};
 
     /// `wgmma_tf32` and `wgmma_tf32_promoted`: `C^T = B^T * A^T`, so that `A` (K-major) is the
@@ -699,9 +932,12 @@ mod gpu_rs {
     /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]): an `A` box of `{32, Acc::N}`, and the
     /// dynamic shared memory of `STAGES` stages.
     #[inline(always)]
-    pub(super) unsafe fn run<Acc: Tf32Accumulators, const STAGES_: u32, const GROUP: u32, const PROMOTE: u32>(
+    #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
+    pub(super) unsafe fn run<Acc: Accumulators, const STAGES_: u32, const GROUP: u32, const PROMOTE: u32>(
         maps: *const u8,
         c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
         m: u32,
         k: u32,
         n: u32,
@@ -730,6 +966,8 @@ mod gpu_rs {
         let a_stage = |s: u32| b_stage(s) + STAGE_A_BYTES;
         let full = |s: u32| base + STAGES_ * stage_bytes + s * mbarrier::BYTES;
         let empty = |s: u32| full(STAGES_) + s * mbarrier::BYTES;
+        // The last-item flag of a split's work item (after the barriers: FLAG_BYTES).
+        let flag = empty(STAGES_);
         let tid = thread::thread_idx_x();
         let warp = tid / 32;
         if tid == 0 {
@@ -892,8 +1130,13 @@ mod gpu_rs {
             let row = tc * block_rows + 2 * (t % 4);
             let col = tr * BLOCK_M + wg * 64 + fr;
             let (col_ok, col8_ok) = (col < n, col + 8 < n);
-            // Split z's partial product (z = 0 without a split: C itself).
-            let mut p = c.wrapping_add(z as usize * m as usize * n as usize + row as usize * n as usize + col as usize);
+            // Split z's partial product, or without a split C itself.
+            let out = if PROMOTE == 0 && splits > 1 {
+                partials.wrapping_add(z as usize * m as usize * n as usize)
+            } else {
+                c
+            };
+            let mut p = out.wrapping_add(row as usize * n as usize + col as usize);
             let step8 = 8 * n as usize;
             unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
                           26, 27, 28, 29, 30, 31] {
@@ -923,6 +1166,30 @@ mod gpu_rs {
                     p = p.wrapping_add(step8);
                 }
             });
+            // As in the shared-operand kernels: the next tile's first `wgmma` ignores them.
+            acc = Acc::zeroed();
+            // The promoted kernel never splits k (and passes no partials).
+            if PROMOTE == 0 && splits > 1 {
+                let (row0, col0) = (tc * block_rows, tr * BLOCK_M);
+                let rows = (m - row0).min(block_rows);
+                let cols = (n - col0).min(BLOCK_M);
+                // SAFETY: as in the shared-operand kernels: every consumer stored its share of
+                // split z's partial product above; the counters and partials are the contract's.
+                unsafe {
+                    crate::matmul::wgmma::split_tail::finish(
+                        partials,
+                        c,
+                        counters.wrapping_add(tile as usize),
+                        splits,
+                        m,
+                        n,
+                        (row0, rows),
+                        (col0, cols),
+                        tid,
+                        flag,
+                    )
+                };
+            }
             item += step;
         }
     }
@@ -934,9 +1201,18 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_bf16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub unsafe fn wgmma_bf16(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, false>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, false, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` from F16 (IEEE half) operands, `wgmma_bf16`'s body with
@@ -944,9 +1220,18 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_f16(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub unsafe fn wgmma_f16(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }, false>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::F16 as u8 }, false, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
     }
 
     /// `wgmma_bf16` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]); see the
@@ -954,9 +1239,18 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation (the `C` map, if given, is not read).
-    pub unsafe fn wgmma_bf16_rows(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub unsafe fn wgmma_bf16_rows(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, true>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, true, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
     }
 
     /// `wgmma_f16` with the row-staged epilogue only ([`KERNEL_F16_ROWS`]); see the
@@ -964,9 +1258,18 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation (the `C` map, if given, is not read).
-    pub unsafe fn wgmma_f16_rows(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub unsafe fn wgmma_f16_rows(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }, true>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::F16 as u8 }, true, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
@@ -974,9 +1277,91 @@ crate::hopper_kernel! {
     ///
     /// # Safety
     /// See the module documentation.
-    pub unsafe fn wgmma_tf32_transposed(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub unsafe fn wgmma_tf32_transposed(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Tf32 as u8 }, false>(maps, c, m, k, n, k_chunk) }
+        unsafe { gpu::run::<{ Operand::Tf32 as u8 }, false, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
+    }
+
+    /// `wgmma_bf16` on tiles of 128 x [`N128_BLOCK_N`] (`m64n128k16`, [`N128_STAGES`] stages,
+    /// [`N128_DYNAMIC_SHARED_BYTES`]); see the [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation, with the dynamic shared memory above.
+    pub unsafe fn wgmma_bf16_n128(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, false, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
+    }
+
+    /// `wgmma_f16` on tiles of 128 x [`N128_BLOCK_N`], as [`wgmma_bf16_n128`].
+    ///
+    /// # Safety
+    /// As for `wgmma_bf16_n128`.
+    pub unsafe fn wgmma_f16_n128(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::F16 as u8 }, false, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
+    }
+
+    /// `wgmma_bf16_n128` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]'s).
+    ///
+    /// # Safety
+    /// As for `wgmma_bf16_n128` (the `C` map, if given, is not read).
+    pub unsafe fn wgmma_bf16_n128_rows(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, true, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
+    }
+
+    /// `wgmma_f16_n128` with the row-staged epilogue only.
+    ///
+    /// # Safety
+    /// As for `wgmma_bf16_n128` (the `C` map, if given, is not read).
+    pub unsafe fn wgmma_f16_n128_rows(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<{ Operand::F16 as u8 }, true, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
     }
 
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
@@ -986,9 +1371,39 @@ crate::hopper_kernel! {
     /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; `k_chunk` a multiple of 32 below `k` (or at least `k`: no split); otherwise as
     /// the module documentation.
-    pub unsafe fn wgmma_tf32(maps: *const u8, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
+    pub unsafe fn wgmma_tf32(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, m, k, n, k_chunk, core::ptr::null()) }
+        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+    }
+
+    /// `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, [`PROMOTED_STAGES`]
+    /// stages as `wgmma_tf32_promoted`, without its promotion); see [`gpu_rs`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; the launch gives [`TF32_THREADS`] threads and [`PROMOTED_DYNAMIC_SHARED_BYTES`];
+    /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
+    pub unsafe fn wgmma_tf32_n128(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_rs::run::<[f32; 64], PROMOTED_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
     }
 
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
@@ -1004,7 +1419,17 @@ crate::hopper_kernel! {
         // SAFETY: the kernel contract is the body's.
         unsafe {
             // One split: all of k.
-            gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(maps, c, m, k, n, k, guard)
+            gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(
+                maps,
+                c,
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                m,
+                k,
+                n,
+                k,
+                guard,
+            )
         }
     }
 }
