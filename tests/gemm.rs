@@ -397,7 +397,7 @@ fn split_k_through_the_descriptor<T: Value>(gpu: &Gpu, rng: &mut impl Rng, varia
     for (m, k, n) in [(24, 13_368, 171), (119, 7460, 1650), (5, 4097, 7), (591, 7821, 8)] {
         let with_c = GemmDesc::new(m, n, k).variant(variant).a(rows).b(rows).alpha_beta(1.5, -1.0);
         let plan = GemmPlan::new(gpu, with_c).unwrap();
-        assert!(plan.kernel_plan().reduce().is_some(), "{variant} was meant to split k here: {plan}");
+        assert!(plan.kernel_plan().is_split(), "{variant} was meant to split k here: {plan}");
         check::<T, f32>(gpu, rng, with_c);
         check::<T, f32>(gpu, rng, with_c.alpha_beta(1.0, 0.0));
         let odd = GemmDesc::new(m, n, k)
@@ -451,7 +451,7 @@ fn hopper_wgmma_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts() 
     ] {
         let desc = desc.alpha_beta(0.75, 0.5);
         let plan = GemmPlan::new(&gpu, desc).unwrap();
-        assert!(plan.kernel_plan().variant().needs_tensor_cores() && plan.kernel_plan().reduce().is_some(), "{plan}");
+        assert!(plan.kernel_plan().variant().needs_tensor_cores() && plan.kernel_plan().is_split(), "{plan}");
         match desc.a.dtype {
             DType::Bf16 => check::<bf16, f32>(&gpu, &mut rng, desc),
             DType::F16 => check::<f16, f32>(&gpu, &mut rng, desc),

@@ -7,6 +7,7 @@
 use approx::relative_eq;
 use hopper_kernels::matmul::{
     self, DeviceMatrices, GemmPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy, SplitK,
+    TileWidth,
 };
 use hopper_kernels::reference::{MatmulReference, random_matrix};
 use hopper_kernels::{Error, Gpu};
@@ -174,21 +175,33 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
     }
 }
 
-/// The plans of the tensor-core variants alone (`decode_bf16` where `m <= 16`).
+/// The plans of the tensor-core variants alone (`decode_bf16` where `m <= 16`), the variants of
+/// two tile widths on each width.
 fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    [
+    let mut plans = Vec::new();
+    for v in [
         MatmulVariant::WgmmaBf16,
         MatmulVariant::WgmmaF16,
         MatmulVariant::WgmmaTf32,
         MatmulVariant::WgmmaTf32Transposed,
         MatmulVariant::WgmmaTf32x3,
         MatmulVariant::DecodeBf16,
-    ]
-    .into_iter()
-    .filter(|v| v.supports(shape))
-    .map(|v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap())
-    .collect()
+    ] {
+        if !v.supports(shape) {
+            continue;
+        }
+        let widths: &[Option<TileWidth>] =
+            if TWO_WIDTHS.contains(&v) { &[Some(TileWidth::N256), Some(TileWidth::N128)] } else { &[None] };
+        for &tile in widths {
+            let options = PlanOptions { tile, ..PlanOptions::default() };
+            plans.push(matmul::plan_gemm(gpu, v, shape, options).unwrap());
+        }
+    }
+    plans
 }
+
+/// The tensor-core variants whose kernels come in two tile widths (128 x 256 and 128 x 128).
+const TWO_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
 
 /// `decode_bf16` as planned, unsplit, and split in 2, 3 and 7 (where `k` allows): every way its
 /// output is written (directly, or as partials added by the split-K reduction).
@@ -288,17 +301,23 @@ fn wgmma_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     for variant in WGMMA_TILE_VARIANTS {
         plans.push(matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap());
         let granule = variant.split_granule();
-        let mut splits = vec![SplitK::none(shape.k)];
-        splits.extend(
-            [2, 3, 7, 256].map(|w| SplitK::about_in(shape.k, w, 1, granule)).into_iter().filter(|s| s.splits > 1),
-        );
-        splits.dedup();
-        for split in splits {
-            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
-            let plan =
-                matmul::plan_gemm(gpu, variant, shape, options).unwrap_or_else(|e| panic!("{variant} {split:?}: {e}"));
-            assert_eq!(plan.kernel_plan().split(), Some(split), "{plan}");
-            plans.push(plan);
+        // The wide tile with every split count; the narrow one (where the variant has one) with
+        // a few, which cover the same epilogues.
+        let mut widths = vec![(None, &[2, 3, 7, 256][..])];
+        if TWO_WIDTHS.contains(&variant) {
+            widths = vec![(Some(TileWidth::N256), &[2, 3, 7, 256][..]), (Some(TileWidth::N128), &[3, 256][..])];
+        }
+        for (tile, wanted) in widths {
+            let mut splits = vec![SplitK::none(shape.k)];
+            splits.extend(wanted.iter().map(|&w| SplitK::about_in(shape.k, w, 1, granule)).filter(|s| s.splits > 1));
+            splits.dedup();
+            for split in splits {
+                let options = PlanOptions { split: Some(split), tile, ..PlanOptions::default() };
+                let plan = matmul::plan_gemm(gpu, variant, shape, options)
+                    .unwrap_or_else(|e| panic!("{variant} {split:?} {tile:?}: {e}"));
+                assert_eq!(plan.kernel_plan().split(), Some(split), "{plan}");
+                plans.push(plan);
+            }
         }
     }
     plans
@@ -333,7 +352,7 @@ fn hopper_wgmma_split_k_matches_cpu_on_the_sweeps_small_outputs_with_long_k() {
         for variant in WGMMA_TILE_VARIANTS {
             let plan = matmul::plan_gemm(&gpu, variant, shape, PlanOptions::default()).unwrap();
             let split = plan.kernel_plan().split().unwrap();
-            assert!(split.splits > 1 && plan.kernel_plan().reduce().is_some(), "{plan}");
+            assert!(split.splits > 1 && plan.kernel_plan().is_split(), "{plan}");
         }
         assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), wgmma_split_plans);
     }
@@ -385,7 +404,7 @@ fn hopper_wgmma_split_k_plans_give_bitwise_equal_results_on_every_run() {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
         let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        for plan in wgmma_split_plans(&gpu, shape).iter().filter(|p| p.kernel_plan().reduce().is_some()) {
+        for plan in wgmma_split_plans(&gpu, shape).iter().filter(|p| p.kernel_plan().is_split()) {
             assert_runs_bitwise_equal(&gpu, plan, &mut mats);
         }
     }
@@ -649,9 +668,9 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
         let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        let highest = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+        let highest = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
         let plan = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, highest).unwrap();
-        assert!(plan.kernel_plan().reduce().is_some(), "{shape} was meant to exercise a split: {plan}");
+        assert!(plan.kernel_plan().is_split(), "{shape} was meant to exercise a split: {plan}");
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
 }

@@ -58,7 +58,8 @@ fn fp32_class_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<(String, GemmPlan)> {
     }
     let mut plans = Vec::new();
     for policy in [PrecisionPolicy::High, PrecisionPolicy::Highest] {
-        let plan = matmul::plan_gemm(gpu, MatmulVariant::Auto, shape, PlanOptions { policy, split: None }).unwrap();
+        let plan = matmul::plan_gemm(gpu, MatmulVariant::Auto, shape, PlanOptions { policy, split: None, tile: None })
+            .unwrap();
         plans.push((format!("auto ({policy})"), plan));
     }
     let plan = |v| matmul::plan_gemm(gpu, v, shape, PlanOptions::default()).unwrap();

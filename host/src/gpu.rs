@@ -185,6 +185,9 @@ pub struct Gpu {
     modules: Arc<Modules>,
     info: Arc<DeviceInfo>,
     ptx_info: ptx::PtxInfo,
+    /// Zeroed per-tile counters of the tensor-core kernels' split of `k`
+    /// ([`Gpu::split_counters`]): one buffer per stream, shared by this handle's clones.
+    split_counters: Arc<Mutex<Option<CudaSlice<u32>>>>,
 }
 
 impl Gpu {
@@ -249,7 +252,7 @@ impl Gpu {
             }
         };
         let modules = Arc::new(Modules { main, hopper, functions: Mutex::new(HashMap::new()) });
-        Ok(Self { ctx, stream, modules, info: Arc::new(info), ptx_info })
+        Ok(Self { ctx, stream, modules, info: Arc::new(info), ptx_info, split_counters: Arc::default() })
     }
 
     /// The same context and modules, enqueueing on `stream` instead; fails unless `stream`
@@ -273,7 +276,8 @@ impl Gpu {
                 "the stream belongs to another CUDA context than this GPU's modules".into(),
             ));
         }
-        Ok(Self { stream, ..self.clone() })
+        // Counters belong to a stream: launches on another may run at the same time.
+        Ok(Self { stream, split_counters: Arc::default(), ..self.clone() })
     }
 
     /// Description of the device.
@@ -467,6 +471,38 @@ impl Gpu {
         // SAFETY: `ptr` addresses `len` 4-byte elements of a live allocation on this stream.
         unsafe { sys::cuMemsetD32Async(ptr, pattern, len, self.stream.cu_stream()).result()? };
         Ok(())
+    }
+
+    /// The device address of at least `len` `u32` counters, zero between launches, for the
+    /// tensor-core kernels' split of `k` (each launch counts its work items per tile and sets the
+    /// counters back to zero before it ends; `kernels::matmul::wgmma`). One buffer per stream:
+    /// launches on one stream run one after another, so they can share it. Grows (allocating
+    /// zeroed memory on this stream) when `len` exceeds it, which a stream capture cannot record:
+    /// [`Error::NeedsLaunchBeforeCapture`] then, so launch such a plan once before capturing it.
+    ///
+    /// ```no_run
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// let gpu = hopper_kernels::Gpu::open(0)?;
+    /// let first = gpu.split_counters(100)?;
+    /// // Fewer counters than the buffer holds: the same buffer.
+    /// assert_eq!(gpu.split_counters(10)?, first);
+    /// # Ok(()) }
+    /// ```
+    pub fn split_counters(&self, len: usize) -> Result<u64> {
+        use cudarc::driver::DevicePtr;
+        let mut counters = self
+            .split_counters
+            .lock()
+            .map_err(|_| Error::InvalidArgument("a thread panicked while it held this GPU's split counters".into()))?;
+        if counters.as_ref().is_none_or(|c| c.len() < len) {
+            self.ensure_not_capturing("the split-K tile counters")?;
+            // A few spare, so that a slightly larger plan does not allocate again; freed after the
+            // launches already on the stream (cudarc frees on the stream).
+            *counters = Some(self.stream.alloc_zeros::<u32>(len.max(1024))?);
+        }
+        let buffer = counters.as_ref().expect("allocated above");
+        let (ptr, _sync) = buffer.device_ptr(&self.stream);
+        Ok(ptr)
     }
 
     /// Fails with [`Error::NeedsLaunchBeforeCapture`] while the stream is being captured into a

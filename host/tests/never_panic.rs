@@ -49,7 +49,7 @@ proptest! {
         split in split(),
     ) {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split }) {
+        if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split, tile: None }) {
             prop_assert_eq!(plan.shape(), shape);
             for p in std::iter::once(&plan).chain(plan.fallback()) {
                 let cfg = p.launch_config();

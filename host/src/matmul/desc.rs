@@ -25,7 +25,7 @@
 //! assert_eq!(desc.d.needed_elements((64, 32), 1), 31 * 40 + 64); // 32 columns of 40
 //! ```
 
-use super::{MatmulVariant, PrecisionPolicy, SplitK};
+use super::{MatmulVariant, PrecisionPolicy, SplitK, TileWidth};
 
 /// The element type of a matrix.
 ///
@@ -314,6 +314,9 @@ pub struct GemmDesc {
     /// planner's choices; the tensor-core tile kernels take ranges of whole stages,
     /// [`MatmulVariant::split_granule`]); `None`: the planner's.
     pub split_k: Option<SplitK>,
+    /// The tile width of the tensor-core kernels that come in two, instead of the planner's
+    /// choice (for measuring it); `None`: the planner's.
+    pub tile: Option<TileWidth>,
 }
 
 impl GemmDesc {
@@ -344,6 +347,7 @@ impl GemmDesc {
             policy: PrecisionPolicy::default(),
             variant: MatmulVariant::Auto,
             split_k: None,
+            tile: None,
         }
     }
 
@@ -469,6 +473,22 @@ impl GemmDesc {
     /// ```
     pub fn split_k(self, split: Option<SplitK>) -> Self {
         Self { split_k: split, ..self }
+    }
+
+    /// With the tensor-core tile width `tile` instead of the planner's choice.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{DType, GemmDesc, Layout, MatmulDevice, MatmulVariant, TileWidth, describe_plan};
+    /// let bf16 = Layout::row_major(DType::Bf16);
+    /// let desc = GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16).variant(MatmulVariant::WgmmaBf16);
+    /// assert!(describe_plan(&desc, MatmulDevice::H200)?.contains("wgmma_bf16:"));
+    /// let narrow = describe_plan(&desc.tile(Some(TileWidth::N128)), MatmulDevice::H200)?;
+    /// assert!(narrow.contains("wgmma_bf16_n128") && narrow.contains("n128 tiles requested"), "{narrow}");
+    /// # Ok(()) }
+    /// ```
+    pub fn tile(self, tile: Option<TileWidth>) -> Self {
+        Self { tile, ..self }
     }
 
     /// `A` as stored: `m x k`, or `k x m` when transposed.

@@ -821,7 +821,7 @@ fn choose_kernel(
     device: MatmulDevice,
     inputs: DType,
 ) -> Result<(MatmulVariant, MatmulPlan)> {
-    let options = PlanOptions { policy: desc.policy, split: desc.split_k };
+    let options = PlanOptions { policy: desc.policy, split: desc.split_k, tile: desc.tile };
     let sixteen_bit = match inputs {
         DType::F32 => None,
         DType::Bf16 => Some(OperandType::Bf16),
@@ -974,7 +974,7 @@ mod tests {
             let desc = GemmDesc::new(24, 171, 13_368).variant(variant).a(rows(t)).b(rows(t)).alpha_beta(1.5, -1.0);
             let s = skeleton(desc);
             let split = s.kernel.split().unwrap();
-            assert!(split.splits > 1 && s.kernel.reduce().is_some(), "{}", s.kernel);
+            assert!(split.splits > 1 && s.kernel.is_split(), "{}", s.kernel);
             assert!(s.epilogue.is_some());
             assert!(s.regions.total >= 4 * split.splits as usize * 24 * 171 + 4 * 24 * 171, "{}", s.regions.total);
             assert_eq!(s.regions.total, s.regions.split_k + 4 * s.kernel.workspace_floats(), "the partials come last");

@@ -12,7 +12,7 @@ use crate::gpu::Gpu;
 use cudarc::driver::sys::{self, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use kernels::matmul::tf32x3;
-use kernels::matmul::wgmma::{BLOCK_N, Operand, PROMOTED_BLOCK_ROWS};
+use kernels::matmul::wgmma::{Operand, PROMOTED_BLOCK_ROWS};
 use std::collections::HashMap;
 
 /// Device addresses of one canonical product `C' = A' B'` and its workspace regions.
@@ -68,23 +68,31 @@ pub(super) fn product(
     // With a split of k the tile kernels write their partial products to the workspace, and the
     // reduction adds them into C'; without one they write C'.
     let split = plan.split().unwrap_or(super::split_k::SplitK::none(s.k));
-    let split_out = plan.reduce().is_some();
+    // With a split the tile kernels store their partial products in the workspace and add them
+    // into C' themselves (the last work item of each tile), counting on per-tile counters.
+    let split_out = split.splits > 1;
     let tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
         let key = [list[0].1, list[1].1, if c_in_maps { p.c } else { 0 }];
         let maps = maps(key, &list)?;
-        let out = if split_out { p.split_k } else { p.c };
+        let (partials, counters) = if split_out {
+            let tiles = usize::try_from(wgmma::tiles(s, plan.kernel())).unwrap_or(usize::MAX);
+            (p.split_k, gpu.split_counters(tiles)?)
+        } else {
+            (0, 0)
+        };
         let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
-        builder.arg(&maps).arg(&out).arg(&m).arg(&k).arg(&n).arg(&split.k_chunk);
+        builder.arg(&maps).arg(&p.c).arg(&partials).arg(&counters).arg(&m).arg(&k).arg(&n).arg(&split.k_chunk);
         // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe A' and B' (and
         // C' where listed, never with a split) as the plan laid them out, in the boxes and
-        // swizzle the kernel takes; the output is C' (m*n f32) or, with a split, the workspace
-        // region of splits*m*n f32 the plan laid out, overlapping neither operand (checked by
-        // the plan); k_chunk is the plan's, a multiple of the kernel's stage below k or at least
-        // k (check_split and the planner's granule check), so the kernel's splits are the plan's;
-        // the launch config and its dynamic shared memory are the planner's, allowed when the
-        // plan was made.
+        // swizzle the kernel takes; the output is C' (m*n f32); with a split, the partials are
+        // the workspace region of splits*m*n f32 the plan laid out, overlapping neither operand
+        // nor C' (checked by the plan), and the counters are this stream's, one zero u32 per
+        // tile at least, which launches on this stream (one at a time) leave zero; k_chunk is
+        // the plan's, a multiple of the kernel's stage below k or at least k (check_split and
+        // the planner's granule check), so the kernel's splits are the plan's; the launch config
+        // and its dynamic shared memory are the planner's, allowed when the plan was made.
         unsafe { builder.launch(plan.launch_config()) }?;
-        reduce_partials(gpu, plan, functions, p, 0)
+        Ok(())
     };
     match plan.variant() {
         MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 => {
@@ -110,7 +118,8 @@ pub(super) fn product(
             tensor_core(list, c_map.is_some())
         }
         MatmulVariant::WgmmaTf32 => {
-            let [map_a, map_b] = wgmma::tensor_maps_rs(s, p.ld_a, p.ld_b, BLOCK_N);
+            // A's boxes span the tile's rows of C (wgmma_tf32: 256, wgmma_tf32_n128: 128).
+            let [map_a, map_b] = wgmma::tensor_maps_rs(s, p.ld_a, p.ld_b, wgmma::tile_of(plan.kernel()).0);
             tensor_core(vec![(map_a, p.a, f32_type), (map_b, p.b, f32_type)], false)
         }
         MatmulVariant::WgmmaTf32Transposed => {

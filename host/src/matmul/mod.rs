@@ -38,7 +38,7 @@ pub mod wgmma;
 pub use convert::convert_matrix;
 pub use desc::{DType, GemmDesc, GemmElement, Layout, Order};
 pub use gemm::{GemmPlan, Tf32x3Regions, describe_plan};
-pub use plan::{MatmulDevice, MatmulPlan, OperandType, PlanOptions, plan, plan_with};
+pub use plan::{MatmulDevice, MatmulPlan, OperandType, PlanOptions, TileWidth, plan, plan_with};
 pub use precision::{
     F16_UNIT, F32_UNDERFLOW_UNIT, Precision, PrecisionPolicy, TF32_INSTRUCTION_K, TF32_UNIT, TF32X3_PRODUCT_BOUND,
     TF32X3_RUN, f16_range_violation, round_to_bf16, round_to_f16,

@@ -54,10 +54,17 @@
 //!   [`MAX_SPLITS`](super::split_k::MAX_SPLITS)) take an estimated `ceil(tiles * s / SMs) *
 //!   (ceil(stages / s) + WGMMA_ITEM_OVERHEAD_STAGES) + WGMMA_REDUCE_FIXED_STAGES + s * m * n *
 //!   WGMMA_REDUCE_STAGES_PER_VALUE`, in stages of one block: every work item pays its pipeline's
-//!   fill and its epilogue, and the reduction its launch and a pass over the partial sums. The
+//!   fill and its epilogue, and the sum a pass over the partial sums, which each tile's last work
+//!   item makes in the same launch (in split order, so the result is deterministic). The
 //!   partial sums are also held to [`WGMMA_MAX_PARTIAL_FRACTION`] of the operands' bytes. The
 //!   planner takes the fewest `s` within [`WGMMA_SPLIT_SLACK`] of the least estimate, and splits
 //!   only when that saves at least a fifth ([`WGMMA_SPLIT_GAIN`]).
+//! - Their tile: `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` come in two widths, tiles of 128 x
+//!   256 (`wgmma_tf32`: 256 x 128) and of 128 x 128 (the `_n128` kernels, [`TileWidth`]). The
+//!   planner estimates both as above, each with its best split, a stage of the narrow tile
+//!   costing [`WGMMA_N128_STAGE_COST`] of the wide one's, and takes the cheaper (the wide one on
+//!   a tie): twice the tiles fill the SMs where the wide tiles leave most of them idle (1024^3:
+//!   32 tiles of 128 x 256 on 132 SMs, 64 of 128 x 128), without a split's partial sums.
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
@@ -147,7 +154,7 @@ pub const FEW_ROWS_MIN_CHUNK: u32 = 16;
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::WARP_TILED_MIN_K;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
-/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
 /// let auto = |k| plan_with(MatmulVariant::Auto, MatmulShape::new(4097, k, 8193)?, MatmulDevice::H100, fp32);
 /// assert_eq!(auto(WARP_TILED_MIN_K - 1)?.variant(), MatmulVariant::Sgemm);
 /// assert_eq!(auto(WARP_TILED_MIN_K)?.variant(), MatmulVariant::SgemmWarpTiled);
@@ -160,7 +167,7 @@ pub const WARP_TILED_MIN_K: usize = 512;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
-/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
 /// // 512^3: 16 tiles, even in 2 splits of k, fill 12% of a wave of 264 block slots, below 85%.
 /// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(512, 512, 512)?, MatmulDevice::H100, fp32)?;
 /// assert_eq!(p.variant(), MatmulVariant::Sgemm);
@@ -323,16 +330,18 @@ pub const WGMMA_MIN_CHUNK_STAGES: u32 = 4;
 /// assert!(WGMMA_ITEM_OVERHEAD_STAGES / (WGMMA_MIN_CHUNK_STAGES as f64 + WGMMA_ITEM_OVERHEAD_STAGES) >= 0.33);
 /// ```
 pub const WGMMA_ITEM_OVERHEAD_STAGES: f64 = 2.0;
-/// The split-K reduction's fixed cost after a tensor-core split (a launch and its tail), in
-/// stages of one block (about 2.4 us).
+/// The fixed cost of a tensor-core split's sum, in stages of one block: each tile's last work
+/// item adds the tile's partial products after its own (a second pass over the tile, which the
+/// separate reduction kernel these kernels once launched, 4 stages with its launch, no longer
+/// costs).
 ///
 /// ```
 /// use hopper_kernels::matmul::plan::WGMMA_REDUCE_FIXED_STAGES;
 /// assert!(WGMMA_REDUCE_FIXED_STAGES > 0.0);
 /// ```
-pub const WGMMA_REDUCE_FIXED_STAGES: f64 = 4.0;
-/// The split-K reduction's cost per partial sum after a tensor-core split, in stages of one
-/// block: 8 bytes (written by the kernel, read by the reduction) at about 3 TB/s, over 0.6 us.
+pub const WGMMA_REDUCE_FIXED_STAGES: f64 = 1.0;
+/// The cost of a tensor-core split per partial sum, in stages of one block: 8 bytes (written by
+/// each work item, read by the tile's last) at about 3 TB/s, over 0.6 us.
 ///
 /// ```
 /// use hopper_kernels::matmul::plan::WGMMA_REDUCE_STAGES_PER_VALUE;
@@ -376,6 +385,71 @@ pub const WGMMA_SPLIT_SLACK: f64 = 1.05;
 /// # Ok(()) }
 /// ```
 pub const WGMMA_SPLIT_GAIN: f64 = 0.8;
+/// A stage of a 128 x 128 tensor-core tile (the `_n128` kernels) in stages of the 128 x 256
+/// tile: half the multiply-adds, plus the `A` operand each warpgroup reads per instruction,
+/// which the narrow tile spreads over half the columns. Measured on the H200: `wgmma_bf16` at
+/// 4096^3 took 0.214 ms on 128 x 256 tiles and 0.245 ms on 128 x 128 (twice the tiles), 0.57
+/// of a wide stage each.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WGMMA_N128_STAGE_COST;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// assert!(WGMMA_N128_STAGE_COST > 0.5 && WGMMA_N128_STAGE_COST < 1.0);
+/// // 1024^3: 32 wide tiles leave 100 of 132 SMs idle; 64 narrow ones half as many.
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(1024, 1024, 1024)?, MatmulDevice::H200)?;
+/// assert_eq!(p.kernel(), "wgmma_bf16_n128");
+/// // 4096^3: 512 wide tiles already fill every SM.
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
+/// assert_eq!(p.kernel(), "wgmma_bf16");
+/// # Ok(()) }
+/// ```
+pub const WGMMA_N128_STAGE_COST: f64 = 0.57;
+
+/// The tile width of the tensor-core kernels that come in two ([`plan_with`] takes the cheaper
+/// by its estimate unless [`PlanOptions::tile`] names one).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::TileWidth;
+/// assert_eq!(TileWidth::parse("n128"), Some(TileWidth::N128));
+/// assert_eq!(TileWidth::N256.name(), "n256");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TileWidth {
+    /// The instruction's `n = 256`: tiles of 128 x 256 of `C` (`wgmma_tf32`: 256 x 128).
+    N256,
+    /// The instruction's `n = 128`: tiles of 128 x 128 (the `_n128` kernels).
+    N128,
+}
+
+impl TileWidth {
+    /// Both widths, wide first.
+    pub const ALL: [Self; 2] = [Self::N256, Self::N128];
+
+    /// The width's name as the command line takes it.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::plan::TileWidth;
+    /// assert_eq!(TileWidth::N128.name(), "n128");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::N256 => "n256",
+            Self::N128 => "n128",
+        }
+    }
+
+    /// The width named `name` (`n256`, `n128`).
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::plan::TileWidth;
+    /// assert_eq!(TileWidth::parse("n256"), Some(TileWidth::N256));
+    /// assert_eq!(TileWidth::parse("wide"), None);
+    /// ```
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
 
 /// What the planner needs to know of the device.
 ///
@@ -631,7 +705,7 @@ impl MatmulPlan {
     /// let auto = plan(MatmulVariant::Auto, shape, MatmulDevice::H100)?;
     /// assert_eq!(auto.split(), Some(SplitK { splits: 8, k_chunk: 64 }));
     /// assert_eq!(plan(MatmulVariant::Tiled16, shape, MatmulDevice::H100)?.split(), None); // takes no split
-    /// // One 128 x 256 tile of wgmma_bf16 and a long k: 53 splits of 4 stages of 64.
+    /// // Two 128 x 128 tiles of wgmma_bf16 and a long k: 53 splits of 4 stages of 64.
     /// let long = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
     /// assert_eq!(long.split(), Some(SplitK { splits: 53, k_chunk: 256 }));
     /// # Ok(()) }
@@ -652,6 +726,25 @@ impl MatmulPlan {
     /// ```
     pub fn reduce(&self) -> Option<LaunchConfig> {
         self.reduce
+    }
+
+    /// Whether `k` is split in more than one range (the partial products added by
+    /// [`Self::reduce`] or, for the tensor-core tile kernels, by each tile's last work item).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let p = |v, m, k, n| plan(v, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+    /// let sgemm = p(MatmulVariant::Auto, 512, 512, 512)?;
+    /// assert!(sgemm.is_split() && sgemm.reduce().is_some());
+    /// // The tile kernels add their partial products in the same launch.
+    /// let bf16 = p(MatmulVariant::WgmmaBf16, 64, 4096, 4096)?;
+    /// assert!(bf16.is_split() && bf16.reduce().is_none());
+    /// assert!(!p(MatmulVariant::WgmmaBf16, 4096, 4096, 4096)?.is_split());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_split(&self) -> bool {
+        self.split.is_some_and(|s| s.splits > 1)
     }
 
     /// For `wgmma_tf32x3`: the FP32 plan that runs instead where its guard refuses the inputs
@@ -774,7 +867,12 @@ impl MatmulPlan {
 impl std::fmt::Display for MatmulPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (g, b) = (self.launch.grid_dim, self.launch.block_dim);
-        write!(f, "{}: grid {}x{}x{} of {} threads", self.variant.name(), g.0, g.1, g.2, b.0 * b.1 * b.2)?;
+        // The tensor-core tile variants name the kernel of their tile width and epilogue.
+        let name = match self.variant {
+            MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 | MatmulVariant::WgmmaTf32 => self.kernel,
+            v => v.name(),
+        };
+        write!(f, "{name}: grid {}x{}x{} of {} threads", g.0, g.1, g.2, b.0 * b.1 * b.2)?;
         match (self.split, self.reduce) {
             (Some(s), Some(r)) => write!(
                 f,
@@ -784,6 +882,9 @@ impl std::fmt::Display for MatmulPlan {
                 kernels::matmul::split_k::KERNEL,
                 r.grid_dim.0
             )?,
+            (Some(s), None) if s.splits > 1 => {
+                write!(f, ", split-K {} x {} columns of A, added by each tile's last work item", s.splits, s.k_chunk)?
+            }
             _ if self.variant.splits_k() => write!(f, ", no split of k")?,
             _ => {}
         }
@@ -803,7 +904,7 @@ impl std::fmt::Display for MatmulPlan {
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
 /// assert_eq!(PlanOptions::default().policy, PrecisionPolicy::High);
 /// // `medium`: TF32 where `high` would run split-TF32.
-/// let medium = PlanOptions { policy: PrecisionPolicy::Medium, split: None };
+/// let medium = PlanOptions { policy: PrecisionPolicy::Medium, split: None, tile: None };
 /// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H100, medium)?;
 /// assert_eq!(p.variant(), MatmulVariant::WgmmaTf32);
 /// # Ok(()) }
@@ -815,6 +916,9 @@ pub struct PlanOptions {
     /// A split of `k` instead of the planner's, for the kernels that take one (tests use it to
     /// run every configuration on every shape); checked against `k`.
     pub split: Option<SplitK>,
+    /// The tile width of the tensor-core kernels that come in two, instead of the planner's
+    /// choice (ignored by every other kernel).
+    pub tile: Option<TileWidth>,
 }
 
 /// Plans `variant` for `shape` on `device` under the default policy ([`PrecisionPolicy::High`])
@@ -866,8 +970,12 @@ pub fn plan_with(
     let split = options.split;
     if variant == MatmulVariant::WgmmaTf32x3 {
         // The FP32 plan the guard falls back to: auto's under `highest`, with the forced split.
-        let fp32 =
-            plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy: PrecisionPolicy::Highest, split })?;
+        let fp32 = plan_with(
+            MatmulVariant::Auto,
+            shape,
+            device,
+            PlanOptions { policy: PrecisionPolicy::Highest, split, tile: None },
+        )?;
         let launch = super::wgmma::plan_tf32x3(shape, device)?;
         let kernel = kernels::matmul::wgmma::KERNEL_TF32_PROMOTED;
         let reason = format!(
@@ -922,7 +1030,8 @@ pub fn plan_with(
         | MatmulVariant::WgmmaF16
         | MatmulVariant::WgmmaTf32
         | MatmulVariant::WgmmaTf32Transposed => {
-            let (s, why) = split.map_or_else(|| wgmma_split(shape, sm, variant, kernel), forced);
+            let (chosen, s, why) = wgmma_tile_and_split(shape, sm, variant, kernel, split, options.tile);
+            kernel = chosen;
             let granule = variant.split_granule();
             if s.splits > 1 && !s.k_chunk.is_multiple_of(granule) {
                 return Err(Error::InvalidArgument(format!(
@@ -952,7 +1061,10 @@ pub fn plan_with(
     if let Some(s) = split {
         check_split(shape, s)?;
     }
-    let reduce = split.filter(|s| s.splits > 1).map(|s| reduce_plan(shape.m * shape.n, s.splits));
+    // The tensor-core tile kernels add their partial products themselves (each tile's last work
+    // item); the others leave them to matmul_split_k_reduce.
+    let reduce =
+        split.filter(|s| s.splits > 1 && !variant.adds_its_splits()).map(|s| reduce_plan(shape.m * shape.n, s.splits));
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
     let operands = match variant {
         MatmulVariant::WgmmaBf16 | MatmulVariant::DecodeBf16 => OperandType::Bf16,
@@ -1153,31 +1265,93 @@ fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     best_split(shape, tiles, slots, rule, cost, "")
 }
 
+/// The tensor-core kernel of `kernel`'s family and its split of `k` (module documentation): for
+/// a family of two tile widths, the one with the lower estimate ([`wgmma_split`]) unless `tile`
+/// names one; `forced` replaces the planner's split.
+fn wgmma_tile_and_split(
+    shape: MatmulShape,
+    sm: u32,
+    variant: MatmulVariant,
+    kernel: &'static str,
+    forced: Option<SplitK>,
+    tile: Option<TileWidth>,
+) -> (&'static str, SplitK, String) {
+    let widths = tile.map_or(TileWidth::ALL.to_vec(), |w| vec![w]);
+    let mut choices: Vec<(&'static str, SplitK, String, f64)> = Vec::new();
+    for w in widths {
+        let Some(k) = wgmma_tiles::with_tile(kernel, w == TileWidth::N128) else { continue };
+        let (s, why, estimate) = match forced {
+            Some(s) => {
+                let per = s.k_chunk.div_ceil(variant.split_granule()).max(1) as u64;
+                (s, "split forced".to_string(), wgmma_estimate(shape, sm, k, s.splits as u64, per))
+            }
+            None => wgmma_split(shape, sm, variant, k),
+        };
+        choices.push((k, s, why, estimate));
+    }
+    if choices.is_empty() {
+        // A kernel of one width (wgmma_tf32_transposed).
+        let (s, why, _) = match forced {
+            Some(s) => (s, "split forced".to_string(), 0.0),
+            None => wgmma_split(shape, sm, variant, kernel),
+        };
+        return (kernel, s, why);
+    }
+    // The cheaper estimate; the wide tile (listed first) on a tie.
+    let best = (0..choices.len()).fold(0, |best, i| if choices[i].3 < choices[best].3 { i } else { best });
+    let (chosen, s, why, estimate) = choices[best].clone();
+    let tile_why = match (tile, choices.len()) {
+        (Some(w), _) => format!("{} tiles requested", w.name()),
+        (None, 2) => {
+            let other = &choices[1 - best];
+            let (r, c) = super::wgmma::tile_of(chosen);
+            let (or, oc) = super::wgmma::tile_of(other.0);
+            format!(
+                "tiles of {r}x{c}: an estimated {estimate:.1} stages of a 128x256 block against {:.1} for {or}x{oc}",
+                other.3
+            )
+        }
+        _ => String::new(),
+    };
+    let why = if tile_why.is_empty() { why } else { format!("{tile_why}; {why}") };
+    (chosen, s, why)
+}
+
+/// The estimated time of `kernel` on `shape` in `splits` splits of `per` stages, in stages of
+/// one 128 x 256 block (module documentation): waves of work items, each its stages and its
+/// overhead, then the reduction of the partial sums.
+fn wgmma_estimate(shape: MatmulShape, sm: u32, kernel: &str, splits: u64, per: u64) -> f64 {
+    let tiles = super::wgmma::tiles(shape, kernel);
+    let (rows, cols) = super::wgmma::tile_of(kernel);
+    let stage_cost = if rows as u64 * cols as u64 <= 128 * 128 { WGMMA_N128_STAGE_COST } else { 1.0 };
+    let values = shape.m as f64 * shape.n as f64;
+    let waves = (tiles * splits).div_ceil(sm.max(1) as u64) as f64;
+    let reduce = if splits > 1 {
+        WGMMA_REDUCE_FIXED_STAGES + splits as f64 * values * WGMMA_REDUCE_STAGES_PER_VALUE
+    } else {
+        0.0
+    };
+    waves * (per as f64 * stage_cost + WGMMA_ITEM_OVERHEAD_STAGES) + reduce
+}
+
 /// The split of `k` for a tensor-core tile kernel (module documentation): whole stages of the
-/// kernel's pipeline, toward one wave of work items on the SMs when the tiles leave SMs idle.
-fn wgmma_split(shape: MatmulShape, sm: u32, variant: MatmulVariant, kernel: &str) -> (SplitK, String) {
+/// kernel's pipeline, toward one wave of work items on the SMs when the tiles leave SMs idle;
+/// with the reason and the estimate ([`wgmma_estimate`]).
+fn wgmma_split(shape: MatmulShape, sm: u32, variant: MatmulVariant, kernel: &str) -> (SplitK, String, f64) {
     let (rows, cols) = super::wgmma::tile_of(kernel);
     let tiles = super::wgmma::tiles(shape, kernel);
     let granule = variant.split_granule();
     let stages = (shape.k as u64).div_ceil(granule as u64);
     let tile_text = format!("{} of {rows}x{cols}", count(tiles, "tile"));
+    let cost = |splits: u64, per: u64| wgmma_estimate(shape, sm, kernel, splits, per);
+    let unsplit = cost(1, stages);
     if tiles >= sm as u64 {
-        return (SplitK::none(shape.k), format!("{tile_text} give each of {sm} SMs a block: no split of k"));
+        return (SplitK::none(shape.k), format!("{tile_text} give each of {sm} SMs a block: no split of k"), unsplit);
     }
     let values = shape.m as f64 * shape.n as f64;
     // Bytes per element: a stage is 128 bytes of k.
     let element_bytes = kernels::matmul::wgmma::BLOCK_K_BYTES as f64 / granule as f64;
     let operand_bytes = (shape.m as f64 + shape.n as f64) * shape.k as f64 * element_bytes;
-    let cost = |splits: u64, per: u64| {
-        let waves = (tiles * splits).div_ceil(sm as u64) as f64;
-        let reduce = if splits > 1 {
-            WGMMA_REDUCE_FIXED_STAGES + splits as f64 * values * WGMMA_REDUCE_STAGES_PER_VALUE
-        } else {
-            0.0
-        };
-        waves * (per as f64 + WGMMA_ITEM_OVERHEAD_STAGES) + reduce
-    };
-    let unsplit = cost(1, stages);
     // Candidates: `per` stages per split (at least the shortest split), for every split count
     // up to MAX_SPLITS.
     let min_per = WGMMA_MIN_CHUNK_STAGES as u64;
@@ -1202,12 +1376,12 @@ fn wgmma_split(shape: MatmulShape, sm: u32, variant: MatmulVariant, kernel: &str
             let s = SplitK { splits: splits as u32, k_chunk: (per * granule as u64) as u32 };
             let why = format!(
                 "{tile_text} for {sm} SMs: {} splits of k ({per} stages of {granule}) make {} work items, \
-                 estimated {:.0}% of the unsplit time (reduction included)",
+                 estimated {:.0}% of the unsplit time (their sum included)",
                 s.splits,
                 tiles * splits,
                 100.0 * estimate / unsplit
             );
-            (s, why)
+            (s, why, estimate)
         }
         _ => {
             let why = if most < 2 {
@@ -1218,7 +1392,7 @@ fn wgmma_split(shape: MatmulShape, sm: u32, variant: MatmulVariant, kernel: &str
             } else {
                 format!("{tile_text} on {sm} SMs: a split of k would not pay for its partial sums")
             };
-            (SplitK::none(shape.k), why)
+            (SplitK::none(shape.k), why, unsplit)
         }
     }
 }
@@ -1273,7 +1447,7 @@ mod tests {
 
     /// `auto` under `highest`: the FP32 CUDA-core planner.
     fn auto_fp32(m: usize, k: usize, n: usize) -> MatmulPlan {
-        let options = PlanOptions { policy: PrecisionPolicy::Highest, split: None };
+        let options = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
         plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100, options).unwrap()
     }
 
@@ -1337,7 +1511,7 @@ mod tests {
 
     #[test]
     fn medium_runs_tf32_where_high_runs_split_tf32_and_highest_never_the_tensor_cores() {
-        let options = |policy| PlanOptions { policy, split: None };
+        let options = |policy| PlanOptions { policy, split: None, tile: None };
         let shape = MatmulShape::new(4096, 4096, 4096).unwrap();
         let medium =
             plan_with(MatmulVariant::Auto, shape, MatmulDevice::H200, options(PrecisionPolicy::Medium)).unwrap();
@@ -1556,7 +1730,10 @@ mod tests {
             let p = plan(v, shape, MatmulDevice::H100);
             if v.supports(shape) {
                 let p = p.unwrap();
-                assert_eq!((p.variant, p.kernel), (v, v.kernel().unwrap()));
+                // The variant's kernel, or its sibling of the other tile width.
+                let named = v.kernel().unwrap();
+                assert_eq!(p.variant, v);
+                assert!(p.kernel == named || wgmma_tiles::with_tile(named, true) == Some(p.kernel), "{p}");
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
                 assert!(p.unwrap_err().to_string().contains("at most 16"));
@@ -1595,7 +1772,7 @@ mod tests {
                 let s = p.split.unwrap();
                 let tiles = super::super::wgmma::tiles(shape, p.kernel);
                 let granule = v.split_granule();
-                assert!(s.splits > 1 && p.reduce.is_some(), "{p}");
+                assert!(s.splits > 1 && p.is_split() && p.reduce.is_none(), "{p}");
                 // Whole stages, at least the shortest split, covering k exactly once.
                 assert!(s.k_chunk.is_multiple_of(granule) && s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * granule, "{p}");
                 assert_eq!(s.splits as usize, k.div_ceil(s.k_chunk as usize), "{p}");
@@ -1610,16 +1787,23 @@ mod tests {
                 assert_eq!(p.workspace_floats(), s.splits as usize * m * n);
                 let text = p.to_string();
                 assert!(text.contains(&format!("split-K {} x {}", s.splits, s.k_chunk)), "{text}");
-                assert!(text.contains("work items") && text.contains("reduction included"), "{text}");
+                assert!(text.contains("work items") && text.contains("their sum included"), "{text}");
+                assert!(text.contains("added by each tile's last work item"), "{text}");
             }
         }
-        // 24x13368x171: 53 splits of 4 stages of 64 (BF16, one tile), 60 of 7 stages of 32 (TF32
-        // on C^T: two tiles of 256 x 128).
+        // 24x13368x171 on the wide tiles: 53 splits of 4 stages of 64 (BF16, one tile), 60 of 7
+        // stages of 32 (TF32 on C^T: two tiles of 256 x 128).
         let shape = MatmulShape::new(24, 13_368, 171).unwrap();
-        let bf16 = plan(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200).unwrap();
-        assert_eq!(bf16.split, Some(SplitK { splits: 53, k_chunk: 256 }));
-        let tf32 = plan(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200).unwrap();
+        let wide = PlanOptions { tile: Some(TileWidth::N256), ..PlanOptions::default() };
+        let bf16 = plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, wide).unwrap();
+        assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_rows", Some(SplitK { splits: 53, k_chunk: 256 })));
+        let tf32 = plan_with(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200, wide).unwrap();
         assert_eq!((tf32.split, tf32.launch.grid_dim.0), (Some(SplitK { splits: 60, k_chunk: 224 }), 120));
+        // The planner's: two tiles of 128 x 128, each in 53 splits of 4 stages, cost less than one
+        // of 128 x 256 in as many splits (an estimated 6.3 stages against 8.0).
+        let bf16 = plan(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200).unwrap();
+        assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_n128_rows", Some(SplitK { splits: 53, k_chunk: 256 })));
+        assert!(bf16.reason.contains("tiles of 128x128: an estimated 6.3 stages"), "{bf16}");
     }
 
     #[test]
@@ -1655,7 +1839,8 @@ mod tests {
             let g = v.split_granule();
             let s = SplitK::about_in(1000, 3, 1, g);
             let p = forced(v, s).unwrap();
-            assert_eq!((p.split, p.reduce.is_some()), (Some(s), true), "{p}");
+            // Added in the kernel: no reduction launch.
+            assert_eq!((p.split, p.is_split(), p.reduce.is_none()), (Some(s), true, true), "{p}");
             assert!(p.reason.contains("split forced"), "{p}");
             assert_eq!(p.workspace_floats(), s.splits as usize * 100 * 300);
             // Tiles x splits work items, one block per SM at most.

@@ -262,8 +262,11 @@ impl DeviceMatrices {
 /// # Ok(()) }
 /// ```
 pub fn plan_gemm(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape, options: PlanOptions) -> Result<GemmPlan> {
-    let mut desc =
-        GemmDesc::new(shape.m, shape.n, shape.k).variant(variant).policy(options.policy).split_k(options.split);
+    let mut desc = GemmDesc::new(shape.m, shape.n, shape.k)
+        .variant(variant)
+        .policy(options.policy)
+        .split_k(options.split)
+        .tile(options.tile);
     let operands = match variant.precision() {
         super::Precision::Bf16 => Some(DType::Bf16),
         super::Precision::Fp16 => Some(DType::F16),
@@ -347,6 +350,11 @@ pub fn run_plan(gpu: &Gpu, plan: &GemmPlan, mats: &mut DeviceMatrices) -> Result
 /// # Ok(()) }
 /// ```
 pub fn run(gpu: &Gpu, variant: MatmulVariant, mats: &mut DeviceMatrices) -> Result<Vec<f32>> {
-    let plan = plan_gemm(gpu, variant, mats.shape, PlanOptions { policy: PrecisionPolicy::default(), split: None })?;
+    let plan = plan_gemm(
+        gpu,
+        variant,
+        mats.shape,
+        PlanOptions { policy: PrecisionPolicy::default(), split: None, tile: None },
+    )?;
     run_plan(gpu, &plan, mats)
 }
