@@ -368,7 +368,7 @@ fn measure_shape(
                 let row = measure_plan(gpu, variant.name(), &plan, &mut mats, reference, &timing)?;
                 // Which kernel a planner ran, and why, is the point of its row; the others run
                 // the kernel their name says, and say their plan where it split k.
-                let split = plan.kernel_plan().reduce().is_some();
+                let split = plan.kernel_plan().is_split();
                 if MatmulVariant::PLANNERS.contains(&variant) || split { row.with_plan(plan.to_string()) } else { row }
             }
             Err(skipped) => {

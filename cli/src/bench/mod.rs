@@ -93,8 +93,11 @@ pub struct BenchConfig {
     pub skip_suite: bool,
     /// Leave out the histogram features (weights, edges, channels, 2-D, segments).
     pub skip_features: bool,
-    /// Shapes of the random-shape sweep ([`shape_sweep`]), drawn from `seed`; `None`: no sweep.
+    /// Shapes of the shape sweep ([`shape_sweep`]), drawn from `seed` unless `sweep_shapes`
+    /// lists them; `None`: no sweep.
     pub sweep: Option<usize>,
+    /// The sweep's shapes when they are given rather than drawn (`--sweep-shapes`).
+    pub sweep_shapes: Option<Vec<MatmulShape>>,
     /// The torch/cupy peers' times of the feature cases (`scripts/histogram_peers.py`), and
     /// where they came from.
     pub peers: Option<(histogram_features::PeersFile, String)>,
@@ -269,6 +272,7 @@ mod tests {
             skip_suite: false,
             skip_features: true,
             sweep: None,
+            sweep_shapes: None,
             peers: None,
             command_line: vec!["host".into(), "bench".into()],
         }

@@ -839,9 +839,9 @@ impl SuiteShapeResult {
     }
 }
 
-/// The random-shape sweep: shapes drawn from a seed, and for each precision our planner's choice
-/// against cuBLASLt (and, for `auto`, cuBLAS FP32) at every shape, with the worst shape and the
-/// geometric mean of the ratios.
+/// The shape sweep: shapes drawn from a seed (or listed by `--sweep-shapes`), and for each
+/// precision our planner's choice against cuBLASLt (and, for `auto`, cuBLAS FP32) at every shape,
+/// with the worst shape and the geometric mean of the ratios.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepSection {
     /// The seed the shapes (and their inputs) were drawn from.

@@ -82,6 +82,28 @@ pub const SWEEP_PRECISIONS: &[SweepEntry] = &[
     SweepEntry { name: "auto", operands: DType::F32, policy: None, precision: Precision::Fp32, cublas: true },
 ];
 
+/// The square sizes of `host bench --sweep-shapes llm`: 256 to 8192.
+pub const LLM_SQUARES: [usize; 6] = [256, 512, 1024, 2048, 4096, 8192];
+/// The token counts (`m`) of `--sweep-shapes llm`: one decoded token to a long prefill.
+pub const LLM_TOKENS: [usize; 8] = [1, 16, 64, 128, 256, 1024, 4096, 8192];
+/// The weights (`k x n`) of `--sweep-shapes llm`: attention and MLP projections of 7-70B models.
+pub const LLM_WEIGHTS: [(usize, usize); 4] = [(4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)];
+
+/// The shapes of `--sweep-shapes llm`: the squares [`LLM_SQUARES`], then every token count of
+/// [`LLM_TOKENS`] against every weight of [`LLM_WEIGHTS`].
+///
+/// ```
+/// use host::bench::shape_sweep::llm_shapes;
+/// let shapes = llm_shapes();
+/// assert_eq!(shapes.len(), 6 + 8 * 4);
+/// assert_eq!(shapes[6].to_string(), "1x4096x4096");
+/// ```
+pub fn llm_shapes() -> Vec<MatmulShape> {
+    let squares = LLM_SQUARES.iter().map(|&s| (s, s, s));
+    let layers = LLM_WEIGHTS.iter().flat_map(|&(k, n)| LLM_TOKENS.iter().map(move |&m| (m, k, n)));
+    squares.chain(layers).map(|(m, k, n)| MatmulShape::new(m, k, n).expect("positive sides")).collect()
+}
+
 /// Progress-bar steps per shape: the inputs and references, then every row of every precision.
 pub fn steps_per_shape() -> usize {
     1 + SWEEP_PRECISIONS.iter().map(|e| 2 + usize::from(e.cublas)).sum::<usize>()
@@ -132,7 +154,11 @@ fn planner_name(entry: &SweepEntry, policy: PrecisionPolicy) -> String {
 
 /// Measures `count` shapes drawn from `config.seed` (see [`draw_shapes`]).
 pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &ProgressBar) -> anyhow::Result<SweepSection> {
-    let shapes = draw_shapes(count, config.seed, MAX_MACS);
+    let (shapes, draw) = match &config.sweep_shapes {
+        Some(listed) => (listed.clone(), "the shapes listed by --sweep-shapes, in that order".to_string()),
+        None => (draw_shapes(count, config.seed, MAX_MACS), draw_rule()),
+    };
+    let count = shapes.len();
     // Inputs from a stream of their own, so that they do not depend on the shapes' draws.
     let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ 0x5357_4545_5000);
     let sgemm = Sgemm::new(gpu).map_err(|e| e.to_string());
@@ -149,14 +175,7 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
         .zip(results)
         .map(|(entry, shapes)| summarize(entry, planner_name(entry, config.suite_policy), shapes))
         .collect();
-    Ok(SweepSection {
-        seed: config.seed,
-        draw: draw_rule(),
-        max_side: MAX_SIDE,
-        max_macs: MAX_MACS,
-        shapes,
-        precisions,
-    })
+    Ok(SweepSection { seed: config.seed, draw, max_side: MAX_SIDE, max_macs: MAX_MACS, shapes, precisions })
 }
 
 /// One precision's section from its shapes: the summaries against cuBLASLt and, where it is a

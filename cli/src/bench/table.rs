@@ -316,7 +316,7 @@ pub fn render_suite(section: &SuiteSection) -> String {
 /// ratios, then every precision's summary lines together.
 pub fn render_sweep(section: &SweepSection) -> String {
     let mut out = format!(
-        "random-shape sweep: {} shapes, seed {}; {}\n\
+        "shape sweep: {} shapes, seed {}; {}\n\
          x = our time / the baseline's (1.10 = 10% slower); worst = the shape with the largest x\n",
         section.shapes.len(),
         section.seed,
@@ -599,7 +599,7 @@ pub(crate) mod tests {
     #[test]
     fn sweep_tables_give_every_shape_its_ratios_and_each_baseline_its_worst_and_mean() {
         let text = render_sweep(&sweep_fixture());
-        assert!(text.starts_with("random-shape sweep: 2 shapes, seed 1; m, k, n each log-uniform"), "{text}");
+        assert!(text.starts_with("shape sweep: 2 shapes, seed 1; m, k, n each log-uniform"), "{text}");
         assert!(text.contains("sweep auto: auto against cublaslt and cublas\n"), "{text}");
         let line = text.lines().find(|l| l.starts_with("16x4096x14336")).unwrap();
         let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();

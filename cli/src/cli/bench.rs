@@ -91,6 +91,14 @@ pub struct BenchArgs {
         "skip_histogram", "skip_suite", "skip_features", "chart", "from_json", "peers", "histogram_sweep",
     ])]
     pub sweep: Option<usize>,
+    /// Run the shape sweep alone on these shapes instead of random ones: MxKxN (or N for N^3),
+    /// comma-separated, or `llm` for the squares 256-8192 and the LLM layers (m of 1 to 8192
+    /// tokens against weights of 4096x4096, 4096x14336, 14336x4096 and 8192x28672).
+    #[arg(long, value_name = "LIST", value_parser = parse_sweep_shape_list, conflicts_with_all = [
+        "sizes", "bins", "quick", "suite", "values", "cpu_repeat", "cpu_loop_limit", "skip_matmul",
+        "skip_histogram", "skip_suite", "skip_features", "chart", "from_json", "peers", "histogram_sweep", "sweep",
+    ])]
+    pub sweep_shapes: Option<ShapeList>,
     /// Sweep only the cases whose keys start with one of these prefixes, e.g. shared,packed
     /// (with --histogram-sweep).
     #[arg(long, value_name = "PREFIXES", value_delimiter = ',', requires = "histogram_sweep")]
@@ -209,6 +217,14 @@ pub fn parse_sweep_shapes(text: &str) -> Result<usize, String> {
     }
 }
 
+/// Parses `--sweep-shapes`: `llm` ([`bench::shape_sweep::LLM_SHAPES`]) or a list as `--sizes`.
+pub fn parse_sweep_shape_list(text: &str) -> Result<ShapeList, String> {
+    if text.trim() == "llm" {
+        return Ok(ShapeList(bench::shape_sweep::llm_shapes()));
+    }
+    parse_sizes(text)
+}
+
 fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
@@ -227,10 +243,10 @@ fn parse_svg_path(text: &str) -> Result<PathBuf, String> {
 impl BenchArgs {
     /// Timed GPU runs: `--repeat`, else 20, or [`bench::shape_sweep::SWEEP_REPEAT`] under `--sweep`.
     pub fn repeat(&self) -> usize {
-        match (self.repeat, self.sweep) {
+        match (self.repeat, self.sweep.is_some() || self.sweep_shapes.is_some()) {
             (Some(r), _) => r as usize,
-            (None, Some(_)) => bench::shape_sweep::SWEEP_REPEAT,
-            (None, None) => DEFAULT_REPEAT,
+            (None, true) => bench::shape_sweep::SWEEP_REPEAT,
+            (None, false) => DEFAULT_REPEAT,
         }
     }
 
@@ -250,7 +266,7 @@ impl BenchArgs {
             Some(list) => list.0.clone(),
             None => parse_bins(bins).map_err(anyhow::Error::msg)?.0,
         };
-        let sweep = self.sweep.is_some();
+        let sweep = self.sweep.is_some() || self.sweep_shapes.is_some();
         Ok(BenchConfig {
             sizes,
             bins,
@@ -266,7 +282,8 @@ impl BenchArgs {
             skip_histogram: self.skip_histogram || self.suite || sweep,
             skip_suite: self.skip_suite || sweep,
             skip_features: self.skip_features || sweep,
-            sweep: self.sweep,
+            sweep: self.sweep.or(self.sweep_shapes.as_ref().map(|list| list.0.len())),
+            sweep_shapes: self.sweep_shapes.as_ref().map(|list| list.0.clone()),
             peers: match &self.peers {
                 Some(path) => {
                     let peers = bench::histogram_features::PeersFile::read(path)?;
@@ -558,6 +575,22 @@ mod tests {
         // The policy auto runs under, and the outputs, go with it.
         let a = parse(&["--sweep", "3", "--precision", "highest", "--json", "s.json", "--table", "s.txt"]).unwrap();
         assert_eq!(a.config(vec![]).unwrap().suite_policy, PrecisionPolicy::Highest);
+    }
+
+    #[test]
+    fn sweep_shapes_runs_the_sweep_alone_on_listed_shapes_or_the_llm_set() {
+        let config = parse(&["--sweep-shapes", "64x4096x4096,1024"]).unwrap().config(vec![]).unwrap();
+        let listed = vec![MatmulShape::new(64, 4096, 4096).unwrap(), MatmulShape::new(1024, 1024, 1024).unwrap()];
+        assert_eq!((config.sweep, config.sweep_shapes.as_ref()), (Some(2), Some(&listed)));
+        assert!(config.skip_matmul && config.skip_histogram && config.skip_suite && config.skip_features);
+        assert_eq!(config.repeat, bench::shape_sweep::SWEEP_REPEAT);
+        let llm = parse(&["--sweep-shapes", "llm"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(llm.sweep_shapes, Some(bench::shape_sweep::llm_shapes()));
+        // A count and a list are two sweeps: one at a time.
+        let err = parse(&["--sweep", "3", "--sweep-shapes", "llm"]).unwrap_err().to_string();
+        assert!(err.contains("cannot be used with"), "{err}");
+        let err = parse(&["--sweep-shapes", "big"]).unwrap_err().to_string();
+        assert!(err.contains("big"), "{err}");
     }
 
     #[test]

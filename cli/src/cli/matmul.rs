@@ -12,7 +12,7 @@ use crate::io::{self, Matrix, OutputFile};
 use crate::matmul::DeviceMatrices;
 use crate::matmul::{
     self, MatmulDevice, MatmulPlan, MatmulShape, MatmulVariant, PlanOptions, Precision, PrecisionPolicy, SplitK,
-    split_k,
+    TileWidth, split_k,
 };
 use crate::reference::{MatmulReference, matmul_cpu_triple_loop};
 use crate::timing::rotation_sets;
@@ -71,6 +71,11 @@ pub struct MatmulArgs {
     /// columns; auto's choice among them): for measuring the planner's choices.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub split_k: Option<u32>,
+    /// The tile width of wgmma_bf16, wgmma_f16 and wgmma_tf32 (auto's choice among them): n256
+    /// (tiles of 128x256; wgmma_tf32 256x128) or n128 (128x128), overriding the planner's
+    /// choice: for measuring it.
+    #[arg(long, value_parser = parse_tile)]
+    pub tile: Option<TileWidth>,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit
     /// without running.
     #[arg(long)]
@@ -89,16 +94,23 @@ pub struct MatmulArgs {
     pub seed: Option<u64>,
 }
 
+/// `--tile`'s value.
+fn parse_tile(text: &str) -> Result<TileWidth, String> {
+    TileWidth::parse(text).ok_or_else(|| format!("unknown tile width `{text}`: n256 or n128"))
+}
+
 /// The planner's plan of `variant` for `shape` under `policy`, with `k` split into about
-/// `split_k` ranges when given (an error for a kernel that takes no split).
+/// `split_k` ranges when given (an error for a kernel that takes no split), on tiles of width
+/// `tile` when given.
 fn plan_variant(
     device: MatmulDevice,
     variant: MatmulVariant,
     shape: MatmulShape,
     policy: PrecisionPolicy,
     split_k: Option<u32>,
+    tile: Option<TileWidth>,
 ) -> crate::Result<MatmulPlan> {
-    let options = PlanOptions { policy, split: None };
+    let options = PlanOptions { policy, split: None, tile };
     let Some(wanted) = split_k else { return matmul::plan_with(variant, shape, device, options) };
     // Whole stages for the tensor-core tile kernels, CHUNK_GRANULE columns for the others.
     let granule = variant.split_granule().max(split_k::CHUNK_GRANULE);
@@ -117,7 +129,7 @@ fn plan_variant(
 fn print_plans(device: MatmulDevice, device_name: &str, shape: MatmulShape, args: &MatmulArgs) {
     println!("plans for {device_name} ({} SMs), precision {}:", device.sm_count, args.precision);
     for &variant in &args.variant.0 {
-        match plan_variant(device, variant, shape, args.precision, args.split_k) {
+        match plan_variant(device, variant, shape, args.precision, args.split_k, args.tile) {
             Ok(plan) => println!("{:<9} {shape}: {plan}", variant.name()),
             Err(e) => println!("{:<9} {shape}: no plan: {e}", variant.name()),
         }
@@ -316,15 +328,20 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
         // Planned once: the check and every timed launch run this plan, so the planner's own
         // time stays out of the measurement. A narrow kernel's refusal of a wide shape is the
         // row's note; any other planning error ends the command.
-        let plan = match plan_variant(MatmulDevice::of_gpu(&gpu), variant, shape, args.precision, args.split_k) {
-            Ok(plan) => plan,
-            Err(e) if !variant.supports(shape) || (args.split_k.is_some() && !variant.splits_k()) => {
-                rows.push(row(None, None, e.to_string(), variant.precision()));
-                continue;
-            }
-            Err(e) => return Err(e.into()),
+        let plan =
+            match plan_variant(MatmulDevice::of_gpu(&gpu), variant, shape, args.precision, args.split_k, args.tile) {
+                Ok(plan) => plan,
+                Err(e) if !variant.supports(shape) || (args.split_k.is_some() && !variant.splits_k()) => {
+                    rows.push(row(None, None, e.to_string(), variant.precision()));
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+        let options = PlanOptions {
+            policy: args.precision,
+            split: plan.split().filter(|_| args.split_k.is_some()),
+            tile: args.tile,
         };
-        let options = PlanOptions { policy: args.precision, split: plan.split().filter(|_| args.split_k.is_some()) };
         let gemm = matmul::plan_gemm(&gpu, variant, shape, options)?;
         // The planned kernel's precision: its bound and its cuBLAS baseline.
         let precision = gemm.precision();
@@ -570,7 +587,7 @@ mod tests {
     #[test]
     fn split_k_overrides_the_planners_split_and_is_refused_for_kernels_without_one() {
         let shape = MatmulShape::new(64, 8192, 64).unwrap();
-        let plan = |v, s| plan_variant(MatmulDevice::H100, v, shape, PrecisionPolicy::High, s);
+        let plan = |v, s| plan_variant(MatmulDevice::H100, v, shape, PrecisionPolicy::High, s, None);
         assert_eq!(plan(MatmulVariant::Auto, Some(64)).unwrap().split().unwrap(), SplitK { splits: 64, k_chunk: 128 });
         assert_eq!(plan(MatmulVariant::SgemmWarpTiled, Some(1)).unwrap().split().unwrap().splits, 1);
         assert!(plan(MatmulVariant::Auto, None).unwrap().split().unwrap().splits >= 128);
@@ -626,9 +643,15 @@ mod tests {
         ]);
         run(0, &forced).unwrap();
         // About one split: as few as k allows, two.
-        let plan =
-            plan_variant(MatmulDevice::H100, MatmulVariant::Sgemm, forced_shape(), PrecisionPolicy::High, Some(1))
-                .unwrap();
+        let plan = plan_variant(
+            MatmulDevice::H100,
+            MatmulVariant::Sgemm,
+            forced_shape(),
+            PrecisionPolicy::High,
+            Some(1),
+            None,
+        )
+        .unwrap();
         assert_eq!(plan.split().unwrap().splits, 2, "{plan}");
         assert!(
             Cli::try_parse_from(["host", "matmul", "--m", "1", "--k", "1", "--n", "1", "--device-model", "h100"])
