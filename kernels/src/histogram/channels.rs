@@ -296,12 +296,13 @@ pub(crate) mod device_code {
         thread::sync_threads();
         let copy = counters.copy();
         let lane = warp::lane_id();
-        // One value of each lane, the whole warp together (a lane without one passes NO_BIN).
-        // With AGG the lanes whose bin is lane 0's add as one (lane 0 adds their number, at most
-        // 32, which every digit holds): a constant input makes one atomic per warp and value.
-        let count = #[inline(always)]
+        // One value of each lane, the whole warp together (a lane without one passes NO_BIN):
+        // whether this lane adds, and how much. With AGG the lanes whose bin is lane 0's add as
+        // one (lane 0 adds their number, at most 32, which every digit holds): a constant input
+        // makes one atomic per warp and value.
+        let merge = #[inline(always)]
         |bin: u32| {
-            let (adds, inc) = if AGG {
+            if AGG {
                 // SAFETY (both): the whole warp is here (for_each_group's calls are converged).
                 let first = unsafe { warp::shuffle_idx_u32(bin, 0) };
                 let with_first = unsafe { warp::ballot(bin == first) };
@@ -309,10 +310,38 @@ pub(crate) mod device_code {
                 (bin != NO_BIN && (!merged || lane == 0), if merged { with_first.count_ones() } else { 1 })
             } else {
                 (bin != NO_BIN, 1)
-            };
+            }
+        };
+        let count = #[inline(always)]
+        |bin: u32| {
+            let (adds, inc) = merge(bin);
             if adds {
                 // SAFETY: bin < nbins; copy < copies; inc <= 32 fits any digit.
                 unsafe { counters.add(bin, copy, inc) };
+            }
+        };
+        // Four values of each lane at once: their merges, then their four atomics, then their
+        // carry checks. Each check waits on its atomic's result, and the atomics after it cannot
+        // move above its branch: counted one value at a time, a lane waited out one shared-memory
+        // round trip per value, the long dependent chain that made these kernels slower than the
+        // plain counters' (whose adds return nothing) and `f32` (whose binning lengthens each
+        // chain) slower still.
+        let count4 = #[inline(always)]
+        |bins: [u32; 4]| {
+            let m = [merge(bins[0]), merge(bins[1]), merge(bins[2]), merge(bins[3])];
+            // SAFETY (all): where a lane adds, bin < nbins, copy < copies and inc <= 32 fits any
+            // digit; settle takes the fetch's arguments.
+            unsafe {
+                let old = [
+                    counters.fetch(m[0].0, bins[0], copy, m[0].1),
+                    counters.fetch(m[1].0, bins[1], copy, m[1].1),
+                    counters.fetch(m[2].0, bins[2], copy, m[2].1),
+                    counters.fetch(m[3].0, bins[3], copy, m[3].1),
+                ];
+                counters.settle(bins[0], copy, m[0].1, old[0]);
+                counters.settle(bins[1], copy, m[1].1, old[1]);
+                counters.settle(bins[2], copy, m[2].1, old[2]);
+                counters.settle(bins[3], copy, m[3].1, old[3]);
             }
         };
         // The value's counter in the window, or NO_BIN (which no window reaches: first + window
@@ -330,9 +359,11 @@ pub(crate) mod device_code {
                 vectors,
                 #[inline(always)]
                 |words, _, present| {
+                    let bin = #[inline(always)]
+                    |v: T| if present { in_window(v) } else { NO_BIN };
                     let mut each = #[inline(always)]
-                    |v: T| count(if present { in_window(v) } else { NO_BIN });
-                    T::for_each_in_vector(words, &mut each);
+                    |q: [T; 4]| count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])]);
+                    T::for_each_quad_in_vector(words, &mut each);
                 },
             )
         };

@@ -255,6 +255,26 @@ pub trait Element: Copy {
         Self::for_each_in_word(words[3], f);
     }
 
+    /// Calls `f` on the values of one 16-byte vector four at a time, lowest address first (one
+    /// call for `i32` and `f32`, two for `u16`, four for `u8`): what a kernel needs to issue four
+    /// values' shared atomics before it waits on any of their results. The word and shift of each
+    /// value are constants after inlining, so the vector stays in registers.
+    #[inline(always)]
+    fn for_each_quad_in_vector(words: [u32; 4], f: &mut impl FnMut([Self; 4])) {
+        let at = |k: u32| {
+            let byte = k * Self::SIZE;
+            Self::from_word(words[(byte / 4) as usize] >> (8 * (byte % 4)))
+        };
+        f([at(0), at(1), at(2), at(3)]);
+        if Self::PER_VECTOR > 4 {
+            f([at(4), at(5), at(6), at(7)]);
+        }
+        if Self::PER_VECTOR > 8 {
+            f([at(8), at(9), at(10), at(11)]);
+            f([at(12), at(13), at(14), at(15)]);
+        }
+    }
+
     /// The bin this value counts in, or `None` where it is not counted.
     fn bin(self, binning: &Binning) -> Option<u32>;
 
@@ -796,6 +816,21 @@ mod tests {
         assert_eq!((-0.8f32).bin(&b), Some(0));
         // (v - lo) rounds to 1.0: the smallest negative subnormal counts in the bin of [0, 0.2).
         assert_eq!(f32::from_bits(0x8000_0001).bin(&b), Some(5));
+    }
+
+    #[test]
+    fn quads_of_a_vector_are_its_values_in_order() {
+        extern crate std;
+        let words = [0x0403_0201u32, 0x0807_0605, 0x0C0B_0A09, 0x100F_0E0D];
+        let mut bytes = std::vec::Vec::new();
+        u8::for_each_quad_in_vector(words, &mut |q| bytes.extend(q));
+        assert_eq!(bytes, (1..=16).collect::<std::vec::Vec<u8>>());
+        let mut halves = std::vec::Vec::new();
+        u16::for_each_quad_in_vector(words, &mut |q| halves.extend(q));
+        assert_eq!(halves, [0x0201, 0x0403, 0x0605, 0x0807, 0x0A09, 0x0C0B, 0x0E0D, 0x100F]);
+        let mut ints = std::vec::Vec::new();
+        i32::for_each_quad_in_vector(words, &mut |q| ints.extend(q));
+        assert_eq!(ints, words.map(|w| w as i32));
     }
 
     #[test]
