@@ -205,8 +205,9 @@ pub fn bin_of_unsigned(value: u32, nbins: u32) -> u32 {
 /// one bin off numpy's, which corrects its index against its `linspace` edges: with 10 bins over
 /// `[-1, 1]`, numpy counts `-0.8f32` in bin 1 and this formula in bin 0.
 #[inline(always)]
-// Written as a negated conjunction so that NaN, which compares false, is left out.
-#[allow(clippy::neg_cmp_op_on_partial_ord)]
+// Written as a negated conjunction so that NaN, which compares false, is left out; `max` then
+// `min` rather than `clamp`, which passes a NaN through (and the conversion below needs a number).
+#[allow(clippy::neg_cmp_op_on_partial_ord, clippy::manual_clamp)]
 pub fn bin_of_f32(value: f32, lo: f32, hi: f32, scale: f32, nbins: u32) -> Option<u32> {
     if !(value >= lo && value <= hi) {
         return None;
