@@ -17,7 +17,9 @@
 //! kernels of their own, without the carry plane's code: a kernel's registers are those of its
 //! largest path, and with the plane's rare path and its run-time switches in the one packed
 //! kernel the 16-bit path went from 0.100 ms to 0.119 (H200, 2^26 `i32` in 65,536 bins). In the
-//! release build the 16-bit kernels take 45-46 registers, the 8-bit ones 54-58.
+//! release build the 16-bit kernels take 52-57 registers, the 8-bit ones 59-61 (the batched adds
+//! of merged and `f32` values, in `count_packed`, took them from 45-46 and 54-58), under the 64 a
+//! 1,024-thread block leaves.
 //!
 //! # Parameters
 //! `input`: `n` values (16-byte aligned); `counts`: `active * nbins` `u32`, channel `c`'s bin `b`
@@ -69,8 +71,8 @@ pub const PACKED_KERNELS: [&str; 4] =
 
 /// The PTX symbols of the one-channel kernels with 16-bit packed counters (`packing` 1, no carry
 /// plane), by input type: the carry plane's code is not compiled into them, so that they keep the
-/// registers of the 16-bit path alone (45-46 in the release build, against the 8-bit kernels'
-/// 54-58).
+/// registers of the 16-bit path alone (52-57 in the release build, against the 8-bit kernels'
+/// 59-61).
 pub const PACKED16_KERNELS: [&str; 4] =
     ["histogram_packed16_u8", "histogram_packed16_u16", "histogram_packed16_i32", "histogram_packed16_f32"];
 
@@ -322,10 +324,17 @@ pub(crate) mod device_code {
         };
         // Four values of each lane at once: their merges, then their four atomics, then their
         // carry checks. Each check waits on its atomic's result, and the atomics after it cannot
-        // move above its branch: counted one value at a time, a lane waited out one shared-memory
-        // round trip per value, the long dependent chain that made these kernels slower than the
-        // plain counters' (whose adds return nothing) and `f32` (whose binning lengthens each
-        // chain) slower still.
+        // move above its branch, so counted one value at a time a lane waits out one
+        // shared-memory round trip per value, behind that value's shuffle and ballot where warps
+        // merge their adds, or behind its float binning. Where neither lengthens the chain the
+        // batch costs more than it saves: its predicated atomics and the carry checks apart from
+        // the adds are more instructions per value. On the H200 (2^26 values, one device call),
+        // 131,072 bins with the carry plane and merged adds took 0.137 ms batched (0.169 in the
+        // last session's bench), `f32` 0.148 against 0.201; plain 8-bit digits on uniform `i32`
+        // without merging took 0.110 ms batched against 0.100 one value at a time (65,536 bins in
+        // 16-bit digits: 0.097 batched, 0.089 in the last session). So integers without merged
+        // adds keep the loop of one value at a time.
+        let batch = AGG || T::MAY_LEAVE_OUT;
         let count4 = #[inline(always)]
         |bins: [u32; 4]| {
             let m = [merge(bins[0]), merge(bins[1]), merge(bins[2]), merge(bins[3])];
@@ -361,9 +370,15 @@ pub(crate) mod device_code {
                 |words, _, present| {
                     let bin = #[inline(always)]
                     |v: T| if present { in_window(v) } else { NO_BIN };
-                    let mut each = #[inline(always)]
-                    |q: [T; 4]| count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])]);
-                    T::for_each_quad_in_vector(words, &mut each);
+                    if batch {
+                        let mut each = #[inline(always)]
+                        |q: [T; 4]| count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])]);
+                        T::for_each_quad_in_vector(words, &mut each);
+                    } else {
+                        let mut each = #[inline(always)]
+                        |v: T| count(bin(v));
+                        T::for_each_in_vector(words, &mut each);
+                    }
                 },
             )
         };
