@@ -17,7 +17,9 @@
 //! kernels of their own, without the carry plane's code: a kernel's registers are those of its
 //! largest path, and with the plane's rare path and its run-time switches in the one packed
 //! kernel the 16-bit path went from 0.100 ms to 0.119 (H200, 2^26 `i32` in 65,536 bins). In the
-//! release build the 16-bit kernels take 45-46 registers, the 8-bit ones 54-58.
+//! release build the 16-bit kernels take 52-57 registers, the 8-bit ones 59-61 (the batched adds
+//! of merged and `f32` values, in `count_packed`, took them from 45-46 and 54-58), under the 64 a
+//! 1,024-thread block leaves.
 //!
 //! # Parameters
 //! `input`: `n` values (16-byte aligned); `counts`: `active * nbins` `u32`, channel `c`'s bin `b`
@@ -69,8 +71,8 @@ pub const PACKED_KERNELS: [&str; 4] =
 
 /// The PTX symbols of the one-channel kernels with 16-bit packed counters (`packing` 1, no carry
 /// plane), by input type: the carry plane's code is not compiled into them, so that they keep the
-/// registers of the 16-bit path alone (45-46 in the release build, against the 8-bit kernels'
-/// 54-58).
+/// registers of the 16-bit path alone (52-57 in the release build, against the 8-bit kernels'
+/// 59-61).
 pub const PACKED16_KERNELS: [&str; 4] =
     ["histogram_packed16_u8", "histogram_packed16_u16", "histogram_packed16_i32", "histogram_packed16_f32"];
 
@@ -296,12 +298,13 @@ pub(crate) mod device_code {
         thread::sync_threads();
         let copy = counters.copy();
         let lane = warp::lane_id();
-        // One value of each lane, the whole warp together (a lane without one passes NO_BIN).
-        // With AGG the lanes whose bin is lane 0's add as one (lane 0 adds their number, at most
-        // 32, which every digit holds): a constant input makes one atomic per warp and value.
-        let count = #[inline(always)]
+        // One value of each lane, the whole warp together (a lane without one passes NO_BIN):
+        // whether this lane adds, and how much. With AGG the lanes whose bin is lane 0's add as
+        // one (lane 0 adds their number, at most 32, which every digit holds): a constant input
+        // makes one atomic per warp and value.
+        let merge = #[inline(always)]
         |bin: u32| {
-            let (adds, inc) = if AGG {
+            if AGG {
                 // SAFETY (both): the whole warp is here (for_each_group's calls are converged).
                 let first = unsafe { warp::shuffle_idx_u32(bin, 0) };
                 let with_first = unsafe { warp::ballot(bin == first) };
@@ -309,10 +312,45 @@ pub(crate) mod device_code {
                 (bin != NO_BIN && (!merged || lane == 0), if merged { with_first.count_ones() } else { 1 })
             } else {
                 (bin != NO_BIN, 1)
-            };
+            }
+        };
+        let count = #[inline(always)]
+        |bin: u32| {
+            let (adds, inc) = merge(bin);
             if adds {
                 // SAFETY: bin < nbins; copy < copies; inc <= 32 fits any digit.
                 unsafe { counters.add(bin, copy, inc) };
+            }
+        };
+        // Four values of each lane at once: their merges, then their four atomics, then their
+        // carry checks. Each check waits on its atomic's result, and the atomics after it cannot
+        // move above its branch, so counted one value at a time a lane waits out one
+        // shared-memory round trip per value, behind that value's shuffle and ballot where warps
+        // merge their adds, or behind its float binning. Where neither lengthens the chain the
+        // batch costs more than it saves: its predicated atomics and the carry checks apart from
+        // the adds are more instructions per value. On the H200 (2^26 values, one device call),
+        // 131,072 bins with the carry plane and merged adds took 0.137 ms batched (0.169 in the
+        // last session's bench), `f32` 0.148 against 0.201; plain 8-bit digits on uniform `i32`
+        // without merging took 0.110 ms batched against 0.100 one value at a time (65,536 bins in
+        // 16-bit digits: 0.097 batched, 0.089 in the last session). So integers without merged
+        // adds keep the loop of one value at a time.
+        let batch = AGG || T::MAY_LEAVE_OUT;
+        let count4 = #[inline(always)]
+        |bins: [u32; 4]| {
+            let m = [merge(bins[0]), merge(bins[1]), merge(bins[2]), merge(bins[3])];
+            // SAFETY (all): where a lane adds, bin < nbins, copy < copies and inc <= 32 fits any
+            // digit; settle takes the fetch's arguments.
+            unsafe {
+                let old = [
+                    counters.fetch(m[0].0, bins[0], copy, m[0].1),
+                    counters.fetch(m[1].0, bins[1], copy, m[1].1),
+                    counters.fetch(m[2].0, bins[2], copy, m[2].1),
+                    counters.fetch(m[3].0, bins[3], copy, m[3].1),
+                ];
+                counters.settle(bins[0], copy, m[0].1, old[0]);
+                counters.settle(bins[1], copy, m[1].1, old[1]);
+                counters.settle(bins[2], copy, m[2].1, old[2]);
+                counters.settle(bins[3], copy, m[3].1, old[3]);
             }
         };
         // The value's counter in the window, or NO_BIN (which no window reaches: first + window
@@ -330,9 +368,17 @@ pub(crate) mod device_code {
                 vectors,
                 #[inline(always)]
                 |words, _, present| {
-                    let mut each = #[inline(always)]
-                    |v: T| count(if present { in_window(v) } else { NO_BIN });
-                    T::for_each_in_vector(words, &mut each);
+                    let bin = #[inline(always)]
+                    |v: T| if present { in_window(v) } else { NO_BIN };
+                    if batch {
+                        let mut each = #[inline(always)]
+                        |q: [T; 4]| count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])]);
+                        T::for_each_quad_in_vector(words, &mut each);
+                    } else {
+                        let mut each = #[inline(always)]
+                        |v: T| count(bin(v));
+                        T::for_each_in_vector(words, &mut each);
+                    }
                 },
             )
         };

@@ -536,6 +536,52 @@ pub(crate) mod device_code {
             }
         }
 
+        /// The first half of [`SharedCounters::add`] for packed counters (`P` 1 or 2): the shared
+        /// atomic of an add of `inc` to counter `counter` in copy `copy` where `when` holds, which
+        /// returns the word it held before (0 where `when` does not hold, and no access), for
+        /// [`SharedCounters::settle`]. A kernel issues several values' atomics before it settles
+        /// any: each settle waits on its atomic's result, and a loop that settled each add before
+        /// the next waited out one shared-memory round trip per value.
+        ///
+        /// # Safety
+        /// Where `when` holds, `counter < counters`, `copy < copies` and `inc` is at most
+        /// `2^digit_bits(P) - 1`.
+        #[inline(always)]
+        pub(crate) unsafe fn fetch(&self, when: bool, counter: u32, copy: u32, inc: u32) -> u32 {
+            let word = counter >> P;
+            let digit = counter & (per_word(P) - 1);
+            let addr = self.words.address_of((word * self.copies + copy) as usize);
+            // SAFETY: inside the words where the atomic runs (caller's contract); atom.shared is
+            // atomic and returns the word before this add.
+            unsafe { atomic::shared_fetch_add_u32_if(when, addr, inc << (digit_bits(P) * digit)) }
+        }
+
+        /// The second half of [`SharedCounters::add`]: the corrections of the carries of the add
+        /// [`SharedCounters::fetch`] made, `old` being the word it returned (none where it did
+        /// not add: 0 plus an `inc` a digit holds carries nothing). Settling adds in another order
+        /// than their atomics is one more interleaving of the adds of a block's lanes, which the
+        /// corrections already allow (see [`add_exact`](super::add_exact)).
+        ///
+        /// # Safety
+        /// As [`SharedCounters::fetch`]'s, with the same arguments.
+        #[inline(always)]
+        pub(crate) unsafe fn settle(&self, counter: u32, copy: u32, inc: u32, old: u32) {
+            let digit = counter & (per_word(P) - 1);
+            if !carried(old, digit, inc, P) {
+                return;
+            }
+            let word = counter >> P;
+            if self.plane.is_some() {
+                let mut m = Device { words: self.words, plane: self.plane, counts: self.counts };
+                // SAFETY: forwarded contract; the word of the counter in this copy; the plane
+                // holds the counters' carry digits.
+                unsafe { super::carry(&mut m, P, self.counters, counter, word * self.copies + copy, old, inc, true) };
+            } else {
+                // SAFETY: forwarded contract.
+                unsafe { self.correct(old, word, digit, inc) };
+            }
+        }
+
         /// The shared-window address of copy `copy`'s first counter (plain counters): the base of
         /// [`SharedCounters::add_one_in_32`]'s addresses for a lane of that copy.
         #[inline(always)]

@@ -47,6 +47,34 @@ pub const fn piece_split(start: u64, end: u64, per_group: u64) -> (Range<u64>, R
 pub(crate) mod device_code {
     use crate::device::{mem, thread, warp};
 
+    /// The index types [`for_each_group`] counts in: `u64`, or `u32` where every index the loop
+    /// reaches stays below 2^32, which keeps its loop-carried and loop-invariant indices in half
+    /// the registers (the segmented kernels').
+    pub(crate) trait GroupIndex:
+        Copy
+        + PartialOrd
+        + core::ops::Add<Output = Self>
+        + core::ops::Sub<Output = Self>
+        + core::ops::Mul<Output = Self>
+    {
+        /// `x` in this type.
+        fn of(x: u32) -> Self;
+    }
+
+    impl GroupIndex for u64 {
+        #[inline(always)]
+        fn of(x: u32) -> Self {
+            x as u64
+        }
+    }
+
+    impl GroupIndex for u32 {
+        #[inline(always)]
+        fn of(x: u32) -> Self {
+            x
+        }
+    }
+
     /// Calls `f(group, index, true)` for every group index this thread owns in `first..end`:
     /// `first + start + k * stride` for `k = 0, 1, ...`, two per step, with the next step's two
     /// loads issued before this step's two groups are counted. Lanes past the end of the warp's
@@ -55,27 +83,28 @@ pub(crate) mod device_code {
     ///
     /// # Safety
     /// The lanes of each warp hold consecutive `start`s (`start = base + lane`, `base` a multiple of
-    /// 32) and `stride` is a multiple of 32; `load(i)` is sound for every `i` in `first..end`.
+    /// 32) and `stride` is a multiple of 32; `load(i)` is sound for every `i` in `first..end`; in
+    /// `I`, `end + 2 * stride + 32` does not overflow.
     #[inline(always)]
-    pub(crate) unsafe fn for_each_group<G: Copy>(
-        first: u64,
-        end: u64,
-        start: u64,
-        stride: u64,
+    pub(crate) unsafe fn for_each_group<I: GroupIndex, G: Copy>(
+        first: I,
+        end: I,
+        start: I,
+        stride: I,
         empty: G,
-        load: impl Fn(u64) -> G,
-        mut f: impl FnMut(G, u64, bool),
+        load: impl Fn(I) -> G,
+        mut f: impl FnMut(G, I, bool),
     ) {
-        let lane = warp::lane_id() as u64;
-        let to_last_lane = warp::WARP_SIZE as u64 - 1 - lane;
+        let lane = I::of(warp::lane_id());
+        let to_last_lane = I::of(warp::WARP_SIZE) - I::of(1) - lane;
         // Whether the warp's last lane, hence every lane, has both groups of the step at `i`.
         let whole = #[inline(always)]
-        |i: u64| i + to_last_lane + stride < end;
+        |i: I| i + to_last_lane + stride < end;
         let mut i = first + start;
         if whole(i) {
             let (mut a, mut b) = (load(i), load(i + stride));
             loop {
-                let next = i + 2 * stride;
+                let next = i + I::of(2) * stride;
                 let more = whole(next);
                 // Warp-uniform: the next step's loads go out before this step is counted.
                 let (na, nb) = if more { (load(next), load(next + stride)) } else { (empty, empty) };
@@ -95,7 +124,7 @@ pub(crate) mod device_code {
             } else {
                 f(empty, i, false);
             }
-            i += stride;
+            i = i + stride;
         }
     }
 
@@ -137,6 +166,38 @@ pub(crate) mod device_code {
                 [0u32; 4],
                 #[inline(always)]
                 |i| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
+                f,
+            )
+        }
+    }
+
+    /// [`for_each_vector_in`] in 32-bit indices: the vectors `vectors` of `input`, this thread's
+    /// being `vectors.start + start + k * stride`: `f(words, vector, present)`. Its loop keeps
+    /// half the index registers of the 64-bit loop, which the segmented kernels, whose walk over
+    /// the pieces keeps more state live around it, need to stay at 32 registers a thread.
+    ///
+    /// # Safety
+    /// As [`for_each_group`]'s (consecutive `start`s across each warp, `stride` a multiple of 32,
+    /// `vectors.end + 2 * stride + 32 < 2^32`); `input` is 16-byte aligned and holds every vector
+    /// of the range.
+    #[inline(always)]
+    pub(crate) unsafe fn for_each_vector_in32(
+        input: *const u8,
+        vectors: core::ops::Range<u32>,
+        start: u32,
+        stride: u32,
+        f: impl FnMut([u32; 4], u32, bool),
+    ) {
+        // SAFETY: forwarded contract; every index of the range lies inside the input.
+        unsafe {
+            for_each_group(
+                vectors.start,
+                vectors.end,
+                start,
+                stride,
+                [0u32; 4],
+                #[inline(always)]
+                |i: u32| mem::load_global_nc_v4_u32(input.add(16 * i as usize)),
                 f,
             )
         }

@@ -189,7 +189,7 @@ pub(crate) mod device_code {
     use crate::device::{atomic, mem, thread, warp};
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
-    use crate::histogram::pipelined::device_code::for_each_vector_in;
+    use crate::histogram::pipelined::device_code::for_each_vector_in32;
     use crate::histogram::pipelined::piece_split;
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
@@ -265,13 +265,14 @@ pub(crate) mod device_code {
                 };
                 let (head, groups, tail) = piece_split(a, e, T::PER_VECTOR);
                 // SAFETY: the block's lanes hold consecutive thread indices and its size is a
-                // multiple of 32; the groups are whole vectors inside 0..n.
+                // multiple of 32; the groups are whole vectors inside 0..n, and with n <= u32::MAX
+                // (a vector holds at least 4 values) every index of the loop fits 32 bits.
                 unsafe {
-                    for_each_vector_in(
+                    for_each_vector_in32(
                         input,
-                        groups,
-                        tid,
-                        threads,
+                        groups.start as u32..groups.end as u32,
+                        tid as u32,
+                        threads as u32,
                         #[inline(always)]
                         |w, _, present| {
                             if present {
@@ -401,13 +402,14 @@ pub(crate) mod device_code {
                 // SAFETY: i lies in a..e, inside the input.
                 let extra = i.map(|i| unsafe { load_one::<T>(input, i) });
                 // SAFETY: the warp's lanes hold consecutive starts (its lane indices) and the
-                // stride is 32; the groups are whole vectors inside 0..n.
+                // stride is 32; the groups are whole vectors inside 0..n, and with n <= u32::MAX
+                // (a vector holds at least 4 values) every index of the loop fits 32 bits.
                 unsafe {
-                    for_each_vector_in(
+                    for_each_vector_in32(
                         input,
-                        groups,
-                        lane64,
-                        warp::WARP_SIZE as u64,
+                        groups.start as u32..groups.end as u32,
+                        lane,
+                        warp::WARP_SIZE,
                         #[inline(always)]
                         |w, _, present| {
                             if present {
