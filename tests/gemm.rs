@@ -187,10 +187,10 @@ fn every_layout_of_bf16_and_f16_operands_and_outputs_matches_the_float64_product
 
 /// The descriptor `variant` is tested with: a transposed column-major `A`, a row-major `B`, leading
 /// dimensions past the packed ones, alpha and beta, a batch of two; BF16 operands for
-/// `wgmma_bf16` and `decode_bf16`, F16 for `wgmma_f16`, `f32` for the rest.
+/// `wgmma_bf16` and `decode_bf16`, F16 for `wgmma_f16` and `decode_f16`, `f32` for the rest.
 fn variant_desc(variant: MatmulVariant) -> GemmDesc {
     let (m, n, k) = match variant {
-        MatmulVariant::FewRows | MatmulVariant::DecodeBf16 => (5, 70, 90),
+        MatmulVariant::FewRows | MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => (5, 70, 90),
         MatmulVariant::FewCols => (70, 5, 90),
         _ => (70, 50, 90),
     };
@@ -207,7 +207,7 @@ fn variant_desc(variant: MatmulVariant) -> GemmDesc {
         .b(Layout::new(dtype, Order::RowMajor).ld(n + 1))
         // The narrow kernels run the row-major product; a column-major D would swap m and n.
         .d(match variant {
-            MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::DecodeBf16 => {
+            MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => {
                 Layout::row_major(DType::F32).ld(n + 3)
             }
             _ => Layout::col_major(DType::F32).ld(m + 3),

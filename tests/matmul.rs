@@ -186,6 +186,7 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         MatmulVariant::WgmmaTf32Transposed,
         MatmulVariant::WgmmaTf32x3,
         MatmulVariant::DecodeBf16,
+        MatmulVariant::DecodeF16,
     ] {
         if !v.supports(shape) {
             continue;
@@ -203,10 +204,10 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
 /// The tensor-core variants whose kernels come in two tile widths (128 x 256 and 128 x 128).
 const TWO_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
 
-/// `decode_bf16` as planned, unsplit, and split in 2, 3 and 7 (where `k` allows): every way its
-/// output is written (directly, or as partials added by the split-K reduction).
-fn decode_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    let variant = MatmulVariant::DecodeBf16;
+/// `variant` (`decode_bf16` or `decode_f16`) as planned, unsplit, and split in 2, 3 and 7 (where
+/// `k` allows): every way its output is written (directly, or as partials added by the split-K
+/// reduction).
+fn decode_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
     let mut plans = vec![matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap()];
     let mut splits = vec![SplitK::none(shape.k)];
     splits.extend([2, 3, 7].map(|w| SplitK::about(shape.k, w, 1)).into_iter().filter(|s| s.splits > 1));
@@ -217,25 +218,28 @@ fn decode_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     plans
 }
 
-/// `decode_bf16` on the decode shapes: `m` in {1, 2, 7, 8, 15, 16} (one and both halves of the
-/// 16-row tile, and one short of each) times `(k, n)` from one element to LLM weights, ragged
-/// ones included (`k` not a multiple of the 16- and 48-row steps, `n` not of the 64-column
-/// strips); `C` poisoned, against the float64 product of the BF16-rounded inputs under BF16's
-/// bound; then every plan rerun for bitwise equality. The reference of each `(k, n)` is computed
-/// once for 16 rows: a product of fewer rows is its first rows.
+/// `decode_bf16` and `decode_f16` on the decode shapes: `m` in {1, 2, 7, 8, 15, 16} (one and
+/// both halves of the 16-row tile, and one short of each) times `(k, n)` from one element to LLM
+/// weights, ragged ones included (`k` not a multiple of the 16- and 48-row steps, `n` not of the
+/// 64-column strips); `C` poisoned, against the float64 product of the inputs rounded to the
+/// kernel's type under its bound; then every plan rerun for bitwise equality. The reference of
+/// each `(k, n)` is computed once for 16 rows: a product of fewer rows is its first rows.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn hopper_decode_bf16_matches_cpu_on_decode_shapes_and_reruns_bitwise_equal() {
+fn hopper_decode_kernels_match_cpu_on_decode_shapes_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = hopper_gpu("decode_bf16");
-    for (k, n) in [(1, 1), (17, 33), (4096, 4096), (4096, 14336), (14336, 4096), (4095, 4097)] {
+    for (variant, (k, n)) in [MatmulVariant::DecodeBf16, MatmulVariant::DecodeF16]
+        .into_iter()
+        .flat_map(|v| [(1, 1), (17, 33), (4096, 4096), (4096, 14336), (14336, 4096), (4095, 4097)].map(|s| (v, s)))
+    {
         let (a, b) = (random_matrix(&mut rng, 16 * k), random_matrix(&mut rng, k * n));
-        let precision = Precision::Bf16;
+        let precision = variant.precision();
         let (ar, br) = (precision.reference_inputs(&a), precision.reference_inputs(&b));
         let reference = MatmulReference::new(&ar, &br, 16, k, n);
         for m in [1, 2, 7, 8, 15, 16] {
             let shape = MatmulShape::new(m, k, n).unwrap();
             let mut mats = DeviceMatrices::upload(&gpu, shape, &a[..m * k], &b).unwrap();
-            for plan in decode_plans(&gpu, shape) {
+            for plan in decode_plans(&gpu, variant, shape) {
                 assert_eq!(plan.precision(), precision);
                 let c = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
                 for (i, &got) in c.iter().enumerate() {

@@ -178,6 +178,7 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[10],
     matmul::wgmma::KERNEL_NAMES[11],
     matmul::decode::KERNEL,
+    matmul::decode::KERNEL_F16,
 ];
 
 /// `.maxntid` per kernel of the `sm_90a` module in the release profile: `wgmma`'s
@@ -194,6 +195,7 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[3],
     matmul::wgmma::MAX_THREADS[4],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+    (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
 /// The same in the checked profile.
@@ -215,6 +217,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[10],
     matmul::wgmma::CHECKED_MAX_THREADS[11],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
+    (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
 
 /// `.maxntid` per kernel of the `sm_90` module in the release profile:

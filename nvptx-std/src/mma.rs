@@ -42,3 +42,32 @@ pub unsafe fn m16n8k16_bf16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 
     };
     [d0, d1, d2, d3]
 }
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3};`:
+/// [`m16n8k16_bf16_f32`] on F16 (IEEE half) `A` and `B`, in the same fragments; the products (11
+/// by 11 significant bits) exact in `f32`.
+///
+/// # Safety
+/// As for [`m16n8k16_bf16_f32`].
+///
+/// ```ignore
+/// let d = unsafe { nvptx_std::mma::m16n8k16_f16_f32(a, [b0, b1], d) };
+/// ```
+#[inline(always)]
+pub unsafe fn m16n8k16_f16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+    let (d0, d1, d2, d3): (f32, f32, f32, f32);
+    // SAFETY: register operands only; the caller guarantees the warp executes it converged. Not
+    // `pure`, so that the compiler neither drops nor moves it into divergent code.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, \
+             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+    [d0, d1, d2, d3]
+}

@@ -52,9 +52,9 @@ pub struct MatmulArgs {
     /// sgemm, sgemm_warp_tiled, few_rows, few_cols, the Hopper tensor-core variants wgmma_bf16,
     /// wgmma_f16 (refused for inputs beyond F16's range, |x| >= 65520), wgmma_tf32 and
     /// wgmma_tf32_transposed (each timed against cuBLAS in its precision),
-    /// wgmma_tf32x3 (guarded split-TF32, within FP32's bound, timed against cuBLAS FP32) and
-    /// decode_bf16 (BF16 for m <= 16, timed against cuBLAS and cuBLASLt BF16), a
-    /// comma-separated list, or all (every variant that takes the shape).
+    /// wgmma_tf32x3 (guarded split-TF32, within FP32's bound, timed against cuBLAS FP32),
+    /// decode_bf16 and decode_f16 (BF16 or FP16 for m <= 16, timed against cuBLAS and cuBLASLt in
+    /// their precision), a comma-separated list, or all (every variant that takes the shape).
     #[arg(long, default_value = "auto", value_parser = parse_variants)]
     pub variant: VariantSelection,
     /// The arithmetic auto may use: highest (IEEE FP32 FMA on the CUDA cores), high (FP32's
@@ -379,9 +379,10 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             }
             MatmulVariant::WgmmaBf16 => "BF16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
             MatmulVariant::WgmmaF16 => "FP16 inputs (rounded once on the GPU, untimed), FP32 accumulate".into(),
-            MatmulVariant::DecodeBf16 => {
+            MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => {
                 let split = plan.split().filter(|s| s.splits > 1).map(|s| format!(", {} splits of k", s.splits));
-                format!("BF16 inputs (rounded once, untimed), mma.sync for m <= 16{}", split.unwrap_or_default())
+                let kind = if variant == MatmulVariant::DecodeBf16 { "BF16" } else { "FP16" };
+                format!("{kind} inputs (rounded once, untimed), mma.sync for m <= 16{}", split.unwrap_or_default())
             }
             MatmulVariant::WgmmaTf32 => "TF32 tensor cores; B through registers, no transposition".into(),
             MatmulVariant::WgmmaTf32Transposed => "TF32 tensor cores; B transposed on the GPU, timed".into(),
@@ -601,7 +602,7 @@ mod tests {
             SplitK { splits: 3, k_chunk: 2752 }
         );
         let text = plan(MatmulVariant::WgmmaF16, Some(4)).unwrap().to_string();
-        assert!(text.contains("split-K 4 x 2048 columns of A, then matmul_split_k_reduce"), "{text}");
+        assert!(text.contains("split-K 4 x 2048 columns of A, added by each tile's last work item"), "{text}");
         let err = plan(MatmulVariant::Tiled32, Some(4)).unwrap_err().to_string();
         assert!(err.contains("--split-k: tiled32 takes no split of k"), "{err}");
         assert_eq!(matmul_args(&["--m", "1", "--k", "1", "--n", "1", "--split-k", "3"]).split_k, Some(3));

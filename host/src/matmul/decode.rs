@@ -1,6 +1,7 @@
-//! Launch planning for `kernels::matmul::decode` (`matmul_decode_bf16`): BF16 `C = A B` for `m
-//! <= 16` on the warp-level tensor cores, memory-bound on `B`. Its operands are `wgmma_bf16`'s
-//! (BF16, rows a multiple of 16 bytes, which [`super::GemmPlan`] prepares), read in place.
+//! Launch planning for `kernels::matmul::decode` (`matmul_decode_bf16`, `matmul_decode_f16`):
+//! BF16 (or F16) `C = A B` for `m <= 16` on the warp-level tensor cores, memory-bound on `B`.
+//! Its operands are `wgmma_bf16`'s (or `wgmma_f16`'s: 16-bit, rows a multiple of 16 bytes, which
+//! [`super::GemmPlan`] prepares), read in place.
 //!
 //! The grid is one block of `decode::THREADS` threads per strip of `decode::BLOCK_N` columns of
 //! `C`, times the splits of `k` (the grid's z). The split ([`choose_split`]) aims at one wave of
@@ -69,7 +70,7 @@ pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
     (s, why)
 }
 
-/// The launch of `matmul_decode_bf16` on `shape` with `split`: `(strips, 1, splits)` blocks of
+/// The launch of `matmul_decode_bf16` or `matmul_decode_f16` on `shape` with `split`: `(strips, 1, splits)` blocks of
 /// `THREADS` threads, its 32 KiB of shared memory static. Refuses `m > 16` and grids CUDA cannot
 /// launch.
 ///
@@ -85,25 +86,25 @@ pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
 pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     if shape.m > MAX_M as usize {
         return Err(Error::InvalidArgument(format!(
-            "decode_bf16 multiplies at most {MAX_M} rows of A (one m16 tensor-core tile); {shape} has m = {}: \
-             use wgmma_bf16 or auto",
+            "decode_bf16 and decode_f16 multiply at most {MAX_M} rows of A (one m16 tensor-core tile); {shape} has \
+             m = {}: use wgmma_bf16, wgmma_f16 or auto",
             shape.m
         )));
     }
     for (name, v) in [("k", shape.k), ("n", shape.n)] {
         if v >= i32::MAX as usize {
-            return Err(Error::InvalidArgument(format!("{name} = {v} exceeds decode_bf16's 2^31 - 1")));
+            return Err(Error::InvalidArgument(format!("{name} = {v} exceeds the decode kernels' 2^31 - 1")));
         }
     }
     if split.k_chunk == 0 || !split.k_chunk.is_multiple_of(4) {
         return Err(Error::InvalidArgument(format!(
-            "a split of k into parts of {}: decode_bf16 takes a positive multiple of 4 (its 8-byte loads of A)",
+            "a split of k into parts of {}: the decode kernels take a positive multiple of 4 (their 8-byte loads of A)",
             split.k_chunk
         )));
     }
     if split.splits == 0 || split.splits > 65_535 {
         return Err(Error::InvalidArgument(format!(
-            "{} splits of k: decode_bf16 takes 1 to 65535 (the grid's z)",
+            "{} splits of k: the decode kernels take 1 to 65535 (the grid's z)",
             split.splits
         )));
     }

@@ -834,11 +834,12 @@ fn choose_kernel(
                 desc.variant
             )));
         }
-        if desc.variant == MatmulVariant::WgmmaF16 && inputs == DType::Bf16 {
-            return Err(Error::Unsupported(
-                "wgmma_f16 multiplies F16 operands; BF16 ones beyond F16's range (65504) would overflow: use wgmma_bf16 or auto"
-                    .into(),
-            ));
+        if desc.variant.precision() == Precision::Fp16 && inputs == DType::Bf16 {
+            return Err(Error::Unsupported(format!(
+                "{} multiplies F16 operands; BF16 ones beyond F16's range (65504) would overflow: use wgmma_bf16, \
+                 decode_bf16 or auto",
+                desc.variant
+            )));
         }
         let mut plan = plan_with(desc.variant, shape, device, options)?;
         let reads_16_bit =
@@ -850,17 +851,19 @@ fn choose_kernel(
     }
     let t = sixteen_bit.expect("f32 operands are planned above");
     let cuda_cores = one_pass_cuda_core_reason(shape, device);
-    // BF16 decode shapes (m' <= 16): the BF16 kernel that streams B at the memory's bandwidth,
-    // where B's rows are whole 16-byte vectors (its loads' unit); other rows would be copied
-    // into such rows at every launch, which costs more than few_rows reading them as they lie.
+    // 16-bit decode shapes (m' <= 16): the decode kernel of the operands' type, which streams B
+    // at the memory's bandwidth, where B's rows are whole 16-byte vectors (its loads' unit);
+    // other rows would be copied into such rows at every launch, which costs more than few_rows
+    // reading them as they lie.
     let decode_rows = shape.n.is_multiple_of(8);
-    if inputs == DType::Bf16 && device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows
-    {
-        let plan = plan_with(MatmulVariant::DecodeBf16, shape, device, options)?;
+    if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows {
+        let variant = if inputs == DType::Bf16 { MatmulVariant::DecodeBf16 } else { MatmulVariant::DecodeF16 };
+        let plan = plan_with(variant, shape, device, options)?;
         // The planner's reason opens with "decode_bf16 requested"; here auto chose it.
-        let split_why = plan.reason().replacen(&format!("{} requested; ", MatmulVariant::DecodeBf16), "", 1);
+        let split_why = plan.reason().replacen(&format!("{variant} requested; "), "", 1);
+        let kind = if inputs == DType::Bf16 { "BF16" } else { "F16" };
         let why = format!(
-            "auto: BF16 operands, m = {} <= {}: memory-bound on B, decode_bf16 on BF16 as it lies; {split_why}",
+            "auto: {kind} operands, m = {} <= {}: memory-bound on B, {variant} on {kind} as it lies; {split_why}",
             shape.m,
             kernels::matmul::decode::MAX_M,
         );
@@ -892,7 +895,7 @@ fn choose_kernel(
 fn formats(variant: MatmulVariant, operands: OperandType) -> (Format, Format, bool) {
     match variant {
         MatmulVariant::WgmmaBf16 | MatmulVariant::DecodeBf16 => (Format::Bf16Rows16, Format::Bf16Rows16, false),
-        MatmulVariant::WgmmaF16 => (Format::F16Rows16, Format::F16Rows16, false),
+        MatmulVariant::WgmmaF16 | MatmulVariant::DecodeF16 => (Format::F16Rows16, Format::F16Rows16, false),
         MatmulVariant::WgmmaTf32 => (Format::F32Rows16, Format::F32Rows16, false),
         MatmulVariant::WgmmaTf32Transposed => (Format::F32Rows16, Format::F32Rows16, true),
         _ => match operands {
@@ -1154,8 +1157,13 @@ mod tests {
             skeleton(GemmDesc::new(17, 14336, 4096).a(bf16).b(bf16)).kernel.variant(),
             MatmulVariant::DecodeBf16
         );
+        // F16 operands take the F16 decode kernel, in place as well.
         let f16 = Layout::row_major(DType::F16);
-        assert_ne!(skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16)).kernel.variant(), MatmulVariant::DecodeBf16);
+        let s = skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16));
+        assert_eq!(s.kernel.variant(), MatmulVariant::DecodeF16);
+        assert!(s.left.convert.is_none() && s.right.convert.is_none(), "F16 read in place");
+        assert_eq!(s.precision, Precision::Fp16);
+        assert!(s.kernel.reason().contains("auto: F16 operands, m = 16 <= 16"), "{}", s.kernel.reason());
         let cuda_cores = MatmulDevice { sm_count: 132, tensor_cores: false };
         let s = Skeleton::new(&GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16), cuda_cores).unwrap();
         assert_ne!(s.kernel.variant(), MatmulVariant::DecodeBf16);
@@ -1173,6 +1181,11 @@ mod tests {
         // f32 operands are rounded to BF16 into the workspace, as for wgmma_bf16.
         let s = skeleton(GemmDesc::new(4, 64, 64).variant(MatmulVariant::DecodeBf16));
         assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f32_bf16");
+        // And decode_f16 refuses BF16 operands, and rounds f32 ones to F16.
+        let e = err(GemmDesc::new(4, 64, 64).a(bf16).b(bf16).variant(MatmulVariant::DecodeF16));
+        assert!(e.contains("decode_f16 multiplies F16 operands"), "{e}");
+        let s = skeleton(GemmDesc::new(4, 64, 64).variant(MatmulVariant::DecodeF16));
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f32_f16");
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub(super) fn product(
             tensor_core(vec![(map_a, p.a, f32_type), (map_bt, p.b, f32_type)], false)
         }
         MatmulVariant::WgmmaTf32x3 => tf32x3_product(gpu, plan, functions, p, maps, Tf32x3Order::DEFAULT),
-        MatmulVariant::DecodeBf16 => decode(gpu, plan, functions, p),
+        MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => decode(gpu, plan, functions, p),
         _ => fp32(gpu, plan, functions, p, 0),
     }
 }
@@ -190,7 +190,7 @@ fn reduce_partials(
     Ok(())
 }
 
-/// A `decode_bf16` plan: the kernel on BF16 `A'` and `B'` as they lie (16-byte aligned rows,
+/// A `decode_bf16` or `decode_f16` plan: the kernel on 16-bit `A'` and `B'` as they lie (16-byte aligned rows,
 /// which its 16-byte loads need of the base addresses too) and, with a split, the reduction.
 fn decode(gpu: &Gpu, plan: &MatmulPlan, functions: &HashMap<&'static str, CudaFunction>, p: &Product) -> Result<()> {
     let s = plan.shape();
@@ -198,15 +198,16 @@ fn decode(gpu: &Gpu, plan: &MatmulPlan, functions: &HashMap<&'static str, CudaFu
     for (operand, address, ld) in [("A'", p.a, p.ld_a), ("B'", p.b, p.ld_b)] {
         if !address.is_multiple_of(16) || !ld.is_multiple_of(8) {
             return Err(Error::Unsupported(format!(
-                "{operand} at {address:#x} with leading dimension {ld}: decode_bf16 reads BF16 rows with 16-byte loads, \
-                 so it needs a 16-byte aligned address and a leading dimension that is a multiple of 8"
+                "{operand} at {address:#x} with leading dimension {ld}: {} reads 16-bit rows with 16-byte loads, \
+                 so it needs a 16-byte aligned address and a leading dimension that is a multiple of 8",
+                plan.variant()
             )));
         }
     }
     let (ld_a, ld_b) = (u32::try_from(p.ld_a), u32::try_from(p.ld_b));
     let (Ok(ld_a), Ok(ld_b)) = (ld_a, ld_b) else {
         return Err(Error::LimitExceeded {
-            what: "a leading dimension of decode_bf16".into(),
+            what: format!("a leading dimension of {}", plan.variant()),
             value: p.ld_a.max(p.ld_b) as u64,
             limit: u32::MAX as u64,
         });

@@ -1050,7 +1050,7 @@ pub fn plan_with(
             }
             (super::wgmma::plan_split(shape, device, kernel, s.splits)?, Some(s), why)
         }
-        MatmulVariant::DecodeBf16 => {
+        MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => {
             let (s, why) = split.map_or_else(|| super::decode::choose_split(shape, sm), forced);
             (super::decode::plan(shape, s)?, Some(s), why)
         }
@@ -1068,7 +1068,7 @@ pub fn plan_with(
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };
     let operands = match variant {
         MatmulVariant::WgmmaBf16 | MatmulVariant::DecodeBf16 => OperandType::Bf16,
-        MatmulVariant::WgmmaF16 => OperandType::F16,
+        MatmulVariant::WgmmaF16 | MatmulVariant::DecodeF16 => OperandType::F16,
         _ => OperandType::F32,
     };
     Ok(MatmulPlan { variant, kernel, shape, launch, split, reduce, fallback: None, reason, operands })

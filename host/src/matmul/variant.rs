@@ -74,13 +74,16 @@ pub enum MatmulVariant {
     /// shared-memory staging), `k` split over the grid so that every SM streams, the splits added
     /// in a fixed order. Compared with cuBLAS BF16.
     DecodeBf16,
+    /// [`Self::DecodeBf16`] on `A` and `B` in F16 (IEEE half): the same kernel with the F16
+    /// `mma.sync`. Compared with cuBLAS FP16.
+    DecodeF16,
 }
 
 named_enum!(MatmulVariant, "matmul variant");
 
 impl MatmulVariant {
     /// Every variant: the planners first, then the kernels simplest first.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -95,6 +98,7 @@ impl MatmulVariant {
         Self::WgmmaTf32Transposed,
         Self::WgmmaTf32x3,
         Self::DecodeBf16,
+        Self::DecodeF16,
     ];
 
     /// The planners: the variants that pick a kernel family rather than name one.
@@ -113,8 +117,8 @@ impl MatmulVariant {
     /// assert!(MatmulVariant::KERNELS.iter().all(|v| v.kernel().is_some()));
     /// assert_eq!(MatmulVariant::KERNELS[..], MatmulVariant::ALL[MatmulVariant::PLANNERS.len()..]);
     /// ```
-    pub const KERNELS: [Self; 13] = {
-        let mut kernels = [Self::Naive; 13];
+    pub const KERNELS: [Self; 14] = {
+        let mut kernels = [Self::Naive; 14];
         let mut i = 0;
         while i < kernels.len() {
             kernels[i] = Self::ALL[i + Self::PLANNERS.len()];
@@ -148,6 +152,7 @@ impl MatmulVariant {
             Self::WgmmaTf32Transposed => "wgmma_tf32_transposed",
             Self::WgmmaTf32x3 => "wgmma_tf32x3",
             Self::DecodeBf16 => "decode_bf16",
+            Self::DecodeF16 => "decode_f16",
         }
     }
 
@@ -179,6 +184,7 @@ impl MatmulVariant {
             Self::WgmmaTf32x3 => Some(kernels::matmul::wgmma::KERNEL_TF32_PROMOTED),
             Self::WgmmaTf32Transposed => Some(kernels::matmul::wgmma::KERNEL_TF32_TRANSPOSED),
             Self::DecodeBf16 => Some(kernels::matmul::decode::KERNEL),
+            Self::DecodeF16 => Some(kernels::matmul::decode::KERNEL_F16),
         }
     }
 
@@ -198,7 +204,7 @@ impl MatmulVariant {
     pub fn precision(self) -> Precision {
         match self {
             Self::WgmmaBf16 | Self::DecodeBf16 => Precision::Bf16,
-            Self::WgmmaF16 => Precision::Fp16,
+            Self::WgmmaF16 | Self::DecodeF16 => Precision::Fp16,
             Self::WgmmaTf32 | Self::WgmmaTf32Transposed => Precision::Tf32,
             Self::WgmmaTf32x3 => Precision::Tf32x3,
             _ => Precision::Fp32,
@@ -214,7 +220,7 @@ impl MatmulVariant {
     ///     MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
     /// assert_eq!(
     ///     hopper_only,
-    ///     ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3", "decode_bf16"]
+    ///     ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3", "decode_bf16", "decode_f16"]
     /// );
     /// assert!(!MatmulVariant::Auto.needs_tensor_cores());
     /// ```
@@ -227,6 +233,7 @@ impl MatmulVariant {
                 | Self::WgmmaTf32Transposed
                 | Self::WgmmaTf32x3
                 | Self::DecodeBf16
+                | Self::DecodeF16
         )
     }
 
@@ -246,7 +253,8 @@ impl MatmulVariant {
     ///         "wgmma_f16",
     ///         "wgmma_tf32",
     ///         "wgmma_tf32_transposed",
-    ///         "decode_bf16"
+    ///         "decode_bf16",
+    ///         "decode_f16"
     ///     ]
     /// );
     /// ```
@@ -262,6 +270,7 @@ impl MatmulVariant {
                 | Self::WgmmaTf32
                 | Self::WgmmaTf32Transposed
                 | Self::DecodeBf16
+                | Self::DecodeF16
         )
     }
 
@@ -315,7 +324,7 @@ impl MatmulVariant {
     pub fn supports(self, shape: MatmulShape) -> bool {
         match self {
             Self::FewRows => shape.m <= FEW_ROWS_MAX_M as usize,
-            Self::DecodeBf16 => shape.m <= kernels::matmul::decode::MAX_M as usize,
+            Self::DecodeBf16 | Self::DecodeF16 => shape.m <= kernels::matmul::decode::MAX_M as usize,
             Self::FewCols => shape.n <= FEW_COLS_MAX_N as usize,
             _ => true,
         }
@@ -353,7 +362,15 @@ mod tests {
             MatmulVariant::ALL.iter().filter(|v| v.needs_tensor_cores()).map(|v| v.name()).collect();
         assert_eq!(
             needing,
-            ["wgmma_bf16", "wgmma_f16", "wgmma_tf32", "wgmma_tf32_transposed", "wgmma_tf32x3", "decode_bf16"]
+            [
+                "wgmma_bf16",
+                "wgmma_f16",
+                "wgmma_tf32",
+                "wgmma_tf32_transposed",
+                "wgmma_tf32x3",
+                "decode_bf16",
+                "decode_f16"
+            ]
         );
         assert!(MatmulVariant::KERNELS.iter().all(|v| v.needs_tensor_cores() == (v.precision() != Precision::Fp32)));
     }
@@ -371,7 +388,15 @@ mod tests {
         assert!(
             MatmulVariant::ALL
                 .iter()
-                .filter(|v| !matches!(v, MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::DecodeBf16))
+                .filter(|v| {
+                    !matches!(
+                        v,
+                        MatmulVariant::FewRows
+                            | MatmulVariant::FewCols
+                            | MatmulVariant::DecodeBf16
+                            | MatmulVariant::DecodeF16
+                    )
+                })
                 .all(|v| v.supports(wide))
         );
     }

@@ -1,6 +1,7 @@
-//! `matmul_decode_bf16`: `C = A * B` for `m <= 16` ("decode" shapes: one token, or a few, times
-//! a weight matrix) from BF16 operands, `f32` accumulation and output, on the warp-level tensor
-//! cores (`mma.sync.m16n8k16`), streaming `B` from global memory once at the memory's bandwidth.
+//! `matmul_decode_bf16` and `matmul_decode_f16`: `C = A * B` for `m <= 16` ("decode" shapes: one
+//! token, or a few, times a weight matrix) from BF16 (or F16) operands, `f32` accumulation and
+//! output, on the warp-level tensor cores (`mma.sync.m16n8k16`), streaming `B` from global memory
+//! once at the memory's bandwidth. The two kernels differ in the instruction's input type only.
 //! Built into the `sm_90a` module (`hopper` feature) beside `wgmma_bf16`, whose operand formats it
 //! takes.
 //!
@@ -64,6 +65,8 @@
 
 /// PTX symbol of the kernel.
 pub const KERNEL: &str = "matmul_decode_bf16";
+/// PTX symbol of the same kernel on F16 (IEEE half) operands (`mma.sync...f32.f16.f16.f32`).
+pub const KERNEL_F16: &str = "matmul_decode_f16";
 /// Most rows of `A` and `C` (one `m16` instruction).
 pub const MAX_M: u32 = 16;
 /// Warps per block.
@@ -212,9 +215,11 @@ mod gpu {
         words
     }
 
+    /// The body of both kernels: `F16` picks the instruction's input type (the fragments and
+    /// loads are those of any 16-bit type).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn run(
+    pub(super) unsafe fn run<const F16: bool>(
         a: *const u8,
         b: *const u8,
         out: *mut f32,
@@ -259,7 +264,13 @@ mod gpu {
                 unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
                     // SAFETY: every lane of the warp runs the loop the same number of times
                     // (r0 and k_end are uniform over the warp): converged.
-                    acc[j] = unsafe { mma::m16n8k16_bf16_f32(frags[s], b_fragment(&rows[s], j), acc[j]) };
+                    acc[j] = unsafe {
+                        if F16 {
+                            mma::m16n8k16_f16_f32(frags[s], b_fragment(&rows[s], j), acc[j])
+                        } else {
+                            mma::m16n8k16_bf16_f32(frags[s], b_fragment(&rows[s], j), acc[j])
+                        }
+                    };
                 });
             });
             r0 += WARPS * SUPER_K;
@@ -326,7 +337,28 @@ crate::hopper_kernel! {
         k_chunk: u32,
     ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run(a, b, out, m, k, n, ld_a, ld_b, k_chunk) }
+        unsafe { gpu::run::<false>(a, b, out, m, k, n, ld_a, ld_b, k_chunk) }
+    }
+
+    /// `C = A * B` for `m <= 16` from F16 (IEEE half) operands: `matmul_decode_bf16`'s body with
+    /// the F16 instruction; see the [module documentation](self).
+    ///
+    /// # Safety
+    /// See the module documentation (F16 where it says BF16).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn matmul_decode_f16(
+        a: *const u8,
+        b: *const u8,
+        out: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        ld_a: u32,
+        ld_b: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu::run::<true>(a, b, out, m, k, n, ld_a, ld_b, k_chunk) }
     }
 }
 

@@ -863,43 +863,78 @@ mod split_tail {
         let (warp, lane) = (t / 32, t % 32);
         let len = m as usize * n as usize;
         let vector = n.is_multiple_of(4) && (partials as usize | c as usize).is_multiple_of(16);
+        let warps = consumers / 32;
+        // Each warp takes ROWS of its rows at a time (r, r + warps, ...), so that a thread has
+        // ROWS loads of each split in flight: one tile's sum is one block's work, and with one
+        // row at a time it waited out an L2 round trip per row.
+        const ROWS: usize = 4;
         let mut r = warp;
         while r < rows {
-            let row = (row0 + r) as usize * n as usize + col0 as usize;
+            let row_at = |q: usize| (row0 + r + q as u32 * warps) as usize * n as usize + col0 as usize;
+            let live = |q: usize| r + (q as u32) * warps < rows;
             if vector {
                 let mut col = lane * 4;
                 while col < cols {
-                    let at = row + col as usize;
-                    // SAFETY: row0 + r < m and col0 + col + 3 < n (n and col0 multiples of 4),
-                    // 16-byte aligned (checked above): inside split 0's partial product and C.
-                    let mut sum = unsafe { mem::load_global_cg_v4_f32(partials.wrapping_add(at)) };
-                    for z in 1..splits as usize {
-                        // SAFETY: the same element of split z's partial product (z < splits).
-                        let v = unsafe { mem::load_global_cg_v4_f32(partials.wrapping_add(z * len + at)) };
-                        for i in 0..4 {
-                            sum[i] += v[i];
+                    let mut sums = [[0.0f32; 4]; ROWS];
+                    for (q, sum) in sums.iter_mut().enumerate() {
+                        if live(q) {
+                            // SAFETY: row0 + r + q * warps < m and col0 + col + 3 < n (n and col0
+                            // multiples of 4), 16-byte aligned (checked above): inside split 0's
+                            // partial product.
+                            *sum =
+                                unsafe { mem::load_global_cg_v4_f32(partials.wrapping_add(row_at(q) + col as usize)) };
                         }
                     }
-                    // SAFETY: inside C; the tile's elements have this one writer.
-                    unsafe { mem::store_global_v4_f32(c.wrapping_add(at), sum) };
+                    for z in 1..splits as usize {
+                        for (q, sum) in sums.iter_mut().enumerate() {
+                            if live(q) {
+                                let at = z * len + row_at(q) + col as usize;
+                                // SAFETY: the same element of split z's partial product (z < splits).
+                                let v = unsafe { mem::load_global_cg_v4_f32(partials.wrapping_add(at)) };
+                                for i in 0..4 {
+                                    sum[i] += v[i];
+                                }
+                            }
+                        }
+                    }
+                    for (q, sum) in sums.iter().enumerate() {
+                        if live(q) {
+                            // SAFETY: inside C; the tile's elements have this one writer.
+                            unsafe { mem::store_global_v4_f32(c.wrapping_add(row_at(q) + col as usize), *sum) };
+                        }
+                    }
                     col += 128;
                 }
             } else {
                 let mut col = lane;
                 while col < cols {
-                    let at = row + col as usize;
-                    // SAFETY: row0 + r < m and col0 + col < n: inside every partial product.
-                    let mut sum = unsafe { mem::load_global_cg_f32(partials.wrapping_add(at)) };
-                    for z in 1..splits as usize {
-                        // SAFETY: as above, split z < splits.
-                        sum += unsafe { mem::load_global_cg_f32(partials.wrapping_add(z * len + at)) };
+                    let mut sums = [0.0f32; ROWS];
+                    for (q, sum) in sums.iter_mut().enumerate() {
+                        if live(q) {
+                            // SAFETY: row0 + r + q * warps < m and col0 + col < n: inside every
+                            // partial product.
+                            *sum = unsafe { mem::load_global_cg_f32(partials.wrapping_add(row_at(q) + col as usize)) };
+                        }
                     }
-                    // SAFETY: inside C; one writer.
-                    unsafe { mem::store_global_f32(c.wrapping_add(at), sum) };
+                    for z in 1..splits as usize {
+                        for (q, sum) in sums.iter_mut().enumerate() {
+                            if live(q) {
+                                let at = z * len + row_at(q) + col as usize;
+                                // SAFETY: as above, split z < splits.
+                                *sum += unsafe { mem::load_global_cg_f32(partials.wrapping_add(at)) };
+                            }
+                        }
+                    }
+                    for (q, sum) in sums.iter().enumerate() {
+                        if live(q) {
+                            // SAFETY: inside C; one writer.
+                            unsafe { mem::store_global_f32(c.wrapping_add(row_at(q) + col as usize), *sum) };
+                        }
+                    }
                     col += 32;
                 }
             }
-            r += consumers / 32;
+            r += ROWS as u32 * warps;
         }
         if t == 0 {
             // Back to zero for the next launch: every item of this tile has arrived.
