@@ -194,6 +194,7 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[2],
     matmul::wgmma::MAX_THREADS[3],
     matmul::wgmma::MAX_THREADS[4],
+    matmul::wgmma::MAX_THREADS[5],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -278,7 +279,7 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
     matmul::wgmma::KERNEL_NAMES.len() == 12
-        && matmul::wgmma::MAX_THREADS.len() == 5
+        && matmul::wgmma::MAX_THREADS.len() == 6
         && matmul::wgmma::CHECKED_MAX_THREADS.len() == 12
 );
 

@@ -18,7 +18,8 @@
 //! `counters` one `u32` per block tile, zero at the launch (the launch leaves them zero): each
 //! work item stores its partial product, and the last of a tile's items to finish adds the
 //! tile's partial products in split order into `C` (`split_tail::finish` in the source);
-//! without a split both may be null.
+//! without a split both may be null. `wgmma_bf16` and `wgmma_f16` (with or without `_n128`) take
+//! no split, only their `_rows` forms do (given one, they trap).
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
 //!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
@@ -167,11 +168,13 @@ pub const TF32_CONSUMER_REGISTERS: u32 = 232;
 /// `wgmma_tf32`'s register cap at entry, which its launch needs and `setmaxnreg` needs to take
 /// effect; for the row-staged kernels the cap that keeps the driver's JIT within the 168
 /// registers a 288-thread block may have (ptxas gives them 168 under it, about 190 without, and
-/// the uncapped JIT's launch failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`). The other three
-/// launch without it (154 registers from the driver's JIT), and ran faster so: `wgmma_bf16` at
-/// 8192^3 took 1.526-1.544 ms without and 1.627-1.686 ms with `.maxntid 288` (same process,
-/// alternating; 4096^3 within the spread).
+/// the uncapped JIT's launch failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`), and for
+/// `wgmma_tf32_transposed`, whose split of `k` is summed in the kernel (it has no `_rows` form).
+/// `wgmma_bf16`, `wgmma_f16` and their `_n128` forms launch without it (154 registers from the
+/// driver's JIT), and ran faster so: `wgmma_bf16` at 8192^3 took 1.526-1.544 ms without and
+/// 1.627-1.686 ms with `.maxntid 288` (same process, alternating; 4096^3 within the spread).
 pub const MAX_THREADS: &[(&str, u32)] = &[
+    (KERNEL_TF32_TRANSPOSED, THREADS),
     (KERNEL_TF32, TF32_THREADS),
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
@@ -502,6 +505,15 @@ mod gpu {
         // C through the TMA where its rows are 16-byte multiples (the TMA's stride rule) and C
         // is one product (a split's partial products have no map).
         let tma_store = !STAGED && half && n.is_multiple_of(4) && splits == 1;
+        // The 16-bit kernels without `_rows` take no split (the host launches the `_rows` form
+        // for one), so that they carry no code for it: the registers the driver's JIT gives
+        // them stay within the 224 a 288-thread block may have (with the split's sum compiled
+        // in, `wgmma_bf16`'s launch failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES on the H200).
+        let split_out = splits > 1 && (STAGED || !half);
+        if splits > 1 && !split_out {
+            // A broken launch contract: stop the kernel rather than write partial products.
+            panic!();
+        }
 
         if warp == CONSUMERS * 4 {
             if tid.is_multiple_of(32) {
@@ -669,7 +681,7 @@ mod gpu {
                     // Split z's partial product, or without a split C itself. Wrapping: the plan
                     // keeps splits x m x n inside the workspace, and the checked build's overflow
                     // checks would cost registers here.
-                    let out = if splits > 1 {
+                    let out = if split_out {
                         partials.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize))
                     } else {
                         c
@@ -712,7 +724,7 @@ mod gpu {
                     let (x0, y0) = (tn * block_n, tm * BLOCK_M + wg * 64);
                     // Split z's partial product, or without a split C itself (wrapping, as in
                     // the direct stores above).
-                    let out = if splits > 1 {
+                    let out = if split_out {
                         partials.wrapping_add((z as usize).wrapping_mul(m as usize).wrapping_mul(n as usize))
                     } else {
                         c
@@ -771,7 +783,7 @@ mod gpu {
                 // tell the compiler so, which ends their live range at the epilogue instead of
                 // carrying 64 or 128 registers around the loop (and through the split's tail).
                 acc = Acc::zeroed();
-                if splits > 1 {
+                if split_out {
                     let (row0, col0) = (tm * BLOCK_M, tn * block_n);
                     let rows = (m - row0).min(BLOCK_M);
                     let cols = (n - col0).min(block_n);
