@@ -217,7 +217,7 @@ pub fn parse_sweep_shapes(text: &str) -> Result<usize, String> {
     }
 }
 
-/// Parses `--sweep-shapes`: `llm` ([`bench::shape_sweep::LLM_SHAPES`]) or a list as `--sizes`.
+/// Parses `--sweep-shapes`: `llm` ([`bench::shape_sweep::llm_shapes`]) or a list as `--sizes`.
 pub fn parse_sweep_shape_list(text: &str) -> Result<ShapeList, String> {
     if text.trim() == "llm" {
         return Ok(ShapeList(bench::shape_sweep::llm_shapes()));
