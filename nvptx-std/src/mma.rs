@@ -9,6 +9,27 @@
 
 use core::arch::asm;
 
+/// `mma.sync.aligned.m16n8k16.row.col.f32.$ty.$ty.f32` on register fragments `$a`, `$b`, `$c`:
+/// the body of the wrappers below, which differ in the input type only.
+macro_rules! m16n8k16_f32 {
+    ($ty:literal, $a:expr, $b:expr, $c:expr) => {{
+        let (a, b, c): ([u32; 4], [u32; 2], [f32; 4]) = ($a, $b, $c);
+        let (d0, d1, d2, d3): (f32, f32, f32, f32);
+        // Register operands only. Not `pure`, so that the compiler neither drops nor moves it
+        // into divergent code.
+        asm!(
+            concat!("mma.sync.aligned.m16n8k16.row.col.f32.", $ty, ".", $ty, ".f32 {{{d0}, {d1}, {d2}, {d3}}}, \
+             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};"),
+            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+            options(nomem, nostack, preserves_flags)
+        );
+        [d0, d1, d2, d3]
+    }};
+}
+
 /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3};`:
 /// `D = A B + C` for a 16 x 16 BF16 `A`, a 16 x 8 BF16 `B` and 16 x 8 `f32` `C` and `D`, the
 /// products exact and summed in `f32`.
@@ -26,21 +47,8 @@ use core::arch::asm;
 /// ```
 #[inline(always)]
 pub unsafe fn m16n8k16_bf16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-    let (d0, d1, d2, d3): (f32, f32, f32, f32);
-    // SAFETY: register operands only; the caller guarantees the warp executes it converged. Not
-    // `pure`, so that the compiler neither drops nor moves it into divergent code.
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(nomem, nostack, preserves_flags)
-        )
-    };
-    [d0, d1, d2, d3]
+    // SAFETY: the caller guarantees the warp executes it converged.
+    unsafe { m16n8k16_f32!("bf16", a, b, c) }
 }
 
 /// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3};`:
@@ -55,19 +63,6 @@ pub unsafe fn m16n8k16_bf16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 
 /// ```
 #[inline(always)]
 pub unsafe fn m16n8k16_f16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
-    let (d0, d1, d2, d3): (f32, f32, f32, f32);
-    // SAFETY: register operands only; the caller guarantees the warp executes it converged. Not
-    // `pure`, so that the compiler neither drops nor moves it into divergent code.
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, \
-             {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b0 = in(reg32) b[0], b1 = in(reg32) b[1],
-            c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-            options(nomem, nostack, preserves_flags)
-        )
-    };
-    [d0, d1, d2, d3]
+    // SAFETY: the caller guarantees the warp executes it converged.
+    unsafe { m16n8k16_f32!("f16", a, b, c) }
 }

@@ -1242,175 +1242,62 @@ mod gpu_rs {
     }
 }
 
+/// The kernels of the shared-operand body (`gpu::run`), one line each: its name, then the body's
+/// operand, epilogue (`true`: the row-staged one only), accumulators (the tile's width) and ring
+/// depth. Every one takes the module documentation's parameters and contract.
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+macro_rules! shared_operand_kernels {
+    ($($(#[$doc:meta])* $name:ident: $input:expr, $staged:literal, $acc:ty, $stages:expr;)*) => {
+        crate::hopper_kernel! {
+            $(
+                $(#[$doc])*
+                ///
+                /// # Safety
+                /// See the [module documentation](self), with the dynamic shared memory
+                /// [`dynamic_shared_bytes`] gives the kernel's tile and stages.
+                pub unsafe fn $name(
+                    maps: *const u8,
+                    c: *mut f32,
+                    partials: *mut f32,
+                    counters: *mut u32,
+                    m: u32,
+                    k: u32,
+                    n: u32,
+                    k_chunk: u32,
+                ) {
+                    // SAFETY: the kernel contract is the body's.
+                    unsafe { gpu::run::<{ $input }, $staged, $acc, $stages>(maps, c, partials, counters, m, k, n, k_chunk) }
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+shared_operand_kernels! {
+    /// `C = A * B` from BF16 operands on 128 x 256 tiles.
+    wgmma_bf16: Operand::Bf16 as u8, false, [f32; 128], STAGES;
+    /// `C = A * B` from F16 (IEEE half) operands: `wgmma_bf16` with `m64n256k16.f32.f16.f16`.
+    wgmma_f16: Operand::F16 as u8, false, [f32; 128], STAGES;
+    /// `wgmma_bf16` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]).
+    wgmma_bf16_rows: Operand::Bf16 as u8, true, [f32; 128], STAGES;
+    /// `wgmma_f16` with the row-staged epilogue only ([`KERNEL_F16_ROWS`]).
+    wgmma_f16_rows: Operand::F16 as u8, true, [f32; 128], STAGES;
+    /// `C = A * B` from `f32` operands in TF32 tensor-core math, `B` transposed by the host.
+    wgmma_tf32_transposed: Operand::Tf32 as u8, false, [f32; 128], STAGES;
+    /// `wgmma_bf16` on tiles of 128 x [`N128_BLOCK_N`] (`m64n128k16`, [`N128_STAGES`] stages,
+    /// [`N128_DYNAMIC_SHARED_BYTES`]).
+    wgmma_bf16_n128: Operand::Bf16 as u8, false, [f32; 64], N128_STAGES;
+    /// `wgmma_f16` on tiles of 128 x [`N128_BLOCK_N`].
+    wgmma_f16_n128: Operand::F16 as u8, false, [f32; 64], N128_STAGES;
+    /// `wgmma_bf16_n128` with the row-staged epilogue only.
+    wgmma_bf16_n128_rows: Operand::Bf16 as u8, true, [f32; 64], N128_STAGES;
+    /// `wgmma_f16_n128` with the row-staged epilogue only.
+    wgmma_f16_n128_rows: Operand::F16 as u8, true, [f32; 64], N128_STAGES;
+}
+
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 crate::hopper_kernel! {
-    /// `C = A * B` from BF16 operands; see the [module documentation](self).
-    ///
-    /// # Safety
-    /// See the module documentation.
-    pub unsafe fn wgmma_bf16(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, false, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `C = A * B` from F16 (IEEE half) operands, `wgmma_bf16`'s body with
-    /// `m64n256k16.f32.f16.f16`; see the [module documentation](self).
-    ///
-    /// # Safety
-    /// See the module documentation.
-    pub unsafe fn wgmma_f16(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }, false, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `wgmma_bf16` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]); see the
-    /// [module documentation](self).
-    ///
-    /// # Safety
-    /// See the module documentation (the `C` map, if given, is not read).
-    pub unsafe fn wgmma_bf16_rows(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, true, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `wgmma_f16` with the row-staged epilogue only ([`KERNEL_F16_ROWS`]); see the
-    /// [module documentation](self).
-    ///
-    /// # Safety
-    /// See the module documentation (the `C` map, if given, is not read).
-    pub unsafe fn wgmma_f16_rows(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }, true, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `C = A * B` from `f32` operands in TF32 tensor-core math; see the
-    /// [module documentation](self).
-    ///
-    /// # Safety
-    /// See the module documentation.
-    pub unsafe fn wgmma_tf32_transposed(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Tf32 as u8 }, false, [f32; 128], STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `wgmma_bf16` on tiles of 128 x [`N128_BLOCK_N`] (`m64n128k16`, [`N128_STAGES`] stages,
-    /// [`N128_DYNAMIC_SHARED_BYTES`]); see the [module documentation](self).
-    ///
-    /// # Safety
-    /// See the module documentation, with the dynamic shared memory above.
-    pub unsafe fn wgmma_bf16_n128(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, false, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `wgmma_f16` on tiles of 128 x [`N128_BLOCK_N`], as [`wgmma_bf16_n128`].
-    ///
-    /// # Safety
-    /// As for `wgmma_bf16_n128`.
-    pub unsafe fn wgmma_f16_n128(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }, false, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `wgmma_bf16_n128` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]'s).
-    ///
-    /// # Safety
-    /// As for `wgmma_bf16_n128` (the `C` map, if given, is not read).
-    pub unsafe fn wgmma_bf16_n128_rows(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::Bf16 as u8 }, true, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
-    /// `wgmma_f16_n128` with the row-staged epilogue only.
-    ///
-    /// # Safety
-    /// As for `wgmma_bf16_n128` (the `C` map, if given, is not read).
-    pub unsafe fn wgmma_f16_n128_rows(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu::run::<{ Operand::F16 as u8 }, true, [f32; 64], N128_STAGES>(maps, c, partials, counters, m, k, n, k_chunk) }
-    }
-
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
     /// [`gpu_rs`].
     ///
