@@ -4,7 +4,9 @@
 //! Each plan the planners return is also checked against the limits its launch depends on.
 
 use hopper_kernels::histogram::{self, HistogramLimits, HistogramTier, InputType, PlanRequest};
-use hopper_kernels::matmul::{self, MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, SplitK};
+use hopper_kernels::matmul::{
+    self, MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, SplitK, TileWidth,
+};
 use proptest::prelude::*;
 
 /// Sizes from 1 to `u32::MAX`, weighted toward the edges where arithmetic overflows.
@@ -41,15 +43,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_matmul_planner_plans_or_refuses_every_shape_variant_device_and_split(
+    fn the_matmul_planner_plans_or_refuses_every_shape_variant_device_split_and_tile(
         (m, k, n) in (size(), size(), size()),
         variant in prop::sample::select(MatmulVariant::ALL.to_vec()),
         device in device(),
         policy in policy(),
         split in split(),
+        tile in prop::sample::select(vec![None, Some(TileWidth::N256), Some(TileWidth::N128)]),
     ) {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split, tile: None }) {
+        if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split, tile }) {
             prop_assert_eq!(plan.shape(), shape);
             for p in std::iter::once(&plan).chain(plan.fallback()) {
                 let cfg = p.launch_config();
