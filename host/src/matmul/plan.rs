@@ -1325,7 +1325,8 @@ fn wgmma_estimate(shape: MatmulShape, sm: u32, kernel: &str, splits: u64, per: u
     let (rows, cols) = super::wgmma::tile_of(kernel);
     let stage_cost = if rows as u64 * cols as u64 <= 128 * 128 { WGMMA_N128_STAGE_COST } else { 1.0 };
     let values = shape.m as f64 * shape.n as f64;
-    let waves = (tiles * splits).div_ceil(sm.max(1) as u64) as f64;
+    // Saturating: a forced split is estimated before the launch plan refuses too many items.
+    let waves = tiles.saturating_mul(splits).div_ceil(sm.max(1) as u64) as f64;
     let reduce = if splits > 1 {
         WGMMA_REDUCE_FIXED_STAGES + splits as f64 * values * WGMMA_REDUCE_STAGES_PER_VALUE
     } else {
