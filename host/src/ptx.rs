@@ -116,8 +116,8 @@ pub fn embedded_hopper() -> Result<&'static str> {
 /// match ptx::hopper_info() {
 ///     Ok(info) => {
 ///         assert_eq!(info.arch, "sm_90a");
-///         // The tensor-core kernels: the wgmma tiles and the m <= 16 BF16 kernel.
-///         assert!(info.entries.iter().all(|e| e.starts_with("wgmma_") || e == "matmul_decode_bf16"));
+///         // The tensor-core kernels: the wgmma tiles and the m <= 16 BF16/F16 kernels.
+///         assert!(info.entries.iter().all(|e| e.starts_with("wgmma_") || e.starts_with("matmul_decode_")));
 ///     }
 ///     Err(e) => assert!(matches!(e, Error::PtxUnavailable { .. }), "{e}"),
 /// }
