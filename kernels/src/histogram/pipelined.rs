@@ -1,7 +1,10 @@
 //! The input loop of the histogram kernels added for weights, edges, channels, 2-D pairs and
 //! segments: every thread reads 16-byte groups in a strided loop, two groups per step, and issues
 //! the next step's loads before it counts this step's values, so that a thread keeps up to four
-//! groups (64 bytes of each input stream) in flight while it counts.
+//! groups (64 bytes of each input stream) in flight while it counts. Kernels whose count of a
+//! group holds too many registers for four (the weighted kernels' `f32` partials of two- and
+//! four-byte values, at 64 registers a thread) take one group a step and keep two in flight
+//! (`for_each_group_single`).
 //!
 //! Why: the H200 moves 4.25 TB/s (read + write) against the H100's 3.0; by Little's law a GPU of
 //! 132 SMs with about 1 µs of loaded memory latency needs some 30 KiB of loads in flight per SM to
@@ -125,6 +128,56 @@ pub(crate) mod device_code {
                 f(empty, i, false);
             }
             i = i + stride;
+        }
+    }
+
+    /// [`for_each_group`] one group a step: the next group's load is issued before this one is
+    /// counted, so a thread keeps up to two groups in flight where [`for_each_group`] keeps four.
+    /// For kernels whose groups are wide (two 16-byte streams) and whose count of a group holds
+    /// many registers: four such groups in flight spill at 64 registers a thread, and two still
+    /// put twice the ~30 KiB per SM the module's Little's-law figure asks for in flight at 1,024
+    /// threads (64 bytes a thread).
+    ///
+    /// # Safety
+    /// As [`for_each_group`]'s, with `end + stride + 32` not overflowing.
+    #[inline(always)]
+    pub(crate) unsafe fn for_each_group_single<I: GroupIndex, G: Copy>(
+        first: I,
+        end: I,
+        start: I,
+        stride: I,
+        empty: G,
+        load: impl Fn(I) -> G,
+        mut f: impl FnMut(G, I, bool),
+    ) {
+        let lane = I::of(warp::lane_id());
+        let to_last_lane = I::of(warp::WARP_SIZE) - I::of(1) - lane;
+        // Whether the warp's last lane, hence every lane, has the group of the step at `i`.
+        let whole = #[inline(always)]
+        |i: I| i + to_last_lane < end;
+        let mut i = first + start;
+        if whole(i) {
+            let mut a = load(i);
+            loop {
+                let next = i + stride;
+                let more = whole(next);
+                // Warp-uniform: the next step's load goes out before this step is counted.
+                let na = if more { load(next) } else { empty };
+                f(a, i, true);
+                i = next;
+                if !more {
+                    break;
+                }
+                a = na;
+            }
+        }
+        // At most one more step, in which some lanes of the warp may have no group.
+        if i - lane < end {
+            if i < end {
+                f(load(i), i, true);
+            } else {
+                f(empty, i, false);
+            }
         }
     }
 

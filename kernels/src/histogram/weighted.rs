@@ -136,7 +136,7 @@ pub(crate) mod device_code {
     use crate::device::shared::{DynamicSharedArray, SharedScalar};
     use crate::device::{atomic, mem, thread, warp};
     use crate::histogram::device_code::load_one;
-    use crate::histogram::pipelined::device_code::for_each_group;
+    use crate::histogram::pipelined::device_code::{for_each_group, for_each_group_single};
     use crate::histogram::{Binning, Element, NO_BIN};
     use crate::{dynamic_shared_array, gpu_kernel};
 
@@ -467,65 +467,72 @@ pub(crate) mod device_code {
         }
         let copy = warp::lane_id() & (copies - 1);
         let groups = n / GROUP;
-        // SAFETY: the grid's lanes hold consecutive indices and its size is a multiple of 32;
-        // every group below n / 4 lies inside both inputs. Each call of the closure is made by
-        // the whole warp (for_each_group), as add_weight needs.
-        unsafe {
-            for_each_group(
-                0,
-                groups,
-                thread::index_1d(),
-                thread::grid_size_1d(),
-                ([0u32; 4], [0u32; 4]),
-                #[inline(always)]
-                |i| load_group::<T>(input, weights, i),
-                #[inline(always)]
-                |(values, w), _, present| {
-                    let bin = #[inline(always)]
-                    |j: usize| if present { value_at::<T>(values, j).bin_or_none(&binning) } else { NO_BIN };
-                    if !AGGREGATE {
-                        // No votes: each value binned and added in turn, as before the votes were
-                        // batched (the loop the unmerged kernels were measured with).
-                        let each = #[inline(always)]
-                        |j: usize| {
-                            if F32 {
-                                add_weight_partial_voted(false, &partials, bin(j), copy, f32::from_bits(w[j]));
-                            } else {
-                                add_weight_voted::<GLOBAL>(false, &sums, bin(j), copy, f32::from_bits(w[j]));
-                            }
-                        };
-                        each(0);
-                        each(1);
-                        each(2);
-                        each(3);
-                        return;
-                    }
-                    let bins = [bin(0), bin(1), bin(2), bin(3)];
-                    // The group's four warp votes first: each is a shuffle and a ballot whose
-                    // round trips, taken value by value, lay on the path of every add (H200,
-                    // 2^26 i32 values and f32 weights in 8,192 bins: 0.180 ms against 0.185 in
-                    // one device call; without merged adds both took 0.162-0.163).
-                    let shared = [
-                        warp_shares_bin(bins[0]),
-                        warp_shares_bin(bins[1]),
-                        warp_shares_bin(bins[2]),
-                        warp_shares_bin(bins[3]),
-                    ];
+        // Each call of `count` is made by the whole warp (for_each_group), as add_weight needs.
+        // SAFETY: the loops below load only groups below n / 4, inside both inputs.
+        let load = #[inline(always)]
+        |i: u64| unsafe { load_group::<T>(input, weights, i) };
+        let count = #[inline(always)]
+        |(values, w): ([u32; 4], [u32; 4]), _: u64, present: bool| {
+            // SAFETY: the whole warp makes each call (for_each_group gives every lane the same
+            // calls), as the votes need; each bin is NO_BIN or below nbins, copy below copies.
+            unsafe {
+                let bin = #[inline(always)]
+                |j: usize| if present { value_at::<T>(values, j).bin_or_none(&binning) } else { NO_BIN };
+                if !AGGREGATE {
+                    // No votes: each value binned and added in turn, as before the votes were
+                    // batched (the loop the unmerged kernels were measured with).
                     let each = #[inline(always)]
                     |j: usize| {
                         if F32 {
-                            add_weight_partial_voted(shared[j], &partials, bins[j], copy, f32::from_bits(w[j]));
+                            add_weight_partial_voted(false, &partials, bin(j), copy, f32::from_bits(w[j]));
                         } else {
-                            add_weight_voted::<GLOBAL>(shared[j], &sums, bins[j], copy, f32::from_bits(w[j]));
+                            add_weight_voted::<GLOBAL>(false, &sums, bin(j), copy, f32::from_bits(w[j]));
                         }
                     };
                     each(0);
                     each(1);
                     each(2);
                     each(3);
-                },
-            )
+                    return;
+                }
+                let bins = [bin(0), bin(1), bin(2), bin(3)];
+                // The group's four warp votes first: each is a shuffle and a ballot whose
+                // round trips, taken value by value, lay on the path of every add (H200,
+                // 2^26 i32 values and f32 weights in 8,192 bins: 0.180 ms against 0.185 in
+                // one device call; without merged adds both took 0.162-0.163).
+                let shared = [
+                    warp_shares_bin(bins[0]),
+                    warp_shares_bin(bins[1]),
+                    warp_shares_bin(bins[2]),
+                    warp_shares_bin(bins[3]),
+                ];
+                let each = #[inline(always)]
+                |j: usize| {
+                    if F32 {
+                        add_weight_partial_voted(shared[j], &partials, bins[j], copy, f32::from_bits(w[j]));
+                    } else {
+                        add_weight_voted::<GLOBAL>(shared[j], &sums, bins[j], copy, f32::from_bits(w[j]));
+                    }
+                };
+                each(0);
+                each(1);
+                each(2);
+                each(3);
+            }
         };
+        let (start, stride) = (thread::index_1d(), thread::grid_size_1d());
+        // SAFETY (both): the grid's lanes hold consecutive indices and its size is a multiple of
+        // 32; every group below n / 4 lies inside both inputs.
+        if F32 && T::SIZE >= 2 {
+            // Two- and four-byte values beside their weights, counted with votes into f32
+            // partials at the 1,024 threads' 64 registers: four groups in flight spilled (ptxas
+            // 12.9: 4 bytes for u16, 12-16 for i32 and f32); two leave 48-64 bytes a thread in
+            // flight, above the module's Little's-law figure. The u8 kernel, whose groups carry
+            // a quarter of the value bytes, fits four.
+            unsafe { for_each_group_single(0, groups, start, stride, ([0u32; 4], [0u32; 4]), load, count) };
+        } else {
+            unsafe { for_each_group(0, groups, start, stride, ([0u32; 4], [0u32; 4]), load, count) };
+        }
         // The last n % 4 values, one per lane of the grid's first warp that reaches them.
         let tail = GROUP * groups + thread::index_1d();
         if tail - (warp::lane_id() as u64) < n {
