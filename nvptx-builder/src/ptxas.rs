@@ -95,6 +95,10 @@ pub fn performance_losses(log: &str) -> Vec<String> {
 /// Parses the `ptxas info` lines: a "Function properties for K" block (stack, spills) and a
 /// "Used N registers, ... N bytes smem" line after each "Compiling entry function 'K'".
 ///
+/// The properties of a function the kernels call out of line (`.func`) are ptxas's lines too,
+/// printed between two kernels' blocks: they are not the kernel's, and reading them as its would
+/// overwrite its spills with the function's.
+///
 /// ```
 /// let log = "ptxas info    : Compiling entry function 'k' for 'sm_90'\n\
 ///            ptxas info    : Function properties for k\n\
@@ -105,15 +109,21 @@ pub fn performance_losses(log: &str) -> Vec<String> {
 /// ```
 pub fn parse_report(log: &str) -> Vec<KernelResources> {
     let mut kernels: Vec<KernelResources> = Vec::new();
+    // Whose "Function properties" block the next stack line belongs to.
+    let mut properties_of = String::new();
     for line in log.lines() {
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap_or_default();
             kernels.push(KernelResources { kernel: name.to_string(), ..Default::default() });
+        } else if let Some(name) = line.split("Function properties for ").nth(1) {
+            properties_of = name.trim().to_string();
         } else if let Some(k) = kernels.last_mut() {
             if line.contains("bytes stack frame") {
-                k.stack_bytes = number_before(line, "bytes stack frame");
-                k.spill_stores = number_before(line, "bytes spill stores");
-                k.spill_loads = number_before(line, "bytes spill loads");
+                if properties_of == k.kernel {
+                    k.stack_bytes = number_before(line, "bytes stack frame");
+                    k.spill_stores = number_before(line, "bytes spill stores");
+                    k.spill_loads = number_before(line, "bytes spill loads");
+                }
             } else if line.contains("Used") && line.contains("registers") {
                 k.registers = number_before(line, "registers");
                 k.shared_bytes = number_before(line, "bytes smem");
@@ -182,6 +192,39 @@ ptxas info    : Used 30 registers, used 0 barriers, 80 bytes cumulative stack si
         let losses = performance_losses(&log);
         assert_eq!(losses.len(), 1);
         assert!(losses[0].starts_with("ptxas info    : (C7520)"));
+    }
+
+    #[test]
+    fn parse_report_keeps_a_kernels_spills_when_an_out_of_line_functions_properties_follow() {
+        // ptxas 12.9 on the weighted histogram kernels, which call one cold function.
+        let log = "ptxas info    : Compiling entry function 'histogram_weighted_partials_u16' for 'sm_90'
+ptxas info    : Function properties for histogram_weighted_partials_u16
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 64 registers, used 1 barriers, 8 bytes cumulative stack size
+ptxas info    : Compile time = 482.317 ms
+ptxas info    : Function properties for _RNvNtNtNtCs46tZsAbb6ql_7kernels9histogram8weighted11device_code10add_global
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'histogram_weighted_i32' for 'sm_90'
+ptxas info    : Function properties for histogram_weighted_i32
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 72 registers, used 1 barriers
+";
+        let report = parse_report(log);
+        assert_eq!(
+            report[1],
+            KernelResources {
+                kernel: "histogram_weighted_partials_u16".into(),
+                registers: 64,
+                stack_bytes: 8,
+                spill_stores: 4,
+                spill_loads: 4,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            report[0],
+            KernelResources { kernel: "histogram_weighted_i32".into(), registers: 72, ..Default::default() }
+        );
     }
 
     #[test]
