@@ -229,7 +229,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 /// - the `f32`-partials weighted kernels: a 1,024-thread block stays resident where the `f64`
 ///   kernels' 72 registers leave 768 threads per SM, a third more loads in flight; the `u8`
 ///   kernel fits the cap's 64 registers, and the wider types, which spilled there with four
-///   groups in flight, run two and come out at 53-54 (no spills in
+///   groups in flight, run two and come out at 56-60 (no spills in
 ///   `cargo xtask build-ptx --release`, which refuses any);
 /// - `sgemm` on each operand type, 512 threads although its blocks have 256: the cap holds ptxas
 ///   at 128 registers a thread (65,536 / 512), so that two blocks stay resident on an SM; the

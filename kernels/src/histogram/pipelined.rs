@@ -96,39 +96,10 @@ pub(crate) mod device_code {
         stride: I,
         empty: G,
         load: impl Fn(I) -> G,
-        mut f: impl FnMut(G, I, bool),
+        f: impl FnMut(G, I, bool),
     ) {
-        let lane = I::of(warp::lane_id());
-        let to_last_lane = I::of(warp::WARP_SIZE) - I::of(1) - lane;
-        // Whether the warp's last lane, hence every lane, has both groups of the step at `i`.
-        let whole = #[inline(always)]
-        |i: I| i + to_last_lane + stride < end;
-        let mut i = first + start;
-        if whole(i) {
-            let (mut a, mut b) = (load(i), load(i + stride));
-            loop {
-                let next = i + I::of(2) * stride;
-                let more = whole(next);
-                // Warp-uniform: the next step's loads go out before this step is counted.
-                let (na, nb) = if more { (load(next), load(next + stride)) } else { (empty, empty) };
-                f(a, i, true);
-                f(b, i + stride, true);
-                i = next;
-                if !more {
-                    break;
-                }
-                (a, b) = (na, nb);
-            }
-        }
-        // At most two more steps, in which some lanes of the warp may have no group.
-        while i - lane < end {
-            if i < end {
-                f(load(i), i, true);
-            } else {
-                f(empty, i, false);
-            }
-            i = i + stride;
-        }
+        // SAFETY: forwarded contract.
+        unsafe { for_each_group_in_steps::<I, G, true>(first, end, start, stride, empty, load, f) }
     }
 
     /// [`for_each_group`] one group a step: the next group's load is issued before this one is
@@ -139,9 +110,28 @@ pub(crate) mod device_code {
     /// threads (64 bytes a thread).
     ///
     /// # Safety
-    /// As [`for_each_group`]'s, with `end + stride + 32` not overflowing.
+    /// As [`for_each_group`]'s.
     #[inline(always)]
     pub(crate) unsafe fn for_each_group_single<I: GroupIndex, G: Copy>(
+        first: I,
+        end: I,
+        start: I,
+        stride: I,
+        empty: G,
+        load: impl Fn(I) -> G,
+        f: impl FnMut(G, I, bool),
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { for_each_group_in_steps::<I, G, false>(first, end, start, stride, empty, load, f) }
+    }
+
+    /// The loop of [`for_each_group`] (`PAIRS`: two groups a step) and of
+    /// [`for_each_group_single`] (one).
+    ///
+    /// # Safety
+    /// As [`for_each_group`]'s.
+    #[inline(always)]
+    unsafe fn for_each_group_in_steps<I: GroupIndex, G: Copy, const PAIRS: bool>(
         first: I,
         end: I,
         start: I,
@@ -152,32 +142,38 @@ pub(crate) mod device_code {
     ) {
         let lane = I::of(warp::lane_id());
         let to_last_lane = I::of(warp::WARP_SIZE) - I::of(1) - lane;
-        // Whether the warp's last lane, hence every lane, has the group of the step at `i`.
+        // Whether the warp's last lane, hence every lane, has every group of the step at `i`.
         let whole = #[inline(always)]
-        |i: I| i + to_last_lane < end;
+        |i: I| if PAIRS { i + to_last_lane + stride < end } else { i + to_last_lane < end };
         let mut i = first + start;
         if whole(i) {
-            let mut a = load(i);
+            let (mut a, mut b) = (load(i), if PAIRS { load(i + stride) } else { empty });
             loop {
-                let next = i + stride;
+                let next = if PAIRS { i + I::of(2) * stride } else { i + stride };
                 let more = whole(next);
-                // Warp-uniform: the next step's load goes out before this step is counted.
-                let na = if more { load(next) } else { empty };
+                // Warp-uniform: the next step's loads go out before this step is counted.
+                let (na, nb) =
+                    if more { (load(next), if PAIRS { load(next + stride) } else { empty }) } else { (empty, empty) };
                 f(a, i, true);
+                if PAIRS {
+                    f(b, i + stride, true);
+                }
                 i = next;
                 if !more {
                     break;
                 }
-                a = na;
+                (a, b) = (na, nb);
             }
         }
-        // At most one more step, in which some lanes of the warp may have no group.
-        if i - lane < end {
+        // At most as many more steps as a step has groups, in which some lanes of the warp may
+        // have no group.
+        while i - lane < end {
             if i < end {
                 f(load(i), i, true);
             } else {
                 f(empty, i, false);
             }
+            i = i + stride;
         }
     }
 
