@@ -18,7 +18,7 @@
 //! | `cluster` | `%cluster_ctarank`, `barrier.cluster`, `mapa`, `ld`/`st.shared::cluster` |
 //! | `mem` | vector and read-only-cache global loads and stores (`ld.global.nc.v4`, `st.global.v4`) |
 //! | `mma` | `mma.sync.aligned.m16n8k16` (BF16 inputs, `f32` accumulators): warp-level tensor cores on register fragments |
-//! | `math` | `fma.rn`, `sqrt.rn`, `ex2`/`lg2`/`rsqrt.approx`, `cvt.rn.bf16.f32` |
+//! | `math` | `fma.rn`, `sqrt.rn`, `ex2`/`lg2`/`rsqrt.approx`, `cvt.rn.bf16.f32`, `cvt.rzi.u32.f32` |
 //! | [`mbarrier`] | `mbarrier.init`, `arrive`, `arrive.expect_tx`, `try_wait.parity` |
 //! | [`tma`] | `cp.async.bulk.tensor` loads and stores, bulk groups, `fence.proxy.async` |
 //! | [`wgmma`] | `wgmma.mma_async` (BF16, TF32), `fence`, `commit_group`, `wait_group`, `setmaxnreg`; descriptors |

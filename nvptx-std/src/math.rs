@@ -50,6 +50,25 @@ pub fn f32_to_f16_rn(x: f32) -> u16 {
     h
 }
 
+/// `cvt.rzi.u32.f32`: `x` truncated toward zero to a `u32`, saturating: negative values and NaN
+/// give 0, values of 2^32 and above `u32::MAX`; the result of Rust's `x as u32` for every `x`, in
+/// one instruction where `as u32` compiles to the conversion plus a compare and a select at each
+/// end (LLVM does not know that PTX conversions saturate).
+///
+/// ```ignore
+/// assert_eq!(nvptx_std::math::f32_to_u32_rz_sat(-3.5), 0);
+/// ```
+#[inline(always)]
+pub fn f32_to_u32_rz_sat(x: f32) -> u32 {
+    let u: u32;
+    // SAFETY: a conversion between registers; touches no memory.
+    unsafe {
+        core::arch::asm!("cvt.rzi.u32.f32 {u}, {x};", u = out(reg32) u, x = in(reg32) x,
+                         options(pure, nomem, nostack, preserves_flags))
+    };
+    u
+}
+
 /// `cvt.f32.f16`: the IEEE half whose 16 bits are `h`, widened to `f32` (exactly).
 ///
 /// ```ignore

@@ -205,29 +205,33 @@ pub fn bin_of_unsigned(value: u32, nbins: u32) -> u32 {
 /// one bin off numpy's, which corrects its index against its `linspace` edges: with 10 bins over
 /// `[-1, 1]`, numpy counts `-0.8f32` in bin 1 and this formula in bin 0.
 #[inline(always)]
-// Written as a negated conjunction so that NaN, which compares false, is left out; `max` then
-// `min` rather than `clamp`, which passes a NaN through (and the conversion below needs a number).
-#[allow(clippy::neg_cmp_op_on_partial_ord, clippy::manual_clamp)]
+// Written as a negated conjunction so that NaN, which compares false, is left out.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 pub fn bin_of_f32(value: f32, lo: f32, hi: f32, scale: f32, nbins: u32) -> Option<u32> {
-    if !(value >= lo && value <= hi) {
-        return None;
-    }
-    // The product clamped into [0, F32_BELOW_2_32] (`max` and `min` take the number over a NaN,
-    // which only a binning that breaks `Binning::range`'s rules can make) converts without
-    // saturation: `as u32` cost a compare and a select at each end on the GPU, on top of the
-    // conversion, where these two clamps are one instruction each. The bin is then clamped into
-    // the last bin, so that `hi` itself (and a product rounded up to `nbins`) counts there. The
-    // result is what `as u32` and the same clamp give for every input and every `nbins` up to
-    // 2^32 - 255 (`f32` bins are at most 2^24): both truncate toward zero and give 0 for a
-    // negative product or NaN, and the top clamp lies above every such bin.
-    let product = ((value - lo) * scale).max(0.0).min(F32_BELOW_2_32);
-    // SAFETY: the product is finite and in [0, 2^32): its integer part fits a u32.
-    let bin: u32 = unsafe { product.to_int_unchecked() };
-    Some(bin.min(nbins.saturating_sub(1)))
+    // Computed for every value and selected after, branch-free: the conversion saturates (a
+    // negative product or NaN gives 0, one past 2^32 u32::MAX), so any value converts, and only
+    // those inside the range keep their bin. On the GPU that is one `cvt.rzi.u32.f32`, where a
+    // clamp into [0, 2^32) before the conversion cost two more instructions, and the bin of a
+    // value known to be inside a predicated path, per value. (The packed kernels are bound by
+    // their instructions, 42 a value for f32 against 33 for i32 at 65,536 bins; on the H200 this
+    // took the f32 time there from 0.107 to 0.106 ms, against 0.088 for i32.)
+    let bin = f32_to_u32_rz_sat((value - lo) * scale).min(nbins.saturating_sub(1));
+    if !(value >= lo && value <= hi) { None } else { Some(bin) }
 }
 
-/// The largest `f32` below 2^32: the top of [`bin_of_f32`]'s clamp before its conversion.
-const F32_BELOW_2_32: f32 = 4_294_967_040.0;
+/// `x as u32` (truncation toward zero, saturating, NaN to 0): on the GPU the one PTX
+/// instruction that does exactly that.
+#[inline(always)]
+fn f32_to_u32_rz_sat(x: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        crate::device::math::f32_to_u32_rz_sat(x)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x as u32
+    }
+}
 
 /// An input element type the kernels count: how a value is unpacked from the 32-bit words a
 /// vector load returns, and which bin it counts in.
