@@ -293,9 +293,14 @@ fn bucketed_tier_matches_cpu_at_its_bucket_widths_and_capacity() {
     for bins in [(1 << 14) + 1, 1 << 18, (1 << 20) + 1, 1 << 22, capacity] {
         let values = values_with_outliers(&mut rng, (1 << 22) + 9, bins);
         let tier = assert_matches_cpu(&gpu, &values, bins, None, None);
-        if bins as u64 > histogram::packed_auto_capacity(&limits) {
-            assert_eq!(tier, HistogramTier::Sorted, "{bins} bins");
-        }
+        let planned = if bins as u64 > histogram::packed_auto_capacity(&limits) {
+            HistogramTier::Sorted
+        } else if bins as u64 > limits.block_capacity() {
+            HistogramTier::Packed
+        } else {
+            HistogramTier::Shared
+        };
+        assert_eq!(tier, planned, "{bins} bins");
         assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Bucketed), None);
     }
     assert_eq!(

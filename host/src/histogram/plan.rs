@@ -1131,8 +1131,8 @@ mod tests {
         // planner's own choice too.
         let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
         for (bins, window) in [(154_965, 77_483), (262_144, 131_072), (309_928, 154_964)] {
-            assert_eq!(sorted(bins), plan_for(&H100, bins, packed_tier).unwrap(), "{bins}");
             let p = plan_for(&H100, bins, packed_tier).unwrap();
+            assert_eq!(sorted(bins), p, "{bins}");
             assert_eq!((p.tier, p.packing, p.carry_plane, p.passes, p.bins_per_block), (Packed, 2, true, 2, window));
             let plane_bytes = packed::carry_plane_bytes(window);
             assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, 2, 1) + plane_bytes, "{bins}");
