@@ -260,9 +260,6 @@ def main():
     # same peers.
     if "weights-i32-8192" in results:
         results["weights-i32-8192-f64"] = list(results["weights-i32-8192"])
-    # Likewise the bench's paired-table row of 257 edges.
-    if "edges-f32-256" in results:
-        results["edges-f32-256-paired"] = list(results["edges-f32-256"])
     # And the bench's one-set and warp-private rows of 4,096 segments.
     if "segments-4096x16384-256" in results:
         results["segments-4096x16384-256-single"] = list(results["segments-4096x16384-256"])

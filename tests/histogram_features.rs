@@ -335,21 +335,10 @@ fn counts_over_edges_match_numpys_rule_at_the_edges_and_around_them_for_every_ty
                     _ => histogram_input_of(rng.random(), n, 400, ValueDistribution::Uniform, element, None),
                 };
                 let values = if n == 0 { base } else { with_edge_values(&base, e) };
-                // Paired entries over 16 cells per bin (the planner's), and two entries over 4.
-                for pairs in [true, false] {
-                    check_edges(
-                        &gpu,
-                        values.as_values(),
-                        e,
-                        LaunchRequest { edge_pairs: Some(pairs), ..Default::default() },
-                    );
-                }
+                check_edges(&gpu, values.as_values(), e, LaunchRequest::default());
             }
             let values = with_edge_values(&values_of(&mut rng, element, 100_000, 256), e);
-            for pairs in [true, false] {
-                let r = LaunchRequest { copies: Some(1), edge_pairs: Some(pairs), ..Default::default() };
-                check_edges(&gpu, values.as_values(), e, r);
-            }
+            check_edges(&gpu, values.as_values(), e, LaunchRequest { copies: Some(1), ..Default::default() });
         }
     }
 }
@@ -363,13 +352,6 @@ fn the_most_edges_a_block_holds_and_2_pow_28_f32_values_over_256_edges_match_cpu
     let e = BinEdges::new((0..=most).map(|i| i as f32 * 0.25 - 100.0).collect()).unwrap();
     let values = with_edge_values(&values_of(&mut rng, InputType::F32, 1 << 22, 256), &e);
     check_edges(&gpu, values.as_values(), &e, LaunchRequest::default());
-    assert!(!edges::plan_edges(&gpu, InputType::F32, most, &LaunchRequest::default()).unwrap().pairs());
-    let paired = LaunchRequest { edge_pairs: Some(true), ..Default::default() };
-    if most <= kernels::histogram::edges::MAX_PAIRED_BINS {
-        check_edges(&gpu, values.as_values(), &e, paired);
-    } else {
-        assert!(edges::plan_edges(&gpu, InputType::F32, most, &paired).is_err());
-    }
     assert!(edges::plan_edges(&gpu, InputType::F32, most + 1, &LaunchRequest::default()).is_err());
     let e = &edge_sets(&mut rng)[0];
     let values = values_of(&mut rng, InputType::F32, 1 << 28, 256);

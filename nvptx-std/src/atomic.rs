@@ -23,6 +23,28 @@ pub unsafe fn shared_add_u32(addr: u32, value: u32) {
     };
 }
 
+/// `red.shared.add.u32` under a predicate (`setp.ne.u32 p, when, 0; @p red.shared.add.u32 [addr],
+/// value`): [`shared_add_u32`] where `when` holds, no memory access elsewhere. The predicate
+/// stays inside the instruction, so a kernel that counts only some values does not branch
+/// around each add (a branch per value also keeps the compiler from interleaving the loads of
+/// neighbouring values).
+///
+/// # Safety
+/// Where `when` holds, `addr` is a 4-byte-aligned address inside a shared array of this block.
+///
+/// ```ignore
+/// unsafe { nvptx_std::atomic::shared_add_u32_if(v >= lo && v <= hi, bins.address_of(bin), 1) };
+/// ```
+#[inline(always)]
+pub unsafe fn shared_add_u32_if(when: bool, addr: u32, value: u32) {
+    // SAFETY: the caller guarantees the address wherever the add runs.
+    unsafe {
+        asm!("{{ .reg .pred p; setp.ne.u32 p, {w}, 0; @p red.shared.add.u32 [{a}], {v}; }}",
+             w = in(reg32) when as u32, a = in(reg32) addr, v = in(reg32) value,
+             options(nostack, preserves_flags))
+    };
+}
+
 /// `red.relaxed.cluster.shared::cluster.add.u32`: adds `value` to the `u32` at a
 /// `shared::cluster` address ([`crate::cluster::map_shared_rank`]), which may be in
 /// another block of the cluster.

@@ -41,7 +41,7 @@ pub struct FeatureCase {
 }
 
 /// Every case the bench measures, in report order.
-pub const FEATURE_CASES: [FeatureCase; 19] = [
+pub const FEATURE_CASES: [FeatureCase; 18] = [
     FeatureCase {
         key: "u8-256-2^28",
         feature: "one channel",
@@ -119,12 +119,6 @@ pub const FEATURE_CASES: [FeatureCase; 19] = [
         feature: "edges",
         case: "f32, 2^26 values, 257 uneven edges (baseline: 256 even f32 bins, planner)",
         target: "<= 1.5x the even bins",
-    },
-    FeatureCase {
-        key: "edges-f32-256-paired",
-        feature: "edges",
-        case: "f32, 2^26 values, 257 uneven edges, paired table entries over 16 cells per bin forced (one load per value; slower than the planner's unpaired table on the H200; baseline: 256 even f32 bins, planner)",
-        target: "for comparison with edges-f32-256",
     },
     FeatureCase {
         key: "2d-256x256",
@@ -513,17 +507,14 @@ pub fn prepare<'a>(gpu: &'a Gpu, key: &str, seed: u64) -> anyhow::Result<Prepare
             };
             PreparedCase { bytes: n as u64, run: Box::new(run), baseline: Some(Box::new(baseline)) }
         }
-        "edges-f32-256" | "edges-f32-256-paired" => {
-            // The -paired case forces paired entries unless the request names them.
-            let forced = key.ends_with("-paired").then_some(true);
+        "edges-f32-256" => {
             let n = FEATURE_VALUES;
             let e = uneven_edges(seed);
             let values = draw(seed, n, 256, ValueDistribution::Uniform, InputType::F32);
             let want = edges::edges_histogram_cpu(values.as_values(), &e);
             let input = upload(gpu, values.as_values())?;
             let run = move |request: &LaunchRequest, timing: (usize, usize)| -> anyhow::Result<CaseRun> {
-                let request = LaunchRequest { edge_pairs: request.edge_pairs.or(forced), ..*request };
-                let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), &request) {
+                let plan = match edges::plan_edges(gpu, InputType::F32, e.bins(), request) {
                     Ok(p) => p,
                     Err(err) => return Ok(CaseRun::NoPlan(err)),
                 };

@@ -136,13 +136,7 @@ pub fn feature_grid(key: &str) -> Vec<LaunchRequest> {
             v.extend(grid(&[256, 512, 1024], &[None], &[None], &[Some(true)]));
             v
         }
-        "edges-f32-256" | "edges-f32-256-paired" => {
-            let g = grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]);
-            [true, false]
-                .into_iter()
-                .flat_map(|p| g.iter().map(move |r| LaunchRequest { edge_pairs: Some(p), ..*r }))
-                .collect()
-        }
+        "edges-f32-256" => grid(&all, &[Some(4), Some(16), Some(32)], &[None], &[None]),
         "2d-256x256" | "2d-256x256-paired-flush" => {
             let g = grid(&all, &[Some(1)], &[Some(1), Some(2)], &[None]);
             [true, false]
@@ -201,11 +195,6 @@ fn launch_request_text(r: &LaunchRequest) -> String {
     match r.f32_partials {
         Some(true) => parts.push("f32 partials".into()),
         Some(false) => parts.push("f64 sums".into()),
-        None => {}
-    }
-    match r.edge_pairs {
-        Some(true) => parts.push("paired entries".into()),
-        Some(false) => parts.push("unpaired entries".into()),
         None => {}
     }
     match r.double_buffer {

@@ -76,10 +76,6 @@ pub struct HistogramArgs {
     /// copies of f64 sums fit one block).
     #[arg(long)]
     pub f32_partials: Option<bool>,
-    /// --edges: read both bounds of a value's search from one paired table entry over 16 cells
-    /// per bin (true), or from two entries over 4 cells per bin (false) (default: true).
-    #[arg(long)]
-    pub edge_pairs: Option<bool>,
     /// Segments: two sets of counters per block, one barrier per piece of a segment (true), or
     /// one set and two barriers (false) (default: true where two sets fit).
     #[arg(long)]
@@ -268,9 +264,6 @@ pub fn run(device: usize, args: &HistogramArgs) -> anyhow::Result<()> {
     }
     if args.f32_partials.is_some() {
         bail!("--f32-partials applies to --weights");
-    }
-    if args.edge_pairs.is_some() {
-        bail!("--edge-pairs applies to --edges");
     }
     if args.double_buffer.is_some() {
         bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");

@@ -130,7 +130,6 @@ impl Histogram2dArgs {
             },
             aggregate: self.aggregate,
             f32_partials: None,
-            edge_pairs: None,
             double_buffer: None,
             warp_private: None,
             paired_flush: self.paired_flush,

@@ -148,9 +148,6 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
     if args.f32_partials.is_some() && !weighted {
         bail!("--f32-partials applies to --weights");
     }
-    if args.edge_pairs.is_some() && !matches!(feature, Feature::Edges(_)) {
-        bail!("--edge-pairs applies to --edges");
-    }
     if args.double_buffer.is_some() && !matches!(feature, Feature::Segments(_)) {
         bail!("--double-buffer applies to segments (--segments, --segment-len, --offsets)");
     }
@@ -165,7 +162,6 @@ pub fn launch_request(args: &HistogramArgs, feature: &Feature) -> anyhow::Result
         global,
         aggregate: args.aggregate,
         f32_partials: args.f32_partials,
-        edge_pairs: args.edge_pairs,
         double_buffer: args.double_buffer,
         warp_private: args.warp_private,
         paired_flush: None,

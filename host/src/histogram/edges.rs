@@ -3,7 +3,7 @@
 //! `kernels::histogram::edges`), planner, launch and CPU reference.
 //!
 //! One tier: the counters, the edges and the table live in one block's shared memory (up to
-//! [`max_bins`], 24,959 bins on an H100 or H200). More edges are refused with that limit;
+//! [`max_bins`], 24,831 bins on an H100 or H200). More edges are refused with that limit;
 //! the sorted tier's keys could carry them (a pass that turns values into bin indices, then the
 //! integer histogram), which this module does not do yet.
 
@@ -203,6 +203,7 @@ impl BinEdges {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EdgeTable {
     table: Vec<u32>,
+    cell_entries: Vec<u32>,
     scale: f32,
 }
 
@@ -223,16 +224,30 @@ impl EdgeTable {
             let (lo, hi, last) = (edges.lo(), edges.hi(), edges.bins() - 1);
             let scale = kernel::cell_scale(lo, hi, cells);
             let orders = kernel::order_range::<T>(lo, hi);
-            let mut table: Vec<u32> = (0..cells)
+            let firsts: Vec<Option<T>> =
+                (0..cells).map(|c| orders.and_then(|o| kernel::first_in_cell::<T>(c, o, lo, scale, cells))).collect();
+            let bin = |v: T| edges.bin_of(v).unwrap_or(last);
+            let mut table: Vec<u32> = firsts.iter().map(|f| f.map_or(last, bin)).collect();
+            table.push(last);
+            // A cell's entry flags the edges between its smallest and its largest value of the
+            // type (the one before the next cell's smallest): none in a cell narrower than the
+            // type's spacing, so integers make no comparison there.
+            let mut cell_entries: Vec<u32> = (0..cells as usize)
                 .map(|c| {
-                    orders
-                        .and_then(|o| kernel::first_in_cell::<T>(c, o, lo, scale, cells))
-                        .and_then(|v| edges.bin_of(v))
-                        .unwrap_or(last)
+                    let a = table[c];
+                    let first = firsts[c].filter(|f| kernel::cell_of(f.key(), lo, scale, cells) == c as u32);
+                    let z = match (first, orders) {
+                        (Some(_), Some((_, top))) => {
+                            let past = firsts.get(c + 1).copied().flatten().map(|n| n.order() - 1);
+                            bin(T::from_order(past.unwrap_or(top)))
+                        }
+                        _ => a,
+                    };
+                    kernel::cell_entry(a, z)
                 })
                 .collect();
-            table.push(last);
-            EdgeTable { table, scale }
+            cell_entries.push(kernel::cell_entry(last, last));
+            EdgeTable { table, cell_entries, scale }
         }
         match element {
             InputType::U8 => build::<u8>(edges, cells),
@@ -257,6 +272,27 @@ impl EdgeTable {
     /// ```
     pub fn entries(&self) -> &[u32] {
         &self.table
+    }
+
+    /// The kernel's entries: per cell, its first bin with the flags of the edges between its
+    /// smallest and its largest value of the type ([`kernel::cell_entry`]), and a last entry of
+    /// the last bin; `cells + 1` in all.
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::histogram::{InputType, edges::{BinEdges, EdgeTable}};
+    /// use kernels::histogram::edges::cell_entry;
+    /// let edges = BinEdges::new(vec![0.0, 1.0, 2.5, 4.0])?;
+    /// // Four cells of width 1: cell 2, [2, 3), holds the edge 2.5 for f32 values; for u8 it
+    /// // holds the value 2 alone, with no edge between it and itself.
+    /// let f = EdgeTable::new(&edges, InputType::F32, 4);
+    /// assert_eq!(f.cell_entries(), [cell_entry(0, 0), cell_entry(1, 1), cell_entry(1, 2), 2, 2]);
+    /// let u = EdgeTable::new(&edges, InputType::U8, 4);
+    /// assert_eq!(u.cell_entries(), [0, 1, 1, 2, 2]);
+    /// # Ok(()) }
+    /// ```
+    pub fn cell_entries(&self) -> &[u32] {
+        &self.cell_entries
     }
 
     /// The cells' `f32` scale.
@@ -296,9 +332,9 @@ impl EdgeTable {
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::{max_bins, plan_edges_for}};
 /// let limits = HistogramLimits::H100;
 /// let model = model_before_device(limits);
-/// assert_eq!(max_bins(&limits), 24_959);
-/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_959, &LaunchRequest::default()).is_ok());
-/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_960, &LaunchRequest::default()).is_err());
+/// assert_eq!(max_bins(&limits), 24_831);
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_831, &LaunchRequest::default()).is_ok());
+/// assert!(plan_edges_for(&limits, &model, InputType::F32, 24_832, &LaunchRequest::default()).is_err());
 /// # Ok(()) }
 /// ```
 pub fn max_bins(limits: &HistogramLimits) -> u32 {
@@ -319,11 +355,12 @@ pub fn max_bins(limits: &HistogramLimits) -> u32 {
 /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
 /// let limits = HistogramLimits::H100;
 /// let model = model_before_device(limits);
-/// // 256 bins of f32 values: 32 copies of the counters, 257 edges and 1025 table entries.
+/// // 256 bins of f32 values: 4096 cells (4225 padded entry slots), 32 copies of the counters
+/// // and 257 edges.
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
-/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 1024, 32));
-/// assert_eq!(plan.launch().shared_bytes(), 4 * (256 * 32 + 257 + 1025));
-/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 1024 cells), histogram_edges_f32"));
+/// assert_eq!((plan.bins(), plan.cells(), plan.launch().copies()), (256, 4096, 32));
+/// assert_eq!(plan.launch().shared_bytes(), 4 * (4225 + 256 * 32 + 257));
+/// assert!(plan.to_string().starts_with("edges tier (256 bins, a table of 4096 cells), histogram_edges_f32"));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,7 +369,6 @@ pub struct EdgesPlan {
     element: InputType,
     bins: u32,
     cells: u32,
-    pairs: bool,
     blocks_per_sm: u32,
 }
 
@@ -394,38 +430,13 @@ impl EdgesPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
     /// let limits = HistogramLimits::H100;
     /// let model = model_before_device(limits);
-    /// // Sixteen cells per bin with paired entries (asked for), four without.
-    /// let paired = LaunchRequest { edge_pairs: Some(true), ..Default::default() };
-    /// let cells = |bins, request: &LaunchRequest| {
-    ///     plan_edges_for(&limits, &model, InputType::F32, bins, request).map(|p| p.cells())
-    /// };
-    /// assert_eq!((cells(4, &paired)?, cells(256, &paired)?), (64, 4096));
-    /// assert_eq!(cells(256, &LaunchRequest::default())?, 1024);
+    /// // Sixteen cells per bin, from 64 to 8,192.
+    /// let cells = |bins| plan_edges_for(&limits, &model, InputType::F32, bins, &LaunchRequest::default()).map(|p| p.cells());
+    /// assert_eq!((cells(2)?, cells(256)?, cells(10_000)?), (64, 4096, 8192));
     /// # Ok(()) }
     /// ```
     pub fn cells(&self) -> u32 {
         self.cells
-    }
-
-    /// Whether the kernel reads paired table entries (one load per value; see
-    /// [`kernel`]'s documentation).
-    ///
-    /// ```
-    /// # fn main() -> hopper_kernels::Result<()> {
-    /// use hopper_kernels::histogram::tuning::{LaunchRequest, model_before_device};
-    /// use hopper_kernels::histogram::{HistogramLimits, InputType, edges::plan_edges_for};
-    /// let limits = HistogramLimits::H100;
-    /// let model = model_before_device(limits);
-    /// let plan = |request: &LaunchRequest| plan_edges_for(&limits, &model, InputType::F32, 256, request);
-    /// let paired = plan(&LaunchRequest { edge_pairs: Some(true), ..Default::default() })?;
-    /// assert_eq!((paired.pairs(), paired.cells()), (true, 4096));
-    /// // The default: two entries per value, four cells per bin (faster on the H200).
-    /// let unpaired = plan(&LaunchRequest::default())?;
-    /// assert_eq!((unpaired.pairs(), unpaired.cells()), (false, 1024));
-    /// # Ok(()) }
-    /// ```
-    pub fn pairs(&self) -> bool {
-        self.pairs
     }
 
     /// Why this plan, in words (for `--plan`).
@@ -438,8 +449,8 @@ impl EdgesPlan {
     /// let model = model_before_device(limits);
     /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
     /// let reason = plan.reason(&limits);
-    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 1024 cells fit"), "{reason}");
-    /// assert!(reason.contains("(up to 24959 bins)"), "{reason}");
+    /// assert!(reason.starts_with("257 edges: counters (32 copies), edges and a table of 4096 cells fit"), "{reason}");
+    /// assert!(reason.contains("(up to 24831 bins)"), "{reason}");
     /// # Ok(()) }
     /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
@@ -449,11 +460,7 @@ impl EdgesPlan {
             self.launch.copies(),
             self.cells,
             max_bins(limits),
-            if self.pairs {
-                "16 cells per bin, each entry paired with the next in one word: one table load per value, a comparison only in the cells that hold an edge (two loads per value over 4 cells per bin ran 256 edges at 2.22x the even bins on the H200)"
-            } else {
-                "4 cells per bin; a value is searched between two table entries (two loads), usually 0 or 1 comparisons"
-            },
+            "16 cells per bin, each a word in shared memory with the cell's first bin and whether an edge lies between its values: one load per value and one comparison in the cells that hold an edge, a search only in cells that hold several",
             self.blocks_per_sm,
             self.launch.threads(),
             self.blocks_per_sm * self.launch.threads()
@@ -463,8 +470,7 @@ impl EdgesPlan {
 
 impl std::fmt::Display for EdgesPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let paired = if self.pairs { ", paired entries" } else { "" };
-        write!(f, "edges tier ({} bins, a table of {} cells{paired}), {}", self.bins, self.cells, self.launch)
+        write!(f, "edges tier ({} bins, a table of {} cells), {}", self.bins, self.cells, self.launch)
     }
 }
 
@@ -479,10 +485,10 @@ impl std::fmt::Display for EdgesPlan {
 /// let model = model_before_device(limits);
 /// let open = LaunchRequest::default();
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &open)?;
-/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 1024));
+/// assert_eq!((plan.launch().kernel(), plan.cells()), ("histogram_edges_f32", 4096));
 /// // More bins than one block holds, and options of other kernels, are refused.
 /// let err = plan_edges_for(&limits, &model, InputType::F32, 30_000, &open).unwrap_err().to_string();
-/// assert!(err.contains("at most 24959 bins on this device"), "{err}");
+/// assert!(err.contains("at most 24831 bins on this device"), "{err}");
 /// let global = LaunchRequest { global: Some(true), ..open };
 /// assert!(plan_edges_for(&limits, &model, InputType::F32, 256, &global).is_err());
 /// assert!(matches!(plan_edges_for(&limits, &model, InputType::F32, 0, &open), Err(Error::ZeroDimension { .. })));
@@ -509,16 +515,7 @@ pub fn plan_edges_for(
             bins + 1
         )));
     }
-    if request.edge_pairs == Some(true) && bins > kernel::MAX_PAIRED_BINS {
-        return Err(Error::InvalidArgument(format!(
-            "{bins} bins: paired table entries hold bins below {} only",
-            kernel::MAX_PAIRED_BINS
-        )));
-    }
-    // Paired entries only when asked: on the H200 (2^26 f32, 256 edges) the paired table of 4,096
-    // cells ran 0.174 ms against the unpaired table's 0.145.
-    let pairs = request.edge_pairs.unwrap_or(false);
-    let cells = if pairs { kernel::cells_for_pairs(bins) } else { kernel::cells_for(bins) };
+    let cells = kernel::cells_for(bins);
     let shape = choose_shape(
         occupancy,
         limits,
@@ -532,7 +529,6 @@ pub fn plan_edges_for(
         element,
         bins,
         cells,
-        pairs,
         blocks_per_sm: shape.blocks_per_sm,
     })
 }
@@ -605,7 +601,7 @@ impl DeviceEdges {
         let table = EdgeTable::new(edges, element, cells);
         Ok(Self {
             edges: gpu.upload(edges.edges())?,
-            table: gpu.upload(table.entries())?,
+            table: gpu.upload(table.cell_entries())?,
             element,
             bins: edges.bins(),
             cells,
@@ -686,8 +682,7 @@ pub fn launch_edges(
     let (nbins, cells, copies) = (plan.bins, plan.cells, plan.launch.copies());
     let mut launch = stream.launch_builder(&func);
     launch.arg(values.bytes()).arg(&n).arg(counts).arg(&nbins).arg(&edges.edges).arg(&edges.table).arg(&cells);
-    let pairs = plan.pairs as u32;
-    launch.arg(&edges.lo).arg(&edges.hi).arg(&edges.scale).arg(&copies).arg(&pairs);
+    launch.arg(&edges.lo).arg(&edges.hi).arg(&edges.scale).arg(&copies);
     // SAFETY: kernel contract (kernels::histogram::edges): n <= u32::MAX values, 16-byte aligned;
     // counts holds nbins u32; the edges and their table (cells + 1 entries) were built together
     // by DeviceEdges::new for this type; copies is a power of two up to 32 and the launch provides
@@ -837,43 +832,37 @@ mod tests {
     fn tables_narrow_every_value_to_its_own_bin() {
         let edges = BinEdges::new((0..=256).map(|i| (i as f32 / 256.0).powi(2)).collect()).unwrap();
         let table = EdgeTable::new(&edges, InputType::F32, kernel::cells_for(256));
-        assert_eq!(table.cells(), 1024);
+        assert_eq!(table.cells(), 4096);
         assert!(table.entries().windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(*table.entries().last().unwrap(), 255);
         let u8_table = EdgeTable::new(&BinEdges::new(vec![300.0, 400.0]).unwrap(), InputType::U8, 64);
         assert!(u8_table.entries().iter().all(|&b| b == 0), "no u8 lies in [300, 400]");
     }
 
-    /// The kernel's lookup on the CPU: cell, table entries (paired or not), search.
-    fn kernel_bin<T: EdgeValue>(v: T, edges: &BinEdges, table: &EdgeTable, pairs: bool) -> Option<u32> {
+    /// The kernel's lookup on the CPU: cell, its entry, comparison or search.
+    fn kernel_bin<T: EdgeValue>(v: T, edges: &BinEdges, table: &EdgeTable) -> Option<u32> {
         let (lo, hi) = (edges.lo(), edges.hi());
-        if !(v.at_least(lo) && v.at_most(hi)) {
-            return None;
-        }
         let c = kernel::cell_of(v.key(), lo, table.scale(), table.cells()) as usize;
-        let (a, z) = if pairs {
-            kernel::unpair(kernel::pair_entry(table.entries(), c))
-        } else {
-            (table.entries()[c], table.entries()[c + 1])
-        };
-        Some(kernel::bin_in_range(v, a, z, |e| edges.edges()[e as usize]))
+        let t = table.cell_entries();
+        let edge = |e: u32| edges.edges()[e as usize];
+        let bin = kernel::entry_bin(v, t[c], edge, || t[c + 1]);
+        (v.at_least(lo) && v.at_most(hi)).then_some(bin)
     }
 
     #[test]
-    fn paired_entries_over_sixteen_cells_per_bin_find_numpys_bin_on_and_around_every_edge() {
+    fn cell_entries_find_numpys_bin_on_and_around_every_edge_with_four_or_one_cells_per_bin() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(22);
         let sets = [
             (0..=256).map(|i| (i as f32 / 256.0).powi(2)).collect::<Vec<_>>(),
             (0..=256).map(|i| i as f32).collect(),
-            // Clustered: most edges in one cell of the even grid.
+            // Clustered: most edges in one cell of the even grid (a cell of several edges).
             (0..=255).map(|i| 1.0 + i as f32 * 1e-5).chain([1000.0]).collect(),
             vec![-1e38, -1.0, 0.0, 1e-30, 1e38],
         ];
         for edges in sets {
             let edges = BinEdges::new(edges).unwrap();
-            for pairs in [true, false] {
-                let cells = if pairs { kernel::cells_for_pairs(edges.bins()) } else { kernel::cells_for(edges.bins()) };
+            for cells in [kernel::cells_for(edges.bins()), edges.bins()] {
                 let table = EdgeTable::new(&edges, InputType::F32, cells);
                 let mut probes: Vec<f32> = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0];
                 for &e in edges.edges() {
@@ -881,12 +870,12 @@ mod tests {
                 }
                 probes.extend((0..10_000).map(|_| rng.random_range(edges.lo()..=edges.hi())));
                 for v in probes {
-                    assert_eq!(kernel_bin(v, &edges, &table, pairs), edges.bin_of(v), "{v:e}, pairs {pairs}");
+                    assert_eq!(kernel_bin(v, &edges, &table), edges.bin_of(v), "{v:e}, {cells} cells");
                 }
-                // i32 values compare in f64 through the same table kind.
+                // i32 values compare in f64 through the same entries.
                 let table = EdgeTable::new(&edges, InputType::I32, cells);
                 for v in [-2, -1, 0, 1, 2, 255, 256, 257, 1000, i32::MIN, i32::MAX] {
-                    assert_eq!(kernel_bin(v, &edges, &table, pairs), edges.bin_of(v), "{v}, pairs {pairs}");
+                    assert_eq!(kernel_bin(v, &edges, &table), edges.bin_of(v), "{v}, {cells} cells");
                 }
             }
         }
@@ -895,12 +884,8 @@ mod tests {
     #[test]
     fn the_planner_fits_counters_edges_and_table_in_one_block_and_refuses_more() {
         let occupancy = ModelOccupancy { limits: H100, registers: 40 };
-        let paired = LaunchRequest { edge_pairs: Some(true), ..Default::default() };
-        let p = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &paired).unwrap();
-        assert_eq!((p.cells(), p.launch().copies(), p.pairs()), (4096, 32, true));
-        let old = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &LaunchRequest::default()).unwrap();
-        assert_eq!((old.cells(), old.pairs()), (1024, false));
-        assert!(!old.to_string().contains("paired"), "{old}");
+        let p = plan_edges_for(&H100, &occupancy, InputType::F32, 256, &LaunchRequest::default()).unwrap();
+        assert_eq!((p.cells(), p.launch().copies()), (4096, 32));
         assert_eq!(p.launch().kernel(), "histogram_edges_f32");
         assert!(p.reason(&H100).contains("257 edges"), "{}", p.reason(&H100));
         let most = max_bins(&H100);

@@ -66,9 +66,6 @@ pub struct LaunchRequest {
     /// Sum the weights per block in `f32` partials (flushed into the `f64` sums) instead of
     /// `f64` ones (the weighted kernels' shared tier).
     pub f32_partials: Option<bool>,
-    /// The edges kernel reads both bounds of a value's search in one paired table entry, over 16
-    /// cells per bin (`false`: two entries over 4 cells per bin).
-    pub edge_pairs: Option<bool>,
     /// The segmented kernel alternates between two sets of counters, one block barrier per piece
     /// of a segment instead of two (`false`: one set).
     pub double_buffer: Option<bool>,
@@ -633,8 +630,8 @@ impl std::fmt::Display for KernelLaunch {
 /// let plan = plan_edges_for(&limits, &model, InputType::F32, 256, &LaunchRequest::default())?;
 /// assert_eq!(
 ///     plan.to_string(),
-///     "edges tier (256 bins, a table of 1024 cells), histogram_edges_f32: 132 blocks x 1024 threads, \
-///      37.01 KiB shared per block (32 copies)"
+///     "edges tier (256 bins, a table of 4096 cells), histogram_edges_f32: 132 blocks x 1024 threads, \
+///      49.51 KiB shared per block (32 copies)"
 /// );
 /// # Ok(()) }
 /// ```
