@@ -850,7 +850,7 @@ mod tests {
     }
 
     #[test]
-    fn cell_entries_find_numpys_bin_on_and_around_every_edge_with_four_or_one_cells_per_bin() {
+    fn cell_entries_find_numpys_bin_on_and_around_every_edge_with_sixteen_or_one_cells_per_bin() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(22);
         let sets = [
