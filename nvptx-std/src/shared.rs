@@ -277,14 +277,17 @@ impl<T: SharedScalar> DynamicSharedArray<T> {
 
     /// The shared-window address of element `i` (for atomics and [`crate::cluster`]).
     ///
-    /// Computing an address is safe; using it is where bounds matter.
+    /// Computing an address is safe; using it is where bounds matter. The arithmetic wraps, so
+    /// that a lane may compute the address of an element it has none of (a value outside the
+    /// bins) for an access that a predicate then skips, without tripping the checked build's
+    /// overflow checks.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::atomic::shared_add_u32(bins.address_of(bin), 1) };
     /// ```
     #[inline(always)]
     pub fn address_of(&self, i: usize) -> u32 {
-        self.base + (i * size_of::<T>()) as u32
+        self.base.wrapping_add((i as u32).wrapping_mul(size_of::<T>() as u32))
     }
 
     /// Reads element `i` (`ld.shared`).

@@ -550,7 +550,9 @@ pub(crate) mod device_code {
         pub(crate) unsafe fn fetch(&self, when: bool, counter: u32, copy: u32, inc: u32) -> u32 {
             let word = counter >> P;
             let digit = counter & (per_word(P) - 1);
-            let addr = self.words.address_of((word * self.copies + copy) as usize);
+            // Wrapping: a lane that does not add may pass NO_BIN, whose word times the copies
+            // overflows; its address is never used.
+            let addr = self.words.address_of(word.wrapping_mul(self.copies).wrapping_add(copy) as usize);
             // SAFETY: inside the words where the atomic runs (caller's contract); atom.shared is
             // atomic and returns the word before this add.
             unsafe { atomic::shared_fetch_add_u32_if(when, addr, inc << (digit_bits(P) * digit)) }
