@@ -185,6 +185,65 @@ pub unsafe fn shared_add_f32(addr: u32, value: f32) {
     };
 }
 
+/// Four `f32` adds into shared memory, each where its predicate holds: one optimistic round of
+/// `ld.shared.b32`, `add.rn.f32` and `atom.shared.cas.b32` for all four, then, for each add
+/// whose swap found the word changed since its load, [`shared_add_f32`]'s
+/// `red.shared.add.f32`:
+///
+/// ```text
+/// setp.ne.u32 p0, when0, 0; ...; @p0 ld.shared.b32 o0, [addr0]; ...
+/// @p0 add.rn.f32 n0, o0, value0; ...; @p0 atom.shared.cas.b32 g0, [addr0], o0, n0; ...
+/// @p0 setp.ne.b32 p0, g0, o0; ...; or.pred q, p0, p1; or.pred q, q, p2; or.pred q, q, p3;
+/// @!q bra DONE; @p0 red.shared.add.f32 [addr0], value0; ...; DONE:
+/// ```
+///
+/// Hopper has no shared-memory float add: `red.shared.add.f32` compiles to a compare-and-swap
+/// loop for one value, whose load and swap each wait out a shared-memory round trip before the
+/// next value's. Here the four loads, then the four swaps, are in flight together. Where adds
+/// collide (several lanes on one word) the later ones take the one-value loop, whose swap
+/// ptxas emits as `ATOMS.CAST.SPIN`: a loop of four `atom.cas` retrying together ran 9-12x
+/// slower than it on colliding inputs (H200, skewed bins). Each add is rounded to nearest even;
+/// the four happen in some order, each atomically.
+///
+/// # Safety
+/// Where `when[k]` holds, `addr[k]` is a 4-byte-aligned address inside a shared array of this
+/// block.
+///
+/// ```ignore
+/// unsafe { nvptx_std::atomic::shared_add4_f32_if(counted, addresses, weights) };
+/// ```
+// The label is named (PTX has no numeric local labels), and each inlined copy of it is its own:
+// PTX scopes a label to its `{ }` block, as CUTLASS's barrier waits rely on.
+#[allow(named_asm_labels)]
+#[inline(always)]
+pub unsafe fn shared_add4_f32_if(when: [bool; 4], addr: [u32; 4], value: [f32; 4]) {
+    // SAFETY: the caller guarantees the addresses wherever the loads, swaps and adds run.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred p0, p1, p2, p3, q;",
+            ".reg .b32 o0, o1, o2, o3, n0, n1, n2, n3, g0, g1, g2, g3;",
+            "setp.ne.u32 p0, {w0}, 0; setp.ne.u32 p1, {w1}, 0; setp.ne.u32 p2, {w2}, 0; setp.ne.u32 p3, {w3}, 0;",
+            "@p0 ld.shared.b32 o0, [{a0}]; @p1 ld.shared.b32 o1, [{a1}]; @p2 ld.shared.b32 o2, [{a2}]; @p3 ld.shared.b32 o3, [{a3}];",
+            "@p0 add.rn.f32 n0, o0, {v0}; @p1 add.rn.f32 n1, o1, {v1}; @p2 add.rn.f32 n2, o2, {v2}; @p3 add.rn.f32 n3, o3, {v3};",
+            "@p0 atom.shared.cas.b32 g0, [{a0}], o0, n0; @p1 atom.shared.cas.b32 g1, [{a1}], o1, n1;",
+            "@p2 atom.shared.cas.b32 g2, [{a2}], o2, n2; @p3 atom.shared.cas.b32 g3, [{a3}], o3, n3;",
+            "@p0 setp.ne.b32 p0, g0, o0; @p1 setp.ne.b32 p1, g1, o1; @p2 setp.ne.b32 p2, g2, o2; @p3 setp.ne.b32 p3, g3, o3;",
+            "or.pred q, p0, p1; or.pred q, q, p2; or.pred q, q, p3;",
+            "@!q bra DONE;",
+            "@p0 red.shared.add.f32 [{a0}], {v0}; @p1 red.shared.add.f32 [{a1}], {v1};",
+            "@p2 red.shared.add.f32 [{a2}], {v2}; @p3 red.shared.add.f32 [{a3}], {v3};",
+            "DONE:",
+            "}}",
+            w0 = in(reg32) when[0] as u32, w1 = in(reg32) when[1] as u32,
+            w2 = in(reg32) when[2] as u32, w3 = in(reg32) when[3] as u32,
+            a0 = in(reg32) addr[0], a1 = in(reg32) addr[1], a2 = in(reg32) addr[2], a3 = in(reg32) addr[3],
+            v0 = in(reg32) value[0], v1 = in(reg32) value[1], v2 = in(reg32) value[2], v3 = in(reg32) value[3],
+            options(nostack, preserves_flags)
+        )
+    };
+}
+
 /// `red.global.add.f32`: adds `value` to the `f32` at `ptr` in global memory (`atomicAdd` with
 /// the result unused; rounded to nearest even, in an unspecified order).
 ///
