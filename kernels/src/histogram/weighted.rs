@@ -30,11 +30,11 @@
 //! directly (`red.global.add.f64`): no partial of at most 2^32 adds of smaller terms can overflow,
 //! so infinities and NaN arise exactly as in `f64`. For two- and four-byte values the four adds
 //! of a group go through one optimistic round of loads and compare-and-swaps in flight together
-//! (`nvptx_std::atomic::shared_add4_f32_if`), and with
-//! `aggregate` one warp vote covers the group's four values. The bound becomes [`error_bound_f32_partials`]:
-//! every weight passes through at most `q + 1` `f32` roundings (`q` the adds one partial takes,
-//! at most the values the plan gives one block's copy; the one more rounds a warp's aggregated
-//! `f64` sum to `f32`) and the `f64` stages of the bound above.
+//! (`nvptx_std::atomic::shared_add4_f32_if`), and with `aggregate` one warp vote covers the
+//! group's four values. The bound becomes [`error_bound_f32_partials`]: every weight passes
+//! through at most `q + 1` `f32` roundings (`q` the adds one partial takes, at most the values
+//! the plan gives one block's copy; the one more rounds a warp's aggregated `f64` sum to `f32`)
+//! and the `f64` stages of the bound above.
 //!
 //! # Parameters
 //! `input`: `n` values, `weights`: `n` `f32` (both 16-byte aligned); `sums`: `nbins` `f64`, added
