@@ -527,7 +527,7 @@ pub(crate) mod device_code {
                     // with a vote and a one-value swap loop per value (0.162 unmerged); zipf
                     // values 0.583 against 0.581. The u8 kernel keeps those: a byte reaches at
                     // most 256 bins, and its colliding adds took 1.47 ms through the four-add
-                    // round against 1.27 (4,096 bins, 8 copies).
+                    // round against 1.27 (4,096 bins, 8 copies, 94% of the bytes 255).
                     let bins = [bin(0), bin(1), bin(2), bin(3)];
                     let w = [0, 1, 2, 3].map(|j| f32::from_bits(w[j]));
                     if AGGREGATE && warp_shares_bin4(bins) {
