@@ -70,8 +70,6 @@ pub struct WeightedPlan {
     launch: KernelLaunch,
     element: InputType,
     binning: Binning,
-    /// The bins the values can reach ([`reached_bins`]): the kernel's sums.
-    reached: u32,
     mode: WeightedMode,
     aggregate: bool,
     f32_partials: bool,
@@ -150,6 +148,11 @@ impl WeightedPlan {
     /// ```
     pub fn bins(&self) -> u32 {
         self.binning.nbins
+    }
+
+    /// The bins the values can reach ([`reached_bins`]): those the kernel sums.
+    fn reached(&self) -> u32 {
+        reached_bins(self.element, self.binning.nbins)
     }
 
     /// Where the weights are summed.
@@ -313,7 +316,7 @@ impl WeightedPlan {
     /// # Ok(()) }
     /// ```
     pub fn reason(&self, limits: &HistogramLimits) -> String {
-        let bins = self.reached;
+        let bins = self.reached();
         let resident = self.blocks_per_sm * self.launch.threads();
         let reach = if bins < self.bins() {
             format!(
@@ -562,7 +565,6 @@ pub fn plan_weighted_for(
         launch: KernelLaunch::new(kernel_for(element, f32_partials), shape, limits.sm_count),
         element,
         binning,
-        reached: bins,
         mode: if global { WeightedMode::Global } else { WeightedMode::Shared },
         aggregate: request.aggregate.unwrap_or(global || shape.copies < MAX_COPIES),
         f32_partials,
@@ -649,7 +651,7 @@ pub fn launch_weighted(
     let func = plan.launch.prepared(gpu)?;
     // The kernel sums the bins the values reach, the first of the buffer's.
     let Binning { lo, hi, scale, .. } = plan.binning;
-    let nbins = plan.reached;
+    let nbins = plan.reached();
     let (copies, global, aggregate) =
         (plan.launch.copies(), (plan.mode == WeightedMode::Global) as u32, plan.aggregate as u32);
     let mut launch = stream.launch_builder(&func);

@@ -346,17 +346,14 @@ pub(crate) mod device_code {
         /// As [`add`](Self::add)'s.
         #[inline(always)]
         pub(crate) unsafe fn add_f32(&self, bin: u32, copy: u32, w: f32) {
-            let limit = super::F32_PARTIAL_LIMIT;
             // SAFETY (both): inside the partials or the sums by the caller's contract.
-            if w < limit && w > -limit {
+            if below_partial_limit(w) {
                 unsafe { atomic::shared_add_f32(self.shared.address_of((bin * self.copies + copy) as usize), w) };
             } else {
                 unsafe { add_global(self.global, bin, w as f64) };
             }
         }
-    }
 
-    impl F32Partials {
         /// [`add_f32`](Self::add_f32) of four weights at once, where `bins[k] != NO_BIN`: the
         /// ones below the limit through [`atomic::shared_add4_f32_if`], whose loads and swaps
         /// of the four are in flight together; the others into the global sums.
@@ -365,8 +362,7 @@ pub(crate) mod device_code {
         /// Each of `bins` is `NO_BIN` or below `nbins`; `copy < copies`.
         #[inline(always)]
         pub(crate) unsafe fn add4_f32(&self, bins: [u32; 4], copy: u32, w: [f32; 4]) {
-            let limit = super::F32_PARTIAL_LIMIT;
-            let small = [0, 1, 2, 3].map(|k| bins[k] != NO_BIN && w[k] < limit && w[k] > -limit);
+            let small = [0, 1, 2, 3].map(|k| bins[k] != NO_BIN && below_partial_limit(w[k]));
             // Wrapping: NO_BIN times the copies overflows; its address is never used.
             let addr = [0, 1, 2, 3]
                 .map(|k| self.shared.address_of(bins[k].wrapping_mul(self.copies).wrapping_add(copy) as usize));
@@ -379,6 +375,14 @@ pub(crate) mod device_code {
                 }
             }
         }
+    }
+
+    /// Whether an `f32` weight goes into the `f32` partials: its magnitude is below
+    /// [`F32_PARTIAL_LIMIT`](super::F32_PARTIAL_LIMIT) (infinities and NaN fail the comparison).
+    #[inline(always)]
+    fn below_partial_limit(w: f32) -> bool {
+        let limit = super::F32_PARTIAL_LIMIT;
+        w < limit && w > -limit
     }
 
     /// Whether every lane of the warp holds lane 0's first bin in all four of `bins` (one shuffle
