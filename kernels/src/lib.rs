@@ -225,7 +225,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 /// - the packed histogram kernels run blocks of 1,024 threads (one per SM beside up to 227 KiB
 ///   of counters), which leaves a thread 64 registers; with the cap ptxas fits the 8-bit kernels
 ///   (without it the carry plane's rare path took them to 66, and no such block could launch),
-///   and the 16-bit kernels, which have no carry plane, come out at 52-57 under it;
+///   and the 16-bit kernels, which have no carry plane, come out at 50-52 under it;
 /// - the `f32`-partials weighted kernels: a 1,024-thread block stays resident where the `f64`
 ///   kernels' 72 registers leave 768 threads per SM, a third more loads in flight; the `u8`
 ///   kernel fits the cap's 64 registers, and the wider types, which spilled there with four

@@ -184,8 +184,8 @@ pub const PACKED_THREADS: u32 = 1024;
 /// The most bins the planner gives the packed tier on its own: 8-bit digits with their carry plane
 /// in one block ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964 bins in 227 KiB)
 /// in each of up to [`PACKED_MAX_PASSES`] passes over the values ([`packed_capacity`]: 309,928
-/// bins). On the H200 (2^26 values, 262,144 bins) two passes took 0.276 ms on uniform `i32`
-/// values against the sorted tier's 0.300, 0.284 on zipf values against 0.381, and 0.294 on `f32`
+/// bins). On the H200 (2^26 values, 262,144 bins) two passes took 0.271 ms on uniform `i32`
+/// values against the sorted tier's 0.300, 0.283 on zipf values against 0.381, and 0.283 on `f32`
 /// against 0.308. (Before the one-channel kernels issued the next step's loads before counting,
 /// two passes had taken 0.369 ms, and the planner took the sorted tier past one pass.)
 /// Plain 8-bit digits (up to four times one block's bins) carry out every 256 adds, and each carry

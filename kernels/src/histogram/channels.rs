@@ -17,9 +17,9 @@
 //! kernels of their own, without the carry plane's code: a kernel's registers are those of its
 //! largest path, and with the plane's rare path and its run-time switches in the one packed
 //! kernel the 16-bit path went from 0.100 ms to 0.119 (H200, 2^26 `i32` in 65,536 bins). In the
-//! release build the 16-bit kernels take 52-57 registers, the 8-bit ones 59-61 (the batched adds
-//! of merged and `f32` values, in `count_packed`, took them from 45-46 and 54-58), under the 64 a
-//! 1,024-thread block leaves.
+//! release build the 16-bit kernels take 50-52 registers, the 8-bit ones 58-60 (the batched adds
+//! of `count_packed`, four values' atomics before their carry checks), under the 64 a 1,024-thread
+//! block leaves.
 //!
 //! # Parameters
 //! `input`: `n` values (16-byte aligned); `counts`: `active * nbins` `u32`, channel `c`'s bin `b`
@@ -37,7 +37,8 @@
 //! `0` and `nbins`).
 //!
 //! # Launch
-//! Any one-dimensional grid (the host's: as many blocks as stay resident) of blocks whose size is
+//! Any one-dimensional grid (the host's: as many blocks as stay resident; for the packed kernels,
+//! fewer than 2^30 threads, which keeps their loop's indices in 32 bits) of blocks whose size is
 //! a multiple of 32; dynamic shared memory [`shared_bytes`]`(active * nbins, packing, copies)`.
 //! Other `(channels, packing)` pairs, and a packed kernel given a mode of the other packing (or
 //! the 16-bit kernel a carry plane), count nothing ([`supported`] and [`kernel`] say which kernel
@@ -71,8 +72,8 @@ pub const PACKED_KERNELS: [&str; 4] =
 
 /// The PTX symbols of the one-channel kernels with 16-bit packed counters (`packing` 1, no carry
 /// plane), by input type: the carry plane's code is not compiled into them, so that they keep the
-/// registers of the 16-bit path alone (52-57 in the release build, against the 8-bit kernels'
-/// 59-61).
+/// registers of the 16-bit path alone (50-52 in the release build, against the 8-bit kernels'
+/// 58-60).
 pub const PACKED16_KERNELS: [&str; 4] =
     ["histogram_packed16_u8", "histogram_packed16_u16", "histogram_packed16_i32", "histogram_packed16_f32"];
 
@@ -148,7 +149,7 @@ pub(crate) mod device_code {
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
     use crate::histogram::packed::{CARRY_PLANE_PACKING, mode_parts, words_for};
-    use crate::histogram::pipelined::device_code::for_each_vector;
+    use crate::histogram::pipelined::device_code::{for_each_vector, for_each_vector_in32};
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
 
@@ -297,96 +298,104 @@ pub(crate) mod device_code {
         // Every counter is zero before any thread adds to it.
         thread::sync_threads();
         let copy = counters.copy();
+        let idle = counters.idle_counter();
         let lane = warp::lane_id();
-        // One value of each lane, the whole warp together (a lane without one passes NO_BIN):
-        // whether this lane adds, and how much. With AGG the lanes whose bin is lane 0's add as
-        // one (lane 0 adds their number, at most 32, which every digit holds): a constant input
-        // makes one atomic per warp and value.
+        // One value of each lane, the whole warp together: whether it counts and its counter (a
+        // lane without one passes false): whether this lane adds, and how much. With AGG the
+        // lanes whose counter is lane 0's add as one (lane 0 adds their number, at most 32,
+        // which every digit holds): a constant input makes one atomic per warp and value.
         let merge = #[inline(always)]
-        |bin: u32| {
+        |(counts, counter): (bool, u32)| {
             if AGG {
-                // SAFETY (both): the whole warp is here (for_each_group's calls are converged).
-                let first = unsafe { warp::shuffle_idx_u32(bin, 0) };
-                let with_first = unsafe { warp::ballot(bin == first) };
-                let merged = bin == first;
-                (bin != NO_BIN && (!merged || lane == 0), if merged { with_first.count_ones() } else { 1 })
+                let key = if counts { counter } else { NO_BIN };
+                // SAFETY (both): the whole warp is here (for_each_vector's calls are converged).
+                let first = unsafe { warp::shuffle_idx_u32(key, 0) };
+                let with_first = unsafe { warp::ballot(key == first) };
+                let merged = key == first;
+                (counts && (!merged || lane == 0), if merged { with_first.count_ones() } else { 1 })
             } else {
-                (bin != NO_BIN, 1)
-            }
-        };
-        let count = #[inline(always)]
-        |bin: u32| {
-            let (adds, inc) = merge(bin);
-            if adds {
-                // SAFETY: bin < nbins; copy < copies; inc <= 32 fits any digit.
-                unsafe { counters.add(bin, copy, inc) };
+                (counts, 1)
             }
         };
         // Four values of each lane at once: their merges, then their four atomics, then their
         // carry checks. Each check waits on its atomic's result, and the atomics after it cannot
         // move above its branch, so counted one value at a time a lane waits out one
         // shared-memory round trip per value, behind that value's shuffle and ballot where warps
-        // merge their adds, or behind its float binning. Where neither lengthens the chain the
-        // batch costs more than it saves: its predicated atomics and the carry checks apart from
-        // the adds are more instructions per value. On the H200 (2^26 values, one device call),
-        // 131,072 bins with the carry plane and merged adds took 0.137 ms batched (0.169 in the
-        // last session's bench), `f32` 0.148 against 0.201; plain 8-bit digits on uniform `i32`
-        // without merging took 0.110 ms batched against 0.100 one value at a time (65,536 bins in
-        // 16-bit digits: 0.097 batched, 0.089 in the last session). So integers without merged
-        // adds keep the loop of one value at a time.
-        let batch = AGG || T::MAY_LEAVE_OUT;
+        // merge their adds, or behind its float binning. Every lane runs every atomic (an idle
+        // lane adds 0 to a word of its own, SharedCounters::fetch), so the batch has no branch
+        // around its atomics. (With them predicated, integers without merged adds had counted
+        // faster one value at a time: on the H200, 2^26 values, 65,536 bins in 16-bit digits,
+        // 0.089 ms against 0.097 batched.)
         let count4 = #[inline(always)]
-        |bins: [u32; 4]| {
-            let m = [merge(bins[0]), merge(bins[1]), merge(bins[2]), merge(bins[3])];
-            // SAFETY (all): where a lane adds, bin < nbins, copy < copies and inc <= 32 fits any
-            // digit; settle takes the fetch's arguments.
+        |values: [(bool, u32); 4]| {
+            let m = [merge(values[0]), merge(values[1]), merge(values[2]), merge(values[3])];
+            let c = [values[0].1, values[1].1, values[2].1, values[3].1];
+            // SAFETY (all): where a lane adds, its counter < window, copy < copies and inc <= 32
+            // fits any digit; idle is this lane's idle counter; settle takes the arguments of a
+            // fetch that added and carried.
             unsafe {
                 let old = [
-                    counters.fetch(m[0].0, bins[0], copy, m[0].1),
-                    counters.fetch(m[1].0, bins[1], copy, m[1].1),
-                    counters.fetch(m[2].0, bins[2], copy, m[2].1),
-                    counters.fetch(m[3].0, bins[3], copy, m[3].1),
+                    counters.fetch(m[0].0, c[0], idle, copy, m[0].1),
+                    counters.fetch(m[1].0, c[1], idle, copy, m[1].1),
+                    counters.fetch(m[2].0, c[2], idle, copy, m[2].1),
+                    counters.fetch(m[3].0, c[3], idle, copy, m[3].1),
                 ];
-                counters.settle(bins[0], copy, m[0].1, old[0]);
-                counters.settle(bins[1], copy, m[1].1, old[1]);
-                counters.settle(bins[2], copy, m[2].1, old[2]);
-                counters.settle(bins[3], copy, m[3].1, old[3]);
+                let carried = [
+                    counters.carried_at(m[0].0, c[0], m[0].1, old[0]),
+                    counters.carried_at(m[1].0, c[1], m[1].1, old[1]),
+                    counters.carried_at(m[2].0, c[2], m[2].1, old[2]),
+                    counters.carried_at(m[3].0, c[3], m[3].1, old[3]),
+                ];
+                // One branch for the four: a carry is rare (one per 65,536 adds to a 16-bit
+                // digit, 256 to an 8-bit one).
+                // Written out: a loop over k kept the arrays in local memory (72 bytes of stack).
+                if carried[0] | carried[1] | carried[2] | carried[3] {
+                    if carried[0] {
+                        counters.settle(c[0], copy, m[0].1, old[0]);
+                    }
+                    if carried[1] {
+                        counters.settle(c[1], copy, m[1].1, old[1]);
+                    }
+                    if carried[2] {
+                        counters.settle(c[2], copy, m[2].1, old[2]);
+                    }
+                    if carried[3] {
+                        counters.settle(c[3], copy, m[3].1, old[3]);
+                    }
+                }
             }
         };
-        // The value's counter in the window, or NO_BIN (which no window reaches: first + window
-        // <= nbins < u32::MAX).
+        // Whether the value counts in the window and its counter there (`first + window <= nbins`).
         let in_window = #[inline(always)]
-        |v: T| {
-            let bin = v.bin_or_none(&binning).wrapping_sub(first);
-            if bin < window { bin } else { NO_BIN }
-        };
+        |v: T| v.window_bin(&binning, first, window);
         let vectors = n / T::PER_VECTOR;
-        // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract).
+        // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract); n <=
+        // u32::MAX values make at most 2^30 vectors, and with the packed kernels' grid of fewer
+        // than 2^30 threads, vectors + 2 * stride + 32 stays below 2^32.
         unsafe {
-            for_each_vector(
+            for_each_vector_in32(
                 input,
-                vectors,
+                0..vectors as u32,
+                thread::index_1d() as u32,
+                thread::grid_size_1d() as u32,
                 #[inline(always)]
                 |words, _, present| {
-                    let bin = #[inline(always)]
-                    |v: T| if present { in_window(v) } else { NO_BIN };
-                    if batch {
-                        let mut each = #[inline(always)]
-                        |q: [T; 4]| count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])]);
-                        T::for_each_quad_in_vector(words, &mut each);
-                    } else {
-                        let mut each = #[inline(always)]
-                        |v: T| count(bin(v));
-                        T::for_each_in_vector(words, &mut each);
-                    }
+                    let mut each = #[inline(always)]
+                    |q: [T; 4]| {
+                        let bin = #[inline(always)]
+                        |v: T| if present { in_window(v) } else { (false, 0) };
+                        count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])])
+                    };
+                    T::for_each_quad_in_vector(words, &mut each);
                 },
             )
         };
-        // The last n % PER_VECTOR values, one per thread: every lane takes this step (NO_BIN past
-        // the end), so the warp stays converged.
+        // The last n % PER_VECTOR values, one per thread: every lane takes this step (nothing
+        // to count past the end), so the warp stays converged.
         let tail = T::PER_VECTOR * vectors + thread::index_1d();
         // SAFETY: tail < n where loaded.
-        count(if tail < n { in_window(unsafe { load_one::<T>(input, tail) }) } else { NO_BIN });
+        let last = if tail < n { in_window(unsafe { load_one::<T>(input, tail) }) } else { (false, 0) };
+        count4([last, (false, 0), (false, 0), (false, 0)]);
         // Every add of this block has landed before the counters are read.
         thread::sync_threads();
         counters.flush(counts, false);

@@ -536,42 +536,64 @@ pub(crate) mod device_code {
             }
         }
 
-        /// The first half of [`SharedCounters::add`] for packed counters (`P` 1 or 2): the shared
-        /// atomic of an add of `inc` to counter `counter` in copy `copy` where `when` holds, which
-        /// returns the word it held before (0 where `when` does not hold, and no access), for
-        /// [`SharedCounters::settle`]. A kernel issues several values' atomics before it settles
-        /// any: each settle waits on its atomic's result, and a loop that settled each add before
-        /// the next waited out one shared-memory round trip per value.
-        ///
-        /// # Safety
-        /// Where `when` holds, `counter < counters`, `copy < copies` and `inc` is at most
-        /// `2^digit_bits(P) - 1`.
+        /// This lane's idle counter for [`SharedCounters::fetch`]: digit 0 of word `lane /
+        /// copies` of a copy (wrapped into its words), whose word in this lane's copy is word
+        /// `lane` of the block's words: a warp's idle adds fall on distinct words, and on distinct
+        /// banks where a copy has 32 words or more. A counter of the histogram
+        /// (`idle_counter() < counters`).
         #[inline(always)]
-        pub(crate) unsafe fn fetch(&self, when: bool, counter: u32, copy: u32, inc: u32) -> u32 {
-            let word = counter >> P;
-            let digit = counter & (per_word(P) - 1);
-            // Wrapping: a lane that does not add may pass NO_BIN, whose word times the copies
-            // overflows; its address is never used.
-            let addr = self.words.address_of(word.wrapping_mul(self.copies).wrapping_add(copy) as usize);
-            // SAFETY: inside the words where the atomic runs (caller's contract); atom.shared is
-            // atomic and returns the word before this add.
-            unsafe { atomic::shared_fetch_add_u32_if(when, addr, inc << (digit_bits(P) * digit)) }
+        pub(crate) fn idle_counter(&self) -> u32 {
+            ((warp::lane_id() / self.copies) % words_for(self.counters, P)) << P
         }
 
-        /// The second half of [`SharedCounters::add`]: the corrections of the carries of the add
-        /// [`SharedCounters::fetch`] made, `old` being the word it returned (none where it did
-        /// not add: 0 plus an `inc` a digit holds carries nothing). Settling adds in another order
-        /// than their atomics is one more interleaving of the adds of a block's lanes, which the
-        /// corrections already allow (see [`add_exact`](super::add_exact)).
+        /// The first half of [`SharedCounters::add`] for packed counters (`P` 1 or 2), which every
+        /// lane of a warp runs: where `when` holds, the shared atomic of an add of `inc` to
+        /// counter `counter` in copy `copy`; elsewhere an add of 0 to the word of `idle`
+        /// ([`SharedCounters::idle_counter`]) in that copy, which changes nothing. Returns the
+        /// word the atomic found, for [`SharedCounters::settle`]. A kernel issues several values'
+        /// atomics before it settles any: each settle waits on its atomic's result, and a loop
+        /// that settled each add before the next waited out one shared-memory round trip per
+        /// value. The atomic runs in every lane because ptxas compiled a predicated one (`@p
+        /// atom.shared`, for a lane that might not add) into a branch around it: a convergence
+        /// barrier, the branch, its end and a zeroed result, four more instructions a value in
+        /// kernels bound by their instructions.
         ///
         /// # Safety
-        /// As [`SharedCounters::fetch`]'s, with the same arguments.
+        /// Where `when` holds, `counter < counters` and `inc` is at most `2^digit_bits(P) - 1`;
+        /// `idle` is this lane's [`SharedCounters::idle_counter`]; `copy < copies`.
+        #[inline(always)]
+        pub(crate) unsafe fn fetch(&self, when: bool, counter: u32, idle: u32, copy: u32, inc: u32) -> u32 {
+            let target = if when { counter } else { idle };
+            let word = target >> P;
+            let digit = target & (per_word(P) - 1);
+            let addr = self.words.address_of((word * self.copies + copy) as usize);
+            let add = if when { inc << (digit_bits(P) * digit) } else { 0 };
+            // SAFETY: target < counters and copy < copies: inside the words (caller's contract);
+            // atom.shared is atomic and returns the word before this add.
+            unsafe { atomic::shared_fetch_add_u32(addr, add) }
+        }
+
+        /// Whether the add [`SharedCounters::fetch`] made with these arguments carried out of
+        /// its digit, `old` being the word it returned (an idle add carries nothing): the test
+        /// before the rare path of [`SharedCounters::settle`].
+        #[inline(always)]
+        pub(crate) fn carried_at(&self, when: bool, counter: u32, inc: u32, old: u32) -> bool {
+            // `&`, not `&&`: one chain of predicates, no branch.
+            when & carried(old, counter & (per_word(P) - 1), inc, P)
+        }
+
+        /// The second half of [`SharedCounters::add`]: the corrections of the carries of an add
+        /// [`SharedCounters::fetch`] made that carried ([`SharedCounters::carried_at`]), `old`
+        /// being the word it returned. Settling adds in another order than their atomics is one
+        /// more interleaving of the adds of a block's lanes, which the corrections already allow
+        /// (see [`add_exact`](super::add_exact)).
+        ///
+        /// # Safety
+        /// As [`SharedCounters::fetch`]'s, with `when` holding and the same `counter`, `copy`
+        /// and `inc`.
         #[inline(always)]
         pub(crate) unsafe fn settle(&self, counter: u32, copy: u32, inc: u32, old: u32) {
             let digit = counter & (per_word(P) - 1);
-            if !carried(old, digit, inc, P) {
-                return;
-            }
             let word = counter >> P;
             if self.plane.is_some() {
                 let mut m = Device { words: self.words, plane: self.plane, counts: self.counts };
