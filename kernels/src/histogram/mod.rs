@@ -874,13 +874,7 @@ mod tests {
     fn f32_bins_equal_the_saturating_conversions_on_any_bits() {
         // Random bit patterns for values and ranges (NaN, infinities, subnormals, negative and
         // huge scales included), and the values next to both ends of sane ranges.
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u32
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..2_000_000 {
             let (v, lo, hi, scale) =
                 (f32::from_bits(next()), f32::from_bits(next()), f32::from_bits(next()), f32::from_bits(next()));
@@ -909,15 +903,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn window_bins_are_the_bins_less_the_window_start_inside_the_window_only() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
+    /// The low 32 bits of a xorshift64 generator's successive states from `seed`: random bit
+    /// patterns for the property tests.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u32 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state as u32
-        };
+        }
+    }
+
+    #[test]
+    fn window_bins_are_the_bins_less_the_window_start_inside_the_window_only() {
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         for _ in 0..1_000_000 {
             let nbins = [1u32, 2, 255, 256, 65_536, 131_072, 262_144][next() as usize % 7];
             let first = next() % nbins;
