@@ -409,18 +409,25 @@ fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
     let (gpu, mut rng) = (gpu(), fresh_rng("packed modes"));
     let limits = HistogramLimits::of(&gpu).unwrap();
     let (capacity, auto) = (limits.block_capacity() as usize, histogram::packed_auto_capacity(&limits) as usize);
-    // 16-bit digits; 8-bit digits with the carry plane (131,072 and the plane's last bin count),
-    // then in two passes (one bin more, 262,144, the last two-pass count). Each with and without
-    // warp aggregation.
-    let one_pass = kernels::histogram::packed::carry_plane_capacity(capacity as u64) as usize;
-    for bins in [2 * capacity, 131_072, one_pass, one_pass + 1, 262_144, auto] {
+    // 16-bit digits; 8-bit digits with the carry plane (131,072 and the plane's last bin count);
+    // 6-bit digits with their carry table (one bin more, 262,144, the table's last one-pass bin
+    // count), then in two passes (one bin more, the planner's last packed count, the tier's last).
+    // Each with and without warp aggregation.
+    let plane = kernels::histogram::packed::carry_plane_capacity(capacity as u64) as usize;
+    let one_pass = kernels::histogram::packed::carry_table_capacity(capacity as u64) as usize;
+    let last = histogram::packed_capacity(&limits) as usize;
+    for bins in [2 * capacity, 131_072, plane, plane + 1, 262_144, one_pass, one_pass + 1, auto, last] {
         for aggregate in [true, false] {
             let request =
                 PlanRequest { tier: Some(HistogramTier::Packed), aggregate: Some(aggregate), ..PlanRequest::default() };
             let plan = histogram::plan_with(&gpu, bins, request).unwrap();
-            assert_eq!(plan.carry_plane(), bins > 2 * capacity, "{plan}");
-            // 16-bit digits run the kernels without the carry plane's code.
-            let kernel = if bins > 2 * capacity { "histogram_packed_i32" } else { "histogram_packed16_i32" };
+            assert_eq!(plan.carry_plane(), bins > 2 * capacity && bins <= plane, "{plan}");
+            // 16- and 6-bit digits run kernels of their own, without the carry plane's code.
+            let kernel = match bins {
+                b if b <= 2 * capacity => "histogram_packed16_i32",
+                b if b <= plane => "histogram_packed_i32",
+                _ => "histogram_packed6_i32",
+            };
             assert_eq!(plan.kernel(InputType::I32), kernel, "{plan}");
             assert_eq!(plan.packed_passes(), if bins > one_pass { 2 } else { 1 }, "{plan}");
             for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Uniform] {

@@ -105,6 +105,27 @@ pub unsafe fn shared_fetch_add_u32(addr: u32, value: u32) -> u32 {
     old
 }
 
+/// `atom.shared.cas.b32`: if the `u32` at a shared-window address of this block equals
+/// `current`, replaces it with `new`; returns the value it held before either way (`atomicCAS` on
+/// shared memory): the swap happened exactly when the result equals `current`.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned address inside a shared array of this block.
+///
+/// ```ignore
+/// let claimed = unsafe { nvptx_std::atomic::shared_compare_exchange_u32(slot_address, 0, key) } == 0;
+/// ```
+#[inline(always)]
+pub unsafe fn shared_compare_exchange_u32(addr: u32, current: u32, new: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("atom.shared.cas.b32 {o}, [{a}], {c}, {n};", o = out(reg32) old, a = in(reg32) addr,
+             c = in(reg32) current, n = in(reg32) new, options(nostack, preserves_flags))
+    };
+    old
+}
+
 /// `atom.shared.add.u32` under a predicate (`mov.u32 d, 0; setp.ne.u32 p, when, 0; @p atom.shared.add.u32
 /// d, [addr], value`): [`shared_fetch_add_u32`] where `when` holds, else 0 and no memory access. The
 /// predicate stays inside the instruction, so code around it (warp shuffles) does not branch.

@@ -101,15 +101,19 @@ impl HistogramTier {
     }
 
     /// The kernel that counts (the bins pass for the bucketed and sorted tiers); `packing` picks
-    /// the packed tier's kernel (1: 16-bit counters, 2: 8-bit).
+    /// the packed tier's kernel (1: 16-bit counters, 2: 8-bit, `SIX_BIT_PACKING`: 6-bit).
     fn kernel(self, input: InputType, packing: u32) -> &'static str {
         let k = input.kernels();
         match self {
             Self::Shared => k.shared,
             Self::Packed => {
                 let t = weighted::type_index(input);
-                kernels::histogram::channels::kernel(1, packing, t)
-                    .unwrap_or(kernels::histogram::channels::PACKED_KERNELS[t])
+                if packing == kernels::histogram::packed::SIX_BIT_PACKING {
+                    kernels::histogram::channels::PACKED6_KERNELS[t]
+                } else {
+                    kernels::histogram::channels::kernel(1, packing, t)
+                        .unwrap_or(kernels::histogram::channels::PACKED_KERNELS[t])
+                }
             }
             Self::Cluster => k.cluster,
             Self::Bucketed => KERNEL_BUCKET_BINS,

@@ -115,8 +115,7 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
-/// // One bin more than two passes of 8-bit counters with their carry plane hold: sorted, in
-/// // buckets of 2^14 bins.
+/// // One bin more than the packed tier takes on its own: sorted, in buckets of 2^14 bins.
 /// let p = plan_for(&HistogramLimits::H100, 309_929, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
@@ -181,21 +180,19 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// ```
 pub const PACKED_THREADS: u32 = 1024;
 
-/// The most bins the planner gives the packed tier on its own: 8-bit digits with their carry plane
-/// in one block ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964 bins in 227 KiB)
-/// in each of up to [`PACKED_MAX_PASSES`] passes over the values ([`packed_capacity`]: 309,928
-/// bins). On the H200 (2^26 values, 262,144 bins) two passes took 0.271 ms on uniform `i32`
-/// values against the sorted tier's 0.300, 0.283 on zipf values against 0.381, and 0.283 on `f32`
-/// against 0.308. (Before the one-channel kernels issued the next step's loads before counting,
-/// two passes had taken 0.369 ms, and the planner took the sorted tier past one pass.)
-/// Plain 8-bit digits (up to four times one block's bins) carry out every 256 adds, and each carry
-/// was two global atomics on the same two counters from every SM: on the H200 (2^26 `i32` values,
-/// 131,072 bins) they took 0.114 ms on uniform values where the sorted tier took 0.303, but 0.463
-/// on a constant input where the sorted tier took 0.263 (zipf: 0.266 against 0.324). The carry
-/// plane keeps the carries in shared memory (a counter reaches global memory once per 4,096 adds)
-/// and warp-aggregated adds turn a constant input's 32 atomics on one word into one. Plain 8-bit
-/// digits (one pass up to four times one block's bins) are left to the channels kernel
-/// (`--channels 1 --packing 2`).
+/// The most bins the planner gives the packed tier on its own: one pass of 6-bit digits with
+/// their carry table ([`kernels::histogram::packed::carry_table_capacity`]: 280,320 bins in 227
+/// KiB), or two passes while each holds no more bins than one block's 8-bit digits with their
+/// carry plane ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964), whichever is more
+/// (309,928 bins on an H100 or H200). On the H100 (2^26 values) one pass at 262,144 bins took
+/// 0.179 ms on uniform `i32` values against the sorted tier's 0.306 (zipf: 0.233); two passes
+/// took 0.317 ms at 280,321 bins against 0.333, but 0.356 at 524,288 against 0.315. The carry
+/// table keeps a 6-bit digit's carries (one per 64 adds) in shared memory, and warp-aggregated
+/// adds turn a constant input's 32 atomics on one word into one: a constant input at 262,144 bins
+/// took 0.261 ms. Plain 8-bit digits had sent each carry to two global counters from every SM: on
+/// the H200 (131,072 bins) 0.114 ms on uniform values but 0.463 on a constant input, where the
+/// sorted tier took 0.263. Plain 8-bit digits (one pass up to four times one block's bins) are
+/// left to the channels kernel (`--channels 1 --packing 2`).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -208,23 +205,23 @@ pub const PACKED_THREADS: u32 = 1024;
 /// # Ok(()) }
 /// ```
 pub fn packed_auto_capacity(limits: &HistogramLimits) -> u64 {
-    packed_capacity(limits)
+    let capacity = limits.block_capacity();
+    packed::carry_table_capacity(capacity).max(2 * packed::carry_plane_capacity(capacity)).min(packed_capacity(limits))
 }
 
 /// The most passes over the values the packed tier makes, each counting a window of the bins in
-/// 8-bit counters with their carry plane (the values outside it are left to the other pass):
-/// two, up to 309,928 bins on an H100 or H200. Each pass reads the values once (262,144 bins:
-/// 2 x 256 MiB of `i32` reads), where the sorted tier reads them, writes half their bytes and
-/// reads those again, and is bound by its ranking rather than by memory (H200, 2^26 `i32`:
-/// 0.304 ms at 262,144 bins against 0.114 for one pass of plain 8-bit digits at 131,072). Three
-/// passes would read as much as the sorted tier moves.
+/// 6-bit counters with their carry table (the values outside it are left to the other pass):
+/// two, up to 560,640 bins on an H100 or H200 ([`packed_capacity`]). Each pass reads the values
+/// once, where the sorted tier reads them, writes half their bytes and reads those again; two
+/// passes already lose to it at 524,288 bins on the H100 (0.356 ms against 0.315), so the
+/// planner stops short of that on its own ([`packed_auto_capacity`]).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PACKED_MAX_PASSES, PlanRequest, plan_for};
 /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
-/// let p = plan_for(&HistogramLimits::H100, 262_144, packed)?;
-/// assert_eq!((p.tier(), p.packed_passes(), p.bins_per_block()), (HistogramTier::Packed, PACKED_MAX_PASSES, 131_072));
+/// let p = plan_for(&HistogramLimits::H100, 524_288, packed)?;
+/// assert_eq!((p.tier(), p.packed_passes(), p.bins_per_block()), (HistogramTier::Packed, PACKED_MAX_PASSES, 262_144));
 /// # Ok(()) }
 /// ```
 pub const PACKED_MAX_PASSES: u32 = 2;
@@ -483,8 +480,9 @@ impl HistogramPlan {
     /// let h100 = HistogramLimits::H100; // 58,112 u32 counters per block
     /// let packing = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.packing());
     /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
-    /// // 8-bit digits with their carry plane up to 154,964 bins a pass, two passes; then sorted.
-    /// assert_eq!((packing(154_964)?, packing(309_928)?, packing(309_929)?), (2, 2, 0));
+    /// // 8-bit digits with their carry plane up to 154,964 bins, then 6-bit digits with their
+    /// // carry table (SIX_BIT_PACKING) up to 280,320 a pass, two passes; then sorted.
+    /// assert_eq!((packing(154_964)?, packing(154_965)?, packing(309_928)?, packing(309_929)?), (2, 4, 4, 0));
     /// # Ok(()) }
     /// ```
     pub fn packing(&self) -> u32 {
@@ -503,7 +501,7 @@ impl HistogramPlan {
     /// assert_eq!((p.tier(), p.packing(), p.carry_plane(), p.shared_bytes()), (HistogramTier::Packed, 2, true, 192 << 10));
     /// assert!(!plan_for(&h100, 65_536, PlanRequest::default())?.carry_plane()); // 16-bit digits
     /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
-    /// assert!(plan_for(&h100, 262_144, packed)?.carry_plane()); // two passes, when asked for
+    /// assert!(!plan_for(&h100, 262_144, packed)?.carry_plane()); // 6-bit digits: a carry table
     /// # Ok(()) }
     /// ```
     pub fn carry_plane(&self) -> bool {
@@ -518,9 +516,9 @@ impl HistogramPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
     /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
     /// let passes = |bins| plan_for(&HistogramLimits::H100, bins, packed).map(|p| p.packed_passes());
-    /// assert_eq!((passes(131_072)?, passes(154_965)?, passes(309_928)?), (1, 2, 2));
+    /// assert_eq!((passes(131_072)?, passes(280_320)?, passes(280_321)?), (1, 1, 2));
     /// // The planner's own choice too, up to two passes.
-    /// assert_eq!(plan_for(&HistogramLimits::H100, 154_965, PlanRequest::default())?.packed_passes(), 2);
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 300_000, PlanRequest::default())?.packed_passes(), 2);
     /// # Ok(()) }
     /// ```
     pub fn packed_passes(&self) -> u32 {
@@ -619,8 +617,15 @@ impl std::fmt::Display for HistogramPlan {
                 if self.carry_plane {
                     write!(f, " and a 4-bit carry plane")?;
                 }
-                // The kernel family: 16-bit counters have kernels of their own.
-                let family = if self.packing == 1 { "histogram_packed16_*" } else { "histogram_packed_*" };
+                if self.packing == packed::SIX_BIT_PACKING {
+                    write!(f, " and a carry table")?;
+                }
+                // The kernel family: 16- and 6-bit counters have kernels of their own.
+                let family = match self.packing {
+                    1 => "histogram_packed16_*",
+                    packed::SIX_BIT_PACKING => "histogram_packed6_*",
+                    _ => "histogram_packed_*",
+                };
                 write!(f, " in {family}")?;
                 if self.passes > 1 {
                     write!(f, "; {} passes over the values", self.passes)?;
@@ -663,7 +668,7 @@ impl HistogramPlan {
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
     /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("1048576 bins exceed what two passes of 8-bit packed counters with their carry plane hold (309928 bins"), "{why}");
+    /// assert!(why.starts_with("1048576 bins exceed what the packed tier takes on its own (309928 bins"), "{why}");
     /// let why = plan_for(&h100, 131_072, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.contains("4-bit carry plane") && why.contains("warps merge"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
@@ -688,15 +693,17 @@ impl HistogramPlan {
                 packed::digit_bits(self.packing),
                 if self.carry_plane {
                     " in a 4-bit carry plane in shared memory, so that a skewed or constant input reaches global memory once per 4,096 adds to a bin, not twice per 256"
+                } else if self.packing == packed::SIX_BIT_PACKING {
+                    " in a carry table in shared memory, 1,024 slots of a counter and its carries, so that a skewed or constant input's carries, one per 64 adds to a bin, stay off the global counters"
                 } else {
                     ""
                 },
                 if self.passes > 1 {
                     format!(
-                        "{} passes over the values, each counting {} of the bins (one block holds {} in 8-bit counters and their carry plane); each pass reads the values once, where the sorted tier reads them, writes and reads half their bytes again and is bound by its ranking (H200, 2^26 values at 262,144 bins: 0.271 ms against 0.300 on uniform i32, 0.283 against 0.381 on zipf)",
+                        "{} passes over the values, each counting {} of the bins (one block holds {} in 6-bit counters and their carry table); each pass reads the values once, where the sorted tier reads them, writes and reads half their bytes again and is bound by its ranking",
                         self.passes,
                         self.bins_per_block,
-                        packed::carry_plane_capacity(limits.block_capacity())
+                        packed::carry_table_capacity(limits.block_capacity())
                     )
                 } else {
                     "one pass over the values, where the sorted tier makes two".to_string()
@@ -708,7 +715,7 @@ impl HistogramPlan {
                 }
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed what two passes of 8-bit packed counters with their carry plane hold ({} bins) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                "{bins} bins exceed what the packed tier takes on its own ({} bins: one pass of 6-bit counters with their carry table, or two passes of as many bins as 8-bit counters with their carry plane hold) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
                 packed_auto_capacity(limits),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
@@ -747,8 +754,8 @@ pub fn copies_for(limits: &HistogramLimits, bins: u32) -> u32 {
 }
 
 /// Plans a histogram of `bins` bins for a device with `limits`: the shared tier when one block
-/// holds every bin, else the packed tier while 16-bit counters, or 8-bit ones with their carry
-/// plane in up to two passes ([`packed_auto_capacity`]), hold them, else the sorted tier while its buckets hold the bins, else the global tier
+/// holds every bin, else the packed tier while 16-bit counters, 8-bit ones with their carry plane
+/// or 6-bit ones with their carry table ([`packed_auto_capacity`]) hold them, else the sorted tier while its buckets hold the bins, else the global tier
 /// (the cluster and bucketed tiers only when asked for). The request can fix the tier, the
 /// cluster size (cluster tier only), the threads per block, the copies (shared tier only), the
 /// bucket width (bucketed and sorted tiers) and warp aggregation. The grid is persistent: as many
@@ -962,24 +969,34 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         }
         HistogramTier::Packed => {
             let plane_capacity = packed::carry_plane_capacity(capacity as u64);
-            // 16-bit digits where they fit one block, else 8-bit digits with their carry plane
-            // (carries kept in shared memory) in as few passes as hold the bins.
+            let table_capacity = packed::carry_table_capacity(capacity as u64).max(1);
+            // 16-bit digits where they fit one block, else 8-bit digits with their carry plane,
+            // else 6-bit digits with their carry table (carries kept in shared memory) in as few
+            // passes as hold the bins.
             let (packing, carry_plane, passes) = if packed::fits(bins as u64, 1, capacity as u64) {
                 (1, false, 1)
+            } else if bins as u64 <= plane_capacity {
+                (2, true, 1)
             } else {
-                (2, true, (bins as u64).div_ceil(plane_capacity) as u32)
+                (packed::SIX_BIT_PACKING, false, (bins as u64).div_ceil(table_capacity) as u32)
             };
             if passes > PACKED_MAX_PASSES {
                 return Err(Error::InvalidArgument(format!(
-                    "{bins} bins exceed the packed tier's {} ({PACKED_MAX_PASSES} passes of 8-bit counters with their carry plane, {plane_capacity} bins in one block's {}): use the sorted, bucketed or global tier",
+                    "{bins} bins exceed the packed tier's {} ({PACKED_MAX_PASSES} passes of 6-bit counters with their carry table, {table_capacity} bins in one block's {}): use the sorted, bucketed or global tier",
                     packed_capacity(limits),
                     format_bytes(limits.max_shared_per_block_optin as u64)
                 )));
             }
             let window = bins32.div_ceil(passes);
             let threads = threads_per_block.unwrap_or(PACKED_THREADS);
-            let plane_bytes = if carry_plane { packed::carry_plane_bytes(window) } else { 0 };
-            let shared = (packed::counter_bytes(window, packing, 1) + plane_bytes) as u32;
+            let carry_bytes = if carry_plane {
+                packed::carry_plane_bytes(window)
+            } else if packing == packed::SIX_BIT_PACKING {
+                packed::carry_table_bytes()
+            } else {
+                0
+            };
+            let shared = (packed::counter_bytes(window, packing, 1) + carry_bytes) as u32;
             Ok(HistogramPlan {
                 blocks: persistent(shared, threads, 1),
                 threads_per_block: threads,
@@ -992,7 +1009,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
                 // each of their carries a trip to global memory. 16-bit digits: off, as merging
                 // cost uniform values more than it saved a constant input (H200, 65,536 bins:
                 // 0.146 ms uniform and 0.144 constant merged, 0.119 uniform unmerged).
-                aggregate: aggregate.unwrap_or(carry_plane),
+                aggregate: aggregate.unwrap_or(packing != 1),
                 ..base
             })
         }
@@ -1001,15 +1018,15 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
 }
 
 /// The most bins the packed tier holds on a device with `limits`: [`PACKED_MAX_PASSES`] passes
-/// over the values, each of as many bins as one block holds in 8-bit counters with their carry
-/// plane.
+/// over the values, each of as many bins as one block holds in 6-bit counters with their carry
+/// table.
 ///
 /// ```
 /// use hopper_kernels::histogram::{HistogramLimits, packed_capacity};
-/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 154_964);
+/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 280_320);
 /// ```
 pub fn packed_capacity(limits: &HistogramLimits) -> u64 {
-    PACKED_MAX_PASSES as u64 * packed::carry_plane_capacity(limits.block_capacity())
+    PACKED_MAX_PASSES as u64 * packed::carry_table_capacity(limits.block_capacity())
 }
 
 /// The bucket width, in bits of the bin, for `bins` bins in `tier` (bucketed or sorted): the
@@ -1127,22 +1144,37 @@ mod tests {
                 if plane { "and a 4-bit carry plane in histogram_packed_*" } else { "in histogram_packed16_*" };
             assert!(p.to_string().contains(&format!("{}-bit counters {kernels}", 16 / packing)), "{p}");
         }
-        // Past the plane's capacity: two passes, each over half the bins (rounded up), the
-        // planner's own choice too.
+        // Past the plane's capacity: 6-bit digits with their carry table, in one pass up to
+        // 280,320 bins, then two, each over half the bins (rounded up); the planner's own choice
+        // too, with merged warp adds.
         let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
-        for (bins, window) in [(154_965, 77_483), (262_144, 131_072), (309_928, 154_964)] {
+        let six = packed::SIX_BIT_PACKING;
+        for (bins, passes, window) in [
+            (154_965, 1, 154_965),
+            (262_144, 1, 262_144),
+            (280_320, 1, 280_320),
+            (280_321, 2, 140_161),
+            (560_640, 2, 280_320),
+        ] {
             let p = plan_for(&H100, bins, packed_tier).unwrap();
-            assert_eq!(sorted(bins), p, "{bins}");
-            assert_eq!((p.tier, p.packing, p.carry_plane, p.passes, p.bins_per_block), (Packed, 2, true, 2, window));
-            let plane_bytes = packed::carry_plane_bytes(window);
-            assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, 2, 1) + plane_bytes, "{bins}");
+            if bins <= 309_928 {
+                assert_eq!(sorted(bins), p, "{bins}");
+            }
+            assert_eq!(
+                (p.tier, p.packing, p.carry_plane, p.passes, p.bins_per_block, p.aggregate),
+                (Packed, six, false, passes, window, true)
+            );
+            let table_bytes = packed::carry_table_bytes();
+            assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, six, 1) + table_bytes, "{bins}");
             assert!(p.shared_bytes <= H100.max_shared_per_block_optin);
+            assert!(p.to_string().contains("6-bit counters and a carry table in histogram_packed6_*"), "{p}");
+            assert_eq!(p.kernel(InputType::U16), "histogram_packed6_u16");
         }
         let forced = PlanRequest { tier: Some(Packed), aggregate: Some(false), ..PlanRequest::default() };
         assert!(!plan_for(&H100, 262_144, forced).unwrap().aggregate);
-        let err = plan_for(&H100, 309_929, forced).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 309928 (2 passes"), "{err}");
-        for bins in [309_929, 1 << 20, 256 << 14] {
+        let err = plan_for(&H100, 560_641, forced).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 560640 (2 passes"), "{err}");
+        for bins in [309_929, 560_641, 1 << 20, 256 << 14] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
@@ -1244,9 +1276,10 @@ mod tests {
     fn a_forced_packed_tier_takes_the_narrowest_digits_that_fit_and_refuses_more_bins() {
         let packed = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
         assert_eq!(plan_for(&H100, 256, packed).unwrap().packing, 1);
-        assert_eq!(plan_for(&H100, 232_448, packed).unwrap().packing, 2);
-        let err = plan_for(&H100, 309_929, packed).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 309928") && err.contains("use the sorted"), "{err}");
+        assert_eq!(plan_for(&H100, 154_964, packed).unwrap().packing, 2);
+        assert_eq!(plan_for(&H100, 154_965, packed).unwrap().packing, packed::SIX_BIT_PACKING);
+        let err = plan_for(&H100, 560_641, packed).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 560640") && err.contains("use the sorted"), "{err}");
         let threads = plan_for(&H100, 65_536, PlanRequest { threads_per_block: Some(512), ..packed }).unwrap();
         assert_eq!(threads.threads_per_block, 512);
     }
@@ -1274,9 +1307,10 @@ mod tests {
         assert!(why(100_000).contains("exceed one block's 58112 u32 counters"), "{}", why(100_000));
         assert!(why(131_072).contains("8-bit digits") && why(131_072).contains("carry plane"), "{}", why(131_072));
         let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
-        let two = plan_for(&H100, 262_144, packed_tier).unwrap().reason(&H100, false);
-        assert!(two.contains("2 passes over the values, each counting 131072"), "{two}");
-        assert_eq!(why(262_144), two);
+        assert!(why(262_144).contains("6-bit digits") && why(262_144).contains("carry table"), "{}", why(262_144));
+        let two = plan_for(&H100, 300_000, packed_tier).unwrap().reason(&H100, false);
+        assert!(two.contains("2 passes over the values, each counting 150000"), "{two}");
+        assert_eq!(why(300_000), two);
         assert!(why(309_929).contains("fit the sorted tier"), "{}", why(309_929));
         assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
         assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
@@ -1312,6 +1346,8 @@ mod tests {
         assert_eq!((above.tier, above.packing), (Packed, 1));
         let above = plan_for(&SMALL, 2 * 12_288 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing, above.carry_plane), (Packed, 2, true));
+        let above = plan_for(&SMALL, 32_768 + 1, PlanRequest::default()).unwrap();
+        assert_eq!((above.tier, above.packing, above.passes), (Packed, packed::SIX_BIT_PACKING, 1));
         assert_eq!(packed_auto_capacity(&SMALL), 2 * 32_768);
         let above = plan_for(&SMALL, 2 * 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));

@@ -77,6 +77,12 @@ pub const PACKED_KERNELS: [&str; 4] =
 pub const PACKED16_KERNELS: [&str; 4] =
     ["histogram_packed16_u8", "histogram_packed16_u16", "histogram_packed16_i32", "histogram_packed16_f32"];
 
+/// The PTX symbols of the one-channel kernels with 6-bit packed counters and their carry table
+/// ([`SIX_BIT_PACKING`](super::packed::SIX_BIT_PACKING)), by input type: the packed tier's kernels
+/// from 154,965 bins (one block's 8-bit counters with their carry plane) to 280,320 in one pass.
+pub const PACKED6_KERNELS: [&str; 4] =
+    ["histogram_packed6_u8", "histogram_packed6_u16", "histogram_packed6_i32", "histogram_packed6_f32"];
+
 /// The kernel for `channels` channels at `packing`, for the input type of index `t`; `None` for a
 /// pair [`supported`] refuses.
 ///
@@ -148,7 +154,7 @@ pub(crate) mod device_code {
     use crate::histogram::NO_BIN;
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
-    use crate::histogram::packed::{CARRY_PLANE_PACKING, mode_parts, words_for};
+    use crate::histogram::packed::{CARRY_PLANE_PACKING, CARRY_TABLE_SLOTS, SIX_BIT_PACKING, mode_parts, words_for};
     use crate::histogram::pipelined::device_code::{for_each_vector, for_each_vector_in32};
     use crate::histogram::{Binning, Element};
     use crate::{dynamic_shared_array, gpu_kernel};
@@ -269,7 +275,7 @@ pub(crate) mod device_code {
     /// counters.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn count_packed<T: Element, const P: u32, const AGG: bool, const PLANE: bool>(
+    unsafe fn count_packed<T: Element, const P: u32, const AGG: bool, const PLANE: bool, const TABLE: bool>(
         input: *const u8,
         n: u64,
         counts: *mut u32,
@@ -281,8 +287,12 @@ pub(crate) mod device_code {
         let nbins = window;
         let low = words_for(nbins, P) * copies;
         let plane_words = if PLANE { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
-        // SAFETY: the launch provides the counters' words, then with `PLANE` the plane's.
-        let words = unsafe { dynamic_shared_array!(HISTOGRAM_PACKED_COUNTERS: u32, (low + plane_words) as usize) };
+        let table_words = if TABLE { 2 * CARRY_TABLE_SLOTS } else { 0 };
+        // SAFETY: the launch provides the counters' words, then with `PLANE` the plane's, with
+        // `TABLE` the table's.
+        let words = unsafe {
+            dynamic_shared_array!(HISTOGRAM_PACKED_COUNTERS: u32, (low + plane_words + table_words) as usize)
+        };
         // SAFETY: forwarded contract: copies is a power of two up to 32, counts holds nbins counters.
         let mut counters = unsafe { SharedCounters::<P>::new(words, nbins, copies, counts) };
         if PLANE {
@@ -291,6 +301,16 @@ pub(crate) mod device_code {
                 counters.with_carry_plane(DynamicSharedArray::from_shared_address(
                     words.address_of(low as usize),
                     plane_words as usize,
+                ))
+            };
+        }
+        if TABLE {
+            // SAFETY: the table's words follow the counters' inside the launch's shared memory,
+            // and TABLE kernels count 6-bit digits.
+            counters = unsafe {
+                counters.with_carry_table(DynamicSharedArray::from_shared_address(
+                    words.address_of(low as usize),
+                    table_words as usize,
                 ))
             };
         }
@@ -402,7 +422,7 @@ pub(crate) mod device_code {
     }
 
     macro_rules! channel_kernels {
-        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed16:ident, $packed:ident);*) => {$(
+        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed16:ident, $packed:ident, $packed6:ident);*) => {$(
             gpu_kernel! {
                 #[doc = concat!("One channel of `", stringify!($t), "` values (the plain histogram); see the [module documentation](super).")]
                 ///
@@ -463,8 +483,8 @@ pub(crate) mod device_code {
                     let (f, w) = (first, window);
                     // SAFETY (both): forwarded contract.
                     match mode_parts(mode) {
-                        (1, false, false) => unsafe { count_packed::<$t, 1, false, false>(input, n, counts, binning, copies, f, w) },
-                        (1, true, false) => unsafe { count_packed::<$t, 1, true, false>(input, n, counts, binning, copies, f, w) },
+                        (1, false, false) => unsafe { count_packed::<$t, 1, false, false, false>(input, n, counts, binning, copies, f, w) },
+                        (1, true, false) => unsafe { count_packed::<$t, 1, true, false, false>(input, n, counts, binning, copies, f, w) },
                         _ => {}
                     }
                 }
@@ -485,10 +505,33 @@ pub(crate) mod device_code {
                     let (f, w) = (first, window);
                     // SAFETY (all): forwarded contract.
                     match mode_parts(mode) {
-                        (2, false, false) => unsafe { count_packed::<$t, 2, false, false>(input, n, counts, binning, copies, f, w) },
-                        (2, true, false) => unsafe { count_packed::<$t, 2, true, false>(input, n, counts, binning, copies, f, w) },
-                        (2, false, true) => unsafe { count_packed::<$t, 2, false, true>(input, n, counts, binning, copies, f, w) },
-                        (2, true, true) => unsafe { count_packed::<$t, 2, true, true>(input, n, counts, binning, copies, f, w) },
+                        (2, false, false) => unsafe { count_packed::<$t, 2, false, false, false>(input, n, counts, binning, copies, f, w) },
+                        (2, true, false) => unsafe { count_packed::<$t, 2, true, false, false>(input, n, counts, binning, copies, f, w) },
+                        (2, false, true) => unsafe { count_packed::<$t, 2, false, true, false>(input, n, counts, binning, copies, f, w) },
+                        (2, true, true) => unsafe { count_packed::<$t, 2, true, true, false>(input, n, counts, binning, copies, f, w) },
+                        _ => {}
+                    }
+                }
+
+                #[doc = concat!("One channel of `", stringify!($t), "` values in 6-bit packed counters with their carry table; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the module's, with `channels = 1` and `mode` a
+                /// [`packed::mode`](crate::histogram::packed::mode) of packing
+                /// [`SIX_BIT_PACKING`](crate::histogram::packed::SIX_BIT_PACKING) without a carry
+                /// plane (any other counts nothing), `copies = 1`, counting only the bins `first..first
+                /// + window` (`first + window <= nbins`, `window >= 1`) into `counts`, which holds
+                /// `window` counters, and with `window` in place of `nbins` in the shared memory; the
+                /// launch provides [`carry_table_bytes`](crate::histogram::packed::carry_table_bytes)`()`
+                /// more bytes of shared memory after the counters.
+                pub unsafe fn $packed6(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                       copies: u32, mode: u32, first: u32, window: u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    let (f, w) = (first, window);
+                    // SAFETY (both): forwarded contract.
+                    match mode_parts(mode) {
+                        (SIX_BIT_PACKING, false, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, false, false, true>(input, n, counts, binning, copies, f, w) },
+                        (SIX_BIT_PACKING, true, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, true, false, true>(input, n, counts, binning, copies, f, w) },
                         _ => {}
                     }
                 }
@@ -498,13 +541,13 @@ pub(crate) mod device_code {
 
     channel_kernels!(
         u8 => histogram_channels1_u8, histogram_channels2_u8, histogram_channels3_u8, histogram_channels4_u8,
-              histogram_packed16_u8, histogram_packed_u8;
+              histogram_packed16_u8, histogram_packed_u8, histogram_packed6_u8;
         u16 => histogram_channels1_u16, histogram_channels2_u16, histogram_channels3_u16, histogram_channels4_u16,
-               histogram_packed16_u16, histogram_packed_u16;
+               histogram_packed16_u16, histogram_packed_u16, histogram_packed6_u16;
         i32 => histogram_channels1_i32, histogram_channels2_i32, histogram_channels3_i32, histogram_channels4_i32,
-               histogram_packed16_i32, histogram_packed_i32;
+               histogram_packed16_i32, histogram_packed_i32, histogram_packed6_i32;
         f32 => histogram_channels1_f32, histogram_channels2_f32, histogram_channels3_f32, histogram_channels4_f32,
-               histogram_packed16_f32, histogram_packed_f32
+               histogram_packed16_f32, histogram_packed_f32, histogram_packed6_f32
     );
 }
 

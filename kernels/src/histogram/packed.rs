@@ -14,20 +14,52 @@
 //! (modulo 2^32, which `n <= u32::MAX` values never reach). Carries are rare: one per 65,536
 //! adds to one 16-bit digit.
 //!
-//! Counter `i` lives in word `i >> packing` (of `copies` interleaved copies: word `w` of copy `c`
-//! at `w * copies + c`), digit `i & (per_word - 1)`, bits `w * digit ..`.
+//! Counter `i` lives in word `i / per_word` (of `copies` interleaved copies: word `w` of copy `c`
+//! at `w * copies + c`), digit `i % per_word`, bits `w * digit ..` ([`word_of`], [`digit_index`]).
+//!
+//! 6-bit digits ([`SIX_BIT_PACKING`], five to a word) hold the most bins of all, 280,320 in one
+//! block of an H100 or H200, but carry every 64 adds; they keep their carries in a small table in
+//! shared memory ([`CARRY_TABLE_SLOTS`]) instead of sending each to global memory.
 
 /// The most counters packed into a word, as `log2`: four 8-bit digits.
 pub const MAX_PACKING: u32 = 2;
 
-/// Counters per 32-bit word: 1, 2 or 4.
+/// The packing code of 6-bit digits, five to a word (bits 30 and 31 of a word belong to no digit:
+/// a carry out of the top digit lands there and is corrected like a carry out of the word).
+/// Unlike packings 0 to 3, not the base-2 logarithm of the counters per word: a word and digit
+/// take a division by 5 ([`word_of`]).
+///
+/// ```
+/// use kernels::histogram::packed::{SIX_BIT_PACKING, digit_bits, per_word, word_of, digit_index};
+/// assert_eq!((per_word(SIX_BIT_PACKING), digit_bits(SIX_BIT_PACKING)), (5, 6));
+/// assert_eq!((word_of(12, SIX_BIT_PACKING), digit_index(12, SIX_BIT_PACKING)), (2, 2));
+/// ```
+pub const SIX_BIT_PACKING: u32 = 4;
+
+/// Counters per 32-bit word: 1, 2, 4 or 8 (the carry plane's 4-bit digits), or 5 for
+/// [`SIX_BIT_PACKING`].
+#[inline(always)]
 pub const fn per_word(packing: u32) -> u32 {
-    1 << packing
+    if packing == SIX_BIT_PACKING { 5 } else { 1 << packing }
 }
 
-/// Bits per counter: 32, 16 or 8.
+/// Bits per counter: 32, 16, 8 or 4, or 6 for [`SIX_BIT_PACKING`].
+#[inline(always)]
 pub const fn digit_bits(packing: u32) -> u32 {
-    32 >> packing
+    if packing == SIX_BIT_PACKING { 6 } else { 32 >> packing }
+}
+
+/// The word of counter `counter` (in one copy): a shift, or for 6-bit digits a division by 5
+/// (a multiply-high and a shift).
+#[inline(always)]
+pub const fn word_of(counter: u32, packing: u32) -> u32 {
+    if packing == SIX_BIT_PACKING { counter / 5 } else { counter >> packing }
+}
+
+/// The digit of counter `counter` within its word ([`word_of`]).
+#[inline(always)]
+pub const fn digit_index(counter: u32, packing: u32) -> u32 {
+    if packing == SIX_BIT_PACKING { counter - word_of(counter, packing) * 5 } else { counter & ((1 << packing) - 1) }
 }
 
 /// Words that hold `counters` counters (one copy).
@@ -76,7 +108,7 @@ pub const fn counter_bytes(counters: u32, packing: u32, copies: u32) -> u64 {
 /// `2^digit_bits(packing)`): how many boundaries it crossed, from the boundary above `digit`
 /// upward (a carry into a full digit goes on, so the crossed boundaries are consecutive). Boundary
 /// `b` (from 1 to `per_word`) lies above digit `b - 1`; boundary `per_word` is the top of the
-/// word. Each crossed boundary `b` is corrected with `+2^w` to counter `b - 1` of the word and,
+/// word (bit 30 for 6-bit digits, whose last two bits no counter reads). Each crossed boundary `b` is corrected with `+2^w` to counter `b - 1` of the word and,
 /// below the top, `-1` to counter `b`.
 ///
 /// ```
@@ -209,6 +241,52 @@ pub const fn carry_plane_capacity(capacity: u64) -> u64 {
     counters
 }
 
+/// Slots of the carry table of 6-bit counters ([`SIX_BIT_PACKING`]): a key word (the counter plus
+/// one; zero: free) and a count word each, in shared memory after the counters. A carry out of a
+/// 6-bit digit (every 64 adds) counts one in its counter's slot, claimed with a compare-and-swap on
+/// the first carry, and is taken back from the digit above in shared memory: only carries that
+/// find no slot within [`CARRY_TABLE_PROBES`] of their counter's reach the global counts. A slot
+/// is taken by a counter that carries in this block, that is one that gets 64 of its values: a
+/// block of 2^26 / 132 values holds fewer than 8,000 of those, and skewed inputs, whose hot bins
+/// carry again and again, only a few hundred (zipf values with exponent 1.1 over 262,144 bins:
+/// about 550). Without the table a constant input's carries were 2^26 / 64 global atomics on one
+/// address, serialized in L2 (1.8 ms on the H200 in a CUDA C model of the loop).
+pub const CARRY_TABLE_SLOTS: u32 = 1024;
+
+/// Slots a carry tries, from its counter's ([`carry_table_slot`]) on, before it goes to the
+/// global counts.
+pub const CARRY_TABLE_PROBES: u32 = 8;
+
+/// The carry table's first slot for `counter`: a multiplicative hash, so that the carries of
+/// neighbouring hot bins spread over the table.
+///
+/// ```
+/// use kernels::histogram::packed::{CARRY_TABLE_SLOTS, carry_table_slot};
+/// assert!((0..100_000).all(|c| carry_table_slot(c) < CARRY_TABLE_SLOTS));
+/// assert_ne!(carry_table_slot(0), carry_table_slot(1));
+/// ```
+#[inline(always)]
+pub const fn carry_table_slot(counter: u32) -> u32 {
+    counter.wrapping_mul(0x9E37_79B1) >> (32 - CARRY_TABLE_SLOTS.trailing_zeros())
+}
+
+/// Shared memory of the carry table, bytes: a key and a count per slot.
+pub const fn carry_table_bytes() -> u64 {
+    2 * CARRY_TABLE_SLOTS as u64 * 4
+}
+
+/// The most 6-bit counters that fit in `capacity` 32-bit words with their carry table.
+///
+/// ```
+/// use kernels::histogram::packed::carry_table_capacity;
+/// // One block of the H100 or H200 (227 KiB, 58,112 words).
+/// assert_eq!(carry_table_capacity(58_112), 280_320);
+/// assert_eq!(carry_table_capacity(100), 0);
+/// ```
+pub const fn carry_table_capacity(capacity: u64) -> u64 {
+    capacity.saturating_sub(2 * CARRY_TABLE_SLOTS as u64) * 5
+}
+
 /// The borrows a subtraction of one from digit `digit` of a word that held `old` makes: how many
 /// boundaries it crosses downward, from the boundary above `digit` upward (digit `digit` and the
 /// digits above it that were zero wrap to all ones). Each crossed boundary `b` is corrected with
@@ -247,6 +325,17 @@ pub trait CounterMemory {
     /// # Safety
     /// `counter` is below the counters' number.
     unsafe fn add_count(&mut self, counter: u32, value: u32);
+
+    /// Counts one carry of counter `counter` (worth `2^digit_bits` counts) in the carry table
+    /// ([`CARRY_TABLE_SLOTS`]) and returns true, or returns false where the counters have no
+    /// table or it has no slot left for the counter (the default: no table).
+    ///
+    /// # Safety
+    /// `counter` is below the counters' number.
+    unsafe fn count_carry(&mut self, counter: u32) -> bool {
+        let _ = counter;
+        false
+    }
 }
 
 /// Applies the corrections of `crossed` boundaries crossed upward from the boundary above `digit`
@@ -308,18 +397,20 @@ unsafe fn take_one<M: CounterMemory>(
 }
 
 /// Adds `inc` (1 to `2^digit_bits(packing) - 1`) to counter `counter` (below `counters`) packed
-/// `2^packing` to a word (`packing` 1 or 2), whose word, of this lane's copy, is `slot` of the
-/// counters, and corrects every carry it makes so that the counts stay exact: in the global counts
-/// (see the module documentation) or, with `carry_plane`, in the carry plane
-/// ([`CARRY_PLANE_PACKING`]), whose digit of the counter is worth `2^digit_bits(packing)` counts:
-/// a single carry adds one to the counter's carry digit and takes the carry back from the digit
-/// above in shared memory; only the plane's own carries, the rare cascades and the borrows reach
-/// the global counts. At the end, a counter's count is its digits over the copies, plus its carry
-/// digit times `2^digit_bits(packing)`, plus what reached its global count.
+/// [`per_word`]`(packing)` to a word (`packing` 1, 2 or [`SIX_BIT_PACKING`]), whose word, of this
+/// lane's copy, is `slot` of the counters, and corrects every carry it makes so that the counts
+/// stay exact: in the global counts (see the module documentation) or, with `kept`, in shared
+/// memory: for 6-bit digits in the carry table ([`CounterMemory::count_carry`]), else in the carry
+/// plane ([`CARRY_PLANE_PACKING`]), whose digit of the counter is worth `2^digit_bits(packing)`
+/// counts. A single carry adds one to the counter's carry digit (or table count) and takes the
+/// carry back from the digit above in shared memory; only the plane's own carries, carries that
+/// find no slot in the table, the rare cascades and the borrows reach the global counts. At the
+/// end, a counter's count is its digits over the copies, plus its carry digit (or table count)
+/// times `2^digit_bits(packing)`, plus what reached its global count.
 ///
 /// # Safety
-/// `counter < counters`; `slot` is the word of `counter` in one copy; with `carry_plane` the
-/// plane holds `words_for(counters, CARRY_PLANE_PACKING)` words.
+/// `counter < counters`; `slot` is the word of `counter` in one copy; with `kept` and 8- or 16-bit
+/// digits the plane holds `words_for(counters, CARRY_PLANE_PACKING)` words.
 ///
 /// ```
 /// use kernels::histogram::packed::{CounterMemory, add_exact};
@@ -350,14 +441,14 @@ pub unsafe fn add_exact<M: CounterMemory>(
     counter: u32,
     slot: u32,
     inc: u32,
-    carry_plane: bool,
+    kept: bool,
 ) {
-    let digit = counter & (per_word(packing) - 1);
+    let digit = digit_index(counter, packing);
     // SAFETY: forwarded: slot is the counter's word.
     let old = unsafe { m.fetch_add(false, slot, inc << (digit_bits(packing) * digit)) };
     if carried(old, digit, inc, packing) {
         // SAFETY: forwarded contract.
-        unsafe { carry(m, packing, counters, counter, slot, old, inc, carry_plane) };
+        unsafe { carry(m, packing, counters, counter, slot, old, inc, kept) };
     }
 }
 
@@ -372,17 +463,28 @@ unsafe fn carry<M: CounterMemory>(
     slot: u32,
     old: u32,
     inc: u32,
-    carry_plane: bool,
+    kept: bool,
 ) {
-    let digit = counter & (per_word(packing) - 1);
+    let digit = digit_index(counter, packing);
     let first = counter - digit;
     let crossed = carries(old, digit, inc, packing);
-    if !carry_plane || crossed != 1 {
+    if !kept || crossed != 1 {
         // SAFETY: forwarded: the corrections are checked against counters.
         unsafe { correct_carries(m, counters, first, digit, crossed, packing, 1) };
         return;
     }
     // One carry: out of this counter's digit into the digit above (or out of the word).
+    if packing == SIX_BIT_PACKING {
+        // SAFETY (both): counter < counters.
+        if !unsafe { m.count_carry(counter) } {
+            unsafe { m.add_count(counter, 1 << digit_bits(packing)) };
+        }
+        if digit + 1 < per_word(packing) {
+            // SAFETY: the same word of the counters.
+            unsafe { take_one(m, false, slot, counters, first, digit + 1, packing, 1) };
+        }
+        return;
+    }
     let (q, unit) = (CARRY_PLANE_PACKING, 1u32 << digit_bits(packing));
     let (pword, pdigit) = (counter >> q, counter & (per_word(q) - 1));
     // SAFETY: counter < counters: its word is inside the plane.
@@ -411,13 +513,14 @@ unsafe fn carry<M: CounterMemory>(
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::{
-        CARRY_PLANE_PACKING, CounterMemory, add_exact, carried, carries, digit_bits, digit_of, per_word, words_for,
+        CARRY_PLANE_PACKING, CARRY_TABLE_PROBES, CARRY_TABLE_SLOTS, CounterMemory, add_exact, carried, carries,
+        carry_table_slot, digit_bits, digit_index, digit_of, per_word, word_of, words_for,
     };
     use crate::device::shared::DynamicSharedArray;
     use crate::device::{atomic, thread, warp};
 
-    /// `copies` interleaved copies of `counters` counters packed `2^P` to a word in this block's
-    /// shared memory, added into the global `counts` (one `u32` per counter).
+    /// `copies` interleaved copies of `counters` counters packed `per_word(P)` to a word in this
+    /// block's shared memory, added into the global `counts` (one `u32` per counter).
     #[derive(Clone, Copy)]
     pub(crate) struct SharedCounters<const P: u32> {
         words: DynamicSharedArray<u32>,
@@ -426,12 +529,16 @@ pub(crate) mod device_code {
         counts: *mut u32,
         /// The carry plane ([`CARRY_PLANE_PACKING`]), if the counters have one.
         plane: Option<DynamicSharedArray<u32>>,
+        /// The carry table of 6-bit digits ([`CARRY_TABLE_SLOTS`] keys, then as many counts), if
+        /// the counters have one.
+        table: Option<DynamicSharedArray<u32>>,
     }
 
     /// The kernels' [`CounterMemory`]: this block's shared words and the global counts.
     struct Device {
         words: DynamicSharedArray<u32>,
         plane: Option<DynamicSharedArray<u32>>,
+        table: Option<DynamicSharedArray<u32>>,
         counts: *mut u32,
     }
 
@@ -448,6 +555,24 @@ pub(crate) mod device_code {
             // SAFETY: counter < counters, inside counts; red.global is atomic.
             unsafe { atomic::global_add_u32(self.counts.add(counter as usize), value) };
         }
+
+        #[inline(always)]
+        unsafe fn count_carry(&mut self, counter: u32) -> bool {
+            let Some(table) = self.table else { return false };
+            let key = counter + 1;
+            let mut slot = carry_table_slot(counter);
+            for _ in 0..CARRY_TABLE_PROBES {
+                // SAFETY (both): slot < CARRY_TABLE_SLOTS, inside the table's keys and counts;
+                // the compare-and-swap claims a free slot for one counter only.
+                let held = unsafe { atomic::shared_compare_exchange_u32(table.address_of(slot as usize), 0, key) };
+                if held == 0 || held == key {
+                    unsafe { atomic::shared_add_u32(table.address_of((CARRY_TABLE_SLOTS + slot) as usize), 1) };
+                    return true;
+                }
+                slot = (slot + 1) & (CARRY_TABLE_SLOTS - 1);
+            }
+            false
+        }
     }
 
     impl<const P: u32> SharedCounters<P> {
@@ -459,7 +584,30 @@ pub(crate) mod device_code {
         /// during the launch.
         #[inline(always)]
         pub(crate) unsafe fn new(words: DynamicSharedArray<u32>, counters: u32, copies: u32, counts: *mut u32) -> Self {
-            Self { words, counters, copies, counts, plane: None }
+            Self { words, counters, copies, counts, plane: None, table: None }
+        }
+
+        /// These 6-bit counters ([`SIX_BIT_PACKING`](super::SIX_BIT_PACKING)) with a carry table
+        /// over `table` (`2 * CARRY_TABLE_SLOTS` words, apart from the counters' words): see
+        /// [`add_exact`](super::add_exact).
+        ///
+        /// # Safety
+        /// `table` holds those words; packing `P` is `SIX_BIT_PACKING`.
+        #[inline(always)]
+        pub(crate) unsafe fn with_carry_table(self, table: DynamicSharedArray<u32>) -> Self {
+            Self { table: Some(table), ..self }
+        }
+
+        /// Whether the carries of these counters stay in shared memory (a plane or a table).
+        #[inline(always)]
+        fn keeps_carries(&self) -> bool {
+            self.plane.is_some() || self.table.is_some()
+        }
+
+        /// The [`CounterMemory`] of these counters.
+        #[inline(always)]
+        fn memory(&self) -> Device {
+            Device { words: self.words, plane: self.plane, table: self.table, counts: self.counts }
         }
 
         /// These counters with a carry plane over `plane` (`words_for(counters,
@@ -498,6 +646,14 @@ pub(crate) mod device_code {
                     i += threads;
                 }
             }
+            if let Some(table) = self.table {
+                let mut i = tid;
+                while i < 2 * CARRY_TABLE_SLOTS {
+                    // SAFETY: inside the table's words; each thread zeroes its own.
+                    unsafe { table.store(i as usize, 0) };
+                    i += threads;
+                }
+            }
         }
 
         /// This lane's copy: lane `l` adds into copy `l % copies`, so equal counters of one warp
@@ -513,21 +669,21 @@ pub(crate) mod device_code {
         /// `counter < counters` and `copy < copies`.
         #[inline(always)]
         pub(crate) unsafe fn add(&self, counter: u32, copy: u32, inc: u32) {
-            let word = counter >> P;
+            let word = word_of(counter, P);
             let addr = self.words.address_of((word * self.copies + copy) as usize);
             if P == 0 {
                 // SAFETY: inside the words by the caller's contract; red.shared is atomic.
                 unsafe { atomic::shared_add_u32(addr, inc) };
                 return;
             }
-            if self.plane.is_some() {
-                let mut m = Device { words: self.words, plane: self.plane, counts: self.counts };
+            if self.keeps_carries() {
+                let mut m = self.memory();
                 // SAFETY: forwarded contract; the word of the counter in this copy; the plane
                 // holds the counters' carry digits.
                 unsafe { add_exact(&mut m, P, self.counters, counter, word * self.copies + copy, inc, true) };
                 return;
             }
-            let digit = counter & (per_word(P) - 1);
+            let digit = digit_index(counter, P);
             // SAFETY: as above; atom.shared returns the word before this add.
             let old = unsafe { atomic::shared_fetch_add_u32(addr, inc << (digit_bits(P) * digit)) };
             if carried(old, digit, inc, P) {
@@ -543,7 +699,7 @@ pub(crate) mod device_code {
         /// (`idle_counter() < counters`).
         #[inline(always)]
         pub(crate) fn idle_counter(&self) -> u32 {
-            ((warp::lane_id() / self.copies) % words_for(self.counters, P)) << P
+            ((warp::lane_id() / self.copies) % words_for(self.counters, P)) * per_word(P)
         }
 
         /// The first half of [`SharedCounters::add`] for packed counters (`P` 1 or 2), which every
@@ -564,8 +720,8 @@ pub(crate) mod device_code {
         #[inline(always)]
         pub(crate) unsafe fn fetch(&self, when: bool, counter: u32, idle: u32, copy: u32, inc: u32) -> u32 {
             let target = if when { counter } else { idle };
-            let word = target >> P;
-            let digit = target & (per_word(P) - 1);
+            let word = word_of(target, P);
+            let digit = digit_index(target, P);
             let addr = self.words.address_of((word * self.copies + copy) as usize);
             let add = if when { inc << (digit_bits(P) * digit) } else { 0 };
             // SAFETY: target < counters and copy < copies: inside the words (caller's contract);
@@ -579,7 +735,7 @@ pub(crate) mod device_code {
         #[inline(always)]
         pub(crate) fn carried_at(&self, when: bool, counter: u32, inc: u32, old: u32) -> bool {
             // `&`, not `&&`: one chain of predicates, no branch.
-            when & carried(old, counter & (per_word(P) - 1), inc, P)
+            when & carried(old, digit_index(counter, P), inc, P)
         }
 
         /// The second half of [`SharedCounters::add`]: the corrections of the carries of an add
@@ -593,10 +749,10 @@ pub(crate) mod device_code {
         /// and `inc`.
         #[inline(always)]
         pub(crate) unsafe fn settle(&self, counter: u32, copy: u32, inc: u32, old: u32) {
-            let digit = counter & (per_word(P) - 1);
-            let word = counter >> P;
-            if self.plane.is_some() {
-                let mut m = Device { words: self.words, plane: self.plane, counts: self.counts };
+            let digit = digit_index(counter, P);
+            let word = word_of(counter, P);
+            if self.keeps_carries() {
+                let mut m = self.memory();
                 // SAFETY: forwarded contract; the word of the counter in this copy; the plane
                 // holds the counters' carry digits.
                 unsafe { super::carry(&mut m, P, self.counters, counter, word * self.copies + copy, old, inc, true) };
@@ -712,8 +868,8 @@ pub(crate) mod device_code {
             let copies = self.copies;
             let mut i = tid;
             while i < self.counters {
-                let word = i >> P;
-                let digit = i & (per_word(P) - 1);
+                let word = word_of(i, P);
+                let digit = digit_index(i, P);
                 let mut sum = 0u32;
                 for c in 0..copies {
                     // Rotating the first copy by the counter puts a warp's loads in different banks.
@@ -740,6 +896,20 @@ pub(crate) mod device_code {
                 }
                 i += threads;
             }
+            if let Some(table) = self.table {
+                let mut slot = tid;
+                while slot < CARRY_TABLE_SLOTS {
+                    // SAFETY: slot < CARRY_TABLE_SLOTS, inside the keys and counts; ordered by
+                    // the barrier before the flush.
+                    let (key, carries) =
+                        unsafe { (table.load(slot as usize), table.load((CARRY_TABLE_SLOTS + slot) as usize)) };
+                    if key != 0 {
+                        // SAFETY: a key is a counter (below counters) plus one.
+                        unsafe { atomic::global_add_u32(counts.add(key as usize - 1), carries << digit_bits(P)) };
+                    }
+                    slot += threads;
+                }
+            }
             if rezero && P != 0 {
                 // Every thread's reads of a word come before any zeroing of it.
                 thread::sync_threads();
@@ -759,10 +929,10 @@ mod tests {
     /// Adds `incs` (counter, amount) one after another to one word, applying the corrections the
     /// way the kernels do, and returns the word's counters reconstructed as the flush would add
     /// them (digits plus corrections, modulo 2^32).
-    fn simulate(packing: u32, incs: &[(u32, u32)]) -> [u32; 4] {
+    fn simulate(packing: u32, incs: &[(u32, u32)]) -> [u32; 5] {
         let (w, per) = (digit_bits(packing), per_word(packing));
         let mut word = 0u32;
-        let mut global = [0u32; 4];
+        let mut global = [0u32; 5];
         for &(digit, inc) in incs {
             let old = word;
             word = word.wrapping_add(inc << (w * digit));
@@ -783,12 +953,12 @@ mod tests {
 
     #[test]
     fn packed_counts_are_exact_through_every_carry_and_wrap_out_of_the_word() {
-        for packing in 1..=MAX_PACKING {
+        for packing in [1, 2, SIX_BIT_PACKING] {
             let (w, per) = (digit_bits(packing), per_word(packing));
             // A pseudo-random walk of adds that makes every digit wrap many times.
             let mut state = 0x2545_F491_4F6C_DD1Du64;
             let mut incs = Vec::new();
-            let mut truth = [0u64; 4];
+            let mut truth = [0u64; 5];
             let limit = 1u32 << w;
             for _ in 0..(per as usize * (limit as usize) * 6) {
                 state ^= state << 13;
@@ -820,9 +990,28 @@ mod tests {
         packing: u32,
         hot: u32,
         global_adds: u64,
+        /// The carry table of 6-bit counters: (counter, carries), at most `table_room` of them.
+        table: Vec<(u32, u32)>,
+        table_room: usize,
     }
 
     impl Interleaved {
+        fn new(packing: u32, counters: u32, hot: u32, table_room: usize) -> Self {
+            Interleaved {
+                low: vec![0; words_for(counters, packing) as usize],
+                plane: vec![0; words_for(counters, CARRY_PLANE_PACKING) as usize],
+                counts: vec![0; counters as usize],
+                truth: vec![0; counters as usize],
+                state: 0x9E37_79B9_7F4A_7C15 ^ (counters as u64) << 8 ^ packing as u64,
+                depth: 0,
+                packing,
+                hot,
+                global_adds: 0,
+                table: Vec::new(),
+                table_room,
+            }
+        }
+
         fn next(&mut self) -> u64 {
             self.state ^= self.state << 13;
             self.state ^= self.state >> 7;
@@ -837,7 +1026,7 @@ mod tests {
             let counter = if !r.is_multiple_of(4) { self.hot } else { (r >> 8) as u32 % n };
             let inc = if (r >> 32).is_multiple_of(3) { 32 } else { 1 + (r >> 40) as u32 % 3 };
             self.truth[counter as usize] += inc as u64;
-            let slot = counter >> self.packing;
+            let slot = word_of(counter, self.packing);
             // SAFETY: counter < n; the model's planes hold every word.
             unsafe { add_exact(self, self.packing, n, counter, slot, inc, true) };
         }
@@ -846,8 +1035,12 @@ mod tests {
             let (p, q) = (self.packing, CARRY_PLANE_PACKING);
             (0..self.truth.len() as u32)
                 .map(|i| {
-                    let low = digit_of(self.low[(i >> p) as usize], i & (per_word(p) - 1), p);
-                    let carries = digit_of(self.plane[(i >> q) as usize], i & (per_word(q) - 1), q);
+                    let low = digit_of(self.low[word_of(i, p) as usize], digit_index(i, p), p);
+                    let carries = if p == SIX_BIT_PACKING {
+                        self.table.iter().filter(|&&(c, _)| c == i).map(|&(_, n)| n).sum()
+                    } else {
+                        digit_of(self.plane[(i >> q) as usize], i & (per_word(q) - 1), q)
+                    };
                     self.counts[i as usize].wrapping_add(low).wrapping_add(carries << digit_bits(p))
                 })
                 .collect()
@@ -873,23 +1066,29 @@ mod tests {
             self.global_adds += 1;
             self.counts[counter as usize] = self.counts[counter as usize].wrapping_add(value);
         }
+
+        unsafe fn count_carry(&mut self, counter: u32) -> bool {
+            if self.packing != SIX_BIT_PACKING {
+                return false;
+            }
+            if let Some(slot) = self.table.iter_mut().find(|(c, _)| *c == counter) {
+                slot.1 += 1;
+                return true;
+            }
+            if self.table.len() < self.table_room {
+                self.table.push((counter, 1));
+                return true;
+            }
+            false
+        }
     }
 
     #[test]
-    fn counts_with_a_carry_plane_stay_exact_under_interleaved_adds() {
-        for packing in 1..=MAX_PACKING {
-            for (counters, hot) in [(9u32, 3u32), (64, 63), (13, 12), (8, 0)] {
-                let mut m = Interleaved {
-                    low: vec![0; words_for(counters, packing) as usize],
-                    plane: vec![0; words_for(counters, CARRY_PLANE_PACKING) as usize],
-                    counts: vec![0; counters as usize],
-                    truth: vec![0; counters as usize],
-                    state: 0x9E37_79B9_7F4A_7C15 ^ (counters as u64) << 8 ^ packing as u64,
-                    depth: 0,
-                    packing,
-                    hot,
-                    global_adds: 0,
-                };
+    fn counts_with_a_carry_plane_or_table_stay_exact_under_interleaved_adds() {
+        for packing in [1, 2, SIX_BIT_PACKING] {
+            for (counters, hot) in [(9u32, 3u32), (64, 63), (13, 12), (8, 0), (10, 4), (11, 9)] {
+                // A table of 3 slots: most counters' carries find none and go to global memory.
+                let mut m = Interleaved::new(packing, counters, hot, 3);
                 for _ in 0..200_000 {
                     m.add_one();
                 }
@@ -903,17 +1102,8 @@ mod tests {
     #[test]
     fn a_constant_input_reaches_global_memory_once_per_4096_adds_with_the_plane() {
         // One lane adding 32 at a time to one 8-bit counter, without interleaving.
-        let mut m = Interleaved {
-            low: vec![0; 1],
-            plane: vec![0; 1],
-            counts: vec![0; 4],
-            truth: vec![0; 4],
-            state: 1,
-            depth: 2,
-            packing: 2,
-            hot: 1,
-            global_adds: 0,
-        };
+        let mut m = Interleaved::new(2, 4, 1, 0);
+        m.depth = 2;
         for _ in 0..(1 << 20) / 32 {
             // SAFETY: counter 1 of 4; one word each.
             unsafe { add_exact(&mut m, 2, 4, 1, 0, 32, true) };
@@ -925,6 +1115,38 @@ mod tests {
     }
 
     #[test]
+    fn a_constant_input_never_reaches_global_memory_with_the_carry_table() {
+        // One lane adding 32 at a time to the top 6-bit digit of a word, then to a low one.
+        for counter in [4u32, 6] {
+            let mut m = Interleaved::new(SIX_BIT_PACKING, 10, counter, 4);
+            m.depth = 2;
+            for _ in 0..(1 << 20) / 32 {
+                // SAFETY: counter < 10; the model holds every word.
+                unsafe { add_exact(&mut m, SIX_BIT_PACKING, 10, counter, word_of(counter, SIX_BIT_PACKING), 32, true) };
+            }
+            m.truth[counter as usize] = 1 << 20;
+            let want: Vec<u32> = m.truth.iter().map(|&t| t as u32).collect();
+            assert_eq!(m.flushed(), want, "counter {counter}");
+            assert_eq!((m.global_adds, m.table.len()), (0, 1), "counter {counter}");
+        }
+    }
+
+    #[test]
+    fn six_bit_digits_pack_five_to_a_word_with_two_bits_spare() {
+        let p = SIX_BIT_PACKING;
+        assert_eq!(words_for(262_144, p), 52_429);
+        assert_eq!((word_of(9, p), digit_index(9, p), word_of(10, p), digit_index(10, p)), (1, 4, 2, 0));
+        assert_eq!(digit_of(0xC000_0000 | 63 << 24 | 5, 4, p), 63);
+        assert_eq!(digit_of(0xC000_0000 | 63 << 24 | 5, 0, p), 5);
+        // A carry out of the top digit lands in the spare bits: the word's top is bit 30.
+        assert_eq!(carries(63 << 24, 4, 1, p), 1);
+        assert_eq!(carries(63 << 18 | 63 << 24, 3, 1, p), 2);
+        assert!(carried(63 << 24, 4, 1, p) && !carried(62 << 24, 4, 1, p));
+        assert_eq!(borrows(0, 3, p), 2);
+        assert_eq!(carry_table_bytes(), 8 << 10);
+    }
+
+    #[test]
     fn a_digit_carries_exactly_when_its_add_crosses_a_boundary() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..200_000 {
@@ -932,7 +1154,7 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             let old = (state >> 16) as u32;
-            for packing in 0..=MAX_PACKING {
+            for packing in [0, 1, 2, SIX_BIT_PACKING] {
                 let most = (1u64 << digit_bits(packing)) - 1;
                 for digit in 0..per_word(packing) {
                     for inc in [1u64, 2, 32, most] {
