@@ -53,16 +53,18 @@ fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
     let values = values_with_outliers(&mut rng, (1 << 22) + 5, 4 * capacity);
     assert_eq!(assert_matches_cpu(&gpu, &values, capacity, None, None), HistogramTier::Shared);
     // Past one block's u32 counters: 16-bit packed counters, then 8-bit ones with their carry
-    // plane in one pass, then in two; then the sorted tier.
+    // plane, then 6-bit ones with their carry table in one pass, then in two; then the sorted
+    // tier.
     let limits = HistogramLimits::of(&gpu).unwrap();
-    let one_pass = kernels::histogram::packed::carry_plane_capacity(limits.block_capacity()) as usize;
+    let plane = kernels::histogram::packed::carry_plane_capacity(limits.block_capacity()) as usize;
+    let one_pass = kernels::histogram::packed::carry_table_capacity(limits.block_capacity()) as usize;
     let auto = histogram::packed_auto_capacity(&limits) as usize;
-    assert_eq!(auto, histogram::packed_capacity(&limits) as usize);
-    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, one_pass, one_pass + 1, auto] {
+    assert!(one_pass < auto && auto < histogram::packed_capacity(&limits) as usize);
+    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, plane, plane + 1, one_pass, one_pass + 1, auto] {
         assert_eq!(assert_matches_cpu(&gpu, &values, bins, None, None), HistogramTier::Packed, "{bins} bins");
     }
     assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Sorted);
-    for bins in [one_pass + 1, 4 * capacity] {
+    for bins in [one_pass + 1, 4 * capacity, histogram::packed_capacity(&limits) as usize] {
         assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Packed), None);
     }
     assert!(

@@ -105,6 +105,27 @@ pub unsafe fn shared_fetch_add_u32(addr: u32, value: u32) -> u32 {
     old
 }
 
+/// `ld.relaxed.cta.shared.u32`: reads the `u32` at a shared-window address of this block while
+/// other threads of the block may update it with atomics (a relaxed atomic load: it returns a
+/// value the word held, never a torn one, and is no data race with those atomics).
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned address inside a shared array of this block.
+///
+/// ```ignore
+/// let key = unsafe { nvptx_std::atomic::shared_load_relaxed_u32(slot_address) };
+/// ```
+#[inline(always)]
+pub unsafe fn shared_load_relaxed_u32(addr: u32) -> u32 {
+    let value: u32;
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("ld.relaxed.cta.shared.u32 {v}, [{a}];", v = out(reg32) value, a = in(reg32) addr,
+             options(nostack, preserves_flags))
+    };
+    value
+}
+
 /// `atom.shared.cas.b32`: if the `u32` at a shared-window address of this block equals
 /// `current`, replaces it with `new`; returns the value it held before either way (`atomicCAS` on
 /// shared memory): the swap happened exactly when the result equals `current`.

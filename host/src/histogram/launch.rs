@@ -9,16 +9,16 @@ use crate::gpu::Gpu;
 use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use kernels::histogram::bucketed::{self, SCATTER_THREADS};
-use kernels::histogram::shared_bytes;
 use kernels::histogram::sorted;
 use kernels::histogram::{Binning, InputType};
+use kernels::histogram::{channels, packed, shared_bytes};
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// The bucketed and sorted tiers' buffers: each value's low bits (bucket after bucket, or tile
 /// after tile sorted by bucket), per bucket its count and the scatter's cursor, and the sorted
-/// tier's table of where each bucket starts in each tile. One per stream that launches these
-/// tiers; allocated by [`launch_into`] on first use and grown when a launch needs more.
+/// tier's table of where each bucket starts in each tile, which the packed tier's 6-bit kernels
+/// take for their blocks' counters. One per stream that launches these tiers; allocated by [`launch_into`] on first use and grown when a launch needs more.
 ///
 /// ```no_run
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -49,15 +49,17 @@ pub struct BucketScratch {
 
 impl BucketScratch {
     /// Makes `scratch` hold at least `keys` keys and `table` table entries (reallocating both when
-    /// either is short), checking free memory first.
+    /// either is short, each at least as long as before), checking free memory first.
     fn ensure<'a>(gpu: &Gpu, scratch: &'a mut Option<Self>, keys: u64, table: u64) -> Result<&'a mut Self> {
+        let held = scratch.as_ref().map_or((0, 0), |s| (s.keys.len() as u64, s.table.len() as u64));
         let (keys, table) = (keys.max(8), table.max(1));
-        if scratch.as_ref().is_none_or(|s| (s.keys.len() as u64) < keys || (s.table.len() as u64) < table) {
-            gpu.ensure_not_capturing("the bucketed and sorted histogram tiers' scratch")?;
+        if held.0 < keys || held.1 < table {
+            let (keys, table) = (keys.max(held.0), table.max(held.1));
+            gpu.ensure_not_capturing("the bucketed, sorted and 6-bit packed histogram tiers' scratch")?;
             *scratch = None;
             let buckets = bucketed::MAX_BUCKETS as u64;
             gpu.ensure_fits(
-                &format!("the bucketed tiers' scratch for {keys} keys and {table} table entries"),
+                &format!("the histogram tiers' scratch for {keys} keys and {table} table entries"),
                 2 * keys + 4 * table + 8 * buckets,
             )?;
             *scratch = Some(Self {
@@ -289,6 +291,43 @@ pub fn launch_into(
             // type (checked above), counts holds nbins counters, copies is a power of two up to
             // 32 and the launch provides nbins * copies * 4 bytes of shared memory.
             unsafe { launch.launch(plan.launch_config()) }?;
+        }
+        HistogramTier::Packed if plan.packing() == packed::SIX_BIT_PACKING => {
+            let (copies, mode, window) = (1u32, plan.packed_mode(), plan.bins_per_block());
+            let (blocks, words) = (plan.blocks(), packed::words_for(window, packed::SIX_BIT_PACKING));
+            let s = BucketScratch::ensure(gpu, scratch, 0, blocks as u64 * words as u64)?;
+            let sum = gpu.function(channels::PACKED6_SUM_KERNEL)?;
+            // One pass per window of the bins, each into its own slice of the counts: the count,
+            // then the sum of its blocks' digits.
+            let mut first = 0u32;
+            while first < nbins {
+                let len = window.min(nbins - first);
+                let at = *counts + 4 * first as u64;
+                let mut launch = stream.launch_builder(&func);
+                launch.arg(bytes).arg(&n).arg(&at).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
+                launch.arg(&copies).arg(&mode).arg(&first).arg(&len).arg(&mut s.table);
+                // SAFETY: kernel contract (kernels::histogram::channels, histogram_packed6_*): input
+                // holds n values of the kernel's type (checked above); `at` holds the counters of
+                // bins first..first + len (first + len <= nbins, the counters' length); one copy;
+                // the launch provides packed::counter_bytes(window, SIX_BIT_PACKING, 1) +
+                // packed::carry_table_bytes() bytes of shared memory (the planner's shared_bytes,
+                // len <= window); the scratch table holds words_for(window) >= words_for(len)
+                // words for each of the grid's blocks.
+                unsafe { launch.launch(plan.launch_config()) }?;
+                let len_words = packed::words_for(len, packed::SIX_BIT_PACKING);
+                let mut launch = stream.launch_builder(&sum);
+                launch.arg(&s.table).arg(&blocks).arg(&len_words).arg(&len).arg(&at);
+                let cfg = LaunchConfig {
+                    grid_dim: (len_words.div_ceil(channels::PACKED6_SUM_THREADS), channels::PACKED6_SUM_SLICES, 1),
+                    block_dim: (channels::PACKED6_SUM_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: kernel contract (histogram_packed6_sum_blocks): the count before it on
+                // this stream stored words_for(len) words for each of its `blocks` blocks (the
+                // plan's grid) into the scratch table; `at` holds len counters.
+                unsafe { launch.launch(cfg) }?;
+                first += len;
+            }
         }
         HistogramTier::Packed => {
             let (copies, mode, window) = (1u32, plan.packed_mode(), plan.bins_per_block());

@@ -184,15 +184,16 @@ pub const PACKED_THREADS: u32 = 1024;
 /// their carry table ([`kernels::histogram::packed::carry_table_capacity`]: 280,320 bins in 227
 /// KiB), or two passes while each holds no more bins than one block's 8-bit digits with their
 /// carry plane ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964), whichever is more
-/// (309,928 bins on an H100 or H200). On the H100 (2^26 values) one pass at 262,144 bins took
-/// 0.179 ms on uniform `i32` values against the sorted tier's 0.306 (zipf: 0.233); two passes
-/// took 0.317 ms at 280,321 bins against 0.333, but 0.356 at 524,288 against 0.315. The carry
-/// table keeps a 6-bit digit's carries (one per 64 adds) in shared memory, and warp-aggregated
-/// adds turn a constant input's 32 atomics on one word into one: a constant input at 262,144 bins
-/// took 0.261 ms. Plain 8-bit digits had sent each carry to two global counters from every SM: on
-/// the H200 (131,072 bins) 0.114 ms on uniform values but 0.463 on a constant input, where the
-/// sorted tier took 0.263. Plain 8-bit digits (one pass up to four times one block's bins) are
-/// left to the channels kernel (`--channels 1 --packing 2`).
+/// (309,928 bins on an H100 or H200). On the H200 (2^26 values) one pass at 262,144 bins took
+/// 0.136 ms on uniform `i32` values against the sorted tier's 0.303 (zipf: 0.201); on the H100
+/// two passes took 0.277 ms at 300,000 bins against 0.312, but 0.356 at 524,288 against 0.315
+/// (before the blocks' digits went to a sum kernel, 0.03 ms a pass at 262,144 bins). The carry
+/// table keeps a 6-bit digit's carries (one per 64 adds) in shared memory, and
+/// warp-aggregated adds turn a constant input's 32 atomics on one word into one: a constant input
+/// at 262,144 bins took 0.239 ms. Plain 8-bit digits had sent each carry to two global counters
+/// from every SM: on the H200 (131,072 bins) 0.114 ms on uniform values but 0.463 on a constant
+/// input, where the sorted tier took 0.263. Plain 8-bit digits (one pass up to four times one
+/// block's bins) are left to the channels kernel (`--channels 1 --packing 2`).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
