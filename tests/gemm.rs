@@ -391,21 +391,32 @@ fn bf16_and_f16_operands_run_on_the_cuda_core_kernels_as_they_lie() {
 /// and a batch of two (the canonical product `D^T = B^T A^T` split again), and with a forced
 /// split; each against the float64 product under the plan's bound, `D` NaN-poisoned where beta
 /// is 0; reruns bitwise equal.
-fn split_k_through_the_descriptor<T: Value>(gpu: &Gpu, rng: &mut impl Rng, variant: MatmulVariant) {
+fn split_k_through_the_descriptor<T: Value>(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    variant: MatmulVariant,
+    shapes: &[(usize, usize, usize)],
+) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n) as the matmul tests name them; GemmDesc::new takes (m, n, k).
-    for (m, k, n) in [(24, 13_368, 171), (119, 7460, 1650), (5, 4097, 7), (591, 7821, 8)] {
+    for &(m, k, n) in shapes {
         let with_c = GemmDesc::new(m, n, k).variant(variant).a(rows).b(rows).alpha_beta(1.5, -1.0);
         let plan = GemmPlan::new(gpu, with_c).unwrap();
         assert!(plan.kernel_plan().is_split(), "{variant} was meant to split k here: {plan}");
         check::<T, f32>(gpu, rng, with_c);
         check::<T, f32>(gpu, rng, with_c.alpha_beta(1.0, 0.0));
+        // A column-major D makes the canonical product D^T = B^T A^T, whose n rows the decode
+        // kernels do not take: they get a padded row-major D.
+        let odd_d = match variant {
+            MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => Layout::row_major(DType::F32).ld(n + 3),
+            _ => Layout::col_major(DType::F32).ld(m + 3),
+        };
         let odd = GemmDesc::new(m, n, k)
             .variant(variant)
             .transpose_a(true)
             .a(Layout::new(T::DTYPE, Order::ColMajor).ld(k + 2))
             .b(rows.ld(n + 1))
-            .d(Layout::col_major(DType::F32).ld(m + 3))
+            .d(odd_d)
             .alpha_beta(-0.5, 2.0)
             .batch(2);
         check::<T, f32>(gpu, rng, odd);
@@ -429,6 +440,22 @@ fn split_k_through_the_descriptor<T: Value>(gpu: &Gpu, rng: &mut impl Rng, varia
     }
 }
 
+/// `decode_bf16` and `decode_f16` split `k` through the descriptor (each strip's last block adds
+/// the partial products) with alpha, beta and `C` right, transposed and padded layouts, a batch of
+/// two, a forced split and bitwise-equal reruns; small enough for compute-sanitizer.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_decode_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm decode split-K"));
+    if let Err(why) = gpu.hopper_status() {
+        panic!("this test checks the Hopper tensor-core kernels: {why}");
+    }
+    // One strip to several, ragged k and n (a strip of 8 columns of 64), 1 to 16 rows.
+    let shapes = [(5, 4097, 72), (16, 3000, 200), (1, 9000, 64)];
+    split_k_through_the_descriptor::<bf16>(&gpu, &mut rng, MatmulVariant::DecodeBf16, &shapes);
+    split_k_through_the_descriptor::<f16>(&gpu, &mut rng, MatmulVariant::DecodeF16, &shapes);
+}
+
 /// `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` split `k` through the descriptor with alpha, beta
 /// and `C` right, and `auto` gives BF16 and F16 operands (and `f32` under `medium`) the split
 /// where it takes the tensor cores.
@@ -439,9 +466,10 @@ fn hopper_wgmma_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts() 
     if let Err(why) = gpu.hopper_status() {
         panic!("this test checks the Hopper tensor-core kernels: {why}");
     }
-    split_k_through_the_descriptor::<bf16>(&gpu, &mut rng, MatmulVariant::WgmmaBf16);
-    split_k_through_the_descriptor::<f16>(&gpu, &mut rng, MatmulVariant::WgmmaF16);
-    split_k_through_the_descriptor::<f32>(&gpu, &mut rng, MatmulVariant::WgmmaTf32);
+    let shapes = [(24, 13_368, 171), (119, 7460, 1650), (5, 4097, 7), (591, 7821, 8)];
+    split_k_through_the_descriptor::<bf16>(&gpu, &mut rng, MatmulVariant::WgmmaBf16, &shapes);
+    split_k_through_the_descriptor::<f16>(&gpu, &mut rng, MatmulVariant::WgmmaF16, &shapes);
+    split_k_through_the_descriptor::<f32>(&gpu, &mut rng, MatmulVariant::WgmmaTf32, &shapes);
     // auto: 1024 x 16384 x 1280 is 40 tiles of 128 x 256 for the tensor cores: k is split.
     let (m, k, n) = (1024, 16_384, 1280);
     for desc in [

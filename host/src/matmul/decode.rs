@@ -7,8 +7,8 @@
 //! `C`, times the splits of `k` (the grid's z). The split ([`choose_split`]) aims at one wave of
 //! `decode::BLOCKS_PER_SM` blocks per SM: a memory-bound kernel is fastest when every SM streams
 //! for the whole run and no block waits for a second wave, and each split costs a pass over `m
-//! x n` partial sums (written by the kernel, added in split order by `matmul_split_k_reduce`,
-//! so the result is deterministic).
+//! x n` partial sums (written by the kernel and added in split order by each strip's last
+//! block, in the same launch, so the result is deterministic).
 
 use super::shape::MatmulShape;
 use super::split_k::SplitK;

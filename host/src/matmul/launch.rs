@@ -191,7 +191,7 @@ fn reduce_partials(
 }
 
 /// A `decode_bf16` or `decode_f16` plan: the kernel on 16-bit `A'` and `B'` as they lie (16-byte aligned rows,
-/// which its 16-byte loads need of the base addresses too) and, with a split, the reduction.
+/// which its 16-byte loads need of the base addresses too); with a split, the kernel adds its partial products.
 fn decode(gpu: &Gpu, plan: &MatmulPlan, functions: &HashMap<&'static str, CudaFunction>, p: &Product) -> Result<()> {
     let s = plan.shape();
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
@@ -213,16 +213,25 @@ fn decode(gpu: &Gpu, plan: &MatmulPlan, functions: &HashMap<&'static str, CudaFu
         });
     };
     let split = plan.split().unwrap_or(super::split_k::SplitK::none(s.k));
-    let out = if plan.reduce().is_some() { p.split_k } else { p.c };
+    // With a split the kernel stores its partial products in the workspace and each strip's last
+    // block adds them into C', counting on per-strip counters.
+    let (partials, counters) = if split.splits > 1 {
+        (p.split_k, gpu.split_counters(kernels::matmul::decode::strips(n) as usize)?)
+    } else {
+        (0, 0)
+    };
     let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
-    builder.arg(&p.a).arg(&p.b).arg(&out).arg(&m).arg(&k).arg(&n).arg(&ld_a).arg(&ld_b).arg(&split.k_chunk);
+    builder.arg(&p.a).arg(&p.b).arg(&partials).arg(&p.c).arg(&counters);
+    builder.arg(&m).arg(&k).arg(&n).arg(&ld_a).arg(&ld_b).arg(&split.k_chunk);
     // SAFETY: the kernel contract (kernels::matmul::decode): A' (m x k at ld_a) and B' (k x n at
-    // ld_b) are BF16, 16-byte aligned with leading dimensions multiples of 8 (checked above),
-    // read-only here; the output is C' or, with a split, the workspace region of splits*m*n f32
-    // the plan laid out, disjoint from both; m <= 16 and the grid (strips, 1, splits) with
-    // splits = ceil(k / k_chunk) are the planner's (decode::plan, check_split).
+    // ld_b) are 16-bit, 16-byte aligned with leading dimensions multiples of 8 (checked above),
+    // read-only here; C' holds m*n f32; with a split, the partials are the workspace region of
+    // splits*m*n f32 the plan laid out, disjoint from the operands and C', and the counters are
+    // this stream's, one zero u32 per strip at least, which launches on this stream (one at a
+    // time) leave zero; m <= 16 and the grid (strips, 1, splits) with splits = ceil(k /
+    // k_chunk) are the planner's (decode::plan, check_split).
     unsafe { builder.launch(plan.launch_config()) }?;
-    reduce_partials(gpu, plan, functions, p, 0)
+    Ok(())
 }
 
 /// The grid of `matmul_split_tf32x3` for `shape` on `sm_count` SMs: `A'` and `B'` in one launch

@@ -1061,8 +1061,8 @@ pub fn plan_with(
     if let Some(s) = split {
         check_split(shape, s)?;
     }
-    // The tensor-core tile kernels add their partial products themselves (each tile's last work
-    // item); the others leave them to matmul_split_k_reduce.
+    // The tensor-core kernels add their partial products themselves (each tile's last work item,
+    // a decode strip's last block); the others leave them to matmul_split_k_reduce.
     let reduce =
         split.filter(|s| s.splits > 1 && !variant.adds_its_splits()).map(|s| reduce_plan(shape.m * shape.n, s.splits));
     let reason = if split_why.is_empty() { why } else { format!("{why}; {split_why}") };

@@ -276,15 +276,23 @@ impl MatmulVariant {
 
     /// Whether the variant's kernels add the partial products of a split of `k` themselves (the
     /// last work item of each tile, in split order) rather than through `matmul_split_k_reduce`:
-    /// the tensor-core tile kernels.
+    /// the tensor-core kernels (the decode kernels' tiles are their strips of columns).
     ///
     /// ```
     /// use hopper_kernels::matmul::MatmulVariant;
     /// assert!(MatmulVariant::WgmmaBf16.adds_its_splits() && MatmulVariant::WgmmaTf32.adds_its_splits());
-    /// assert!(!MatmulVariant::Sgemm.adds_its_splits() && !MatmulVariant::DecodeBf16.adds_its_splits());
+    /// assert!(MatmulVariant::DecodeBf16.adds_its_splits() && !MatmulVariant::Sgemm.adds_its_splits());
     /// ```
     pub fn adds_its_splits(self) -> bool {
-        matches!(self, Self::WgmmaBf16 | Self::WgmmaF16 | Self::WgmmaTf32 | Self::WgmmaTf32Transposed)
+        matches!(
+            self,
+            Self::WgmmaBf16
+                | Self::WgmmaF16
+                | Self::WgmmaTf32
+                | Self::WgmmaTf32Transposed
+                | Self::DecodeBf16
+                | Self::DecodeF16
+        )
     }
 
     /// The multiple of columns of `k` a split's range must be (all but the last): the
