@@ -292,45 +292,17 @@ pub fn launch_into(
             // 32 and the launch provides nbins * copies * 4 bytes of shared memory.
             unsafe { launch.launch(plan.launch_config()) }?;
         }
-        HistogramTier::Packed if plan.packing() == packed::SIX_BIT_PACKING => {
-            let (copies, mode, window) = (1u32, plan.packed_mode(), plan.bins_per_block());
-            let (blocks, words) = (plan.blocks(), packed::words_for(window, packed::SIX_BIT_PACKING));
-            let s = BucketScratch::ensure(gpu, scratch, 0, blocks as u64 * words as u64)?;
-            let sum = gpu.function(channels::PACKED6_SUM_KERNEL)?;
-            // One pass per window of the bins, each into its own slice of the counts: the count,
-            // then the sum of its blocks' digits.
-            let mut first = 0u32;
-            while first < nbins {
-                let len = window.min(nbins - first);
-                let at = *counts + 4 * first as u64;
-                let mut launch = stream.launch_builder(&func);
-                launch.arg(bytes).arg(&n).arg(&at).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
-                launch.arg(&copies).arg(&mode).arg(&first).arg(&len).arg(&mut s.table);
-                // SAFETY: kernel contract (kernels::histogram::channels, histogram_packed6_*): input
-                // holds n values of the kernel's type (checked above); `at` holds the counters of
-                // bins first..first + len (first + len <= nbins, the counters' length); one copy;
-                // the launch provides packed::counter_bytes(window, SIX_BIT_PACKING, 1) +
-                // packed::carry_table_bytes() bytes of shared memory (the planner's shared_bytes,
-                // len <= window); the scratch table holds words_for(window) >= words_for(len)
-                // words for each of the grid's blocks.
-                unsafe { launch.launch(plan.launch_config()) }?;
-                let len_words = packed::words_for(len, packed::SIX_BIT_PACKING);
-                let mut launch = stream.launch_builder(&sum);
-                launch.arg(&s.table).arg(&blocks).arg(&len_words).arg(&len).arg(&at);
-                let cfg = LaunchConfig {
-                    grid_dim: (len_words.div_ceil(channels::PACKED6_SUM_THREADS), channels::PACKED6_SUM_SLICES, 1),
-                    block_dim: (channels::PACKED6_SUM_THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                // SAFETY: kernel contract (histogram_packed6_sum_blocks): the count before it on
-                // this stream stored words_for(len) words for each of its `blocks` blocks (the
-                // plan's grid) into the scratch table; `at` holds len counters.
-                unsafe { launch.launch(cfg) }?;
-                first += len;
-            }
-        }
         HistogramTier::Packed => {
             let (copies, mode, window) = (1u32, plan.packed_mode(), plan.bins_per_block());
+            // 6-bit counters store each block's digits to a scratch table, which a second kernel
+            // sums into the counts; the other packings add their own.
+            let mut six_bit = if plan.packing() == packed::SIX_BIT_PACKING {
+                let words = packed::words_for(window, packed::SIX_BIT_PACKING);
+                let s = BucketScratch::ensure(gpu, scratch, 0, plan.blocks() as u64 * words as u64)?;
+                Some((s, gpu.function(channels::PACKED6_SUM_KERNEL)?))
+            } else {
+                None
+            };
             // One pass per window of the bins, each into its own slice of the counts.
             let mut first = 0u32;
             while first < nbins {
@@ -339,13 +311,32 @@ pub fn launch_into(
                 let mut launch = stream.launch_builder(&func);
                 launch.arg(bytes).arg(&n).arg(&at).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
                 launch.arg(&copies).arg(&mode).arg(&first).arg(&len);
+                if let Some((s, _)) = six_bit.as_mut() {
+                    launch.arg(&mut s.table);
+                }
                 // SAFETY: kernel contract (kernels::histogram::channels, one channel): input holds
                 // n values of the kernel's type (checked above); `at` holds the counters of bins
-                // first..first + len (first + len <= nbins, the counters' length); the mode's
-                // packing is 1 or 2 and the launch provides packed::counter_bytes(window, packing,
-                // 1) bytes of shared memory (len <= window), plus packed::carry_plane_bytes(window)
-                // with the carry plane (the planner's shared_bytes).
+                // first..first + len (first + len <= nbins, the counters' length); the launch
+                // provides the planner's shared_bytes: packed::counter_bytes(window, packing, 1)
+                // (len <= window), plus packed::carry_plane_bytes(window) with the carry plane or
+                // packed::carry_table_bytes() with 6-bit counters (histogram_packed6_*), whose
+                // scratch table holds words_for(window) >= words_for(len) words for each of the
+                // grid's blocks.
                 unsafe { launch.launch(plan.launch_config()) }?;
+                if let Some((s, sum)) = six_bit.as_ref() {
+                    let (blocks, len_words) = (plan.blocks(), packed::words_for(len, packed::SIX_BIT_PACKING));
+                    let mut launch = stream.launch_builder(sum);
+                    launch.arg(&s.table).arg(&blocks).arg(&len_words).arg(&len).arg(&at);
+                    let cfg = LaunchConfig {
+                        grid_dim: (len_words.div_ceil(channels::PACKED6_SUM_THREADS), channels::PACKED6_SUM_SLICES, 1),
+                        block_dim: (channels::PACKED6_SUM_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: kernel contract (histogram_packed6_sum_blocks): the count before it
+                    // on this stream stored words_for(len) words for each of its `blocks` blocks
+                    // (the plan's grid) into the scratch table; `at` holds len counters.
+                    unsafe { launch.launch(cfg) }?;
+                }
                 first += len;
             }
         }
