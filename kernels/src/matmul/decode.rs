@@ -53,9 +53,9 @@
 //! of `k` of its split's partial product. Then the strip's counter counts the block, and the
 //! strip's last block to arrive adds the strip's partial products in split order (the order of
 //! `matmul_split_k_reduce`, so the sum does not depend on which block came last) into `C` and
-//! sets the counter back to zero: the splits cost no second launch (on the H200 the reduction
-//! kernel had taken 3.3 us beside the decode kernel's 17.9 at 16 x 4096 x 4096). The only
-//! atomics count arrivals: reruns are bitwise equal.
+//! sets the counter back to zero: the splits cost no second launch (`matmul_split_k_reduce`
+//! had; on the H200, timed back to back, 16 x 4096 x 4096 went from 0.0183 ms to 0.0181). The
+//! only atomics count arrivals: reruns are bitwise equal.
 //!
 //! # Registers
 //! Declared `.maxntid` [`DECLARED_MAX_THREADS`] (512, twice the block) so that ptxas keeps the
