@@ -18,7 +18,8 @@ use std::sync::Arc;
 /// The bucketed and sorted tiers' buffers: each value's low bits (bucket after bucket, or tile
 /// after tile sorted by bucket), per bucket its count and the scatter's cursor, and the sorted
 /// tier's table of where each bucket starts in each tile, which the packed tier's 6-bit kernels
-/// take for their blocks' counters. One per stream that launches these tiers; allocated by [`launch_into`] on first use and grown when a launch needs more.
+/// take for their blocks' counters. One per stream that launches these tiers; allocated by
+/// [`launch_into`] on first use and grown when a launch needs more.
 ///
 /// ```no_run
 /// # fn main() -> hopper_kernels::Result<()> {
