@@ -398,6 +398,81 @@ fn hopper_tensor_core_split_k_matches_cpu_on_small_shapes() {
     }
 }
 
+/// `wgmma_bf16` and `wgmma_f16` split in 2 to 8 ranges of both tile widths: the `_cluster`
+/// kernels wherever the work items fit one wave (each tile's splits one cluster, adding up in
+/// its shared memory), checked to be planned so.
+fn cluster_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let device = matmul::MatmulDevice::of_gpu(gpu);
+    let mut plans = Vec::new();
+    for variant in [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16] {
+        for tile in [TileWidth::N256, TileWidth::N128] {
+            for wanted in 2..=kernels::matmul::wgmma::MAX_CLUSTER_SPLITS {
+                let split = SplitK::about_in(shape.k, wanted, 1, variant.split_granule());
+                let options = PlanOptions { split: Some(split), tile: Some(tile), ..PlanOptions::default() };
+                let plan = matmul::plan_gemm(gpu, variant, shape, options).unwrap();
+                let kernel = plan.kernel_plan();
+                let tiles = matmul::wgmma::tiles(shape, kernel.kernel());
+                let at_once = split.splits > 1
+                    && tiles * split.splits as u64 <= device.cluster_blocks[split.splits as usize - 1] as u64;
+                if at_once {
+                    assert_eq!(kernel.cluster_blocks(), split.splits, "{plan}");
+                    assert_eq!(kernel.workspace_floats(), 0, "{plan}");
+                }
+                plans.push(plan);
+            }
+        }
+    }
+    plans
+}
+
+/// The cluster-summed splits of `k` (2 to 8 blocks per cluster, both tile widths, BF16 and F16)
+/// on ragged shapes: `m` below one tile and above it, `k` not a multiple of the stage, `n` odd
+/// (scalar stores) and a multiple of 4 (vector stores), against the float64 product with `C`
+/// NaN-poisoned; then bitwise-equal reruns. Small enough for compute-sanitizer (filter
+/// `tensor_core`).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tensor_core_cluster_split_sums_match_cpu_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = hopper_gpu("wgmma cluster split-K");
+    for (m, k, n) in [(1, 1000, 3), (64, 777, 300), (130, 1031, 257), (200, 2049, 512)] {
+        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), cluster_split_plans);
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
+        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+        for plan in cluster_split_plans(&gpu, shape).iter().filter(|p| p.kernel_plan().cluster_blocks() > 1) {
+            assert_runs_bitwise_equal(&gpu, plan, &mut mats);
+        }
+    }
+}
+
+/// The planner learns from the driver how many tensor-core tile blocks run at once in clusters
+/// of 1 to 8 (a cluster's blocks share a GPC), and sums a split in clusters only where all its
+/// work items fit at once.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_cluster_capacity_comes_from_the_driver_and_bounds_the_cluster_sums() {
+    let (gpu, _) = hopper_gpu("cluster capacity");
+    let device = matmul::MatmulDevice::of_gpu(&gpu);
+    eprintln!("blocks held at once in clusters of 1-8: {:?}", device.cluster_blocks);
+    assert_eq!(device.cluster_blocks[0], device.sm_count, "one block per SM");
+    for (i, &blocks) in device.cluster_blocks.iter().enumerate() {
+        let size = i as u32 + 1;
+        assert!(blocks > 0 && blocks <= device.sm_count && blocks.is_multiple_of(size), "{size}: {blocks}");
+    }
+    // 2 to 8 splits of 1 to 132 tiles of 128 x 128 (m = 128, n = 128 t): clusters exactly where
+    // the work items fit.
+    for size in 2..=8u32 {
+        for tiles in [1, 8, 16, 32, 33, 64, 66] {
+            let shape = MatmulShape::new(128, 64 * 8 * size as usize, 128 * tiles).unwrap();
+            let split = SplitK::about_in(shape.k, size, 1, 64);
+            let options = PlanOptions { split: Some(split), tile: Some(TileWidth::N128), ..PlanOptions::default() };
+            let plan = matmul::plan_with(MatmulVariant::WgmmaBf16, shape, device, options).unwrap();
+            let fits = (tiles as u32) * size <= device.cluster_blocks[size as usize - 1];
+            assert_eq!(plan.cluster_blocks() > 1, fits, "{plan}");
+        }
+    }
+}
+
 /// Every split plan of the tensor-core tile kernels gives bitwise the same `C` on every run:
 /// partial products in the workspace, added in split order, no atomics.
 #[test]

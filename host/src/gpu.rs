@@ -611,3 +611,35 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<DeviceInfo> {
 pub fn device_info(ordinal: usize) -> Result<DeviceInfo> {
     describe(&open_context(ordinal)?)
 }
+
+/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` of `size x 1 x 1` blocks.
+pub(crate) fn cluster_attribute(size: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: an all-zero launch attribute is a valid value of this plain C union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = size;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    attr
+}
+
+/// `cfg` on `stream` as a `cuLaunchKernelEx` configuration with the one attribute `attr` (a
+/// cluster shape, [`cluster_attribute`]), which must outlive it.
+pub(crate) fn launch_config_ex(
+    cfg: cudarc::driver::LaunchConfig,
+    stream: &CudaStream,
+    attr: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attr,
+        numAttrs: 1,
+    }
+}

@@ -22,8 +22,10 @@ fn size() -> impl Strategy<Value = usize> {
 }
 
 fn device() -> impl Strategy<Value = MatmulDevice> {
-    (prop_oneof![Just(132u32), 1u32..=2048, Just(u32::MAX)], any::<bool>())
-        .prop_map(|(sm_count, tensor_cores)| MatmulDevice { sm_count, tensor_cores })
+    let clusters =
+        prop_oneof![Just([0u32; 8]), Just(MatmulDevice::H200.cluster_blocks), prop::array::uniform8(any::<u32>())];
+    (prop_oneof![Just(132u32), 1u32..=2048, Just(u32::MAX)], any::<bool>(), clusters)
+        .prop_map(|(sm_count, tensor_cores, cluster_blocks)| MatmulDevice { sm_count, tensor_cores, cluster_blocks })
 }
 
 fn policy() -> impl Strategy<Value = PrecisionPolicy> {

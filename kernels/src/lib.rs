@@ -177,6 +177,10 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[9],
     matmul::wgmma::KERNEL_NAMES[10],
     matmul::wgmma::KERNEL_NAMES[11],
+    matmul::wgmma::KERNEL_NAMES[12],
+    matmul::wgmma::KERNEL_NAMES[13],
+    matmul::wgmma::KERNEL_NAMES[14],
+    matmul::wgmma::KERNEL_NAMES[15],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -195,6 +199,10 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[3],
     matmul::wgmma::MAX_THREADS[4],
     matmul::wgmma::MAX_THREADS[5],
+    matmul::wgmma::MAX_THREADS[6],
+    matmul::wgmma::MAX_THREADS[7],
+    matmul::wgmma::MAX_THREADS[8],
+    matmul::wgmma::MAX_THREADS[9],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -217,6 +225,10 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[9],
     matmul::wgmma::CHECKED_MAX_THREADS[10],
     matmul::wgmma::CHECKED_MAX_THREADS[11],
+    matmul::wgmma::CHECKED_MAX_THREADS[12],
+    matmul::wgmma::CHECKED_MAX_THREADS[13],
+    matmul::wgmma::CHECKED_MAX_THREADS[14],
+    matmul::wgmma::CHECKED_MAX_THREADS[15],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -280,9 +292,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 12
-        && matmul::wgmma::MAX_THREADS.len() == 6
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 12
+    matmul::wgmma::KERNEL_NAMES.len() == 16
+        && matmul::wgmma::MAX_THREADS.len() == 10
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 16
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

@@ -168,6 +168,27 @@ pub unsafe fn load_f32(addr: u32) -> f32 {
     v
 }
 
+/// `ld.shared::cluster.v4.f32`: four `f32` in one 16-byte read at a `shared::cluster` address
+/// ([`map_shared_rank`]), which may be in another block of the cluster: how a cluster's blocks
+/// add up each other's tiles without a trip through global memory.
+///
+/// # Safety
+/// As for [`load_u32`], with `addr` 16-byte aligned.
+///
+/// ```ignore
+/// let [x0, x1, x2, x3] = unsafe { nvptx_std::cluster::load_v4_f32(map_shared_rank(tile + 16 * i, rank)) };
+/// ```
+#[inline(always)]
+pub unsafe fn load_v4_f32(addr: u32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: the caller guarantees the address, its alignment and the target block's lifetime.
+    unsafe {
+        asm!("ld.shared::cluster.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg32) addr, options(readonly, nostack, preserves_flags))
+    };
+    [a, b, c, d]
+}
+
 /// `st.shared::cluster.u32`: writes the `u32` at a `shared::cluster` address
 /// ([`map_shared_rank`]), which may be in another block of the cluster.
 ///

@@ -127,7 +127,13 @@ fn plan_variant(
 
 /// Prints the plan of each selected variant for `device`, or why it has none.
 fn print_plans(device: MatmulDevice, device_name: &str, shape: MatmulShape, args: &MatmulArgs) {
-    println!("plans for {device_name} ({} SMs), precision {}:", device.sm_count, args.precision);
+    let clusters = if device.cluster_blocks.iter().any(|&b| b > 0) {
+        let held: Vec<String> = device.cluster_blocks.iter().map(u32::to_string).collect();
+        format!("; blocks held at once in clusters of 1-8: {}", held.join(", "))
+    } else {
+        String::new()
+    };
+    println!("plans for {device_name} ({} SMs{clusters}), precision {}:", device.sm_count, args.precision);
     for &variant in &args.variant.0 {
         match plan_variant(device, variant, shape, args.precision, args.split_k, args.tile) {
             Ok(plan) => println!("{:<9} {shape}: {plan}", variant.name()),
@@ -601,8 +607,12 @@ mod tests {
             plan(MatmulVariant::WgmmaTf32, Some(3)).unwrap().split().unwrap(),
             SplitK { splits: 3, k_chunk: 2752 }
         );
+        // One tile in 4 splits: one cluster of 4 blocks adds them.
         let text = plan(MatmulVariant::WgmmaF16, Some(4)).unwrap().to_string();
-        assert!(text.contains("split-K 4 x 2048 columns of A, added by each tile's last work item"), "{text}");
+        assert!(text.contains("split-K 4 x 2048 columns of A, added in clusters of 4 blocks"), "{text}");
+        // 64 splits: more than a cluster holds, so the tile's last work item adds them.
+        let text = plan(MatmulVariant::WgmmaF16, Some(64)).unwrap().to_string();
+        assert!(text.contains("split-K 64 x 128 columns of A, added by each tile's last work item"), "{text}");
         let err = plan(MatmulVariant::Tiled32, Some(4)).unwrap_err().to_string();
         assert!(err.contains("--split-k: tiled32 takes no split of k"), "{err}");
         assert_eq!(matmul_args(&["--m", "1", "--k", "1", "--n", "1", "--split-k", "3"]).split_k, Some(3));

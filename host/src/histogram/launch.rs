@@ -2,10 +2,11 @@
 //! bucketed tier, two for the sorted), adding into counters without zeroing them.
 
 use super::HistogramTier;
-use super::occupancy::{cluster_attribute, cluster_launch_config, prepared_function, tile_sort_threads};
+use super::occupancy::{cluster_launch_config, prepared_function, tile_sort_threads};
 use super::plan::*;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::gpu::cluster_attribute;
 use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use kernels::histogram::bucketed::{self, SCATTER_THREADS};

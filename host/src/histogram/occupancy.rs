@@ -5,7 +5,7 @@
 use super::plan::*;
 use super::{HistogramLimits, HistogramTier};
 use crate::error::{Error, Result, format_bytes};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, cluster_attribute};
 use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
 use cudarc::driver::{CudaFunction, CudaStream};
 use kernels::histogram::InputType;
@@ -136,27 +136,10 @@ pub(super) fn cluster_launch_config(
     stream: &CudaStream,
     cluster: &mut sys::CUlaunchAttribute,
 ) -> sys::CUlaunchConfig {
-    sys::CUlaunchConfig {
-        gridDimX: plan.blocks,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: plan.threads_per_block,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: plan.shared_bytes,
-        hStream: stream.cu_stream(),
-        attrs: cluster,
-        numAttrs: 1,
-    }
-}
-
-/// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` of `size x 1 x 1` blocks.
-pub(super) fn cluster_attribute(size: u32) -> sys::CUlaunchAttribute {
-    // SAFETY: an all-zero launch attribute is a valid value of this plain C union.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = size;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    attr
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (plan.blocks, 1, 1),
+        block_dim: (plan.threads_per_block, 1, 1),
+        shared_mem_bytes: plan.shared_bytes,
+    };
+    crate::gpu::launch_config_ex(cfg, stream, cluster)
 }

@@ -920,8 +920,37 @@ impl MatmulDevice {
     /// # Ok(()) }
     /// ```
     pub fn of_gpu(gpu: &Gpu) -> Self {
-        Self { sm_count: gpu.info().sm_count, tensor_cores: gpu.hopper_status().is_ok() }
+        let tensor_cores = gpu.hopper_status().is_ok();
+        let mut cluster_blocks = [0; 8];
+        if tensor_cores {
+            for (i, blocks) in cluster_blocks.iter_mut().enumerate() {
+                // A device that cannot tell runs no cluster sums.
+                *blocks = tile_cluster_blocks(gpu, i as u32 + 1).unwrap_or(0);
+            }
+        }
+        Self { sm_count: gpu.info().sm_count, tensor_cores, cluster_blocks }
     }
+}
+
+/// Blocks of the `_cluster` tensor-core kernels that run at once on `gpu` in clusters of `size`.
+fn tile_cluster_blocks(gpu: &Gpu, size: u32) -> Result<u32> {
+    use kernels::matmul::wgmma::{KERNEL_BF16_N128_CLUSTER, N128_DYNAMIC_SHARED_BYTES, THREADS};
+    let func = gpu.function(KERNEL_BF16_N128_CLUSTER)?;
+    func.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        N128_DYNAMIC_SHARED_BYTES as i32,
+    )?;
+    let mut attr = crate::gpu::cluster_attribute(size);
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (size, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: N128_DYNAMIC_SHARED_BYTES,
+    };
+    let config = crate::gpu::launch_config_ex(cfg, gpu.stream(), &mut attr);
+    let mut clusters = 0;
+    // SAFETY: a loaded function and a configuration that outlives the call; writes one int.
+    unsafe { cudarc::driver::sys::cuOccupancyMaxActiveClusters(&mut clusters, func.cu_function(), &config).result()? };
+    Ok(clusters.max(0) as u32 * size)
 }
 
 /// Plans `desc` for a device the planner knows without a GPU (for `--plan` and tests): the
@@ -1164,7 +1193,7 @@ mod tests {
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "F16 read in place");
         assert_eq!(s.precision, Precision::Fp16);
         assert!(s.kernel.reason().contains("auto: F16 operands, m = 16 <= 16"), "{}", s.kernel.reason());
-        let cuda_cores = MatmulDevice { sm_count: 132, tensor_cores: false };
+        let cuda_cores = MatmulDevice { sm_count: 132, tensor_cores: false, cluster_blocks: [0; 8] };
         let s = Skeleton::new(&GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16), cuda_cores).unwrap();
         assert_ne!(s.kernel.variant(), MatmulVariant::DecodeBf16);
     }

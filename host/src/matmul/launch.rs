@@ -74,6 +74,9 @@ pub(super) fn product(
     let tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
         let key = [list[0].1, list[1].1, if c_in_maps { p.c } else { 0 }];
         let maps = maps(key, &list)?;
+        if plan.cluster_blocks() > 1 {
+            return cluster_product(gpu, plan, &functions[plan.kernel()], maps, p.c, split.k_chunk);
+        }
         let (partials, counters) = if split_out {
             let tiles = usize::try_from(wgmma::tiles(s, plan.kernel())).unwrap_or(usize::MAX);
             (p.split_k, gpu.split_counters(tiles)?)
@@ -131,6 +134,44 @@ pub(super) fn product(
         MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => decode(gpu, plan, functions, p),
         _ => fp32(gpu, plan, functions, p, 0),
     }
+}
+
+/// A `_cluster` tensor-core plan: each tile's splits of `k` as one cluster of blocks, which add
+/// their partial products through each other's shared memory (no workspace, no counters).
+fn cluster_product(
+    gpu: &Gpu,
+    plan: &MatmulPlan,
+    function: &CudaFunction,
+    maps: u64,
+    c: u64,
+    k_chunk: u32,
+) -> Result<()> {
+    let s = plan.shape();
+    let cfg = plan.launch_config();
+    let (mut maps, mut c, mut partials, mut counters) = (maps, c, 0u64, 0u64);
+    let (mut m, mut k, mut n, mut k_chunk) = (s.m as u32, s.k as u32, s.n as u32, k_chunk);
+    let mut params: [*mut std::ffi::c_void; 8] = [
+        (&mut maps as *mut u64).cast(),
+        (&mut c as *mut u64).cast(),
+        (&mut partials as *mut u64).cast(),
+        (&mut counters as *mut u64).cast(),
+        (&mut m as *mut u32).cast(),
+        (&mut k as *mut u32).cast(),
+        (&mut n as *mut u32).cast(),
+        (&mut k_chunk as *mut u32).cast(),
+    ];
+    let mut cluster = crate::gpu::cluster_attribute(plan.cluster_blocks());
+    let config = crate::gpu::launch_config_ex(cfg, gpu.stream(), &mut cluster);
+    // SAFETY: the kernel contract (kernels::matmul::wgmma, the `_cluster` kernels): the
+    // parameters match its signature; the maps describe A' and B' as the plan laid them out; C'
+    // holds m*n f32; the grid is a block per work item (tiles x splits) in clusters of the
+    // plan's splits, which the plan keeps within MAX_CLUSTER_SPLITS; k_chunk is the plan's, a
+    // multiple of the kernel's stage; the dynamic shared memory is the planner's, allowed when
+    // the plan was made.
+    unsafe {
+        sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()?
+    };
+    Ok(())
 }
 
 /// An FP32 plan: its kernel and, with a split, the reduction. `guard` is 0 (they run) or the

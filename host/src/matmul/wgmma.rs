@@ -137,13 +137,18 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
 /// ```
 pub fn tile_of(kernel: &str) -> (u32, u32) {
     use kernels::matmul::wgmma::{
-        KERNEL_BF16_N128, KERNEL_BF16_N128_ROWS, KERNEL_F16_N128, KERNEL_F16_N128_ROWS, KERNEL_TF32, KERNEL_TF32_N128,
-        KERNEL_TF32_PROMOTED, N128_BLOCK_N, PROMOTED_BLOCK_ROWS,
+        KERNEL_BF16_N128, KERNEL_BF16_N128_CLUSTER, KERNEL_BF16_N128_ROWS, KERNEL_F16_N128, KERNEL_F16_N128_CLUSTER,
+        KERNEL_F16_N128_ROWS, KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N128_BLOCK_N, PROMOTED_BLOCK_ROWS,
     };
     match kernel {
         KERNEL_TF32 => (BLOCK_N, BLOCK_M),
         KERNEL_TF32_PROMOTED | KERNEL_TF32_N128 => (PROMOTED_BLOCK_ROWS, BLOCK_M),
-        KERNEL_BF16_N128 | KERNEL_BF16_N128_ROWS | KERNEL_F16_N128 | KERNEL_F16_N128_ROWS => (BLOCK_M, N128_BLOCK_N),
+        KERNEL_BF16_N128
+        | KERNEL_BF16_N128_ROWS
+        | KERNEL_BF16_N128_CLUSTER
+        | KERNEL_F16_N128
+        | KERNEL_F16_N128_ROWS
+        | KERNEL_F16_N128_CLUSTER => (BLOCK_M, N128_BLOCK_N),
         _ => (BLOCK_M, BLOCK_N),
     }
 }
@@ -165,7 +170,8 @@ pub fn tiles(shape: MatmulShape, kernel: &str) -> u64 {
 
 /// [`plan`] with `k` split in `splits` ranges: a persistent grid over `tiles x splits` work
 /// items (one block per SM, at most one per item), each a tile's product over its range of
-/// `k`, written as that split's partial product.
+/// `k`, written as that split's partial product; for a `_cluster` kernel a block per work item,
+/// launched in clusters of `splits` ([`cluster_blocks`]).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -175,6 +181,9 @@ pub fn tiles(shape: MatmulShape, kernel: &str) -> u64 {
 /// assert_eq!(one.grid_dim, (42, 1, 1));
 /// let tall = wgmma::plan_split(MatmulShape::new(5202, 3876, 1)?, MatmulDevice::H200, "wgmma_f16", 3)?;
 /// assert_eq!(tall.grid_dim, (123, 1, 1));
+/// // A cluster kernel: a block per work item, 32 tiles of 128 x 128 in 4 splits.
+/// let cluster = wgmma::plan_split(MatmulShape::new(64, 4096, 4096)?, MatmulDevice::H200, "wgmma_bf16_n128_cluster", 4)?;
+/// assert_eq!(cluster.grid_dim, (128, 1, 1));
 /// # Ok(()) }
 /// ```
 pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits: u32) -> Result<LaunchConfig> {
@@ -201,11 +210,22 @@ pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
             i32::MAX
         )));
     }
-    Ok(LaunchConfig {
-        grid_dim: ((work as u32).min(device.sm_count.max(1)), 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes,
-    })
+    // A cluster kernel's blocks each take one work item (its sum reuses the ring).
+    let grid = if cluster_blocks(kernel, splits) > 1 { work as u32 } else { (work as u32).min(device.sm_count.max(1)) };
+    Ok(LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes })
+}
+
+/// Blocks per cluster of `kernel`'s launch in `splits` splits of `k`: `splits` for the
+/// `_cluster` kernels (a cluster's blocks are one tile's splits), otherwise 1 (no clusters).
+///
+/// ```
+/// use hopper_kernels::matmul::wgmma::cluster_blocks;
+/// assert_eq!(cluster_blocks("wgmma_bf16_n128_cluster", 4), 4);
+/// assert_eq!(cluster_blocks("wgmma_bf16_n128_rows", 4), 1);
+/// ```
+pub fn cluster_blocks(kernel: &str, splits: u32) -> u32 {
+    let cluster = kernels::matmul::wgmma::cluster_kernel(kernel).is_some_and(|c| c == kernel);
+    if cluster { splits.max(1) } else { 1 }
 }
 
 /// [`plan`] of `wgmma_tf32x3`'s product, `wgmma_tf32_promoted` (which depends on `m` and `n`

@@ -19,7 +19,13 @@
 //! work item stores its partial product, and the last of a tile's items to finish adds the
 //! tile's partial products in split order into `C` (`split_tail::finish` in the source);
 //! without a split both may be null. `wgmma_bf16` and `wgmma_f16` (with or without `_n128`) take
-//! no split, only their `_rows` forms do (given one, they trap).
+//! no split, only their `_rows` and `_cluster` forms do (given one, they trap). The `_cluster`
+//! forms run a split of `k` (2 to [`MAX_CLUSTER_SPLITS`]) without `partials` and `counters`
+//! (both may be null): a block per work item, launched in clusters of `splits` blocks (block
+//! `b` is split `b % splits` of tile `b / splits`); once every block of a cluster has its
+//! partial product in its shared memory, each adds its share of the tile's rows in split order
+//! from all of them (`cluster_sum` in the source, the same bits as `split_tail::finish`) into
+//! `C`. A `_cluster` kernel launched otherwise traps.
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
 //!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
@@ -66,7 +72,8 @@
 //! The maps describe the operands as above, with the boxes and swizzle given; `c` holds `m*n`
 //! `f32` and overlaps nothing the `A` and `B` maps describe; with a split, `partials` holds
 //! `splits*m*n` `f32` overlapping none of the others, and `counters` holds a zero `u32` per tile
-//! that no other launch uses while this one runs; the `C` map, where there is one, describes
+//! that no other launch uses while this one runs (the `_rows` forms; the `_cluster` forms take a
+//! grid of `tiles x splits` blocks in clusters of `splits` instead); the `C` map, where there is one, describes
 //! `c`; the block is [`THREADS`] threads and the launch gives [`DYNAMIC_SHARED_BYTES`] bytes of
 //! dynamic shared memory ([`dynamic_shared_bytes`] of the kernel's tile and stages).
 
@@ -102,6 +109,35 @@ pub const KERNEL_F16_N128_ROWS: &str = "wgmma_f16_n128_rows";
 /// PTX symbol of `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, `A` in boxes
 /// of 128 rows).
 pub const KERNEL_TF32_N128: &str = "wgmma_tf32_n128";
+/// PTX symbol of `wgmma_bf16` for a split of `k` launched in clusters: a cluster's blocks are one
+/// tile's splits, and add their partial products through each other's shared memory, with no
+/// workspace and no counters (`cluster_sum` in the source).
+pub const KERNEL_BF16_CLUSTER: &str = "wgmma_bf16_cluster";
+/// PTX symbol of `wgmma_f16`'s cluster-summed split ([`KERNEL_BF16_CLUSTER`]).
+pub const KERNEL_F16_CLUSTER: &str = "wgmma_f16_cluster";
+/// PTX symbol of `wgmma_bf16_n128`'s cluster-summed split ([`KERNEL_BF16_CLUSTER`]).
+pub const KERNEL_BF16_N128_CLUSTER: &str = "wgmma_bf16_n128_cluster";
+/// PTX symbol of `wgmma_f16_n128`'s cluster-summed split ([`KERNEL_BF16_CLUSTER`]).
+pub const KERNEL_F16_N128_CLUSTER: &str = "wgmma_f16_n128_cluster";
+/// The most splits of `k` a `_cluster` kernel adds: blocks per cluster, the portable most.
+pub const MAX_CLUSTER_SPLITS: u32 = 8;
+/// Floats after each row of a `_cluster` kernel's partial product in shared memory: 8, so that a
+/// half-warp's 8-byte stores to 4 rows land in different banks, and rows stay 16-byte aligned.
+pub const CLUSTER_SUM_PAD: u32 = 8;
+/// Bytes of a `_cluster` kernel's partial product of a tile `block_n` wide in shared memory
+/// (in the ring, which the block's one work item has finished with by then).
+///
+/// ```
+/// use kernels::matmul::wgmma::{BLOCK_N, N128_BLOCK_N, N128_STAGES, STAGES, BLOCK_M, BLOCK_K_BYTES, cluster_sum_bytes};
+/// // It fits the ring of either tile width.
+/// assert!(cluster_sum_bytes(BLOCK_N) <= STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K_BYTES);
+/// assert!(cluster_sum_bytes(N128_BLOCK_N) <= N128_STAGES * (BLOCK_M + N128_BLOCK_N) * BLOCK_K_BYTES);
+/// ```
+pub const fn cluster_sum_bytes(block_n: u32) -> u32 {
+    BLOCK_M * (block_n + CLUSTER_SUM_PAD) * 4
+}
+const _: () = assert!(cluster_sum_bytes(BLOCK_N) <= STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K_BYTES);
+const _: () = assert!(cluster_sum_bytes(N128_BLOCK_N) <= N128_STAGES * (BLOCK_M + N128_BLOCK_N) * BLOCK_K_BYTES);
 /// The kernels of the sm_90a module.
 pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_BF16,
@@ -116,7 +152,29 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_BF16_N128_ROWS,
     KERNEL_F16_N128_ROWS,
     KERNEL_TF32_N128,
+    KERNEL_BF16_CLUSTER,
+    KERNEL_F16_CLUSTER,
+    KERNEL_BF16_N128_CLUSTER,
+    KERNEL_F16_N128_CLUSTER,
 ];
+/// The cluster-summed kernel for `kernel` (`wgmma_bf16`, `wgmma_f16`, their `_n128` forms, or
+/// any of their `_rows` forms), if it has one.
+///
+/// ```
+/// use kernels::matmul::wgmma::{cluster_kernel, KERNEL_BF16_N128_ROWS, KERNEL_BF16_N128_CLUSTER, KERNEL_F16, KERNEL_F16_CLUSTER, KERNEL_TF32};
+/// assert_eq!(cluster_kernel(KERNEL_BF16_N128_ROWS), Some(KERNEL_BF16_N128_CLUSTER));
+/// assert_eq!(cluster_kernel(KERNEL_F16), Some(KERNEL_F16_CLUSTER));
+/// assert_eq!(cluster_kernel(KERNEL_TF32), None);
+/// ```
+pub const fn cluster_kernel(kernel: &str) -> Option<&'static str> {
+    match kernel.as_bytes() {
+        b"wgmma_bf16" | b"wgmma_bf16_rows" | b"wgmma_bf16_cluster" => Some(KERNEL_BF16_CLUSTER),
+        b"wgmma_f16" | b"wgmma_f16_rows" | b"wgmma_f16_cluster" => Some(KERNEL_F16_CLUSTER),
+        b"wgmma_bf16_n128" | b"wgmma_bf16_n128_rows" | b"wgmma_bf16_n128_cluster" => Some(KERNEL_BF16_N128_CLUSTER),
+        b"wgmma_f16_n128" | b"wgmma_f16_n128_rows" | b"wgmma_f16_n128_cluster" => Some(KERNEL_F16_N128_CLUSTER),
+        _ => None,
+    }
+}
 /// The row-staged kernel for `kernel` (`wgmma_bf16`, `wgmma_f16` or their `_n128` forms), else
 /// `kernel` itself.
 ///
@@ -180,6 +238,10 @@ pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
     (KERNEL_F16_ROWS, THREADS),
+    (KERNEL_BF16_CLUSTER, THREADS),
+    (KERNEL_F16_CLUSTER, THREADS),
+    (KERNEL_BF16_N128_CLUSTER, THREADS),
+    (KERNEL_F16_N128_CLUSTER, THREADS),
 ];
 /// `.maxntid` of every kernel in the checked build (`cargo xtask build-ptx` without
 /// `--release`): its bounds and overflow checks cost registers, and the driver's JIT gave the
@@ -198,6 +260,10 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_BF16_N128_ROWS, THREADS),
     (KERNEL_F16_N128_ROWS, THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
+    (KERNEL_BF16_CLUSTER, THREADS),
+    (KERNEL_F16_CLUSTER, THREADS),
+    (KERNEL_BF16_N128_CLUSTER, THREADS),
+    (KERNEL_F16_N128_CLUSTER, THREADS),
 ];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
@@ -416,7 +482,7 @@ mod gpu {
     use super::*;
     use crate::device::shared::{self, SharedScalar};
     use crate::device::wgmma::{self, Accumulators, Swizzle};
-    use crate::device::{mem, thread, tma};
+    use crate::device::{cluster, mem, thread, tma};
 
     /// The kernels' shared memory: `stages` stages of `stage_bytes` (`A`'s rows, then `B`'s
     /// columns), the epilogue's boxes and the barriers, from a 1024-byte aligned base.
@@ -456,7 +522,13 @@ mod gpu {
     /// `STAGES_` the ring's depth.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
-    pub(super) unsafe fn run<const INPUT: u8, const STAGED: bool, Acc: Accumulators, const STAGES_: u32>(
+    pub(super) unsafe fn run<
+        const INPUT: u8,
+        const STAGED: bool,
+        const CLUSTER: bool,
+        Acc: Accumulators,
+        const STAGES_: u32,
+    >(
         maps: *const u8,
         c: *mut f32,
         partials: *mut f32,
@@ -509,11 +581,20 @@ mod gpu {
         // for one), so that they carry no code for it: the registers the driver's JIT gives
         // them stay within the 224 a 288-thread block may have (with the split's sum compiled
         // in, `wgmma_bf16`'s launch failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES on the H200).
-        let split_out = splits > 1 && (STAGED || !half);
-        if splits > 1 && !split_out {
+        let split_out = !CLUSTER && splits > 1 && (STAGED || !half);
+        if splits > 1 && !split_out && !CLUSTER {
             // A broken launch contract: stop the kernel rather than write partial products.
             panic!();
         }
+        // The `_cluster` kernels: a cluster's blocks are one tile's splits, one work item each,
+        // and add their partial products through each other's shared memory (`cluster_sum`).
+        if CLUSTER && (cluster::dim_blocks() != splits || step != work) {
+            // A broken launch contract: a block would sum a tile it does not share.
+            panic!();
+        }
+        // A `_cluster` kernel's work item `w` is split `w % splits` (its block's rank in the
+        // cluster) of tile `w / splits`.
+        let item_of = |w: u32| if CLUSTER { (w / splits, w % splits) } else { work_item(w, tiles) };
 
         if warp == CONSUMERS * 4 {
             if tid.is_multiple_of(32) {
@@ -525,7 +606,7 @@ mod gpu {
                 let mut use_index = 0u32;
                 let mut item = first;
                 while item < work {
-                    let (tile, z) = work_item(item, tiles);
+                    let (tile, z) = item_of(item);
                     let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
                     let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * block_n) as i32);
                     let kt0 = z * per_split;
@@ -577,7 +658,7 @@ mod gpu {
                 }
             };
             while item < work {
-                let (tile, z) = work_item(item, tiles);
+                let (tile, z) = item_of(item);
                 let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
                 // The split's stages, as the producer loads them (kt counts from the split's
                 // first). z < splits, so kt0 < k_tiles (wrapping only spares the checked build's
@@ -629,7 +710,33 @@ mod gpu {
                 acc.wait_group::<0>();
                 release((use_index + STAGES_ - 1) % STAGES_);
 
-                if tma_store {
+                if CLUSTER {
+                    // Both warpgroups' last `wgmma` have read the ring (and every stage of the
+                    // block's one work item has landed): it now holds this split's partial
+                    // product, row-major with rows of `block_n + CLUSTER_SUM_PAD` floats, so that
+                    // the 4 rows of a half-warp's 8-byte stores fill different banks.
+                    thread::sync_named(SPLIT_CONSUMERS_BARRIER, CONSUMERS * 128);
+                    let stride = block_n + CLUSTER_SUM_PAD;
+                    let lr = wg * 64 + (t / 32) * 16 + (t % 32) / 4;
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                                  24, 25, 26, 27, 28, 29, 30, 31] {
+                        // The tile's 8-column chunks (a compile-time bound).
+                        if (j as u32) < block_n / 8 {
+                            unroll!(h in [0, 1] {
+                                let offset = ((lr + 8 * h as u32) * stride + 8 * j as u32 + 2 * (t % 4)) * 4;
+                                // SAFETY: inside the ring (128 rows of `stride` floats fit it:
+                                // CLUSTER_SUM_BYTES), 8-byte aligned; the barrier above ended
+                                // every read of the ring, and each element has one writer.
+                                unsafe {
+                                    shared::store_v2_f32(
+                                        ring.base + offset,
+                                        [acc.get(4 * j + 2 * h), acc.get(4 * j + 2 * h + 1)],
+                                    )
+                                };
+                            });
+                        }
+                    });
+                } else if tma_store {
                     // Boxes of 64 rows x 32 columns through shared memory (128-byte swizzled, so
                     // that a warp's rows fill different banks), each stored by the TMA in whole
                     // lines while the warpgroup fills the next; the last two drain during the
@@ -812,6 +919,94 @@ mod gpu {
                 // The block's shared memory must outlive the stores' reads of it.
                 tma::bulk_wait_group::<0>();
             }
+        }
+        if CLUSTER {
+            // Every block of the cluster has its partial product in its shared memory (the
+            // barrier releases the stores above and acquires the other blocks').
+            cluster::sync();
+            if warp < CONSUMERS * 4 {
+                let (tile, z) = item_of(first);
+                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                // SAFETY: every block of the cluster is one split of this tile (checked above)
+                // and wrote its partial product at `ring.base` before the barrier; `c` holds
+                // `m * n` floats (kernel contract).
+                unsafe { cluster_sum(ring.base, c, splits, z, m, n, (tm * BLOCK_M, tn * block_n), block_n, tid) };
+            }
+            // No block leaves (and takes its shared memory with it) while another reads it.
+            cluster::sync();
+        }
+    }
+
+    /// The `_cluster` kernels' sum: the block of rank `z` adds rows `z, z + splits, ...` of the
+    /// `splits` blocks' partial products of the tile at `(row0, col0)` in rank order (the order
+    /// `split_tail::finish` adds them in, so both give the same bits), each row's columns four
+    /// at a time from the blocks' shared memory, and stores them into `C`.
+    ///
+    /// # Safety
+    /// Called by the `CONSUMERS * 128` consumer threads (`t` their index) of every block of a
+    /// cluster of `splits <= MAX_CLUSTER_SPLITS` blocks, after a cluster barrier that follows
+    /// each block's store of its partial product at `base` (128 rows of `block_n +
+    /// CLUSTER_SUM_PAD` floats) and before one that precedes any block's exit; `c` holds `m * n`
+    /// floats.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // a tile's place, the cluster and the output
+    unsafe fn cluster_sum(
+        base: u32,
+        c: *mut f32,
+        splits: u32,
+        z: u32,
+        m: u32,
+        n: u32,
+        (row0, col0): (u32, u32),
+        block_n: u32,
+        t: u32,
+    ) {
+        let stride = block_n + CLUSTER_SUM_PAD;
+        let rows = (m - row0).min(BLOCK_M);
+        let chunks = block_n / 4;
+        let vector = n.is_multiple_of(4) && (c as usize).is_multiple_of(16);
+        let mine = if rows > z { (rows - z).div_ceil(splits) } else { 0 };
+        let mut e = t;
+        while e < mine * chunks {
+            let r = z + (e / chunks) * splits;
+            let col = (e % chunks) * 4;
+            let local = base + (r * stride + col) * 4;
+            // Every block's four values first, so that the cluster's reads are in flight together.
+            let mut parts = [[0.0f32; 4]; MAX_CLUSTER_SPLITS as usize];
+            unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (q as u32) < splits {
+                    // SAFETY: the same 16-byte aligned element of block q's partial product (q <
+                    // splits, the cluster's size); the barriers around the call order it after
+                    // that block's stores and before its exit.
+                    parts[q] = unsafe { cluster::load_v4_f32(cluster::map_shared_rank(local, q as u32)) };
+                }
+            });
+            let mut sum = parts[0];
+            unroll!(q in [1, 2, 3, 4, 5, 6, 7] {
+                if (q as u32) < splits {
+                    for i in 0..4 {
+                        sum[i] += parts[q][i];
+                    }
+                }
+            });
+            let gcol = col0 + col;
+            if gcol < n {
+                let p = c.wrapping_add((row0 + r) as usize * n as usize + gcol as usize);
+                if vector {
+                    // SAFETY: row0 + r < m, and with n a multiple of 4 so are gcol and its
+                    // distance to n: the four floats lie inside C's row, 16-byte aligned (c
+                    // checked above); each element of C has one writer.
+                    unsafe { mem::store_global_v4_f32(p, sum) };
+                } else {
+                    for (i, v) in sum.iter().enumerate() {
+                        if gcol + (i as u32) < n {
+                            // SAFETY: inside C (row0 + r < m, gcol + i < n); one writer.
+                            unsafe { mem::store_global_f32(p.wrapping_add(i), *v) };
+                        }
+                    }
+                }
+            }
+            e += CONSUMERS * 128;
         }
     }
 }
@@ -1243,11 +1438,12 @@ mod gpu_rs {
 }
 
 /// The kernels of the shared-operand body (`gpu::run`), one line each: its name, then the body's
-/// operand, epilogue (`true`: the row-staged one only), accumulators (the tile's width) and ring
+/// operand, epilogue (`true`: the row-staged one only), the cluster sum of a split (`true`: the
+/// `_cluster` kernels), accumulators (the tile's width) and ring
 /// depth. Every one takes the module documentation's parameters and contract.
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 macro_rules! shared_operand_kernels {
-    ($($(#[$doc:meta])* $name:ident: $input:expr, $staged:literal, $acc:ty, $stages:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident: $input:expr, $staged:literal, $cluster:literal, $acc:ty, $stages:expr;)*) => {
         crate::hopper_kernel! {
             $(
                 $(#[$doc])*
@@ -1266,7 +1462,7 @@ macro_rules! shared_operand_kernels {
                     k_chunk: u32,
                 ) {
                     // SAFETY: the kernel contract is the body's.
-                    unsafe { gpu::run::<{ $input }, $staged, $acc, $stages>(maps, c, partials, counters, m, k, n, k_chunk) }
+                    unsafe { gpu::run::<{ $input }, $staged, $cluster, $acc, $stages>(maps, c, partials, counters, m, k, n, k_chunk) }
                 }
             )*
         }
@@ -1276,24 +1472,32 @@ macro_rules! shared_operand_kernels {
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 shared_operand_kernels! {
     /// `C = A * B` from BF16 operands on 128 x 256 tiles.
-    wgmma_bf16: Operand::Bf16 as u8, false, [f32; 128], STAGES;
+    wgmma_bf16: Operand::Bf16 as u8, false, false, [f32; 128], STAGES;
     /// `C = A * B` from F16 (IEEE half) operands: `wgmma_bf16` with `m64n256k16.f32.f16.f16`.
-    wgmma_f16: Operand::F16 as u8, false, [f32; 128], STAGES;
+    wgmma_f16: Operand::F16 as u8, false, false, [f32; 128], STAGES;
     /// `wgmma_bf16` with the row-staged epilogue only ([`KERNEL_BF16_ROWS`]).
-    wgmma_bf16_rows: Operand::Bf16 as u8, true, [f32; 128], STAGES;
+    wgmma_bf16_rows: Operand::Bf16 as u8, true, false, [f32; 128], STAGES;
     /// `wgmma_f16` with the row-staged epilogue only ([`KERNEL_F16_ROWS`]).
-    wgmma_f16_rows: Operand::F16 as u8, true, [f32; 128], STAGES;
+    wgmma_f16_rows: Operand::F16 as u8, true, false, [f32; 128], STAGES;
     /// `C = A * B` from `f32` operands in TF32 tensor-core math, `B` transposed by the host.
-    wgmma_tf32_transposed: Operand::Tf32 as u8, false, [f32; 128], STAGES;
+    wgmma_tf32_transposed: Operand::Tf32 as u8, false, false, [f32; 128], STAGES;
     /// `wgmma_bf16` on tiles of 128 x [`N128_BLOCK_N`] (`m64n128k16`, [`N128_STAGES`] stages,
     /// [`N128_DYNAMIC_SHARED_BYTES`]).
-    wgmma_bf16_n128: Operand::Bf16 as u8, false, [f32; 64], N128_STAGES;
+    wgmma_bf16_n128: Operand::Bf16 as u8, false, false, [f32; 64], N128_STAGES;
     /// `wgmma_f16` on tiles of 128 x [`N128_BLOCK_N`].
-    wgmma_f16_n128: Operand::F16 as u8, false, [f32; 64], N128_STAGES;
+    wgmma_f16_n128: Operand::F16 as u8, false, false, [f32; 64], N128_STAGES;
     /// `wgmma_bf16_n128` with the row-staged epilogue only.
-    wgmma_bf16_n128_rows: Operand::Bf16 as u8, true, [f32; 64], N128_STAGES;
+    wgmma_bf16_n128_rows: Operand::Bf16 as u8, true, false, [f32; 64], N128_STAGES;
     /// `wgmma_f16_n128` with the row-staged epilogue only.
-    wgmma_f16_n128_rows: Operand::F16 as u8, true, [f32; 64], N128_STAGES;
+    wgmma_f16_n128_rows: Operand::F16 as u8, true, false, [f32; 64], N128_STAGES;
+    /// `wgmma_bf16` on a split of `k` summed in its cluster ([`KERNEL_BF16_CLUSTER`]).
+    wgmma_bf16_cluster: Operand::Bf16 as u8, true, true, [f32; 128], STAGES;
+    /// `wgmma_f16` on a split of `k` summed in its cluster.
+    wgmma_f16_cluster: Operand::F16 as u8, true, true, [f32; 128], STAGES;
+    /// `wgmma_bf16_n128` on a split of `k` summed in its cluster.
+    wgmma_bf16_n128_cluster: Operand::Bf16 as u8, true, true, [f32; 64], N128_STAGES;
+    /// `wgmma_f16_n128` on a split of `k` summed in its cluster.
+    wgmma_f16_n128_cluster: Operand::F16 as u8, true, true, [f32; 64], N128_STAGES;
 }
 
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
