@@ -14,7 +14,7 @@ use hopper_kernels::matmul::{
 };
 use rand::Rng;
 use rayon::prelude::*;
-use support::{fresh_rng, gpu};
+use support::{fresh_rng, gpu, hopper_gpu};
 
 /// A value type of the tests: widened to `f64` for the reference, narrowed from `f32` draws.
 trait Value: GemmElement + DeviceRepr + ValidAsZeroBits + Default + Copy + Send + Sync {
@@ -250,10 +250,7 @@ fn every_kernel_variant_takes_every_layout() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_product() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("gemm f16 on wgmma_f16"));
-    if let Err(why) = gpu.hopper_status() {
-        panic!("this test checks the Hopper tensor-core kernels: {why}");
-    }
+    let (gpu, mut rng) = hopper_gpu("gemm f16 on wgmma_f16");
     let f16_rows = Layout::row_major(DType::F16);
     // (m, k, n) as the matmul tests name them; GemmDesc::new takes (m, n, k).
     for (m, k, n) in [(1, 1, 1), (17, 33, 65), (256, 256, 256), (1000, 800, 1200), (4097, 129, 8193)] {
@@ -446,10 +443,7 @@ fn split_k_through_the_descriptor<T: Value>(
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn hopper_decode_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("gemm decode split-K"));
-    if let Err(why) = gpu.hopper_status() {
-        panic!("this test checks the Hopper tensor-core kernels: {why}");
-    }
+    let (gpu, mut rng) = hopper_gpu("gemm decode split-K");
     // One strip to several, ragged k and n (a strip of 8 columns of 64), 1 to 16 rows.
     let shapes = [(5, 4097, 72), (16, 3000, 200), (1, 9000, 64)];
     split_k_through_the_descriptor::<bf16>(&gpu, &mut rng, MatmulVariant::DecodeBf16, &shapes);
@@ -462,10 +456,7 @@ fn hopper_decode_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts()
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn hopper_wgmma_split_k_through_the_descriptor_keeps_alpha_beta_c_and_layouts() {
-    let (gpu, mut rng) = (gpu(), fresh_rng("gemm wgmma split-K"));
-    if let Err(why) = gpu.hopper_status() {
-        panic!("this test checks the Hopper tensor-core kernels: {why}");
-    }
+    let (gpu, mut rng) = hopper_gpu("gemm wgmma split-K");
     let shapes = [(24, 13_368, 171), (119, 7460, 1650), (5, 4097, 7), (591, 7821, 8)];
     split_k_through_the_descriptor::<bf16>(&gpu, &mut rng, MatmulVariant::WgmmaBf16, &shapes);
     split_k_through_the_descriptor::<f16>(&gpu, &mut rng, MatmulVariant::WgmmaF16, &shapes);

@@ -643,3 +643,27 @@ pub(crate) fn launch_config_ex(
         numAttrs: 1,
     }
 }
+
+/// Launches `function` on `stream` with `cfg`, its blocks in clusters of `cluster` along x
+/// (`cuLaunchKernelEx`, which cudarc's launch builder does not cover); `params` point at the
+/// kernel's parameters, in order.
+///
+/// # Safety
+/// `params` match the kernel's signature, each pointing at a live value of its parameter's type,
+/// and the kernel's launch contract holds for `cfg` in such clusters (the grid a multiple of
+/// `cluster`, the dynamic shared memory allowed for `function`).
+pub(crate) unsafe fn launch_in_clusters(
+    function: &CudaFunction,
+    cfg: cudarc::driver::LaunchConfig,
+    stream: &CudaStream,
+    cluster: u32,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    let mut attr = cluster_attribute(cluster);
+    let config = launch_config_ex(cfg, stream, &mut attr);
+    // SAFETY: the caller guarantees the parameters and the contract; `attr` outlives the call.
+    unsafe {
+        sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()?
+    };
+    Ok(())
+}

@@ -2,12 +2,12 @@
 //! bucketed tier, two for the sorted), adding into counters without zeroing them.
 
 use super::HistogramTier;
-use super::occupancy::{cluster_launch_config, prepared_function, tile_sort_threads};
+use super::occupancy::{prepared_function, tile_sort_threads};
 use super::plan::*;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::gpu::cluster_attribute;
-use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
+use crate::gpu::launch_in_clusters;
+use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use kernels::histogram::bucketed::{self, SCATTER_THREADS};
 use kernels::histogram::sorted;
@@ -375,15 +375,10 @@ pub fn launch_into(
                 (&mut per_block as *mut u32).cast(),
                 (&mut aggregate as *mut u32).cast(),
             ];
-            let mut attr = cluster_attribute(plan.cluster_size());
-            let config = cluster_launch_config(plan, stream, &mut attr);
             // SAFETY: kernel contract: the parameters match histogram_cluster_*'s signature, the
             // grid is a multiple of the cluster size, cluster_size * bins_per_block >= bins, and
             // the dynamic shared memory is bins_per_block * 4 bytes.
-            unsafe {
-                sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut())
-                    .result()?
-            };
+            unsafe { launch_in_clusters(&func, plan.launch_config(), stream, plan.cluster_size(), &mut params) }?;
         }
     }
     Ok(())

@@ -5,9 +5,9 @@
 use super::plan::*;
 use super::{HistogramLimits, HistogramTier};
 use crate::error::{Error, Result, format_bytes};
-use crate::gpu::{Gpu, cluster_attribute};
+use crate::gpu::{Gpu, cluster_attribute, launch_config_ex};
+use cudarc::driver::CudaFunction;
 use cudarc::driver::sys::{self, CUfunction_attribute as FnAttr};
-use cudarc::driver::{CudaFunction, CudaStream};
 use kernels::histogram::InputType;
 use kernels::histogram::bucketed::{self, KERNEL_BUCKET_BINS, SCATTER_THREADS};
 use kernels::histogram::shared_bytes;
@@ -90,7 +90,7 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
     if plan.tier == HistogramTier::Cluster {
         let func = prepared_function(gpu, &plan, element)?;
         let mut attr = cluster_attribute(plan.cluster_size);
-        let config = cluster_launch_config(&plan, gpu.stream(), &mut attr);
+        let config = launch_config_ex(plan.launch_config(), gpu.stream(), &mut attr);
         let mut clusters = 0;
         // SAFETY: valid function and configuration; writes one int.
         unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, func.cu_function(), &config).result()? };
@@ -128,18 +128,4 @@ pub(super) fn prepared_function(gpu: &Gpu, plan: &HistogramPlan, input: InputTyp
         func.set_attribute(FnAttr::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
     }
     Ok(func)
-}
-
-/// The plan as a `cuLaunchKernelEx` configuration carrying `cluster` (which must outlive it).
-pub(super) fn cluster_launch_config(
-    plan: &HistogramPlan,
-    stream: &CudaStream,
-    cluster: &mut sys::CUlaunchAttribute,
-) -> sys::CUlaunchConfig {
-    let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (plan.blocks, 1, 1),
-        block_dim: (plan.threads_per_block, 1, 1),
-        shared_mem_bytes: plan.shared_bytes,
-    };
-    crate::gpu::launch_config_ex(cfg, stream, cluster)
 }

@@ -160,17 +160,13 @@ fn cluster_product(
         (&mut n as *mut u32).cast(),
         (&mut k_chunk as *mut u32).cast(),
     ];
-    let mut cluster = crate::gpu::cluster_attribute(plan.cluster_blocks());
-    let config = crate::gpu::launch_config_ex(cfg, gpu.stream(), &mut cluster);
     // SAFETY: the kernel contract (kernels::matmul::wgmma, the `_cluster` kernels): the
     // parameters match its signature; the maps describe A' and B' as the plan laid them out; C'
     // holds m*n f32; the grid is a block per work item (tiles x splits) in clusters of the
     // plan's splits, which the plan keeps within MAX_CLUSTER_SPLITS; k_chunk is the plan's, a
     // multiple of the kernel's stage; the dynamic shared memory is the planner's, allowed when
     // the plan was made.
-    unsafe {
-        sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()).result()?
-    };
+    unsafe { crate::gpu::launch_in_clusters(function, cfg, gpu.stream(), plan.cluster_blocks(), &mut params) }?;
     Ok(())
 }
 

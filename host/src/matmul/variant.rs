@@ -274,25 +274,20 @@ impl MatmulVariant {
         )
     }
 
-    /// Whether the variant's kernels add the partial products of a split of `k` themselves (the
-    /// last work item of each tile, in split order) rather than through `matmul_split_k_reduce`:
-    /// the tensor-core kernels (the decode kernels' tiles are their strips of columns).
+    /// Whether the variant's kernels add the partial products of a split of `k` themselves (in
+    /// split order: each tile's last work item, or the blocks of the tile's cluster for the
+    /// `_cluster` kernels; a decode kernel's tiles are its strips of columns) rather than through
+    /// `matmul_split_k_reduce`: every tensor-core variant that takes a split.
     ///
     /// ```
     /// use hopper_kernels::matmul::MatmulVariant;
     /// assert!(MatmulVariant::WgmmaBf16.adds_its_splits() && MatmulVariant::WgmmaTf32.adds_its_splits());
     /// assert!(MatmulVariant::DecodeBf16.adds_its_splits() && !MatmulVariant::Sgemm.adds_its_splits());
+    /// // wgmma_tf32x3 runs its product unsplit.
+    /// assert!(!MatmulVariant::WgmmaTf32x3.adds_its_splits());
     /// ```
     pub fn adds_its_splits(self) -> bool {
-        matches!(
-            self,
-            Self::WgmmaBf16
-                | Self::WgmmaF16
-                | Self::WgmmaTf32
-                | Self::WgmmaTf32Transposed
-                | Self::DecodeBf16
-                | Self::DecodeF16
-        )
+        self.needs_tensor_cores() && self.splits_k()
     }
 
     /// The multiple of columns of `k` a split's range must be (all but the last): the
