@@ -191,8 +191,13 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         if !v.supports(shape) {
             continue;
         }
-        let widths: &[Option<TileWidth>] =
-            if TWO_WIDTHS.contains(&v) { &[Some(TileWidth::N256), Some(TileWidth::N128)] } else { &[None] };
+        let widths: &[Option<TileWidth>] = if v == MatmulVariant::WgmmaTf32 {
+            &[Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N16)]
+        } else if TWO_WIDTHS.contains(&v) {
+            &[Some(TileWidth::N256), Some(TileWidth::N128)]
+        } else {
+            &[None]
+        };
         for &tile in widths {
             let options = PlanOptions { tile, ..PlanOptions::default() };
             plans.push(matmul::plan_gemm(gpu, v, shape, options).unwrap());
@@ -288,6 +293,45 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
     for plan in tensor_core_plans(&gpu, shape) {
+        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+    }
+}
+
+/// `wgmma_tf32` on its 16-row tiles (`wgmma_tf32_n16`), unsplit and with `k` forced into about
+/// 2, 3 and 7 ranges of whole stages where `k` holds them.
+fn tf32_n16_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let variant = MatmulVariant::WgmmaTf32;
+    let mut splits = vec![SplitK::none(shape.k)];
+    splits.extend([2, 3, 7].map(|w| SplitK::about_in(shape.k, w, 1, variant.split_granule())).into_iter().filter(|s| s.splits > 1));
+    splits.dedup();
+    splits
+        .into_iter()
+        .map(|split| {
+            let options = PlanOptions { split: Some(split), tile: Some(TileWidth::N16), ..PlanOptions::default() };
+            let plan = matmul::plan_gemm(gpu, variant, shape, options).unwrap();
+            assert_eq!(plan.kernel_plan().kernel(), "wgmma_tf32_n16", "{plan}");
+            plan
+        })
+        .collect()
+}
+
+/// `wgmma_tf32_n16` on `m` of 1, 2, 7, 15 and 16 (and, asked for, 17 and 40: several tiles of
+/// 16 rows) times `(k, n)` from one element to a weight matrix, ragged against its 32-deep
+/// stages and 128-column tiles, split or not: against the float64 product under TF32's bound,
+/// and every plan rerun bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tf32_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = hopper_gpu("wgmma_tf32_n16");
+    for m in [1, 2, 7, 15, 16, 17, 40] {
+        for (k, n) in [(1, 1), (33, 129), (300, 257), (2048, 1000), (4096, 4096)] {
+            assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), tf32_n16_plans);
+        }
+    }
+    let shape = MatmulShape::new(16, 3000, 520).unwrap();
+    let (a, b) = (random_matrix(&mut rng, 16 * 3000), random_matrix(&mut rng, 3000 * 520));
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    for plan in tf32_n16_plans(&gpu, shape) {
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
 }

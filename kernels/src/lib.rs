@@ -181,6 +181,7 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[13],
     matmul::wgmma::KERNEL_NAMES[14],
     matmul::wgmma::KERNEL_NAMES[15],
+    matmul::wgmma::KERNEL_NAMES[16],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -203,6 +204,7 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[7],
     matmul::wgmma::MAX_THREADS[8],
     matmul::wgmma::MAX_THREADS[9],
+    matmul::wgmma::MAX_THREADS[10],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -229,6 +231,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[13],
     matmul::wgmma::CHECKED_MAX_THREADS[14],
     matmul::wgmma::CHECKED_MAX_THREADS[15],
+    matmul::wgmma::CHECKED_MAX_THREADS[16],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -292,9 +295,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 16
-        && matmul::wgmma::MAX_THREADS.len() == 10
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 16
+    matmul::wgmma::KERNEL_NAMES.len() == 17
+        && matmul::wgmma::MAX_THREADS.len() == 11
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 17
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

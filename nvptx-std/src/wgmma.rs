@@ -230,6 +230,14 @@ macro_rules! with_accumulator_indices_64 {
     };
 }
 
+/// Accumulator register indices 1..8, for `n = 16` (as [`with_accumulator_indices`]).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! with_accumulator_indices_8 {
+    ($mac:ident ! ($($args:tt)*)) => {
+        $mac!($($args)*; 1 2 3 4 5 6 7)
+    };
+}
+
 /// One `wgmma.mma_async` with both operands in shared memory and the accumulators in and out
 /// (128 for `n = 256`, 64 for `n = 128`: the index list says which): `$head` is the
 /// instruction, `$tail` its immediate operands after `scale-d`.
@@ -513,6 +521,111 @@ pub unsafe fn mma_m64n128k8_f32_tf32(acc: &mut [f32; 64], a: u64, b: u64, scale_
     };
 }
 
+/// `wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {d0..d7}, {a0, a1, a2, a3}, b, p, 1, 1;`:
+/// as [`mma_m64n256k8_f32_tf32_a_regs`] with an 8 x 16 `B` (K-major, descriptor `b`) into a
+/// 64 x 16 tile of accumulators (the first 8 registers of [`accumulator_position`]'s layout):
+/// the instruction of a product whose `n` (on `C^T`: `C`'s rows) is at most 16.
+///
+/// # Safety
+/// As for [`mma_m64n256k8_f32_tf32_a_regs`]; `acc` is read only after a [`wait_group_n16`]
+/// covers this instruction.
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n16k8_f32_tf32_a_regs(&mut acc, a_fragment, b_desc, 1) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n16k8_f32_tf32_a_regs(acc: &mut [f32; 8], a: [u32; 4], b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptor and the ordering.
+    unsafe {
+        with_accumulator_indices_8!(mma_a_regs!(
+            "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
+            "1, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {d0..d7}, a, b, p, 1, 1;`:
+/// [`mma_m64n256k8_f32_tf32`] with an 8 x 16 `B` (K-major, descriptor `b`) into a 64 x 16 tile
+/// of accumulators.
+///
+/// # Safety
+/// As for [`mma_m64n16k8_f32_tf32_a_regs`], with `A` in shared memory (descriptor `a`).
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n16k8_f32_tf32(&mut acc, a_desc, b_desc, 1) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n16k8_f32_tf32(acc: &mut [f32; 8], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices_8!(mma_ss!(
+            "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
+            "1, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, a, b, p, 1, 1, 0, 1;`:
+/// [`mma_m64n256k16_f32_bf16_b_n_major`] with a 16 x 16 `B` (N-major, descriptor `b`) into a
+/// 64 x 16 tile of accumulators.
+///
+/// # Safety
+/// As for [`mma_m64n16k8_f32_tf32`].
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n16k16_f32_bf16_b_n_major(acc: &mut [f32; 8], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices_8!(mma_ss!(
+            "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16",
+            "1, 1, 0, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+/// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, a, b, p, 1, 1, 0, 1;`:
+/// [`mma_m64n16k16_f32_bf16_b_n_major`] with F16 (IEEE half) inputs.
+///
+/// # Safety
+/// As for [`mma_m64n16k8_f32_tf32`].
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_f16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n16k16_f32_f16_b_n_major(acc: &mut [f32; 8], a: u64, b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+    unsafe {
+        with_accumulator_indices_8!(mma_ss!(
+            "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16",
+            "1, 1, 0, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
 /// The `(row, column)` of the 64 x 8 TF32 `A` fragment's first register in warpgroup thread
 /// `thread`: each warp holds 16 rows; the other registers are 8 rows and 4 columns further.
 ///
@@ -557,8 +670,21 @@ pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
     unsafe { with_accumulator_indices_64!(wait_with_accumulators!(N, acc)) };
 }
 
+/// [`wait_group`] for the 8 accumulators of an `n = 16` instruction
+/// ([`mma_m64n16k8_f32_tf32_a_regs`]).
+///
+/// ```ignore
+/// nvptx_std::wgmma::wait_group_n16::<1>(&mut acc); // at most one group still in flight
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn wait_group_n16<const N: u32>(acc: &mut [f32; 8]) {
+    // SAFETY: a wait; the accumulators are only passed through.
+    unsafe { with_accumulator_indices_8!(wait_with_accumulators!(N, acc)) };
+}
+
 /// One warpgroup's `f32` accumulators of an `m64nN` instruction: `[f32; 128]` for `n = 256`,
-/// `[f32; 64]` for `n = 128`, with the instructions of that width as methods, so that one
+/// `[f32; 64]` for `n = 128`, `[f32; 8]` for `n = 16`, with the instructions of that width as methods, so that one
 /// kernel body serves both tile widths.
 ///
 /// ```ignore
@@ -724,6 +850,18 @@ impl_accumulators!(
     mma_m64n128k16_f32_f16_b_n_major,
     wait_group_n128,
     with_accumulator_indices_64
+);
+
+#[cfg(target_arch = "nvptx64")]
+impl_accumulators!(
+    8,
+    16,
+    mma_m64n16k8_f32_tf32_a_regs,
+    mma_m64n16k8_f32_tf32,
+    mma_m64n16k16_f32_bf16_b_n_major,
+    mma_m64n16k16_f32_f16_b_n_major,
+    wait_group_n16,
+    with_accumulator_indices_8
 );
 
 #[cfg(test)]

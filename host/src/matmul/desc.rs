@@ -314,8 +314,8 @@ pub struct GemmDesc {
     /// planner's choices; the tensor-core tile kernels take ranges of whole stages,
     /// [`MatmulVariant::split_granule`]); `None`: the planner's.
     pub split_k: Option<SplitK>,
-    /// The tile width of the tensor-core kernels that come in two, instead of the planner's
-    /// choice (for measuring it); `None`: the planner's.
+    /// The tile width of the tensor-core kernels that come in several, instead of the planner's
+    /// choice (for measuring it; `n16` is `wgmma_tf32`'s only); `None`: the planner's.
     pub tile: Option<TileWidth>,
 }
 

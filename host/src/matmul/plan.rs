@@ -64,7 +64,9 @@
 //!   planner estimates both as above, each with its best split, a stage of the narrow tile
 //!   costing [`WGMMA_N128_STAGE_COST`] of the wide one's, and takes the cheaper (the wide one on
 //!   a tie): twice the tiles fill the SMs where the wide tiles leave most of them idle (1024^3:
-//!   32 tiles of 128 x 256 on 132 SMs, 64 of 128 x 128), without a split's partial sums.
+//!   32 tiles of 128 x 256 on 132 SMs, 64 of 128 x 128), without a split's partial sums. For
+//!   `m <= 16`, `wgmma_tf32` has a third, `wgmma_tf32_n16`'s 16 x 128 tiles
+//!   ([`WGMMA_N16_STAGE_COST`]).
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
@@ -405,6 +407,49 @@ pub const WGMMA_SPLIT_GAIN: f64 = 0.8;
 /// # Ok(()) }
 /// ```
 pub const WGMMA_N128_STAGE_COST: f64 = 0.57;
+/// A stage of `wgmma_tf32_n16`'s 16 x 128 tile in stages of the 128 x 256 tile: where it runs
+/// (`m <= 16`) the time is the time to read the stage's bytes, 18 KiB against the wide
+/// stage's 48 KiB.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::{WGMMA_N128_STAGE_COST, WGMMA_N16_STAGE_COST};
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// assert!(WGMMA_N16_STAGE_COST < WGMMA_N128_STAGE_COST);
+/// // m = 16: the tiles of 16 rows, as many as the 128-row tiles but a seventh of their bytes.
+/// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(16, 4096, 4096)?, MatmulDevice::H200)?;
+/// assert_eq!(p.kernel(), "wgmma_tf32_n16");
+/// // m = 17 does not fit them.
+/// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(17, 4096, 4096)?, MatmulDevice::H200)?;
+/// assert_eq!(p.kernel(), "wgmma_tf32_n128");
+/// # Ok(()) }
+/// ```
+pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
+
+/// Fewest rows of `A` for which `medium` takes `wgmma_tf32_n16` over `few_rows` (with
+/// [`TF32_N16_MIN_B_ELEMENTS`]). Measured on the H200 against `few_rows` (same process, ms, `k x
+/// n` of 4096 x 4096, 4096 x 14336, 14336 x 4096, 8192 x 28672): `m = 1` 0.023, 0.064, 0.065,
+/// 0.233 against 0.023, 0.061, 0.062, 0.219 (`few_rows` streams `B` at the memory's pace); `m =
+/// 4` 0.024, 0.065, 0.064 against 0.027, 0.067, 0.070; `m = 16` 0.024, 0.064, 0.065 against
+/// 0.035, 0.079, 0.080, where `few_rows`' FMAs per element of `B` slow it. (At 8192 x 28672 the
+/// unsplit 224 tiles on 132 SMs took 0.250 at `m = 4` against 0.236: [`streaming_split`] now
+/// splits them.)
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PrecisionPolicy, plan::{plan_with, PlanOptions}};
+/// let medium = PlanOptions { policy: PrecisionPolicy::Medium, ..PlanOptions::default() };
+/// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(16, 4096, 14336)?, MatmulDevice::H200, medium)?;
+/// assert_eq!(p.kernel(), "wgmma_tf32_n16");
+/// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(1, 4096, 14336)?, MatmulDevice::H200, medium)?;
+/// assert_eq!(p.kernel(), "matmul_few_rows_1");
+/// # Ok(()) }
+/// ```
+pub const TF32_N16_MIN_M: u32 = 4;
+/// Fewest elements of `B` for which `medium` takes `wgmma_tf32_n16` (with [`TF32_N16_MIN_M`]):
+/// the smallest measured, 4096 x 4096; below it the launch's fixed costs (tensor maps, a pipeline
+/// per work item) are unmeasured against `few_rows`.
+pub const TF32_N16_MIN_B_ELEMENTS: u64 = 1 << 24;
 
 /// The tile width of the tensor-core kernels that come in two ([`plan_with`] takes the cheaper
 /// by its estimate unless [`PlanOptions::tile`] names one).
@@ -420,11 +465,14 @@ pub enum TileWidth {
     N256,
     /// The instruction's `n = 128`: tiles of 128 x 128 (the `_n128` kernels).
     N128,
+    /// The instruction's `n = 16`: `wgmma_tf32_n16`'s tiles of 16 x 128 of `C`, for `m <= 16`
+    /// (TF32 only; the planner considers it only there).
+    N16,
 }
 
 impl TileWidth {
-    /// Both widths, wide first.
-    pub const ALL: [Self; 2] = [Self::N256, Self::N128];
+    /// Every width, widest first.
+    pub const ALL: [Self; 3] = [Self::N256, Self::N128, Self::N16];
 
     /// The width's name as the command line takes it.
     ///
@@ -436,10 +484,25 @@ impl TileWidth {
         match self {
             Self::N256 => "n256",
             Self::N128 => "n128",
+            Self::N16 => "n16",
         }
     }
 
-    /// The width named `name` (`n256`, `n128`).
+    /// The `n` of the width's `wgmma` instruction.
+    ///
+    /// ```
+    /// use hopper_kernels::matmul::plan::TileWidth;
+    /// assert_eq!(TileWidth::ALL.map(TileWidth::instruction_n), [256, 128, 16]);
+    /// ```
+    pub fn instruction_n(self) -> u32 {
+        match self {
+            Self::N256 => 256,
+            Self::N128 => 128,
+            Self::N16 => 16,
+        }
+    }
+
+    /// The width named `name` (`n256`, `n128`, `n16`).
     ///
     /// ```
     /// use hopper_kernels::matmul::plan::TileWidth;
@@ -957,8 +1020,20 @@ pub struct PlanOptions {
     /// A split of `k` instead of the planner's, for the kernels that take one (tests use it to
     /// run every configuration on every shape); checked against `k`.
     pub split: Option<SplitK>,
-    /// The tile width of the tensor-core kernels that come in two, instead of the planner's
-    /// choice (ignored by every other kernel).
+    /// The tile width of the tensor-core kernels that come in several, instead of the planner's
+    /// choice (ignored by every other kernel; `n16` only for `wgmma_tf32`, an error for the
+    /// others).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, TileWidth, plan::{plan_with, PlanOptions}};
+    /// let n16 = PlanOptions { tile: Some(TileWidth::N16), ..PlanOptions::default() };
+    /// let shape = MatmulShape::new(40, 4096, 4096)?;
+    /// assert_eq!(plan_with(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200, n16)?.kernel(), "wgmma_tf32_n16");
+    /// let err = plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, n16).unwrap_err();
+    /// assert!(err.to_string().contains("wgmma_bf16 has no n16 tiles"), "{err}");
+    /// # Ok(()) }
+    /// ```
     pub tile: Option<TileWidth>,
 }
 
@@ -1071,6 +1146,16 @@ pub fn plan_with(
         | MatmulVariant::WgmmaF16
         | MatmulVariant::WgmmaTf32
         | MatmulVariant::WgmmaTf32Transposed => {
+            if let Some(w) = options.tile {
+                let family = wgmma_tiles::with_tile(kernel, 256).is_some();
+                if family && wgmma_tiles::with_tile(kernel, w.instruction_n()).is_none() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{} has no {} tiles (n16: wgmma_tf32's only); ask for n256 or n128",
+                        variant.name(),
+                        w.name()
+                    )));
+                }
+            }
             let (chosen, s, why) = wgmma_tile_and_split(shape, device, variant, kernel, split, options.tile);
             kernel = chosen;
             let granule = variant.split_granule();
@@ -1215,15 +1300,26 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
     // `wgmma_tf32_promoted` tiles `C^T`: BLOCK_M of `n` by PROMOTED_BLOCK_ROWS of `m`.
     let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
+    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    if kernel == MatmulVariant::WgmmaTf32
+        && device.tensor_cores
+        && (TF32_N16_MIN_M as usize..=wgmma_tiles::N16_BLOCK_ROWS as usize).contains(&shape.m)
+        && shape.k as u128 * shape.n as u128 >= TF32_N16_MIN_B_ELEMENTS as u128
+    {
+        let why = format!(
+            "{policy}: m = {} of {TF32_N16_MIN_M}-{} and B of {} elements: B streamed through the TMA into TF32 tensor cores",
+            shape.m,
+            wgmma_tiles::N16_BLOCK_ROWS,
+            shape.k as u128 * shape.n as u128
+        );
+        return (kernel, why);
+    }
     let why_not = if kernel == MatmulVariant::WgmmaTf32 {
         // One TF32 pass: the CUDA cores wherever they beat it.
         match one_pass_cuda_core_reason(shape, device) {
             Some(why) => why,
             None => {
-                let why = format!(
-                    "{policy}: {} multiply-adds on tensor cores: {arithmetic}",
-                    shape.m as u128 * shape.k as u128 * shape.n as u128
-                );
+                let why = format!("{policy}: {macs} multiply-adds on tensor cores: {arithmetic}");
                 return (kernel, why);
             }
         }
@@ -1333,7 +1429,11 @@ fn wgmma_tile_and_split(
     let widths = tile.map_or(TileWidth::ALL.to_vec(), |w| vec![w]);
     let mut choices: Vec<(&'static str, SplitK, String, f64)> = Vec::new();
     for w in widths {
-        let Some(k) = wgmma_tiles::with_tile(kernel, w == TileWidth::N128) else { continue };
+        // The 16-row tile only where m fits it, unless asked for: above, its tiles multiply.
+        if tile.is_none() && w == TileWidth::N16 && shape.m > wgmma_tiles::N16_BLOCK_ROWS as usize {
+            continue;
+        }
+        let Some(k) = wgmma_tiles::with_tile(kernel, w.instruction_n()) else { continue };
         let (s, why, estimate) = match forced {
             Some(s) => {
                 let per = s.k_chunk.div_ceil(variant.split_granule()).max(1) as u64;
@@ -1354,18 +1454,20 @@ fn wgmma_tile_and_split(
     // The cheaper estimate; the wide tile (listed first) on a tie.
     let best = (0..choices.len()).fold(0, |best, i| if choices[i].3 < choices[best].3 { i } else { best });
     let (chosen, s, why, estimate) = choices[best].clone();
-    let tile_why = match (tile, choices.len()) {
-        (Some(w), _) => format!("{} tiles requested", w.name()),
-        (None, 2) => {
-            let other = &choices[1 - best];
+    let tile_why = match tile {
+        Some(w) => format!("{} tiles requested", w.name()),
+        None if choices.len() > 1 => {
             let (r, c) = super::wgmma::tile_of(chosen);
-            let (or, oc) = super::wgmma::tile_of(other.0);
-            format!(
-                "tiles of {r}x{c}: an estimated {estimate:.1} stages of a 128x256 block against {:.1} for {or}x{oc}",
-                other.3
-            )
+            let others: Vec<String> = (0..choices.len())
+                .filter(|&i| i != best)
+                .map(|i| {
+                    let (or, oc) = super::wgmma::tile_of(choices[i].0);
+                    format!("{:.1} for {or}x{oc}", choices[i].3)
+                })
+                .collect();
+            format!("tiles of {r}x{c}: an estimated {estimate:.1} stages of a 128x256 block against {}", others.join(", "))
         }
-        _ => String::new(),
+        None => String::new(),
     };
     let why = if tile_why.is_empty() { why } else { format!("{tile_why}; {why}") };
     (chosen, s, why)
@@ -1393,7 +1495,13 @@ fn wgmma_estimate(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     let sm = device.sm_count.max(1);
     let tiles = super::wgmma::tiles(shape, kernel);
     let (rows, cols) = super::wgmma::tile_of(kernel);
-    let stage_cost = if rows as u64 * cols as u64 <= 128 * 128 { WGMMA_N128_STAGE_COST } else { 1.0 };
+    let stage_cost = if kernel == wgmma_tiles::KERNEL_TF32_N16 {
+        WGMMA_N16_STAGE_COST
+    } else if rows as u64 * cols as u64 <= 128 * 128 {
+        WGMMA_N128_STAGE_COST
+    } else {
+        1.0
+    };
     let values = shape.m as f64 * shape.n as f64;
     // Saturating: a forced split is estimated before the launch plan refuses too many items.
     let waves = tiles.saturating_mul(splits).div_ceil(sm.max(1) as u64) as f64;
@@ -1426,6 +1534,11 @@ fn wgmma_split(
     let tile_text = format!("{} of {rows}x{cols}", count(tiles, "tile"));
     let cost = |splits: u64, per: u64| wgmma_estimate(shape, device, kernel, splits, per);
     let unsplit = cost(1, stages);
+    if kernel == wgmma_tiles::KERNEL_TF32_N16 {
+        let (s, why) = streaming_split(shape.k, tiles, stages, sm, granule);
+        let why = format!("{tile_text} on {sm} SMs: {why}");
+        return (s, why, cost(s.splits as u64, (s.k_chunk / granule) as u64));
+    }
     if tiles >= sm as u64 {
         return (SplitK::none(shape.k), format!("{tile_text} give each of {sm} SMs a block: no split of k"), unsplit);
     }
@@ -1477,6 +1590,50 @@ fn wgmma_split(
         }
     }
 }
+
+/// The split of `k` of a kernel that streams its operand (`wgmma_tf32_n16`), in whole stages of
+/// `granule`: each SM reads its work items at its own pace, so the time goes with the most work
+/// items any SM takes, `ceil(tiles * s / sm) / s` of the unsplit time, whether the tiles leave SMs
+/// idle (32 tiles: 4 splits) or fill a wave and a fraction (224 tiles on 132 SMs: 2 waves unsplit,
+/// 12 waves of a seventh in 7 splits). The partial sums are `16 x n` per split against `k x n` of
+/// the operand, so the fewest splits within [`STREAMING_SPLIT_SLACK`] of the least are taken, up
+/// to [`STREAMING_MAX_SPLITS`], each of at least [`WGMMA_MIN_CHUNK_STAGES`] stages.
+fn streaming_split(k: usize, tiles: u64, stages: u64, sm: u32, granule: u32) -> (SplitK, String) {
+    let sm = sm.max(1) as u64;
+    let depth = |s: u64| (tiles * s).div_ceil(sm) as f64 / s as f64;
+    let most = stages.div_ceil(WGMMA_MIN_CHUNK_STAGES as u64).clamp(1, STREAMING_MAX_SPLITS);
+    let least = (1..=most).map(depth).fold(f64::INFINITY, f64::min);
+    let wanted = (1..=most).find(|&s| depth(s) <= STREAMING_SPLIT_SLACK * least).unwrap_or(1);
+    let per = stages.div_ceil(wanted);
+    let splits = stages.div_ceil(per);
+    if splits < 2 {
+        return (SplitK::none(k), "one work item per tile: no split of k".into());
+    }
+    let s = SplitK { splits: splits as u32, k_chunk: (per * granule as u64) as u32 };
+    let why = format!(
+        "{} splits of k ({per} stages of {granule}): the busiest SM reads {:.2} tiles' worth, against {:.2} unsplit",
+        s.splits,
+        depth(splits),
+        depth(1)
+    );
+    (s, why)
+}
+
+/// The most splits [`streaming_split`] takes.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::STREAMING_MAX_SPLITS;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // 224 tiles of 16 x 128 on 132 SMs: 2 waves unsplit, 12 of a seventh in 7 splits.
+/// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(16, 8192, 28672)?, MatmulDevice::H200)?;
+/// assert_eq!((p.kernel(), p.split().map(|s| s.splits)), ("wgmma_tf32_n16", Some(7)));
+/// assert!(7 <= STREAMING_MAX_SPLITS);
+/// # Ok(()) }
+/// ```
+pub const STREAMING_MAX_SPLITS: u64 = 8;
+/// [`streaming_split`] takes the fewest splits whose depth is within this factor of the least.
+pub const STREAMING_SPLIT_SLACK: f64 = 1.02;
 
 /// A register-tiled kernel's bounds on its split of `k`.
 struct SplitRule {
@@ -1819,7 +1976,7 @@ mod tests {
                 // The variant's kernel, or its sibling of the other tile width.
                 let named = v.kernel().unwrap();
                 assert_eq!(p.variant, v);
-                assert!(p.kernel == named || wgmma_tiles::with_tile(named, true) == Some(p.kernel), "{p}");
+                assert!(p.kernel == named || wgmma_tiles::with_tile(named, 128) == Some(p.kernel), "{p}");
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
                 assert!(p.unwrap_err().to_string().contains("at most 16"));

@@ -109,6 +109,10 @@ pub const KERNEL_F16_N128_ROWS: &str = "wgmma_f16_n128_rows";
 /// PTX symbol of `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, `A` in boxes
 /// of 128 rows).
 pub const KERNEL_TF32_N128: &str = "wgmma_tf32_n128";
+/// PTX symbol of `wgmma_tf32` on tiles of [`N16_BLOCK_ROWS`] rows x 128 columns of `C`
+/// (`m64n16k8` on `C^T`, [`N16_STAGES`] stages): `m <= 16`, where the time is the time to read
+/// `B` and the wider tiles' rows would be padding.
+pub const KERNEL_TF32_N16: &str = "wgmma_tf32_n16";
 /// PTX symbol of `wgmma_bf16` for a split of `k` launched in clusters: a cluster's blocks are one
 /// tile's splits, and add their partial products through each other's shared memory, with no
 /// workspace and no counters (`cluster_sum` in the source).
@@ -152,6 +156,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_BF16_N128_ROWS,
     KERNEL_F16_N128_ROWS,
     KERNEL_TF32_N128,
+    KERNEL_TF32_N16,
     KERNEL_BF16_CLUSTER,
     KERNEL_F16_CLUSTER,
     KERNEL_BF16_N128_CLUSTER,
@@ -194,25 +199,34 @@ pub const fn rows_kernel(kernel: &'static str) -> &'static str {
     }
 }
 
-/// The kernel of the same family and operands as `kernel` on tiles `n128` (128 columns, or for
-/// the TF32 kernels 128 rows of `C`) or 256 wide; `None` for a kernel with one tile shape.
+/// The kernel of the same family and operands as `kernel` whose instruction is `m64n{n}`:
+/// tiles 256 (`n = 256`) or 128 wide (`n = 128`), or for the TF32 kernels, which tile `C^T`,
+/// of 256, 128 or 16 ([`KERNEL_TF32_N16`]) rows of `C`; `None` where the family has no such
+/// kernel.
 ///
 /// ```
-/// use kernels::matmul::wgmma::{with_tile, KERNEL_BF16, KERNEL_BF16_N128, KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED};
-/// assert_eq!(with_tile(KERNEL_BF16, true), Some(KERNEL_BF16_N128));
-/// assert_eq!(with_tile(KERNEL_TF32_N128, false), Some(KERNEL_TF32));
-/// assert_eq!(with_tile(KERNEL_TF32_PROMOTED, true), None);
+/// use kernels::matmul::wgmma::{with_tile, KERNEL_BF16, KERNEL_BF16_N128, KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_N16, KERNEL_TF32_PROMOTED};
+/// assert_eq!(with_tile(KERNEL_BF16, 128), Some(KERNEL_BF16_N128));
+/// assert_eq!(with_tile(KERNEL_TF32_N128, 256), Some(KERNEL_TF32));
+/// assert_eq!(with_tile(KERNEL_TF32, 16), Some(KERNEL_TF32_N16));
+/// assert_eq!(with_tile(KERNEL_BF16, 16), None);
+/// assert_eq!(with_tile(KERNEL_TF32_PROMOTED, 128), None);
 /// ```
-pub const fn with_tile(kernel: &str, n128: bool) -> Option<&'static str> {
-    let (wide, narrow) = match kernel.as_bytes() {
-        b"wgmma_bf16" | b"wgmma_bf16_n128" => (KERNEL_BF16, KERNEL_BF16_N128),
-        b"wgmma_f16" | b"wgmma_f16_n128" => (KERNEL_F16, KERNEL_F16_N128),
-        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" => (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS),
-        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" => (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS),
-        b"wgmma_tf32" | b"wgmma_tf32_n128" => (KERNEL_TF32, KERNEL_TF32_N128),
+pub const fn with_tile(kernel: &str, n: u32) -> Option<&'static str> {
+    let (wide, narrow, n16) = match kernel.as_bytes() {
+        b"wgmma_bf16" | b"wgmma_bf16_n128" => (KERNEL_BF16, KERNEL_BF16_N128, None),
+        b"wgmma_f16" | b"wgmma_f16_n128" => (KERNEL_F16, KERNEL_F16_N128, None),
+        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" => (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS, None),
+        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" => (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS, None),
+        b"wgmma_tf32" | b"wgmma_tf32_n128" | b"wgmma_tf32_n16" => (KERNEL_TF32, KERNEL_TF32_N128, Some(KERNEL_TF32_N16)),
         _ => return None,
     };
-    Some(if n128 { narrow } else { wide })
+    match n {
+        256 => Some(wide),
+        128 => Some(narrow),
+        16 => n16,
+        _ => None,
+    }
 }
 /// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
@@ -236,6 +250,7 @@ pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32, TF32_THREADS),
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
+    (KERNEL_TF32_N16, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
     (KERNEL_F16_ROWS, THREADS),
     (KERNEL_BF16_CLUSTER, THREADS),
@@ -260,6 +275,7 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_BF16_N128_ROWS, THREADS),
     (KERNEL_F16_N128_ROWS, THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
+    (KERNEL_TF32_N16, TF32_THREADS),
     (KERNEL_BF16_CLUSTER, THREADS),
     (KERNEL_F16_CLUSTER, THREADS),
     (KERNEL_BF16_N128_CLUSTER, THREADS),
@@ -359,6 +375,26 @@ pub const PROMOTED_STAGE_BYTES: u32 = (BLOCK_M + PROMOTED_BLOCK_ROWS) * BLOCK_K_
 /// align the ring to the swizzle pattern.
 pub const PROMOTED_DYNAMIC_SHARED_BYTES: u32 =
     PROMOTED_STAGES * PROMOTED_STAGE_BYTES + 2 * PROMOTED_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
+
+/// Rows of `C` per block tile of [`KERNEL_TF32_N16`] (the `n = 16` of its instruction, on
+/// `C^T`); its columns are [`BLOCK_M`], as in `wgmma_tf32`.
+pub const N16_BLOCK_ROWS: u32 = 16;
+/// Stages in the ring of [`KERNEL_TF32_N16`]: its stages (16 KiB of `B`, 2 KiB of `A`) are what
+/// an SM has in flight from the memory, and a deep ring keeps the stream going while the
+/// consumers multiply (10 x 18 KiB of the 227 KiB a block may have).
+pub const N16_STAGES: u32 = 10;
+/// Bytes per stage of [`KERNEL_TF32_N16`]: 32 of `K` of [`BLOCK_M`] columns of `B` and of
+/// [`N16_BLOCK_ROWS`] rows of `A` (a multiple of 1024: every stage starts a swizzle pattern).
+pub const N16_STAGE_BYTES: u32 = (BLOCK_M + N16_BLOCK_ROWS) * BLOCK_K_BYTES;
+const _: () = assert!(N16_STAGE_BYTES.is_multiple_of(1024));
+/// Dynamic shared memory of [`KERNEL_TF32_N16`]: the ring, its barriers, the split's flag and
+/// 1024 bytes to align the ring to the swizzle pattern.
+///
+/// ```
+/// use kernels::matmul::wgmma::N16_DYNAMIC_SHARED_BYTES;
+/// assert!(N16_DYNAMIC_SHARED_BYTES <= 227 * 1024);
+/// ```
+pub const N16_DYNAMIC_SHARED_BYTES: u32 = N16_STAGES * N16_STAGE_BYTES + 2 * N16_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
 
 /// Block tiles of `wgmma_tf32_promoted` over `C` (`m x n`).
 pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
@@ -1198,6 +1234,10 @@ mod gpu_rs {
             }
         };
         let block_rows = Acc::N;
+        // Registers move from the producer to the consumers only for the wide tiles' 64 or 128
+        // accumulators: the 16-row tile's 8 fit what every thread has at entry, and ptxas
+        // ignores `setmaxnreg` in a kernel it gives fewer registers than that (C7508).
+        let rebalance = Acc::N >= 128;
         let stage_bytes = (BLOCK_M + block_rows) * BLOCK_K_BYTES;
         // SAFETY: the launch gives the dynamic shared memory of STAGES_ stages (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RS_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
@@ -1238,7 +1278,9 @@ mod gpu_rs {
         if warp >= CONSUMERS * 4 {
             // The whole producer warpgroup gives back registers (`.aligned`), then one thread
             // issues the copies.
-            wgmma::set_max_registers_dec::<TF32_PRODUCER_REGISTERS>();
+            if rebalance {
+                wgmma::set_max_registers_dec::<TF32_PRODUCER_REGISTERS>();
+            }
             if tid != CONSUMERS * 128 {
                 return;
             }
@@ -1276,7 +1318,9 @@ mod gpu_rs {
             return;
         }
 
-        wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
+        if rebalance {
+            wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
+        }
         let wg = warp / 4;
         let t = tid % 128;
         let (fr, fc) = wgmma::a_fragment_position(t);
@@ -1542,6 +1586,27 @@ crate::hopper_kernel! {
     ) {
         // SAFETY: the kernel contract is the body's.
         unsafe { gpu_rs::run::<[f32; 64], PROMOTED_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+    }
+
+    /// `wgmma_tf32` on tiles of [`N16_BLOCK_ROWS`] x 128 of `C` (`m64n16k8` on `C^T`,
+    /// [`N16_STAGES`] stages) for `m <= 16`; see [`gpu_rs`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{32, 16}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; the launch gives [`TF32_THREADS`] threads and [`N16_DYNAMIC_SHARED_BYTES`];
+    /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
+    pub unsafe fn wgmma_tf32_n16(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_rs::run::<[f32; 8], N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
     }
 
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
