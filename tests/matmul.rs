@@ -191,10 +191,8 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         if !v.supports(shape) {
             continue;
         }
-        let widths: &[Option<TileWidth>] = if v == MatmulVariant::WgmmaTf32 {
+        let widths: &[Option<TileWidth>] = if TILE_WIDTHS.contains(&v) {
             &[Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N16)]
-        } else if TWO_WIDTHS.contains(&v) {
-            &[Some(TileWidth::N256), Some(TileWidth::N128)]
         } else {
             &[None]
         };
@@ -206,8 +204,9 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     plans
 }
 
-/// The tensor-core variants whose kernels come in two tile widths (128 x 256 and 128 x 128).
-const TWO_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
+/// The tensor-core variants whose kernels come in several tile widths (128 x 256, 128 x 128
+/// and 16 x 128).
+const TILE_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
 
 /// `variant` (`decode_bf16` or `decode_f16`) as planned, unsplit, and split in 2, 3 and 7 (where
 /// `k` allows): every way its output is written (directly, or as partials added by the split-K
@@ -297,41 +296,42 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     }
 }
 
-/// `wgmma_tf32` on its 16-row tiles (`wgmma_tf32_n16`), unsplit and with `k` forced into about
-/// 2, 3 and 7 ranges of whole stages where `k` holds them.
-fn tf32_n16_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    let variant = MatmulVariant::WgmmaTf32;
-    let mut splits = vec![SplitK::none(shape.k)];
-    splits.extend([2, 3, 7].map(|w| SplitK::about_in(shape.k, w, 1, variant.split_granule())).into_iter().filter(|s| s.splits > 1));
-    splits.dedup();
-    splits
-        .into_iter()
-        .map(|split| {
+/// `wgmma_tf32`, `wgmma_bf16` and `wgmma_f16` on their 16-row tiles (the `_n16` kernels),
+/// unsplit and with `k` forced into about 2, 3 and 7 ranges of whole stages where `k` holds them.
+fn n16_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let mut plans = Vec::new();
+    for variant in TILE_WIDTHS {
+        let mut splits = vec![SplitK::none(shape.k)];
+        let granule = variant.split_granule();
+        splits.extend([2, 3, 7].map(|w| SplitK::about_in(shape.k, w, 1, granule)).into_iter().filter(|s| s.splits > 1));
+        splits.dedup();
+        for split in splits {
             let options = PlanOptions { split: Some(split), tile: Some(TileWidth::N16), ..PlanOptions::default() };
             let plan = matmul::plan_gemm(gpu, variant, shape, options).unwrap();
-            assert_eq!(plan.kernel_plan().kernel(), "wgmma_tf32_n16", "{plan}");
-            plan
-        })
-        .collect()
+            assert!(plan.kernel_plan().kernel().ends_with("_n16"), "{plan}");
+            plans.push(plan);
+        }
+    }
+    plans
 }
 
-/// `wgmma_tf32_n16` on `m` of 1, 2, 7, 15 and 16 (and, asked for, 17 and 40: several tiles of
-/// 16 rows) times `(k, n)` from one element to a weight matrix, ragged against its 32-deep
-/// stages and 128-column tiles, split or not: against the float64 product under TF32's bound,
-/// and every plan rerun bitwise equal.
+/// The `_n16` kernels on `m` of 1, 2, 7, 15 and 16 (and, asked for, 17 and 40: several tiles of
+/// 16 rows) times `(k, n)` from one element to a weight matrix, ragged against their 32- and
+/// 64-deep stages and 128-column tiles, split or not: against the float64 product under each
+/// precision's bound, and every plan rerun bitwise equal.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn hopper_tf32_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal() {
-    let (gpu, mut rng) = hopper_gpu("wgmma_tf32_n16");
+fn hopper_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = hopper_gpu("the _n16 kernels");
     for m in [1, 2, 7, 15, 16, 17, 40] {
         for (k, n) in [(1, 1), (33, 129), (300, 257), (2048, 1000), (4096, 4096)] {
-            assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), tf32_n16_plans);
+            assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), n16_plans);
         }
     }
     let shape = MatmulShape::new(16, 3000, 520).unwrap();
     let (a, b) = (random_matrix(&mut rng, 16 * 3000), random_matrix(&mut rng, 3000 * 520));
     let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    for plan in tf32_n16_plans(&gpu, shape) {
+    for plan in n16_plans(&gpu, shape) {
         assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
     }
 }
@@ -352,7 +352,7 @@ fn wgmma_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         // The wide tile with every split count; the narrow one (where the variant has one) with
         // a few, which cover the same epilogues.
         let mut widths = vec![(None, &[2, 3, 7, 256][..])];
-        if TWO_WIDTHS.contains(&variant) {
+        if TILE_WIDTHS.contains(&variant) {
             widths = vec![(Some(TileWidth::N256), &[2, 3, 7, 256][..]), (Some(TileWidth::N128), &[3, 256][..])];
         }
         for (tile, wanted) in widths {

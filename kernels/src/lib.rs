@@ -182,6 +182,8 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[14],
     matmul::wgmma::KERNEL_NAMES[15],
     matmul::wgmma::KERNEL_NAMES[16],
+    matmul::wgmma::KERNEL_NAMES[17],
+    matmul::wgmma::KERNEL_NAMES[18],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -205,6 +207,8 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[8],
     matmul::wgmma::MAX_THREADS[9],
     matmul::wgmma::MAX_THREADS[10],
+    matmul::wgmma::MAX_THREADS[11],
+    matmul::wgmma::MAX_THREADS[12],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -232,6 +236,8 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[14],
     matmul::wgmma::CHECKED_MAX_THREADS[15],
     matmul::wgmma::CHECKED_MAX_THREADS[16],
+    matmul::wgmma::CHECKED_MAX_THREADS[17],
+    matmul::wgmma::CHECKED_MAX_THREADS[18],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -295,9 +301,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 17
-        && matmul::wgmma::MAX_THREADS.len() == 11
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 17
+    matmul::wgmma::KERNEL_NAMES.len() == 19
+        && matmul::wgmma::MAX_THREADS.len() == 13
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 19
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

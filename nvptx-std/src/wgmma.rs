@@ -626,6 +626,102 @@ pub unsafe fn mma_m64n16k16_f32_f16_b_n_major(acc: &mut [f32; 8], a: u64, b: u64
     };
 }
 
+/// One `wgmma.mma_async` wrapper with both operands in shared memory, `A` stored M-major
+/// (transposed by the instruction) and `B` K-major: `$name` for `$len` accumulators, `$head`
+/// the instruction, `$indices` the accumulator index list. (Defined on every target: the
+/// functions it writes are the device's only.)
+macro_rules! mma_a_m_major_fn {
+    ($(#[$doc:meta])* $name:ident, $len:literal, $head:literal, $indices:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+        /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one
+        /// `k`, as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is
+        /// read only after a wait that covers this instruction.
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        pub unsafe fn $name(acc: &mut [f32; $len], a: u64, b: u64, scale_d: u32) {
+            // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+            unsafe { $indices!(mma_ss!($head, "1, 1, 1, 0", acc, a, b, scale_d)) };
+        }
+    };
+}
+
+mma_a_m_major_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {d0..d127}, a, b, p, 1, 1, 1, 0;`:
+    /// `D = A * B + (scale_d != 0 ? D : 0)` with `A` (64 x 16 BF16) M-major and `B` (16 x 256)
+    /// K-major: the product `C^T = B^T A^T` of a row-major `B` and `A`.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n256k16_f32_bf16_a_m_major,
+    128,
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+    with_accumulator_indices
+);
+mma_a_m_major_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {d0..d127}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n256k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n256k16_f32_f16_a_m_major,
+    128,
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
+    with_accumulator_indices
+);
+mma_a_m_major_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {d0..d63}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n256k16_f32_bf16_a_m_major`] with a 16 x 128 `B`.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n128k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n128k16_f32_bf16_a_m_major,
+    64,
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+    with_accumulator_indices_64
+);
+mma_a_m_major_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {d0..d63}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n128k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n128k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n128k16_f32_f16_a_m_major,
+    64,
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+    with_accumulator_indices_64
+);
+mma_a_m_major_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n256k16_f32_bf16_a_m_major`] with a 16 x 16 `B`: `C^T` of at most 16 rows of `C`.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n16k16_f32_bf16_a_m_major,
+    8,
+    "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16",
+    with_accumulator_indices_8
+);
+mma_a_m_major_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n16k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n16k16_f32_f16_a_m_major,
+    8,
+    "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16",
+    with_accumulator_indices_8
+);
+
 /// The `(row, column)` of the 64 x 8 TF32 `A` fragment's first register in warpgroup thread
 /// `thread`: each warp holds 16 rows; the other registers are 8 rows and 4 columns further.
 ///
@@ -748,6 +844,26 @@ pub trait Accumulators: Sized {
     /// unsafe { acc.mma_f16_b_n_major(a_desc, b_desc, 1) };
     /// ```
     unsafe fn mma_f16_b_n_major(&mut self, a: u64, b: u64, scale_d: u32);
+    /// The BF16 instruction with `A` M-major and `B` K-major
+    /// ([`mma_m64n256k16_f32_bf16_a_m_major`] and its narrower forms).
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_a_m_major`].
+    ///
+    /// ```ignore
+    /// unsafe { acc.mma_bf16_a_m_major(a_desc, b_desc, 1) };
+    /// ```
+    unsafe fn mma_bf16_a_m_major(&mut self, a: u64, b: u64, scale_d: u32);
+    /// The F16 instruction with `A` M-major and `B` K-major
+    /// ([`mma_m64n256k16_f32_f16_a_m_major`] and its narrower forms).
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_a_m_major`].
+    ///
+    /// ```ignore
+    /// unsafe { acc.mma_f16_a_m_major(a_desc, b_desc, 1) };
+    /// ```
+    unsafe fn mma_f16_a_m_major(&mut self, a: u64, b: u64, scale_d: u32);
     /// [`wait_group`] with these accumulators as operands.
     ///
     /// ```ignore
@@ -783,7 +899,7 @@ macro_rules! add_each {
 /// index list `$indices`.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! impl_accumulators {
-    ($len:literal, $n:literal, $tf32_regs:ident, $tf32:ident, $bf16:ident, $f16:ident, $wait:ident, $indices:ident) => {
+    ($len:literal, $n:literal, $tf32_regs:ident, $tf32:ident, $bf16:ident, $f16:ident, $bf16_t:ident, $f16_t:ident, $wait:ident, $indices:ident) => {
         impl Accumulators for [f32; $len] {
             const N: u32 = $n;
             #[inline(always)]
@@ -813,6 +929,16 @@ macro_rules! impl_accumulators {
                 unsafe { $f16(self, a, b, scale_d) }
             }
             #[inline(always)]
+            unsafe fn mma_bf16_a_m_major(&mut self, a: u64, b: u64, scale_d: u32) {
+                // SAFETY: forwarded contract.
+                unsafe { $bf16_t(self, a, b, scale_d) }
+            }
+            #[inline(always)]
+            unsafe fn mma_f16_a_m_major(&mut self, a: u64, b: u64, scale_d: u32) {
+                // SAFETY: forwarded contract.
+                unsafe { $f16_t(self, a, b, scale_d) }
+            }
+            #[inline(always)]
             fn wait_group<const PENDING: u32>(&mut self) {
                 $wait::<PENDING>(self)
             }
@@ -837,6 +963,8 @@ impl_accumulators!(
     mma_m64n256k8_f32_tf32,
     mma_m64n256k16_f32_bf16_b_n_major,
     mma_m64n256k16_f32_f16_b_n_major,
+    mma_m64n256k16_f32_bf16_a_m_major,
+    mma_m64n256k16_f32_f16_a_m_major,
     wait_group,
     with_accumulator_indices
 );
@@ -848,6 +976,8 @@ impl_accumulators!(
     mma_m64n128k8_f32_tf32,
     mma_m64n128k16_f32_bf16_b_n_major,
     mma_m64n128k16_f32_f16_b_n_major,
+    mma_m64n128k16_f32_bf16_a_m_major,
+    mma_m64n128k16_f32_f16_a_m_major,
     wait_group_n128,
     with_accumulator_indices_64
 );
@@ -860,6 +990,8 @@ impl_accumulators!(
     mma_m64n16k8_f32_tf32,
     mma_m64n16k16_f32_bf16_b_n_major,
     mma_m64n16k16_f32_f16_b_n_major,
+    mma_m64n16k16_f32_bf16_a_m_major,
+    mma_m64n16k16_f32_f16_a_m_major,
     wait_group_n16,
     with_accumulator_indices_8
 );

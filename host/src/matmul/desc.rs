@@ -315,7 +315,7 @@ pub struct GemmDesc {
     /// [`MatmulVariant::split_granule`]); `None`: the planner's.
     pub split_k: Option<SplitK>,
     /// The tile width of the tensor-core kernels that come in several, instead of the planner's
-    /// choice (for measuring it; `n16` is `wgmma_tf32`'s only); `None`: the planner's.
+    /// choice (for measuring it); `None`: the planner's.
     pub tile: Option<TileWidth>,
 }
 

@@ -20,7 +20,10 @@
 //! of buffer addresses and kept (they depend on nothing else).
 
 use super::desc::{DType, GemmDesc, Layout, Order};
-use super::plan::{MatmulDevice, MatmulPlan, OperandType, PlanOptions, one_pass_cuda_core_reason, plan_with};
+use super::plan::{
+    MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType, PlanOptions, TileWidth,
+    one_pass_cuda_core_reason, plan_with, wave_fill,
+};
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
 use super::variant::MatmulVariant;
@@ -810,7 +813,8 @@ fn check(desc: &GemmDesc) -> Result<()> {
 
 /// The product kernel for the canonical shape: the descriptor's, or `auto`'s for the operands'
 /// type. `f32` plans under its policy. BF16 and F16 take the tensor cores (`wgmma_bf16`,
-/// `wgmma_f16`; BF16 with `m' <= 16` and rows of `B'` in whole 16-byte vectors `decode_bf16`)
+/// `wgmma_f16`; with `m' <= 16` and rows of `B'` in whole 16-byte vectors their 16-row tiles
+/// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`)
 /// unless [`one_pass_cuda_core_reason`] gives a reason, and otherwise the CUDA-core kernels on the
 /// 16-bit operands as they lie (exact products, the FP32 bound). A named 16-bit kernel takes its
 /// own type or `f32` (rounded to it on the GPU), never the other 16-bit type; a named CUDA-core
@@ -857,6 +861,27 @@ fn choose_kernel(
     // reading them as they lie.
     let decode_rows = shape.n.is_multiple_of(8);
     if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows {
+        // The TMA pipeline of the 16-row tensor-core tiles streams B faster where its work items
+        // fill the SMs (plan::N16_MIN_WAVE_FILL).
+        let tiles_variant = if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 };
+        let n16 = PlanOptions { tile: Some(TileWidth::N16), ..options };
+        if desc.tile.is_none() && shape.k as u128 * shape.n as u128 >= N16_MIN_B_ELEMENTS as u128 {
+            let plan = plan_with(tiles_variant, shape, device, n16)?;
+            let items = wgmma::tiles(shape, plan.kernel()) * plan.split().map_or(1, |s| s.splits as u64);
+            let fill = wave_fill(items, device.sm_count.max(1) as u64);
+            if fill >= N16_MIN_WAVE_FILL {
+                let split_why = plan.reason().replacen(&format!("{tiles_variant} requested; "), "", 1);
+                let kind = if inputs == DType::Bf16 { "BF16" } else { "F16" };
+                let why = format!(
+                    "auto: {kind} operands, m = {} <= 16: B streamed through the TMA, {items} work items fill {:.0}% \
+                     of the SMs' last wave; {split_why}",
+                    shape.m,
+                    100.0 * fill
+                );
+                let plan = plan.with_reason(why);
+                return Ok((plan.variant(), plan));
+            }
+        }
         let variant = if inputs == DType::Bf16 { MatmulVariant::DecodeBf16 } else { MatmulVariant::DecodeF16 };
         let plan = plan_with(variant, shape, device, options)?;
         // The planner's reason opens with "decode_bf16 requested"; here auto chose it.
@@ -1093,8 +1118,11 @@ mod tests {
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
             ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),
-            // n a multiple of 8: decode_bf16 reads B's rows as they lie.
-            ((1, 4096, 4096), kernels::matmul::decode::KERNEL),
+            // n a multiple of 8: decode_bf16 reads B's rows as they lie (112 tiles of the 16-row
+            // kernel would leave 20 SMs idle) ...
+            ((1, 14336, 4096), kernels::matmul::decode::KERNEL),
+            // ... and so does the 16-row tensor-core kernel, whose 32 tiles in 4 splits fill them.
+            ((1, 4096, 4096), "wgmma_bf16_n16"),
             // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue.
             ((8841, 6665, 28), "wgmma_bf16_rows"),
             ((4096, 4096, 4096), "wgmma_bf16"),
@@ -1164,30 +1192,34 @@ mod tests {
     }
 
     #[test]
-    fn bf16_decode_shapes_run_decode_bf16_under_auto_where_there_are_tensor_cores() {
+    fn bf16_decode_shapes_run_decode_bf16_or_the_16_row_tiles_under_auto_where_there_are_tensor_cores() {
         let bf16 = Layout::row_major(DType::Bf16);
         let s = skeleton(GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
         assert_eq!(s.precision, Precision::Bf16);
         assert!(s.kernel.reason().contains("m = 16 <= 16"), "{}", s.kernel.reason());
-        // 64 strips of 4096 columns: split 4 ways, the partials in the workspace.
-        let s = skeleton(GemmDesc::new(1, 4096, 4096).a(bf16).b(bf16));
-        assert_eq!(s.kernel.split().map(|s| s.splits), Some(4));
-        assert!(s.regions.total >= 4 * 4096 * 4);
-        let text = describe_plan(&GemmDesc::new(1, 4096, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
-        assert!(text.contains("decode_bf16: grid 64x1x4 of 256 threads, split-K 4 x 1024"), "{text}");
+        let text = describe_plan(&GemmDesc::new(1, 14336, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
+        assert!(text.contains("decode_bf16: grid 224x1x"), "{text}");
         assert!(text.contains("auto: BF16 operands, m = 1 <= 16") && !text.contains("requested"), "{text}");
         // A column-major D: the canonical m' is n.
-        let s = skeleton(GemmDesc::new(4096, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
+        let s = skeleton(GemmDesc::new(14336, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
+        // 4096 columns: 32 tiles of the 16-row kernel in 4 splits fill 128 of 132 SMs, the
+        // partials in the workspace.
+        let s = skeleton(GemmDesc::new(1, 4096, 4096).a(bf16).b(bf16));
+        assert_eq!((s.kernel.kernel(), s.kernel.split().map(|s| s.splits)), ("wgmma_bf16_n16", Some(4)));
+        assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
+        assert!(s.regions.total >= 4 * 4096 * 4);
+        assert!(s.kernel.reason().contains("128 work items fill 97% of the SMs' last wave"), "{}", s.kernel.reason());
+        let f16 = Layout::row_major(DType::F16);
+        assert_eq!(skeleton(GemmDesc::new(16, 4096, 14336).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
         // 17 rows, F16 operands, or no tensor cores: not decode_bf16.
         assert_ne!(
             skeleton(GemmDesc::new(17, 14336, 4096).a(bf16).b(bf16)).kernel.variant(),
             MatmulVariant::DecodeBf16
         );
         // F16 operands take the F16 decode kernel, in place as well.
-        let f16 = Layout::row_major(DType::F16);
         let s = skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeF16);
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "F16 read in place");

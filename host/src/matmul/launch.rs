@@ -104,10 +104,15 @@ pub(super) fn product(
             } else {
                 (Operand::Bf16, bf16_type)
             };
-            let [map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b);
+            let [mut map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b);
+            // The 16-row kernels' A boxes span their tile's rows, and they store C' directly.
+            let n16 = wgmma::tile_of(plan.kernel()).0 == kernels::matmul::wgmma::N16_BLOCK_ROWS;
+            if n16 {
+                map_a.box_dims[1] = kernels::matmul::wgmma::N16_BLOCK_ROWS;
+            }
             let mut list = vec![(map_a, p.a, data_type), (map_b, p.b, data_type)];
             // A split's partials are stored directly (no map); C' through the TMA where it can.
-            let c_map = wgmma::c_map(s).filter(|_| !split_out);
+            let c_map = wgmma::c_map(s).filter(|_| !split_out && !n16);
             if let Some(map_c) = c_map {
                 if !p.c.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(

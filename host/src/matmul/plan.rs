@@ -8,6 +8,7 @@
 //! | --- | --- | --- |
 //! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
 //! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
+//! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
 //! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split |
@@ -407,7 +408,7 @@ pub const WGMMA_SPLIT_GAIN: f64 = 0.8;
 /// # Ok(()) }
 /// ```
 pub const WGMMA_N128_STAGE_COST: f64 = 0.57;
-/// A stage of `wgmma_tf32_n16`'s 16 x 128 tile in stages of the 128 x 256 tile: where it runs
+/// A stage of the `_n16` kernels' 16 x 128 tile in stages of the 128 x 256 tile: where it runs
 /// (`m <= 16`) the time is the time to read the stage's bytes, 18 KiB against the wide
 /// stage's 48 KiB.
 ///
@@ -427,13 +428,14 @@ pub const WGMMA_N128_STAGE_COST: f64 = 0.57;
 pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
 
 /// Fewest rows of `A` for which `medium` takes `wgmma_tf32_n16` over `few_rows` (with
-/// [`TF32_N16_MIN_B_ELEMENTS`]). Measured on the H200 against `few_rows` (same process, ms, `k x
+/// [`N16_MIN_B_ELEMENTS`]). Measured on the H200 against `few_rows` (same process, ms, `k x
 /// n` of 4096 x 4096, 4096 x 14336, 14336 x 4096, 8192 x 28672): `m = 1` 0.023, 0.064, 0.065,
 /// 0.233 against 0.023, 0.061, 0.062, 0.219 (`few_rows` streams `B` at the memory's pace); `m =
 /// 4` 0.024, 0.065, 0.064 against 0.027, 0.067, 0.070; `m = 16` 0.024, 0.064, 0.065 against
-/// 0.035, 0.079, 0.080, where `few_rows`' FMAs per element of `B` slow it. (At 8192 x 28672 the
-/// unsplit 224 tiles on 132 SMs took 0.250 at `m = 4` against 0.236: [`streaming_split`] now
-/// splits them.)
+/// 0.035, 0.079, 0.080, where `few_rows`' FMAs per element of `B` slow it (at 8192 x 28672 its
+/// 224 tiles take 2 waves of 132 SMs: 0.250 at `m = 4` against 0.236, 0.253 at `m = 16`
+/// against 0.272; splitting them in 7, 12 waves of a seventh, took 0.249 at `m = 16`, and 112
+/// tiles in 7 splits 0.0731 against 0.0627 unsplit: short work items pay their pipeline's fill).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -446,10 +448,24 @@ pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
 /// # Ok(()) }
 /// ```
 pub const TF32_N16_MIN_M: u32 = 4;
-/// Fewest elements of `B` for which `medium` takes `wgmma_tf32_n16` (with [`TF32_N16_MIN_M`]):
-/// the smallest measured, 4096 x 4096; below it the launch's fixed costs (tensor maps, a pipeline
-/// per work item) are unmeasured against `few_rows`.
-pub const TF32_N16_MIN_B_ELEMENTS: u64 = 1 << 24;
+/// Fewest elements of `B` for which `auto` takes an `_n16` kernel (`medium` with
+/// [`TF32_N16_MIN_M`]; BF16 and F16 operands with [`N16_MIN_WAVE_FILL`]): the smallest measured,
+/// 4096 x 4096; below it the launch's fixed costs (tensor maps, a pipeline per work item) are
+/// unmeasured against `few_rows` and the decode kernels.
+pub const N16_MIN_B_ELEMENTS: u64 = 1 << 24;
+/// Least fill of the SMs' last wave by an `_n16` plan's work items (tiles times splits) for
+/// which `auto` takes it over `decode_bf16` (`decode_f16`) on BF16 (F16) operands with `m <=
+/// 16`. Measured on the H200 (ms, `m = 1` then `m = 16`, the `_n16` kernel against the decode
+/// kernel): `k x n` of 4096 x 4096 (32 tiles in 4 splits, 128 items on 132 SMs) 0.014, 0.015
+/// against 0.016, 0.018; 14336 x 4096 (the same) 0.034, 0.034 against 0.037, 0.039; 4096 x
+/// 14336 (112 tiles, 85% of the SMs) 0.042, 0.044 against 0.037, 0.041; 8192 x 28672 (224
+/// tiles, 85% of 2 waves; 7 splits then) 0.134, 0.139 against 0.126, 0.140.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::N16_MIN_WAVE_FILL;
+/// assert!(N16_MIN_WAVE_FILL > 112.0 / 132.0 && N16_MIN_WAVE_FILL < 128.0 / 132.0);
+/// ```
+pub const N16_MIN_WAVE_FILL: f64 = 0.9;
 
 /// The tile width of the tensor-core kernels that come in two ([`plan_with`] takes the cheaper
 /// by its estimate unless [`PlanOptions::tile`] names one).
@@ -465,8 +481,8 @@ pub enum TileWidth {
     N256,
     /// The instruction's `n = 128`: tiles of 128 x 128 (the `_n128` kernels).
     N128,
-    /// The instruction's `n = 16`: `wgmma_tf32_n16`'s tiles of 16 x 128 of `C`, for `m <= 16`
-    /// (TF32 only; the planner considers it only there).
+    /// The instruction's `n = 16`: the `_n16` kernels' tiles of 16 x 128 of `C` (on `C^T`), for
+    /// `m <= 16` (the planner considers them only there).
     N16,
 }
 
@@ -1021,19 +1037,7 @@ pub struct PlanOptions {
     /// run every configuration on every shape); checked against `k`.
     pub split: Option<SplitK>,
     /// The tile width of the tensor-core kernels that come in several, instead of the planner's
-    /// choice (ignored by every other kernel; `n16` only for `wgmma_tf32`, an error for the
-    /// others).
-    ///
-    /// ```
-    /// # fn main() -> hopper_kernels::Result<()> {
-    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, TileWidth, plan::{plan_with, PlanOptions}};
-    /// let n16 = PlanOptions { tile: Some(TileWidth::N16), ..PlanOptions::default() };
-    /// let shape = MatmulShape::new(40, 4096, 4096)?;
-    /// assert_eq!(plan_with(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200, n16)?.kernel(), "wgmma_tf32_n16");
-    /// let err = plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, n16).unwrap_err();
-    /// assert!(err.to_string().contains("wgmma_bf16 has no n16 tiles"), "{err}");
-    /// # Ok(()) }
-    /// ```
+    /// choice (ignored by every other kernel).
     pub tile: Option<TileWidth>,
 }
 
@@ -1146,16 +1150,6 @@ pub fn plan_with(
         | MatmulVariant::WgmmaF16
         | MatmulVariant::WgmmaTf32
         | MatmulVariant::WgmmaTf32Transposed => {
-            if let Some(w) = options.tile {
-                let family = wgmma_tiles::with_tile(kernel, 256).is_some();
-                if family && wgmma_tiles::with_tile(kernel, w.instruction_n()).is_none() {
-                    return Err(Error::InvalidArgument(format!(
-                        "{} has no {} tiles (n16: wgmma_tf32's only); ask for n256 or n128",
-                        variant.name(),
-                        w.name()
-                    )));
-                }
-            }
             let (chosen, s, why) = wgmma_tile_and_split(shape, device, variant, kernel, split, options.tile);
             kernel = chosen;
             let granule = variant.split_granule();
@@ -1304,7 +1298,8 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
     if kernel == MatmulVariant::WgmmaTf32
         && device.tensor_cores
         && (TF32_N16_MIN_M as usize..=wgmma_tiles::N16_BLOCK_ROWS as usize).contains(&shape.m)
-        && shape.k as u128 * shape.n as u128 >= TF32_N16_MIN_B_ELEMENTS as u128
+        && shape.n > FEW_COLS_MAX_N as usize
+        && shape.k as u128 * shape.n as u128 >= N16_MIN_B_ELEMENTS as u128
     {
         let why = format!(
             "{policy}: m = {} of {TF32_N16_MIN_M}-{} and B of {} elements: B streamed through the TMA into TF32 tensor cores",
@@ -1346,7 +1341,7 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
 }
 
 /// The fraction of `ceil(tiles / slots)` full waves that `tiles` occupy.
-fn wave_fill(tiles: u64, slots: u64) -> f64 {
+pub(super) fn wave_fill(tiles: u64, slots: u64) -> f64 {
     tiles as f64 / (tiles.div_ceil(slots).max(1) * slots) as f64
 }
 
@@ -1465,7 +1460,10 @@ fn wgmma_tile_and_split(
                     format!("{:.1} for {or}x{oc}", choices[i].3)
                 })
                 .collect();
-            format!("tiles of {r}x{c}: an estimated {estimate:.1} stages of a 128x256 block against {}", others.join(", "))
+            format!(
+                "tiles of {r}x{c}: an estimated {estimate:.1} stages of a 128x256 block against {}",
+                others.join(", ")
+            )
         }
         None => String::new(),
     };
@@ -1495,7 +1493,7 @@ fn wgmma_estimate(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     let sm = device.sm_count.max(1);
     let tiles = super::wgmma::tiles(shape, kernel);
     let (rows, cols) = super::wgmma::tile_of(kernel);
-    let stage_cost = if kernel == wgmma_tiles::KERNEL_TF32_N16 {
+    let stage_cost = if rows == wgmma_tiles::N16_BLOCK_ROWS {
         WGMMA_N16_STAGE_COST
     } else if rows as u64 * cols as u64 <= 128 * 128 {
         WGMMA_N128_STAGE_COST
@@ -1534,11 +1532,6 @@ fn wgmma_split(
     let tile_text = format!("{} of {rows}x{cols}", count(tiles, "tile"));
     let cost = |splits: u64, per: u64| wgmma_estimate(shape, device, kernel, splits, per);
     let unsplit = cost(1, stages);
-    if kernel == wgmma_tiles::KERNEL_TF32_N16 {
-        let (s, why) = streaming_split(shape.k, tiles, stages, sm, granule);
-        let why = format!("{tile_text} on {sm} SMs: {why}");
-        return (s, why, cost(s.splits as u64, (s.k_chunk / granule) as u64));
-    }
     if tiles >= sm as u64 {
         return (SplitK::none(shape.k), format!("{tile_text} give each of {sm} SMs a block: no split of k"), unsplit);
     }
@@ -1590,50 +1583,6 @@ fn wgmma_split(
         }
     }
 }
-
-/// The split of `k` of a kernel that streams its operand (`wgmma_tf32_n16`), in whole stages of
-/// `granule`: each SM reads its work items at its own pace, so the time goes with the most work
-/// items any SM takes, `ceil(tiles * s / sm) / s` of the unsplit time, whether the tiles leave SMs
-/// idle (32 tiles: 4 splits) or fill a wave and a fraction (224 tiles on 132 SMs: 2 waves unsplit,
-/// 12 waves of a seventh in 7 splits). The partial sums are `16 x n` per split against `k x n` of
-/// the operand, so the fewest splits within [`STREAMING_SPLIT_SLACK`] of the least are taken, up
-/// to [`STREAMING_MAX_SPLITS`], each of at least [`WGMMA_MIN_CHUNK_STAGES`] stages.
-fn streaming_split(k: usize, tiles: u64, stages: u64, sm: u32, granule: u32) -> (SplitK, String) {
-    let sm = sm.max(1) as u64;
-    let depth = |s: u64| (tiles * s).div_ceil(sm) as f64 / s as f64;
-    let most = stages.div_ceil(WGMMA_MIN_CHUNK_STAGES as u64).clamp(1, STREAMING_MAX_SPLITS);
-    let least = (1..=most).map(depth).fold(f64::INFINITY, f64::min);
-    let wanted = (1..=most).find(|&s| depth(s) <= STREAMING_SPLIT_SLACK * least).unwrap_or(1);
-    let per = stages.div_ceil(wanted);
-    let splits = stages.div_ceil(per);
-    if splits < 2 {
-        return (SplitK::none(k), "one work item per tile: no split of k".into());
-    }
-    let s = SplitK { splits: splits as u32, k_chunk: (per * granule as u64) as u32 };
-    let why = format!(
-        "{} splits of k ({per} stages of {granule}): the busiest SM reads {:.2} tiles' worth, against {:.2} unsplit",
-        s.splits,
-        depth(splits),
-        depth(1)
-    );
-    (s, why)
-}
-
-/// The most splits [`streaming_split`] takes.
-///
-/// ```
-/// # fn main() -> hopper_kernels::Result<()> {
-/// use hopper_kernels::matmul::plan::STREAMING_MAX_SPLITS;
-/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-/// // 224 tiles of 16 x 128 on 132 SMs: 2 waves unsplit, 12 of a seventh in 7 splits.
-/// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(16, 8192, 28672)?, MatmulDevice::H200)?;
-/// assert_eq!((p.kernel(), p.split().map(|s| s.splits)), ("wgmma_tf32_n16", Some(7)));
-/// assert!(7 <= STREAMING_MAX_SPLITS);
-/// # Ok(()) }
-/// ```
-pub const STREAMING_MAX_SPLITS: u64 = 8;
-/// [`streaming_split`] takes the fewest splits whose depth is within this factor of the least.
-pub const STREAMING_SPLIT_SLACK: f64 = 1.02;
 
 /// A register-tiled kernel's bounds on its split of `k`.
 struct SplitRule {
@@ -1771,7 +1720,10 @@ mod tests {
         assert_eq!(auto(256, 256, 256, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
         assert_eq!(auto(8841, 28, 6665, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(5202, 3876, 1, PrecisionPolicy::Medium), MatmulVariant::FewCols);
-        assert_eq!(auto(16, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::FewRows);
+        // m <= 16: TF32 from 4 rows on (wgmma_tf32_n16), few_rows below and for small B.
+        assert_eq!(auto(16, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
+        assert_eq!(auto(3, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::FewRows);
+        assert_eq!(auto(16, 1024, 1024, PrecisionPolicy::Medium), MatmulVariant::FewRows);
         // No tensor cores: the FP32 kernels.
         let none = MatmulDevice { tensor_cores: false, ..MatmulDevice::H200 };
         let p = plan_with(MatmulVariant::Auto, shape, none, options(PrecisionPolicy::Medium)).unwrap();

@@ -113,6 +113,11 @@ pub const KERNEL_TF32_N128: &str = "wgmma_tf32_n128";
 /// (`m64n16k8` on `C^T`, [`N16_STAGES`] stages): `m <= 16`, where the time is the time to read
 /// `B` and the wider tiles' rows would be padding.
 pub const KERNEL_TF32_N16: &str = "wgmma_tf32_n16";
+/// PTX symbol of `wgmma_bf16` on [`KERNEL_TF32_N16`]'s tiles and pipeline (`m64n16k16` on
+/// `C^T`, `B` as the instruction's M-major operand): `m <= 16`.
+pub const KERNEL_BF16_N16: &str = "wgmma_bf16_n16";
+/// PTX symbol of `wgmma_f16` on 16-row tiles ([`KERNEL_BF16_N16`]).
+pub const KERNEL_F16_N16: &str = "wgmma_f16_n16";
 /// PTX symbol of `wgmma_bf16` for a split of `k` launched in clusters: a cluster's blocks are one
 /// tile's splits, and add their partial products through each other's shared memory, with no
 /// workspace and no counters (`cluster_sum` in the source).
@@ -157,6 +162,8 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_F16_N128_ROWS,
     KERNEL_TF32_N128,
     KERNEL_TF32_N16,
+    KERNEL_BF16_N16,
+    KERNEL_F16_N16,
     KERNEL_BF16_CLUSTER,
     KERNEL_F16_CLUSTER,
     KERNEL_BF16_N128_CLUSTER,
@@ -201,7 +208,8 @@ pub const fn rows_kernel(kernel: &'static str) -> &'static str {
 
 /// The kernel of the same family and operands as `kernel` whose instruction is `m64n{n}`:
 /// tiles 256 (`n = 256`) or 128 wide (`n = 128`), or for the TF32 kernels, which tile `C^T`,
-/// of 256, 128 or 16 ([`KERNEL_TF32_N16`]) rows of `C`; `None` where the family has no such
+/// of 256, 128 rows of `C`; `n = 16` is the `_n16` kernels' 16 rows of `C` on `C^T` in every
+/// family ([`KERNEL_TF32_N16`], [`KERNEL_BF16_N16`]); `None` where the family has no such
 /// kernel.
 ///
 /// ```
@@ -209,16 +217,23 @@ pub const fn rows_kernel(kernel: &'static str) -> &'static str {
 /// assert_eq!(with_tile(KERNEL_BF16, 128), Some(KERNEL_BF16_N128));
 /// assert_eq!(with_tile(KERNEL_TF32_N128, 256), Some(KERNEL_TF32));
 /// assert_eq!(with_tile(KERNEL_TF32, 16), Some(KERNEL_TF32_N16));
-/// assert_eq!(with_tile(KERNEL_BF16, 16), None);
+/// assert_eq!(with_tile(KERNEL_BF16, 16), Some("wgmma_bf16_n16"));
+/// assert_eq!(with_tile(KERNEL_BF16, 64), None);
 /// assert_eq!(with_tile(KERNEL_TF32_PROMOTED, 128), None);
 /// ```
 pub const fn with_tile(kernel: &str, n: u32) -> Option<&'static str> {
     let (wide, narrow, n16) = match kernel.as_bytes() {
-        b"wgmma_bf16" | b"wgmma_bf16_n128" => (KERNEL_BF16, KERNEL_BF16_N128, None),
-        b"wgmma_f16" | b"wgmma_f16_n128" => (KERNEL_F16, KERNEL_F16_N128, None),
-        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" => (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS, None),
-        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" => (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS, None),
-        b"wgmma_tf32" | b"wgmma_tf32_n128" | b"wgmma_tf32_n16" => (KERNEL_TF32, KERNEL_TF32_N128, Some(KERNEL_TF32_N16)),
+        b"wgmma_bf16" | b"wgmma_bf16_n128" | b"wgmma_bf16_n16" => {
+            (KERNEL_BF16, KERNEL_BF16_N128, Some(KERNEL_BF16_N16))
+        }
+        b"wgmma_f16" | b"wgmma_f16_n128" | b"wgmma_f16_n16" => (KERNEL_F16, KERNEL_F16_N128, Some(KERNEL_F16_N16)),
+        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" => {
+            (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS, Some(KERNEL_BF16_N16))
+        }
+        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" => (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS, Some(KERNEL_F16_N16)),
+        b"wgmma_tf32" | b"wgmma_tf32_n128" | b"wgmma_tf32_n16" => {
+            (KERNEL_TF32, KERNEL_TF32_N128, Some(KERNEL_TF32_N16))
+        }
         _ => return None,
     };
     match n {
@@ -251,6 +266,8 @@ pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_TF32_N16, TF32_THREADS),
+    (KERNEL_BF16_N16, TF32_THREADS),
+    (KERNEL_F16_N16, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
     (KERNEL_F16_ROWS, THREADS),
     (KERNEL_BF16_CLUSTER, THREADS),
@@ -276,6 +293,8 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_F16_N128_ROWS, THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_TF32_N16, TF32_THREADS),
+    (KERNEL_BF16_N16, TF32_THREADS),
+    (KERNEL_F16_N16, TF32_THREADS),
     (KERNEL_BF16_CLUSTER, THREADS),
     (KERNEL_F16_CLUSTER, THREADS),
     (KERNEL_BF16_N128_CLUSTER, THREADS),
@@ -394,7 +413,8 @@ const _: () = assert!(N16_STAGE_BYTES.is_multiple_of(1024));
 /// use kernels::matmul::wgmma::N16_DYNAMIC_SHARED_BYTES;
 /// assert!(N16_DYNAMIC_SHARED_BYTES <= 227 * 1024);
 /// ```
-pub const N16_DYNAMIC_SHARED_BYTES: u32 = N16_STAGES * N16_STAGE_BYTES + 2 * N16_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
+pub const N16_DYNAMIC_SHARED_BYTES: u32 =
+    N16_STAGES * N16_STAGE_BYTES + 2 * N16_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
 
 /// Block tiles of `wgmma_tf32_promoted` over `C` (`m x n`).
 pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
@@ -1196,7 +1216,9 @@ mod gpu_rs {
     /// `wgmma_tf32` and `wgmma_tf32_promoted`: `C^T = B^T * A^T`, so that `A` (K-major) is the
     /// instruction's shared `B` operand and `B` (row-major, so N-major) its `A` operand, loaded
     /// from shared memory into registers in the fragment layout (TF32 takes no transpose from
-    /// shared memory). Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x
+    /// shared memory). With `OP` BF16 or F16 (`wgmma_bf16_n16`, `wgmma_f16_n16`) the same
+    /// product with `B` read by the instruction from shared memory as its M-major `A` operand
+    /// (16-bit inputs take the transpose), a stage being 64 of `k`. Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x
     /// `Acc::N` rows (256 for `wgmma_tf32`, 128 for `wgmma_tf32_promoted`), a ring of `STAGES`,
     /// tiles in bands of `GROUP` tile rows.
     ///
@@ -1207,11 +1229,18 @@ mod gpu_rs {
     /// # Safety
     /// The kernel contract of `wgmma_tf32` (`Acc = [f32; 128]`, [`STAGES`], [`GROUP_M`], no
     /// promotion) or of `wgmma_tf32_promoted` (`[f32; 64]`, [`PROMOTED_STAGES`],
-    /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]): an `A` box of `{32, Acc::N}`, and the
-    /// dynamic shared memory of `STAGES` stages.
+    /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]), `wgmma_tf32_n128` or one of the `_n16`
+    /// kernels: an `A` box of `{128 bytes of k, Acc::N}`, `B` boxes of `{128 bytes of n, k of a
+    /// stage}`, and the dynamic shared memory of `STAGES` stages.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
-    pub(super) unsafe fn run<Acc: Accumulators, const STAGES_: u32, const GROUP: u32, const PROMOTE: u32>(
+    pub(super) unsafe fn run<
+        Acc: Accumulators,
+        const OP: u8,
+        const STAGES_: u32,
+        const GROUP: u32,
+        const PROMOTE: u32,
+    >(
         maps: *const u8,
         c: *mut f32,
         partials: *mut f32,
@@ -1268,8 +1297,11 @@ mod gpu_rs {
         // The transposed problem: its rows are C's columns.
         let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(block_rows));
         let tiles = tiles_r * tiles_c;
-        let k_tiles = k.div_ceil(32);
-        let (per_split, splits) = split_k_stages(k, k_chunk, 32);
+        // A stage: 128 bytes of k (32 TF32, 64 BF16 or F16); B's TMA boxes as many columns wide.
+        let op = Operand::from_id(OP);
+        let block_k = op.block_k();
+        let k_tiles = k.div_ceil(block_k);
+        let (per_split, splits) = split_k_stages(k, k_chunk, block_k);
         let work = tiles * splits;
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
         let map_a = maps;
@@ -1299,15 +1331,15 @@ mod gpu_rs {
                 let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
                 for kt in kt0..kt1 {
                     let s = use_index % STAGES_;
-                    let k0 = (kt * 32) as i32;
+                    let k0 = (kt * block_k) as i32;
                     // SAFETY: as in the other kernels: stage s is free once its empty phase
                     // completes; the full phase expects exactly these boxes' bytes.
                     unsafe {
                         mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
                         mbarrier::arrive_expect_tx(full(s), stage_bytes);
-                        for j in 0..BLOCK_M / TF32_B_BOX_N {
-                            let dst = b_stage(s) + j * TF32_B_BOX_N * 4 * 32;
-                            tma::load_2d(dst, map_b, col0 + (j * TF32_B_BOX_N) as i32, k0, full(s));
+                        for j in 0..BLOCK_M / block_k {
+                            let dst = b_stage(s) + j * block_k * BLOCK_K_BYTES;
+                            tma::load_2d(dst, map_b, col0 + (j * block_k) as i32, k0, full(s));
                         }
                         tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
                     }
@@ -1356,7 +1388,9 @@ mod gpu_rs {
                     unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES_)) };
                     let bs = b_stage(s);
                     let mut frag = [[0u32; 4]; 4];
+                    // The 16-bit kernels read B from shared memory in the instruction.
                     unroll!(kk in [0, 1, 2, 3] {
+                      if OP == Operand::Tf32 as u8 {
                         let (r0, r1) = ((kk as u32) * 8 + fc, (kk as u32) * 8 + fc + 4);
                         // SAFETY: rows r0, r1 < 32 of the stage's B boxes (each row 128 bytes,
                         // 128-byte swizzled as the TMA wrote them), which the full barrier made
@@ -1369,19 +1403,31 @@ mod gpu_rs {
                                 u32::load_shared(bs + wgmma::swizzle_128b(r1 * 128 + box1 % 4096) + box1 / 4096 * 4096),
                             ];
                         }
+                      }
                     });
                     // Orders the fragment loads (and the accumulators' last reads) before the
                     // wgmma that read them.
                     wgmma::fence();
                     let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                    // This warpgroup's 64 columns of B, one TMA box of the 16-bit kernels' stage
+                    // (M-major: 16 rows of k, 2048 bytes, per instruction).
+                    let a = wgmma::descriptor(bs + wg * 64 * BLOCK_K_BYTES, 64 * BLOCK_K_BYTES, 1024, Swizzle::B128);
                     // The first instruction of the tile (or of a promoted run) replaces the
                     // accumulators.
                     let run_start = if PROMOTE > 0 { kt % PROMOTE == 0 } else { kt == 0 };
                     unroll!(kk in [0, 1, 2, 3] {
                         let scale_d = (!run_start || kk > 0) as u32;
+                        let bk = wgmma::advance(b, kk as u32 * 32);
+                        let ak = wgmma::advance(a, kk as u32 * 16 * BLOCK_K_BYTES);
                         // SAFETY: all 128 threads of the warpgroup issue it after the fence; the
                         // stage stays until this thread's arrival, after a covering wait.
-                        unsafe { acc.mma_tf32_a_regs(frag[kk], wgmma::advance(b, kk as u32 * 32), scale_d) };
+                        unsafe {
+                            match op {
+                                Operand::Tf32 => acc.mma_tf32_a_regs(frag[kk], bk, scale_d),
+                                Operand::Bf16 => acc.mma_bf16_a_m_major(ak, bk, scale_d),
+                                Operand::F16 => acc.mma_f16_a_m_major(ak, bk, scale_d),
+                            }
+                        };
                     });
                     wgmma::commit_group();
                     acc.wait_group::<1>();
@@ -1564,7 +1610,7 @@ crate::hopper_kernel! {
         k_chunk: u32,
     ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 128], STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+        unsafe { gpu_rs::run::<[f32; 128], { Operand::Tf32 as u8 }, STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
     }
 
     /// `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, [`PROMOTED_STAGES`]
@@ -1585,7 +1631,7 @@ crate::hopper_kernel! {
         k_chunk: u32,
     ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 64], PROMOTED_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+        unsafe { gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
     }
 
     /// `wgmma_tf32` on tiles of [`N16_BLOCK_ROWS`] x 128 of `C` (`m64n16k8` on `C^T`,
@@ -1606,7 +1652,48 @@ crate::hopper_kernel! {
         k_chunk: u32,
     ) {
         // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 8], N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+        unsafe { gpu_rs::run::<[f32; 8], { Operand::Tf32 as u8 }, N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+    }
+
+    /// `C = A * B` from BF16 operands for `m <= 16`: `wgmma_tf32_n16`'s tiles of
+    /// [`N16_BLOCK_ROWS`] x 128 of `C` and pipeline, `m64n16k16` on `C^T` with `B` as the
+    /// instruction's M-major `A` operand; see [`gpu_rs`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{64, 16}`; `B` dims `{n, k}`, box `{64, 64}`; 128-byte
+    /// swizzle; the launch gives [`TF32_THREADS`] threads and [`N16_DYNAMIC_SHARED_BYTES`];
+    /// `k_chunk` a multiple of 64 below `k` (or at least `k`: no split); otherwise as the module
+    /// documentation.
+    pub unsafe fn wgmma_bf16_n16(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_rs::run::<[f32; 8], { Operand::Bf16 as u8 }, N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
+    }
+
+    /// `wgmma_bf16_n16` on F16 (IEEE half) operands (`m64n16k16.f32.f16.f16`); see [`gpu_rs`].
+    ///
+    /// # Safety
+    /// As `wgmma_bf16_n16`, with F16 operands.
+    pub unsafe fn wgmma_f16_n16(
+        maps: *const u8,
+        c: *mut f32,
+        partials: *mut f32,
+        counters: *mut u32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        // SAFETY: the kernel contract is the body's.
+        unsafe { gpu_rs::run::<[f32; 8], { Operand::F16 as u8 }, N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
     }
 
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
@@ -1622,7 +1709,7 @@ crate::hopper_kernel! {
         // SAFETY: the kernel contract is the body's.
         unsafe {
             // One split: all of k.
-            gpu_rs::run::<[f32; 64], PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(
+            gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(
                 maps,
                 c,
                 core::ptr::null_mut(),
