@@ -260,6 +260,22 @@ macro_rules! mma_ss {
     };
 }
 
+/// One `wgmma.mma_async` wrapper with both operands in shared memory: `$name` for `$len`
+/// accumulators, `$head` the instruction, `$tail` its immediates after `scale-d`, `$indices` the
+/// accumulator index list; the documentation, `# Safety` included, is the invocation's. (Defined
+/// on every target: the functions it writes are the device's only.)
+macro_rules! mma_ss_fn {
+    ($(#[$doc:meta])* $name:ident, $len:literal, $head:literal, $tail:literal, $indices:ident) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        pub unsafe fn $name(acc: &mut [f32; $len], a: u64, b: u64, scale_d: u32) {
+            // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
+            unsafe { $indices!(mma_ss!($head, $tail, acc, a, b, scale_d)) };
+        }
+    };
+}
+
 /// One `wgmma.mma_async` with `A` from four registers and the accumulators in and out (128 for
 /// `n = 256`, 64 for `n = 128`: the index list says which).
 #[cfg(target_arch = "nvptx64")]
@@ -549,109 +565,69 @@ pub unsafe fn mma_m64n16k8_f32_tf32_a_regs(acc: &mut [f32; 8], a: [u32; 4], b: u
     };
 }
 
-/// `wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {d0..d7}, a, b, p, 1, 1;`:
-/// [`mma_m64n256k8_f32_tf32`] with an 8 x 16 `B` (K-major, descriptor `b`) into a 64 x 16 tile
-/// of accumulators.
-///
-/// # Safety
-/// As for [`mma_m64n16k8_f32_tf32_a_regs`], with `A` in shared memory (descriptor `a`).
-///
-/// ```ignore
-/// unsafe { nvptx_std::wgmma::mma_m64n16k8_f32_tf32(&mut acc, a_desc, b_desc, 1) };
-/// ```
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn mma_m64n16k8_f32_tf32(acc: &mut [f32; 8], a: u64, b: u64, scale_d: u32) {
-    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
-    unsafe {
-        with_accumulator_indices_8!(mma_ss!(
-            "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
-            "1, 1",
-            acc,
-            a,
-            b,
-            scale_d
-        ))
-    };
-}
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {d0..d7}, a, b, p, 1, 1;`:
+    /// [`mma_m64n256k8_f32_tf32`] with an 8 x 16 `B` (K-major, descriptor `b`) into a 64 x 16 tile
+    /// of accumulators.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n16k8_f32_tf32_a_regs`], with `A` in shared memory (descriptor `a`).
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n16k8_f32_tf32(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n16k8_f32_tf32,
+    8,
+    "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
+    "1, 1",
+    with_accumulator_indices_8
+);
 
-/// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, a, b, p, 1, 1, 0, 1;`:
-/// [`mma_m64n256k16_f32_bf16_b_n_major`] with a 16 x 16 `B` (N-major, descriptor `b`) into a
-/// 64 x 16 tile of accumulators.
-///
-/// # Safety
-/// As for [`mma_m64n16k8_f32_tf32`].
-///
-/// ```ignore
-/// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, 1) };
-/// ```
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn mma_m64n16k16_f32_bf16_b_n_major(acc: &mut [f32; 8], a: u64, b: u64, scale_d: u32) {
-    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
-    unsafe {
-        with_accumulator_indices_8!(mma_ss!(
-            "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16",
-            "1, 1, 0, 1",
-            acc,
-            a,
-            b,
-            scale_d
-        ))
-    };
-}
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, a, b, p, 1, 1, 0, 1;`:
+    /// [`mma_m64n256k16_f32_bf16_b_n_major`] with a 16 x 16 `B` (N-major, descriptor `b`) into a
+    /// 64 x 16 tile of accumulators.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n16k8_f32_tf32`].
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n16k16_f32_bf16_b_n_major,
+    8,
+    "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16",
+    "1, 1, 0, 1",
+    with_accumulator_indices_8
+);
 
-/// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, a, b, p, 1, 1, 0, 1;`:
-/// [`mma_m64n16k16_f32_bf16_b_n_major`] with F16 (IEEE half) inputs.
-///
-/// # Safety
-/// As for [`mma_m64n16k8_f32_tf32`].
-///
-/// ```ignore
-/// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_f16_b_n_major(&mut acc, a_desc, b_desc, 1) };
-/// ```
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn mma_m64n16k16_f32_f16_b_n_major(acc: &mut [f32; 8], a: u64, b: u64, scale_d: u32) {
-    // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
-    unsafe {
-        with_accumulator_indices_8!(mma_ss!(
-            "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16",
-            "1, 1, 0, 1",
-            acc,
-            a,
-            b,
-            scale_d
-        ))
-    };
-}
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, a, b, p, 1, 1, 0, 1;`:
+    /// [`mma_m64n16k16_f32_bf16_b_n_major`] with F16 (IEEE half) inputs.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n16k8_f32_tf32`].
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_f16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n16k16_f32_f16_b_n_major,
+    8,
+    "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16",
+    "1, 1, 0, 1",
+    with_accumulator_indices_8
+);
 
-/// One `wgmma.mma_async` wrapper with both operands in shared memory, `A` stored M-major
-/// (transposed by the instruction) and `B` K-major: `$name` for `$len` accumulators, `$head`
-/// the instruction, `$indices` the accumulator index list. (Defined on every target: the
-/// functions it writes are the device's only.)
-macro_rules! mma_a_m_major_fn {
-    ($(#[$doc:meta])* $name:ident, $len:literal, $head:literal, $indices:ident) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
-        /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one
-        /// `k`, as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is
-        /// read only after a wait that covers this instruction.
-        #[cfg(target_arch = "nvptx64")]
-        #[inline(always)]
-        pub unsafe fn $name(acc: &mut [f32; $len], a: u64, b: u64, scale_d: u32) {
-            // SAFETY: the caller guarantees the warpgroup, the descriptors and the ordering.
-            unsafe { $indices!(mma_ss!($head, "1, 1, 1, 0", acc, a, b, scale_d)) };
-        }
-    };
-}
-
-mma_a_m_major_fn!(
+mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {d0..d127}, a, b, p, 1, 1, 1, 0;`:
     /// `D = A * B + (scale_d != 0 ? D : 0)` with `A` (64 x 16 BF16) M-major and `B` (16 x 256)
     /// K-major: the product `C^T = B^T A^T` of a row-major `B` and `A`.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
@@ -659,11 +635,18 @@ mma_a_m_major_fn!(
     mma_m64n256k16_f32_bf16_a_m_major,
     128,
     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+    "1, 1, 1, 0",
     with_accumulator_indices
 );
-mma_a_m_major_fn!(
+mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {d0..d127}, a, b, p, 1, 1, 1, 0;`:
     /// [`mma_m64n256k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::wgmma::mma_m64n256k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
@@ -671,11 +654,18 @@ mma_a_m_major_fn!(
     mma_m64n256k16_f32_f16_a_m_major,
     128,
     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
+    "1, 1, 1, 0",
     with_accumulator_indices
 );
-mma_a_m_major_fn!(
+mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {d0..d63}, a, b, p, 1, 1, 1, 0;`:
     /// [`mma_m64n256k16_f32_bf16_a_m_major`] with a 16 x 128 `B`.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::wgmma::mma_m64n128k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
@@ -683,11 +673,18 @@ mma_a_m_major_fn!(
     mma_m64n128k16_f32_bf16_a_m_major,
     64,
     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+    "1, 1, 1, 0",
     with_accumulator_indices_64
 );
-mma_a_m_major_fn!(
+mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {d0..d63}, a, b, p, 1, 1, 1, 0;`:
     /// [`mma_m64n128k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::wgmma::mma_m64n128k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
@@ -695,11 +692,18 @@ mma_a_m_major_fn!(
     mma_m64n128k16_f32_f16_a_m_major,
     64,
     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+    "1, 1, 1, 0",
     with_accumulator_indices_64
 );
-mma_a_m_major_fn!(
+mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {d0..d7}, a, b, p, 1, 1, 1, 0;`:
     /// [`mma_m64n256k16_f32_bf16_a_m_major`] with a 16 x 16 `B`: `C^T` of at most 16 rows of `C`.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
@@ -707,11 +711,18 @@ mma_a_m_major_fn!(
     mma_m64n16k16_f32_bf16_a_m_major,
     8,
     "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16",
+    "1, 1, 1, 0",
     with_accumulator_indices_8
 );
-mma_a_m_major_fn!(
+mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {d0..d7}, a, b, p, 1, 1, 1, 0;`:
     /// [`mma_m64n16k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
     ///
     /// ```ignore
     /// unsafe { nvptx_std::wgmma::mma_m64n16k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
@@ -719,6 +730,7 @@ mma_a_m_major_fn!(
     mma_m64n16k16_f32_f16_a_m_major,
     8,
     "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16",
+    "1, 1, 1, 0",
     with_accumulator_indices_8
 );
 

@@ -1590,8 +1590,40 @@ shared_operand_kernels! {
     wgmma_f16_n128_cluster: Operand::F16 as u8, true, true, [f32; 64], N128_STAGES;
 }
 
+/// The kernels of the `C^T` body (`gpu_rs::run`) without promotion, one line each after its
+/// documentation (which ends with the kernel's maps in its `# Safety` section): its name, then
+/// the body's accumulators (the tile's rows of `C`), operand and ring depth. Every one takes the
+/// module documentation's parameters and contract.
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
-crate::hopper_kernel! {
+macro_rules! c_transposed_kernels {
+    ($($(#[$doc:meta])* $name:ident: $acc:ty, $input:expr, $stages:expr;)*) => {
+        crate::hopper_kernel! {
+            $(
+                $(#[$doc])*
+                pub unsafe fn $name(
+                    maps: *const u8,
+                    c: *mut f32,
+                    partials: *mut f32,
+                    counters: *mut u32,
+                    m: u32,
+                    k: u32,
+                    n: u32,
+                    k_chunk: u32,
+                ) {
+                    // SAFETY: the kernel contract is the body's.
+                    unsafe {
+                        gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0>(
+                            maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null(),
+                        )
+                    }
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+c_transposed_kernels! {
     /// `C = A * B` in TF32 from row-major `A` and `B` as they are, `B` through registers; see
     /// [`gpu_rs`].
     ///
@@ -1599,20 +1631,7 @@ crate::hopper_kernel! {
     /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; `k_chunk` a multiple of 32 below `k` (or at least `k`: no split); otherwise as
     /// the module documentation.
-    pub unsafe fn wgmma_tf32(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 128], { Operand::Tf32 as u8 }, STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
-    }
-
+    wgmma_tf32: [f32; 128], Operand::Tf32 as u8, STAGES;
     /// `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, [`PROMOTED_STAGES`]
     /// stages as `wgmma_tf32_promoted`, without its promotion); see [`gpu_rs`].
     ///
@@ -1620,20 +1639,7 @@ crate::hopper_kernel! {
     /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`PROMOTED_DYNAMIC_SHARED_BYTES`];
     /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
-    pub unsafe fn wgmma_tf32_n128(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
-    }
-
+    wgmma_tf32_n128: [f32; 64], Operand::Tf32 as u8, PROMOTED_STAGES;
     /// `wgmma_tf32` on tiles of [`N16_BLOCK_ROWS`] x 128 of `C` (`m64n16k8` on `C^T`,
     /// [`N16_STAGES`] stages) for `m <= 16`; see [`gpu_rs`].
     ///
@@ -1641,20 +1647,7 @@ crate::hopper_kernel! {
     /// The maps: `A` dims `{k, m}`, box `{32, 16}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`N16_DYNAMIC_SHARED_BYTES`];
     /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
-    pub unsafe fn wgmma_tf32_n16(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 8], { Operand::Tf32 as u8 }, N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
-    }
-
+    wgmma_tf32_n16: [f32; 8], Operand::Tf32 as u8, N16_STAGES;
     /// `C = A * B` from BF16 operands for `m <= 16`: `wgmma_tf32_n16`'s tiles of
     /// [`N16_BLOCK_ROWS`] x 128 of `C` and pipeline, `m64n16k16` on `C^T` with `B` as the
     /// instruction's M-major `A` operand; see [`gpu_rs`].
@@ -1664,38 +1657,16 @@ crate::hopper_kernel! {
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`N16_DYNAMIC_SHARED_BYTES`];
     /// `k_chunk` a multiple of 64 below `k` (or at least `k`: no split); otherwise as the module
     /// documentation.
-    pub unsafe fn wgmma_bf16_n16(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 8], { Operand::Bf16 as u8 }, N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
-    }
-
+    wgmma_bf16_n16: [f32; 8], Operand::Bf16 as u8, N16_STAGES;
     /// `wgmma_bf16_n16` on F16 (IEEE half) operands (`m64n16k16.f32.f16.f16`); see [`gpu_rs`].
     ///
     /// # Safety
     /// As `wgmma_bf16_n16`, with F16 operands.
-    pub unsafe fn wgmma_f16_n16(
-        maps: *const u8,
-        c: *mut f32,
-        partials: *mut f32,
-        counters: *mut u32,
-        m: u32,
-        k: u32,
-        n: u32,
-        k_chunk: u32,
-    ) {
-        // SAFETY: the kernel contract is the body's.
-        unsafe { gpu_rs::run::<[f32; 8], { Operand::F16 as u8 }, N16_STAGES, GROUP_M, 0>(maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null()) }
-    }
+    wgmma_f16_n16: [f32; 8], Operand::F16 as u8, N16_STAGES;
+}
 
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+crate::hopper_kernel! {
     /// `C = A * B` in TF32 as `wgmma_tf32`, accumulated in runs of [`PROMOTE_K_TILES`] stages
     /// added in `f32`; see [`gpu_rs`].
     ///
