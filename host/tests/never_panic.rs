@@ -51,7 +51,7 @@ proptest! {
         device in device(),
         policy in policy(),
         split in split(),
-        tile in prop::sample::select(vec![None, Some(TileWidth::N256), Some(TileWidth::N128)]),
+        tile in prop::sample::select(vec![None, Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N16)]),
     ) {
         let shape = MatmulShape::new(m, k, n).unwrap();
         if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split, tile }) {
