@@ -1527,6 +1527,29 @@ mod gpu_rs {
     }
 }
 
+/// One tile kernel: the module documentation's parameters, handed to `$body` (then `$extra`).
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+macro_rules! tile_kernel {
+    ($(#[$doc:meta])* $name:ident => $body:path $(, $extra:expr)*) => {
+        crate::hopper_kernel! {
+            $(#[$doc])*
+            pub unsafe fn $name(
+                maps: *const u8,
+                c: *mut f32,
+                partials: *mut f32,
+                counters: *mut u32,
+                m: u32,
+                k: u32,
+                n: u32,
+                k_chunk: u32,
+            ) {
+                // SAFETY: the kernel contract is the body's.
+                unsafe { $body(maps, c, partials, counters, m, k, n, k_chunk $(, $extra)*) }
+            }
+        }
+    };
+}
+
 /// The kernels of the shared-operand body (`gpu::run`), one line each: its name, then the body's
 /// operand, epilogue (`true`: the row-staged one only), the cluster sum of a split (`true`: the
 /// `_cluster` kernels), accumulators (the tile's width) and ring
@@ -1534,28 +1557,16 @@ mod gpu_rs {
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 macro_rules! shared_operand_kernels {
     ($($(#[$doc:meta])* $name:ident: $input:expr, $staged:literal, $cluster:literal, $acc:ty, $stages:expr;)*) => {
-        crate::hopper_kernel! {
-            $(
+        $(
+            tile_kernel! {
                 $(#[$doc])*
                 ///
                 /// # Safety
                 /// See the [module documentation](self), with the dynamic shared memory
                 /// [`dynamic_shared_bytes`] gives the kernel's tile and stages.
-                pub unsafe fn $name(
-                    maps: *const u8,
-                    c: *mut f32,
-                    partials: *mut f32,
-                    counters: *mut u32,
-                    m: u32,
-                    k: u32,
-                    n: u32,
-                    k_chunk: u32,
-                ) {
-                    // SAFETY: the kernel contract is the body's.
-                    unsafe { gpu::run::<{ $input }, $staged, $cluster, $acc, $stages>(maps, c, partials, counters, m, k, n, k_chunk) }
-                }
-            )*
-        }
+                $name => gpu::run::<{ $input }, $staged, $cluster, $acc, $stages>
+            }
+        )*
     };
 }
 
@@ -1597,28 +1608,12 @@ shared_operand_kernels! {
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 macro_rules! c_transposed_kernels {
     ($($(#[$doc:meta])* $name:ident: $acc:ty, $input:expr, $stages:expr;)*) => {
-        crate::hopper_kernel! {
-            $(
+        $(
+            tile_kernel! {
                 $(#[$doc])*
-                pub unsafe fn $name(
-                    maps: *const u8,
-                    c: *mut f32,
-                    partials: *mut f32,
-                    counters: *mut u32,
-                    m: u32,
-                    k: u32,
-                    n: u32,
-                    k_chunk: u32,
-                ) {
-                    // SAFETY: the kernel contract is the body's.
-                    unsafe {
-                        gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0>(
-                            maps, c, partials, counters, m, k, n, k_chunk, core::ptr::null(),
-                        )
-                    }
-                }
-            )*
-        }
+                $name => gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0>, core::ptr::null()
+            }
+        )*
     };
 }
 
