@@ -855,6 +855,14 @@ fn choose_kernel(
     }
     let t = sixteen_bit.expect("f32 operands are planned above");
     let cuda_cores = one_pass_cuda_core_reason(shape, device);
+    let (tiles_variant, decode_variant, kind) = if inputs == DType::Bf16 {
+        (MatmulVariant::WgmmaBf16, MatmulVariant::DecodeBf16, "BF16")
+    } else {
+        (MatmulVariant::WgmmaF16, MatmulVariant::DecodeF16, "F16")
+    };
+    // The planner's reason of a named variant opens with "{variant} requested"; here auto chose it.
+    let chosen_by_auto =
+        |plan: &MatmulPlan, variant: MatmulVariant| plan.reason().replacen(&format!("{variant} requested; "), "", 1);
     // 16-bit decode shapes (m' <= 16): the decode kernel of the operands' type, which streams B
     // at the memory's bandwidth, where B's rows are whole 16-byte vectors (its loads' unit);
     // other rows would be copied into such rows at every launch, which costs more than few_rows
@@ -863,15 +871,13 @@ fn choose_kernel(
     if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows {
         // The TMA pipeline of the 16-row tensor-core tiles streams B faster where its work items
         // fill the SMs (plan::N16_MIN_WAVE_FILL).
-        let tiles_variant = if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 };
         let n16 = PlanOptions { tile: Some(TileWidth::N16), ..options };
         if desc.tile.is_none() && shape.k as u128 * shape.n as u128 >= N16_MIN_B_ELEMENTS as u128 {
             let plan = plan_with(tiles_variant, shape, device, n16)?;
             let items = wgmma::tiles(shape, plan.kernel()) * plan.split().map_or(1, |s| s.splits as u64);
             let fill = wave_fill(items, device.sm_count.max(1) as u64);
             if fill >= N16_MIN_WAVE_FILL {
-                let split_why = plan.reason().replacen(&format!("{tiles_variant} requested; "), "", 1);
-                let kind = if inputs == DType::Bf16 { "BF16" } else { "F16" };
+                let split_why = chosen_by_auto(&plan, tiles_variant);
                 let why = format!(
                     "auto: {kind} operands, m = {} <= 16: B streamed through the TMA, {items} work items fill {:.0}% \
                      of the SMs' last wave; {split_why}",
@@ -882,13 +888,10 @@ fn choose_kernel(
                 return Ok((plan.variant(), plan));
             }
         }
-        let variant = if inputs == DType::Bf16 { MatmulVariant::DecodeBf16 } else { MatmulVariant::DecodeF16 };
-        let plan = plan_with(variant, shape, device, options)?;
-        // The planner's reason opens with "decode_bf16 requested"; here auto chose it.
-        let split_why = plan.reason().replacen(&format!("{variant} requested; "), "", 1);
-        let kind = if inputs == DType::Bf16 { "BF16" } else { "F16" };
+        let plan = plan_with(decode_variant, shape, device, options)?;
+        let split_why = chosen_by_auto(&plan, decode_variant);
         let why = format!(
-            "auto: {kind} operands, m = {} <= {}: memory-bound on B, {variant} on {kind} as it lies; {split_why}",
+            "auto: {kind} operands, m = {} <= {}: memory-bound on B, {decode_variant} on {kind} as it lies; {split_why}",
             shape.m,
             kernels::matmul::decode::MAX_M,
         );
@@ -897,9 +900,8 @@ fn choose_kernel(
     }
     let policy = PrecisionPolicy::Highest;
     let Some(why) = cuda_cores else {
-        let variant = if inputs == DType::Bf16 { MatmulVariant::WgmmaBf16 } else { MatmulVariant::WgmmaF16 };
-        let plan = plan_with(variant, shape, device, PlanOptions { policy, ..options })?;
-        let split_why = plan.reason().replacen(&format!("{variant} requested; "), "", 1);
+        let plan = plan_with(tiles_variant, shape, device, PlanOptions { policy, ..options })?;
+        let split_why = chosen_by_auto(&plan, tiles_variant);
         let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
         let why = format!("auto: {} operands, {macs} multiply-adds on the tensor cores; {split_why}", t.name());
         let plan = plan.with_reason(why);
