@@ -1295,17 +1295,18 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
     let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
     let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    let b_elements = shape.k as u128 * shape.n as u128;
     if kernel == MatmulVariant::WgmmaTf32
         && device.tensor_cores
         && (TF32_N16_MIN_M as usize..=wgmma_tiles::N16_BLOCK_ROWS as usize).contains(&shape.m)
         && shape.n > FEW_COLS_MAX_N as usize
-        && shape.k as u128 * shape.n as u128 >= N16_MIN_B_ELEMENTS as u128
+        && b_elements >= N16_MIN_B_ELEMENTS as u128
     {
         let why = format!(
-            "{policy}: m = {} of {TF32_N16_MIN_M}-{} and B of {} elements: B streamed through the TMA into TF32 tensor cores",
+            "{policy}: m = {} of {TF32_N16_MIN_M}-{} and B of {b_elements} elements: B streamed through the TMA into \
+             TF32 tensor cores",
             shape.m,
             wgmma_tiles::N16_BLOCK_ROWS,
-            shape.k as u128 * shape.n as u128
         );
         return (kernel, why);
     }
