@@ -1120,11 +1120,13 @@ mod tests {
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
             ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),
-            // n a multiple of 8: decode_bf16 reads B's rows as they lie (112 tiles of the 16-row
-            // kernel would leave 20 SMs idle) ...
-            ((1, 14336, 4096), kernels::matmul::decode::KERNEL),
-            // ... and so does the 16-row tensor-core kernel, whose 32 tiles in 4 splits fill them.
+            // n a multiple of 8: decode_bf16 reads B's rows as they lie where B is too small
+            // for the 16-row tiles' launch ...
+            ((1, 2048, 4096), kernels::matmul::decode::KERNEL),
+            // ... and so does the 16-row tensor-core kernel, whose 32 tiles in 4 splits fill the
+            // SMs, as do 112 tiles unsplit.
             ((1, 4096, 4096), "wgmma_bf16_n16"),
+            ((1, 14336, 4096), "wgmma_bf16_n16"),
             // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue.
             ((8841, 6665, 28), "wgmma_bf16_rows"),
             ((4096, 4096, 4096), "wgmma_bf16"),
@@ -1196,16 +1198,23 @@ mod tests {
     #[test]
     fn bf16_decode_shapes_run_decode_bf16_or_the_16_row_tiles_under_auto_where_there_are_tensor_cores() {
         let bf16 = Layout::row_major(DType::Bf16);
-        let s = skeleton(GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16));
+        // B of 2^23 elements: under the 16-row tiles' least, decode_bf16 in place.
+        let s = skeleton(GemmDesc::new(16, 2048, 4096).a(bf16).b(bf16));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
         assert_eq!(s.precision, Precision::Bf16);
         assert!(s.kernel.reason().contains("m = 16 <= 16"), "{}", s.kernel.reason());
-        let text = describe_plan(&GemmDesc::new(1, 14336, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
-        assert!(text.contains("decode_bf16: grid 224x1x"), "{text}");
+        let text = describe_plan(&GemmDesc::new(1, 2048, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
+        assert!(text.contains("decode_bf16: grid "), "{text}");
         assert!(text.contains("auto: BF16 operands, m = 1 <= 16") && !text.contains("requested"), "{text}");
+        // 14336 columns: 112 tiles of the 16-row kernel, unsplit, 85% of the SMs.
+        let s = skeleton(GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16));
+        assert_eq!((s.kernel.kernel(), s.kernel.split().map(|s| s.splits)), ("wgmma_bf16_n16", Some(1)));
+        assert!(s.kernel.reason().contains("112 work items fill 85% of the SMs' last wave"), "{}", s.kernel.reason());
         // A column-major D: the canonical m' is n.
         let s = skeleton(GemmDesc::new(14336, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
+        assert_eq!(s.kernel.kernel(), "wgmma_bf16_n16");
+        let s = skeleton(GemmDesc::new(2048, 8, 4096).a(bf16).b(bf16).d(Layout::col_major(DType::F32)));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeBf16);
         // 4096 columns: 32 tiles of the 16-row kernel in 4 splits fill 128 of 132 SMs, the
         // partials in the workspace.
@@ -1216,19 +1225,20 @@ mod tests {
         assert!(s.kernel.reason().contains("128 work items fill 97% of the SMs' last wave"), "{}", s.kernel.reason());
         let f16 = Layout::row_major(DType::F16);
         assert_eq!(skeleton(GemmDesc::new(16, 4096, 14336).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
+        assert_eq!(skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
         // 17 rows, F16 operands, or no tensor cores: not decode_bf16.
         assert_ne!(
-            skeleton(GemmDesc::new(17, 14336, 4096).a(bf16).b(bf16)).kernel.variant(),
+            skeleton(GemmDesc::new(17, 2048, 4096).a(bf16).b(bf16)).kernel.variant(),
             MatmulVariant::DecodeBf16
         );
         // F16 operands take the F16 decode kernel, in place as well.
-        let s = skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16));
+        let s = skeleton(GemmDesc::new(16, 2048, 4096).a(f16).b(f16));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeF16);
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "F16 read in place");
         assert_eq!(s.precision, Precision::Fp16);
         assert!(s.kernel.reason().contains("auto: F16 operands, m = 16 <= 16"), "{}", s.kernel.reason());
         let cuda_cores = MatmulDevice { sm_count: 132, tensor_cores: false, cluster_blocks: [0; 8] };
-        let s = Skeleton::new(&GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16), cuda_cores).unwrap();
+        let s = Skeleton::new(&GemmDesc::new(16, 2048, 4096).a(bf16).b(bf16), cuda_cores).unwrap();
         assert_ne!(s.kernel.variant(), MatmulVariant::DecodeBf16);
     }
 

@@ -455,17 +455,22 @@ pub const TF32_N16_MIN_M: u32 = 4;
 pub const N16_MIN_B_ELEMENTS: u64 = 1 << 24;
 /// Least fill of the SMs' last wave by an `_n16` plan's work items (tiles times splits) for
 /// which `auto` takes it over `decode_bf16` (`decode_f16`) on BF16 (F16) operands with `m <=
-/// 16`. Measured on the H200 (ms, `m = 1` then `m = 16`, the `_n16` kernel against the decode
-/// kernel): `k x n` of 4096 x 4096 (32 tiles in 4 splits, 128 items on 132 SMs) 0.014, 0.015
-/// against 0.016, 0.018; 14336 x 4096 (the same) 0.034, 0.034 against 0.037, 0.039; 4096 x
-/// 14336 (112 tiles, 85% of the SMs) 0.042, 0.044 against 0.037, 0.041; 8192 x 28672 (224
-/// tiles, 85% of 2 waves; 7 splits then) 0.134, 0.139 against 0.126, 0.140.
+/// 16`. The `_n16` kernels stream `B` at the pace of the blocks that run, about 32 GB/s each
+/// on the H200 whatever the ring's depth (a CUDA C model of their TMA ring alone: 112 blocks
+/// of 16 KiB stages took 0.0335 ms for 4096 x 14336 BF16 elements, as cuBLASLt's kernel on its
+/// own 112 blocks), so a wave at 85% of the SMs keeps 85% of the memory's pace, where the decode
+/// kernels keep 70-80% of it. Measured on the H200 (ms, `m = 16`, the `_n16` kernel against the
+/// decode kernel and cuBLASLt): `k x n` of 4096 x 14336 (112 tiles, 85% of the SMs) 0.033
+/// against 0.041 and 0.033; 8192 x 28672 (224 tiles, two waves at 85%) 0.120 against 0.140 and
+/// 0.111; 4096 x 4096 (32 tiles in 4 splits, 97%) 0.015 against 0.018 and 0.014. A last wave
+/// below this leaves too many SMs idle: 140 items would run one SM's tile alone after the
+/// first wave.
 ///
 /// ```
 /// use hopper_kernels::matmul::plan::N16_MIN_WAVE_FILL;
-/// assert!(N16_MIN_WAVE_FILL > 112.0 / 132.0 && N16_MIN_WAVE_FILL < 128.0 / 132.0);
+/// assert!(N16_MIN_WAVE_FILL <= 112.0 / 132.0);
 /// ```
-pub const N16_MIN_WAVE_FILL: f64 = 0.9;
+pub const N16_MIN_WAVE_FILL: f64 = 0.8;
 
 /// The tile width of the tensor-core kernels that come in two ([`plan_with`] takes the cheaper
 /// by its estimate unless [`PlanOptions::tile`] names one).
