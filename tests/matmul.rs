@@ -271,12 +271,24 @@ fn hopper_decode_kernels_match_cpu_on_decode_shapes_and_rerun_bitwise_equal() {
 
 /// Kept small for compute-sanitizer (`run.sh sanitize`, filter `tensor_core`): edges of the
 /// 128 x 256 tiles and of the 64- and 32-deep stages, rows not a multiple of 16 bytes, several
-/// tiles per block of the persistent grid (more tiles than SMs).
+/// tiles per block of the persistent grid (more tiles than SMs), and products of fewer rows than
+/// a tile, whose `A` boxes stop at the 8-row atom past `m` (64, 65, 96).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn hopper_tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
     let (gpu, mut rng) = hopper_gpu("tensor cores");
-    for shape in [(1, 1, 1), (128, 64, 256), (129, 65, 257), (127, 33, 255), (3, 7, 5), (200, 129, 9), (1, 300, 1)] {
+    for shape in [
+        (1, 1, 1),
+        (128, 64, 256),
+        (129, 65, 257),
+        (127, 33, 255),
+        (3, 7, 5),
+        (200, 129, 9),
+        (1, 300, 1),
+        (64, 129, 300),
+        (65, 64, 257),
+        (96, 200, 129),
+    ] {
         assert_plans_match_cpu(&gpu, &mut rng, shape, tensor_core_plans);
     }
     // 17 x 2 tiles of 128 x 256 on at most 132 blocks.

@@ -1227,10 +1227,7 @@ mod tests {
         assert_eq!(skeleton(GemmDesc::new(16, 4096, 14336).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
         assert_eq!(skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
         // 17 rows, F16 operands, or no tensor cores: not decode_bf16.
-        assert_ne!(
-            skeleton(GemmDesc::new(17, 2048, 4096).a(bf16).b(bf16)).kernel.variant(),
-            MatmulVariant::DecodeBf16
-        );
+        assert_ne!(skeleton(GemmDesc::new(17, 2048, 4096).a(bf16).b(bf16)).kernel.variant(), MatmulVariant::DecodeBf16);
         // F16 operands take the F16 decode kernel, in place as well.
         let s = skeleton(GemmDesc::new(16, 2048, 4096).a(f16).b(f16));
         assert_eq!(s.kernel.variant(), MatmulVariant::DecodeF16);

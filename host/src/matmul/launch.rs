@@ -105,10 +105,12 @@ pub(super) fn product(
                 (Operand::Bf16, bf16_type)
             };
             let [mut map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b);
-            // The 16-row kernels' A boxes span their tile's rows, and they store C' directly.
+            // The 16-row kernels' A boxes span their tile's rows (at most), and they store C'
+            // directly.
             let n16 = wgmma::tile_of(plan.kernel()).0 == kernels::matmul::wgmma::N16_BLOCK_ROWS;
             if n16 {
-                map_a.box_dims[1] = kernels::matmul::wgmma::N16_BLOCK_ROWS;
+                map_a.box_dims[1] =
+                    kernels::matmul::wgmma::a_box_rows(s.m as u32, kernels::matmul::wgmma::N16_BLOCK_ROWS);
             }
             let mut list = vec![(map_a, p.a, data_type), (map_b, p.b, data_type)];
             // A split's partials are stored directly (no map); C' through the TMA where it can.

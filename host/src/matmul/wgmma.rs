@@ -30,7 +30,7 @@ use kernels::device::tma::{MAX_BOX_DIM, STRIDE_GRANULE, SWIZZLE_128B_MAX_INNER_B
 use kernels::matmul::tf32x3;
 use kernels::matmul::wgmma::{
     BF16_B_BOX_N, BLOCK_K_BYTES, BLOCK_M, BLOCK_N, DYNAMIC_SHARED_BYTES, EPILOGUE_BOX_M, EPILOGUE_BOX_N, Operand,
-    PROMOTED_DYNAMIC_SHARED_BYTES, THREADS,
+    PROMOTED_DYNAMIC_SHARED_BYTES, THREADS, a_box_rows,
 };
 
 /// The order of the three k-blocks of the split operands, which is the order in which
@@ -357,6 +357,9 @@ fn encode(base: u64, map: TensorMap2d, data_type: CUtensorMapDataType) -> Result
 /// assert!(a.check().is_ok() && b.check().is_ok());
 /// // F16 operands take the same boxes.
 /// assert_eq!(wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::F16, 808, 1208), [a, b]);
+/// // 64 rows of A fill half a tile: a box of 64 rows, none past A's last.
+/// let [a, _] = wgmma::tensor_maps(MatmulShape::new(64, 801, 1203)?, Operand::Bf16, 808, 1208);
+/// assert_eq!(a.box_dims, [64, 64]);
 /// # Ok(()) }
 /// ```
 pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [TensorMap2d; 2] {
@@ -365,7 +368,7 @@ pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [
     let a = TensorMap2d {
         dims: [k, m],
         row_stride_bytes: (lda * eb as usize) as u64,
-        box_dims: [BLOCK_K_BYTES / eb, BLOCK_M],
+        box_dims: [BLOCK_K_BYTES / eb, a_box_rows(shape.m as u32, BLOCK_M)],
         elem_bytes: eb,
     };
     let b = match op {
@@ -418,8 +421,8 @@ pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
 
 /// The maps of `wgmma_tf32` (`a_box_rows` [`BLOCK_N`]) and `wgmma_tf32_promoted`
 /// ([`PROMOTED_BLOCK_ROWS`](kernels::matmul::wgmma::PROMOTED_BLOCK_ROWS)): `A` (`m x ld_a`, K-major: the instruction's `B`) in boxes of 32 of
-/// K by `a_box_rows` rows, and `B` (`k x ld_b`, N-major: loaded into the instruction's `A`
-/// registers) in boxes of 32 columns by 32 of K.
+/// K by the tile's `tile_rows` rows (fewer where `m` is smaller: [`a_box_rows`]), and `B` (`k x
+/// ld_b`, N-major: loaded into the instruction's `A` registers) in boxes of 32 columns by 32 of K.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -429,12 +432,20 @@ pub fn c_map(shape: MatmulShape) -> Option<TensorMap2d> {
 /// assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 256]));
 /// assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 4816, [32, 32]));
 /// assert!(a.check().is_ok() && b.check().is_ok());
+/// // Four rows: a box of 8 (one swizzle atom), the tile's other rows zero in shared memory.
+/// let [a, _] = wgmma::tensor_maps_rs(MatmulShape::new(4, 801, 1203)?, 804, 1204, 16);
+/// assert_eq!(a.box_dims, [32, 8]);
 /// # Ok(()) }
 /// ```
-pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, a_box_rows: u32) -> [TensorMap2d; 2] {
+pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, tile_rows: u32) -> [TensorMap2d; 2] {
     let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
     [
-        TensorMap2d { dims: [k, m], row_stride_bytes: (ld_a * 4) as u64, box_dims: [32, a_box_rows], elem_bytes: 4 },
+        TensorMap2d {
+            dims: [k, m],
+            row_stride_bytes: (ld_a * 4) as u64,
+            box_dims: [32, a_box_rows(shape.m as u32, tile_rows)],
+            elem_bytes: 4,
+        },
         TensorMap2d {
             dims: [n, k],
             row_stride_bytes: (ld_b * 4) as u64,

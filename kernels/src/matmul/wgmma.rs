@@ -28,15 +28,16 @@
 //! `C`. A `_cluster` kernel launched otherwise traps.
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
-//!   Maps: `A` dims `{k, m}`, box `{64, 128}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
+//!   Maps: `A` dims `{k, m}`, box `{64, a_box_rows(m, 128)}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
 //!   0`, `C` (`f32`, the same memory as `c`) dims `{n, m}`, box `{32, 64}`; 128-byte swizzle.
 //! - `wgmma_f16`: the same with F16 (IEEE half) `A` and `B` (`m64n256k16.f32.f16.f16`).
 //! - `wgmma_tf32_transposed`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32`
 //!   (K-major: TF32 takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box
-//!   `{32, 128}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
+//!   `{32, a_box_rows(m, 128)}`; `Bt` dims `{k, n}`, box `{32, 256}`; 128-byte swizzle.
 //!
 //! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
-//! zeros add nothing to the products. The epilogues stage the accumulators in shared memory, a
+//! zeros add nothing to the products. Where `m` is under a tile's rows, `A`'s box stops at the
+//! 8-row atom past row `m` ([`a_box_rows`]) and the kernels zero the tile's other rows once. The epilogues stage the accumulators in shared memory, a
 //! warpgroup's 64 rows x 32 columns at a time: with the `C` map the TMA stores each box (and
 //! skips elements outside the tensor); in `wgmma_bf16_rows` and `wgmma_f16_rows` (which the
 //! host launches where `C`'s rows are not 16-byte aligned or a split of `k` writes partial
@@ -321,6 +322,30 @@ pub const STAGE_A_BYTES: u32 = BLOCK_M * BLOCK_K_BYTES;
 pub const STAGE_B_BYTES: u32 = BLOCK_N * BLOCK_K_BYTES;
 /// Bytes per stage (a multiple of 1024, so every stage starts a swizzle pattern).
 pub const STAGE_BYTES: u32 = STAGE_A_BYTES + STAGE_B_BYTES;
+
+/// Rows of the TMA box that loads a tile's `tile_rows` rows of the operand with `m` rows (`A`):
+/// all of them, or where `m` is smaller, `m` rounded up to whole 8-row swizzle atoms. The rest
+/// of the tile's rows stay zero in shared memory (the kernels zero them once), so that no box
+/// reaches far past `A`'s last row: the copy engine fills such rows with zeros slowly. H200,
+/// `wgmma_bf16_n128` on 112 tiles of 4096 x 14336, unsplit, with 128-row boxes: m = 64
+/// 0.044 ms, 96 0.039, 127 0.037, 128 0.036 (cuBLASLt 0.034-0.036).
+///
+/// ```
+/// use kernels::matmul::wgmma::a_box_rows;
+/// assert_eq!(a_box_rows(64, 128), 64);
+/// assert_eq!(a_box_rows(65, 128), 72);
+/// assert_eq!(a_box_rows(1000, 128), 128);
+/// assert_eq!(a_box_rows(1, 16), 8);
+/// ```
+pub const fn a_box_rows(m: u32, tile_rows: u32) -> u32 {
+    if m >= tile_rows {
+        tile_rows
+    } else if m == 0 {
+        8
+    } else {
+        m.next_multiple_of(8)
+    }
+}
 /// Columns of BF16 (or F16) `B` per TMA box (128 bytes, the most a 128-byte swizzled box row
 /// spans).
 pub const BF16_B_BOX_N: u32 = 64;
@@ -533,6 +558,38 @@ pub const fn work_item(w: u32, tiles: u32) -> (u32, u32) {
     (w % tiles, w / tiles)
 }
 
+/// Zeroes rows `from..to` (128 bytes each) of the operand tile at `tile(s)` of each of `stages`
+/// stages, the consumer warpgroups' threads taking words in turn (`t` their index), orders the
+/// stores before the async proxy's reads (`wgmma`) with `fence.proxy.async.shared::cta`, and
+/// waits for both warpgroups ([`SPLIT_CONSUMERS_BARRIER`]). Rows a box never reaches
+/// ([`a_box_rows`]) then multiply as zeros. The producer's copies run meanwhile: they write
+/// other rows.
+///
+/// # Safety
+/// Every consumer thread calls it before its first `wgmma`; each `tile(s) + 128 * to` lies
+/// inside the block's shared memory, and nothing else touches those rows.
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+#[inline(always)]
+unsafe fn zero_rows(tile: impl Fn(u32) -> u32, stages: u32, from: u32, to: u32, t: u32) {
+    use crate::device::{shared, thread, tma};
+    if from >= to {
+        return;
+    }
+    let bytes = (to - from) * BLOCK_K_BYTES;
+    for s in 0..stages {
+        let rows = tile(s) + from * BLOCK_K_BYTES;
+        let mut at = 8 * t;
+        while at < bytes {
+            // SAFETY: inside rows from..to of stage s's tile (contract), 8-byte aligned (tiles
+            // start on 1024 bytes); one writer per 8 bytes.
+            unsafe { shared::store_v2_f32(rows + at, [0.0; 2]) };
+            at += 8 * CONSUMERS * 128;
+        }
+    }
+    tma::fence_proxy_async_shared();
+    thread::sync_named(SPLIT_CONSUMERS_BARRIER, CONSUMERS * 128);
+}
+
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 mod gpu {
     use super::*;
@@ -619,6 +676,10 @@ mod gpu {
             // initialisation visible to it.
             tma::fence_proxy_async_shared();
         }
+        // A's box holds a_box_rows of the tile's rows; the consumers zero the rest of every
+        // stage's A rows once, and the copies never write them.
+        let a_rows = a_box_rows(m, BLOCK_M);
+        let tx_bytes = stage_bytes - (BLOCK_M - a_rows) * BLOCK_K_BYTES;
         thread::sync_threads();
 
         let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(block_n));
@@ -677,7 +738,7 @@ mod gpu {
                         // s only.
                         unsafe {
                             mbarrier::wait_parity(ring.empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
-                            mbarrier::arrive_expect_tx(ring.full(s), stage_bytes);
+                            mbarrier::arrive_expect_tx(ring.full(s), tx_bytes);
                             tma::load_2d(ring.a(s), map_a, k0, row0, ring.full(s));
                             if half {
                                 for j in 0..block_n / BF16_B_BOX_N {
@@ -695,6 +756,9 @@ mod gpu {
             }
         } else {
             // Consumers.
+            // SAFETY: rows a_rows..BLOCK_M of each stage's A, inside the ring, which no copy
+            // writes; every consumer thread is here before its first wgmma.
+            unsafe { zero_rows(|s| ring.a(s), STAGES_, a_rows, BLOCK_M, tid) };
             let wg = warp / 4;
             let t = tid % 128;
             // Zero bits through `zeroed` (a memset) rather than `[0.0; N]` (a store loop with a
@@ -792,6 +856,9 @@ mod gpu {
                             });
                         }
                     });
+                } else if tma_store && tm * BLOCK_M + wg * 64 >= m {
+                    // A warpgroup whose 64 rows all lie past C's last stores nothing: boxes wholly
+                    // outside C are no work for the TMA to skip.
                 } else if tma_store {
                     // Boxes of 64 rows x 32 columns through shared memory (128-byte swizzled, so
                     // that a warp's rows fill different banks), each stored by the TMA in whole
@@ -1230,7 +1297,7 @@ mod gpu_rs {
     /// The kernel contract of `wgmma_tf32` (`Acc = [f32; 128]`, [`STAGES`], [`GROUP_M`], no
     /// promotion) or of `wgmma_tf32_promoted` (`[f32; 64]`, [`PROMOTED_STAGES`],
     /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]), `wgmma_tf32_n128` or one of the `_n16`
-    /// kernels: an `A` box of `{128 bytes of k, Acc::N}`, `B` boxes of `{128 bytes of n, k of a
+    /// kernels: an `A` box of `{128 bytes of k, a_box_rows(m, Acc::N)}`, `B` boxes of `{128 bytes of n, k of a
     /// stage}`, and the dynamic shared memory of `STAGES` stages.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
@@ -1292,6 +1359,9 @@ mod gpu_rs {
             }
             tma::fence_proxy_async_shared();
         }
+        // As in the shared-operand kernels: A's rows past its box stay zero.
+        let a_rows = a_box_rows(m, block_rows);
+        let tx_bytes = stage_bytes - (block_rows - a_rows) * BLOCK_K_BYTES;
         thread::sync_threads();
 
         // The transposed problem: its rows are C's columns.
@@ -1336,7 +1406,7 @@ mod gpu_rs {
                     // completes; the full phase expects exactly these boxes' bytes.
                     unsafe {
                         mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
-                        mbarrier::arrive_expect_tx(full(s), stage_bytes);
+                        mbarrier::arrive_expect_tx(full(s), tx_bytes);
                         for j in 0..BLOCK_M / block_k {
                             let dst = b_stage(s) + j * block_k * BLOCK_K_BYTES;
                             tma::load_2d(dst, map_b, col0 + (j * block_k) as i32, k0, full(s));
@@ -1353,6 +1423,9 @@ mod gpu_rs {
         if rebalance {
             wgmma::set_max_registers_inc::<TF32_CONSUMER_REGISTERS>();
         }
+        // SAFETY: rows a_rows..block_rows of each stage's A, inside the ring, which no copy
+        // writes; every consumer thread (tid < CONSUMERS * 128) is here before its first wgmma.
+        unsafe { zero_rows(a_stage, STAGES_, a_rows, block_rows, tid) };
         let wg = warp / 4;
         let t = tid % 128;
         let (fr, fc) = wgmma::a_fragment_position(t);
