@@ -104,14 +104,10 @@ pub(super) fn product(
             } else {
                 (Operand::Bf16, bf16_type)
             };
-            let [mut map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b);
-            // The 16-row kernels' A boxes span their tile's rows (at most), and they store C'
-            // directly.
-            let n16 = wgmma::tile_of(plan.kernel()).0 == kernels::matmul::wgmma::N16_BLOCK_ROWS;
-            if n16 {
-                map_a.box_dims[1] =
-                    kernels::matmul::wgmma::a_box_rows(s.m as u32, kernels::matmul::wgmma::N16_BLOCK_ROWS);
-            }
+            let tile_rows = wgmma::tile_of(plan.kernel()).0;
+            let [map_a, map_b] = wgmma::tensor_maps(s, op, p.ld_a, p.ld_b, tile_rows);
+            // The 16-row kernels store C' directly.
+            let n16 = tile_rows == kernels::matmul::wgmma::N16_BLOCK_ROWS;
             let mut list = vec![(map_a, p.a, data_type), (map_b, p.b, data_type)];
             // A split's partials are stored directly (no map); C' through the TMA where it can.
             let c_map = wgmma::c_map(s).filter(|_| !split_out && !n16);
@@ -134,7 +130,7 @@ pub(super) fn product(
         }
         MatmulVariant::WgmmaTf32Transposed => {
             debug_assert!(right_transposed, "the plan gives wgmma_tf32_transposed B'^T");
-            let [map_a, map_bt] = wgmma::tensor_maps(s, Operand::Tf32, p.ld_a, p.ld_b);
+            let [map_a, map_bt] = wgmma::tensor_maps(s, Operand::Tf32, p.ld_a, p.ld_b, wgmma::tile_of(plan.kernel()).0);
             tensor_core(vec![(map_a, p.a, f32_type), (map_bt, p.b, f32_type)], false)
         }
         MatmulVariant::WgmmaTf32x3 => tf32x3_product(gpu, plan, functions, p, maps, Tf32x3Order::DEFAULT),

@@ -343,32 +343,36 @@ fn encode(base: u64, map: TensorMap2d, data_type: CUtensorMapDataType) -> Result
 }
 
 /// The tensor maps of `A` and `B` for `op`, given the operands' device addresses and row
-/// lengths (elements): `A` is `m x lda`, K-major; `B` is `k x ldb` N-major (BF16, F16) or
-/// `B^T`, `n x ldb` K-major (TF32).
+/// lengths (elements): `A` is `m x lda`, K-major, in boxes of the kernel's `tile_rows` rows
+/// ([`tile_of`]; fewer where `m` is smaller: [`a_box_rows`]); `B` is `k x ldb` N-major (BF16,
+/// F16) or `B^T`, `n x ldb` K-major (TF32).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulShape, wgmma};
 /// use kernels::matmul::wgmma::Operand; // the `kernels` crate's operand types
 /// // BF16 operands of 1000 x 801 x 1203, rows padded to 16 bytes (808 and 1208 elements).
-/// let [a, b] = wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::Bf16, 808, 1208);
+/// let [a, b] = wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::Bf16, 808, 1208, 128);
 /// assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 1616, [64, 128]));
 /// assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 2416, [64, 64]));
 /// assert!(a.check().is_ok() && b.check().is_ok());
 /// // F16 operands take the same boxes.
-/// assert_eq!(wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::F16, 808, 1208), [a, b]);
+/// assert_eq!(wgmma::tensor_maps(MatmulShape::new(1000, 801, 1203)?, Operand::F16, 808, 1208, 128), [a, b]);
 /// // 64 rows of A fill half a tile: a box of 64 rows, none past A's last.
-/// let [a, _] = wgmma::tensor_maps(MatmulShape::new(64, 801, 1203)?, Operand::Bf16, 808, 1208);
+/// let [a, _] = wgmma::tensor_maps(MatmulShape::new(64, 801, 1203)?, Operand::Bf16, 808, 1208, 128);
 /// assert_eq!(a.box_dims, [64, 64]);
+/// // The 16-row tiles: boxes of 16 rows, or of 8 for 3 rows.
+/// let [a, _] = wgmma::tensor_maps(MatmulShape::new(3, 801, 1203)?, Operand::Bf16, 808, 1208, 16);
+/// assert_eq!(a.box_dims, [64, 8]);
 /// # Ok(()) }
 /// ```
-pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize) -> [TensorMap2d; 2] {
+pub fn tensor_maps(shape: MatmulShape, op: Operand, lda: usize, ldb: usize, tile_rows: u32) -> [TensorMap2d; 2] {
     let eb = op.bytes();
     let (m, k, n) = (shape.m as u64, shape.k as u64, shape.n as u64);
     let a = TensorMap2d {
         dims: [k, m],
         row_stride_bytes: (lda * eb as usize) as u64,
-        box_dims: [BLOCK_K_BYTES / eb, a_box_rows(shape.m as u32, BLOCK_M)],
+        box_dims: [BLOCK_K_BYTES / eb, a_box_rows(shape.m as u32, tile_rows)],
         elem_bytes: eb,
     };
     let b = match op {
@@ -496,15 +500,15 @@ mod tests {
         let s = MatmulShape::new(1000, 801, 1203).unwrap();
         let (lda, ldb) = (padded_row_len(s.k, 2), padded_row_len(s.n, 2));
         assert_eq!((lda, ldb), (808, 1208));
-        let [a, b] = tensor_maps(s, Operand::Bf16, lda, ldb);
+        let [a, b] = tensor_maps(s, Operand::Bf16, lda, ldb, BLOCK_M);
         assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 1616, [64, 128]));
         assert_eq!((b.dims, b.row_stride_bytes, b.box_dims), ([1203, 801], 2416, [64, 64]));
         a.check().unwrap();
         b.check().unwrap();
         // F16: the same element size, the same boxes.
-        assert_eq!(tensor_maps(s, Operand::F16, lda, ldb), [a, b]);
+        assert_eq!(tensor_maps(s, Operand::F16, lda, ldb, BLOCK_M), [a, b]);
         let ld = padded_row_len(s.k, 4);
-        let [a, bt] = tensor_maps(s, Operand::Tf32, ld, ld);
+        let [a, bt] = tensor_maps(s, Operand::Tf32, ld, ld, BLOCK_M);
         assert_eq!((a.dims, a.row_stride_bytes, a.box_dims), ([801, 1000], 3216, [32, 128]));
         assert_eq!((bt.dims, bt.row_stride_bytes, bt.box_dims), ([801, 1203], 3216, [32, 256]));
         bt.check().unwrap();

@@ -28,8 +28,9 @@
 //! `C`. A `_cluster` kernel launched otherwise traps.
 //! - `wgmma_bf16`: `A` is `m x k` BF16 row-major (K-major), `B` is `k x n` BF16 row-major
 //!   (N-major, which the instruction's transpose bit takes), rows padded to 16 bytes.
-//!   Maps: `A` dims `{k, m}`, box `{64, a_box_rows(m, 128)}`; `B` dims `{n, k}`, box `{64, 64}`; when `n % 4 ==
-//!   0`, `C` (`f32`, the same memory as `c`) dims `{n, m}`, box `{32, 64}`; 128-byte swizzle.
+//!   Maps: `A` dims `{k, m}`, box `{64, a_box_rows(m, 128)}`; `B` dims `{n, k}`, box `{64,
+//!   64}`; when `n % 4 == 0`, `C` (`f32`, the same memory as `c`) dims `{n, m}`, box `{32, 64}`;
+//!   128-byte swizzle.
 //! - `wgmma_f16`: the same with F16 (IEEE half) `A` and `B` (`m64n256k16.f32.f16.f16`).
 //! - `wgmma_tf32_transposed`: `A` is `m x k` `f32` (K-major) and `Bt = B^T` is `n x k` `f32`
 //!   (K-major: TF32 takes no transpose), rows padded to 16 bytes. Maps: `A` dims `{k, m}`, box
@@ -37,12 +38,13 @@
 //!
 //! The TMA reads zeros outside the tensors, so ragged edges of `m`, `n` and `k` need no code:
 //! zeros add nothing to the products. Where `m` is under a tile's rows, `A`'s box stops at the
-//! 8-row atom past row `m` ([`a_box_rows`]) and the kernels zero the tile's other rows once. The epilogues stage the accumulators in shared memory, a
-//! warpgroup's 64 rows x 32 columns at a time: with the `C` map the TMA stores each box (and
-//! skips elements outside the tensor); in `wgmma_bf16_rows` and `wgmma_f16_rows` (which the
-//! host launches where `C`'s rows are not 16-byte aligned or a split of `k` writes partial
-//! products) the warpgroup reads each box back by rows and stores each row's 32 floats from one
-//! warp instruction, guarded. The other kernels store without a map (`wgmma_tf32_transposed`;
+//! 8-row atom past row `m` ([`a_box_rows`]) and the kernels zero the tile's other rows once. The
+//! epilogues stage the accumulators in shared memory, a warpgroup's 64 rows x 32 columns at a
+//! time: with the `C` map the TMA stores each box (and skips elements outside the tensor; a
+//! warpgroup whose rows all lie past `m` stores none); in `wgmma_bf16_rows` and `wgmma_f16_rows`
+//! (which the host launches where `C`'s rows are not 16-byte aligned or a split of `k` writes
+//! partial products) the warpgroup reads each box back by rows and stores each row's 32 floats
+//! from one warp instruction, guarded. The other kernels store without a map (`wgmma_tf32_transposed`;
 //! `wgmma_bf16`/`wgmma_f16` given no `C` map) straight from the accumulators' fragments.
 //!
 //! # Thread mapping
@@ -1297,8 +1299,8 @@ mod gpu_rs {
     /// The kernel contract of `wgmma_tf32` (`Acc = [f32; 128]`, [`STAGES`], [`GROUP_M`], no
     /// promotion) or of `wgmma_tf32_promoted` (`[f32; 64]`, [`PROMOTED_STAGES`],
     /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]), `wgmma_tf32_n128` or one of the `_n16`
-    /// kernels: an `A` box of `{128 bytes of k, a_box_rows(m, Acc::N)}`, `B` boxes of `{128 bytes of n, k of a
-    /// stage}`, and the dynamic shared memory of `STAGES` stages.
+    /// kernels: an `A` box of `{128 bytes of k, a_box_rows(m, Acc::N)}`, `B` boxes of `{128
+    /// bytes of n, k of a stage}`, and the dynamic shared memory of `STAGES` stages.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
     pub(super) unsafe fn run<
