@@ -230,6 +230,15 @@ macro_rules! with_accumulator_indices_64 {
     };
 }
 
+/// Accumulator register indices 1..32, for `n = 64` (as [`with_accumulator_indices`]).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! with_accumulator_indices_32 {
+    ($mac:ident ! ($($args:tt)*)) => {
+        $mac!($($args)*; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+            31)
+    };
+}
+
 /// Accumulator register indices 1..8, for `n = 16` (as [`with_accumulator_indices`]).
 #[cfg(target_arch = "nvptx64")]
 macro_rules! with_accumulator_indices_8 {
@@ -618,6 +627,87 @@ mma_ss_fn!(
     with_accumulator_indices_8
 );
 
+/// `wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {d0..d31}, {a0, a1, a2, a3}, b, p, 1, 1;`:
+/// as [`mma_m64n256k8_f32_tf32_a_regs`] with an 8 x 64 `B` (K-major, descriptor `b`) into a
+/// 64 x 64 tile of accumulators (the first 32 registers of [`accumulator_position`]'s layout):
+/// the instruction of a product whose `n` (on `C^T`: `C`'s rows) is at most 64.
+///
+/// # Safety
+/// As for [`mma_m64n256k8_f32_tf32_a_regs`]; `acc` is read only after a [`wait_group_n64`]
+/// covers this instruction.
+///
+/// ```ignore
+/// unsafe { nvptx_std::wgmma::mma_m64n64k8_f32_tf32_a_regs(&mut acc, a_fragment, b_desc, 1) };
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn mma_m64n64k8_f32_tf32_a_regs(acc: &mut [f32; 32], a: [u32; 4], b: u64, scale_d: u32) {
+    // SAFETY: the caller guarantees the warpgroup, the descriptor and the ordering.
+    unsafe {
+        with_accumulator_indices_32!(mma_a_regs!(
+            "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32",
+            "1, 1",
+            acc,
+            a,
+            b,
+            scale_d
+        ))
+    };
+}
+
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {d0..d31}, a, b, p, 1, 1;`:
+    /// [`mma_m64n256k8_f32_tf32`] with an 8 x 64 `B` (K-major, descriptor `b`) into a 64 x 64 tile
+    /// of accumulators.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n64k8_f32_tf32_a_regs`], with `A` in shared memory (descriptor `a`).
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n64k8_f32_tf32(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n64k8_f32_tf32,
+    32,
+    "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32",
+    "1, 1",
+    with_accumulator_indices_32
+);
+
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {d0..d31}, a, b, p, 1, 1, 0, 1;`:
+    /// [`mma_m64n256k16_f32_bf16_b_n_major`] with a 16 x 64 `B` (N-major, descriptor `b`) into a
+    /// 64 x 64 tile of accumulators.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n64k8_f32_tf32`].
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n64k16_f32_bf16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n64k16_f32_bf16_b_n_major,
+    32,
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
+    "1, 1, 0, 1",
+    with_accumulator_indices_32
+);
+
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, a, b, p, 1, 1, 0, 1;`:
+    /// [`mma_m64n64k16_f32_bf16_b_n_major`] with F16 (IEEE half) inputs.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n64k8_f32_tf32`].
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n64k16_f32_f16_b_n_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n64k16_f32_f16_b_n_major,
+    32,
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+    "1, 1, 0, 1",
+    with_accumulator_indices_32
+);
+
 mma_ss_fn!(
     /// `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {d0..d127}, a, b, p, 1, 1, 1, 0;`:
     /// `D = A * B + (scale_d != 0 ? D : 0)` with `A` (64 x 16 BF16) M-major and `B` (16 x 256)
@@ -733,6 +823,44 @@ mma_ss_fn!(
     "1, 1, 1, 0",
     with_accumulator_indices_8
 );
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {d0..d31}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n256k16_f32_bf16_a_m_major`] with a 16 x 64 `B`: `C^T` of at most 64 rows of `C`.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n64k16_f32_bf16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n64k16_f32_bf16_a_m_major,
+    32,
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16",
+    "1, 1, 1, 0",
+    with_accumulator_indices_32
+);
+mma_ss_fn!(
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {d0..d31}, a, b, p, 1, 1, 1, 0;`:
+    /// [`mma_m64n64k16_f32_bf16_a_m_major`] with F16 inputs.
+    ///
+    /// # Safety
+    /// As for [`mma_m64n256k16_f32_bf16_b_n_major`], with `A` (descriptor `a`) stored M-major
+    /// (each 128-byte row of the 128-byte swizzled pattern holds 64 consecutive `m` of one `k`,
+    /// as the TMA writes a box of a row-major `k x m` matrix) and `B` K-major; `acc` is read only
+    /// after a wait that covers this instruction.
+    ///
+    /// ```ignore
+    /// unsafe { nvptx_std::wgmma::mma_m64n64k16_f32_f16_a_m_major(&mut acc, a_desc, b_desc, 1) };
+    /// ```
+    mma_m64n64k16_f32_f16_a_m_major,
+    32,
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+    "1, 1, 1, 0",
+    with_accumulator_indices_32
+);
 
 /// The `(row, column)` of the 64 x 8 TF32 `A` fragment's first register in warpgroup thread
 /// `thread`: each warp holds 16 rows; the other registers are 8 rows and 4 columns further.
@@ -778,6 +906,19 @@ pub fn wait_group_n128<const N: u32>(acc: &mut [f32; 64]) {
     unsafe { with_accumulator_indices_64!(wait_with_accumulators!(N, acc)) };
 }
 
+/// [`wait_group`] for the 32 accumulators of an `n = 64` instruction
+/// ([`mma_m64n64k8_f32_tf32_a_regs`]).
+///
+/// ```ignore
+/// nvptx_std::wgmma::wait_group_n64::<1>(&mut acc); // at most one group still in flight
+/// ```
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn wait_group_n64<const N: u32>(acc: &mut [f32; 32]) {
+    // SAFETY: a wait; the accumulators are only passed through.
+    unsafe { with_accumulator_indices_32!(wait_with_accumulators!(N, acc)) };
+}
+
 /// [`wait_group`] for the 8 accumulators of an `n = 16` instruction
 /// ([`mma_m64n16k8_f32_tf32_a_regs`]).
 ///
@@ -792,7 +933,7 @@ pub fn wait_group_n16<const N: u32>(acc: &mut [f32; 8]) {
 }
 
 /// One warpgroup's `f32` accumulators of an `m64nN` instruction: `[f32; 128]` for `n = 256`,
-/// `[f32; 64]` for `n = 128`, `[f32; 8]` for `n = 16`, with the instructions of that width as methods, so that one
+/// `[f32; 64]` for `n = 128`, `[f32; 32]` for `n = 64`, `[f32; 8]` for `n = 16`, with the instructions of that width as methods, so that one
 /// kernel body serves both tile widths.
 ///
 /// ```ignore
@@ -992,6 +1133,20 @@ impl_accumulators!(
     mma_m64n128k16_f32_f16_a_m_major,
     wait_group_n128,
     with_accumulator_indices_64
+);
+
+#[cfg(target_arch = "nvptx64")]
+impl_accumulators!(
+    32,
+    64,
+    mma_m64n64k8_f32_tf32_a_regs,
+    mma_m64n64k8_f32_tf32,
+    mma_m64n64k16_f32_bf16_b_n_major,
+    mma_m64n64k16_f32_f16_b_n_major,
+    mma_m64n64k16_f32_bf16_a_m_major,
+    mma_m64n64k16_f32_f16_a_m_major,
+    wait_group_n64,
+    with_accumulator_indices_32
 );
 
 #[cfg(target_arch = "nvptx64")]
