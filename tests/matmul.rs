@@ -348,6 +348,47 @@ fn hopper_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal()
     }
 }
 
+/// `few_cols` as planned for the shape (`matmul_few_cols_shared_{8,16}` above 16 rows and from 5
+/// columns), unsplit and with `k` forced into about 2, 3 and 7 ranges where `k` holds them.
+fn few_cols_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let mut splits = vec![SplitK::none(shape.k)];
+    splits.extend([2, 3, 7].map(|w| SplitK::about_in(shape.k, w, 1, 4)).into_iter().filter(|s| s.splits > 1));
+    splits.dedup();
+    splits
+        .into_iter()
+        .map(|split| {
+            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+            matmul::plan_gemm(gpu, MatmulVariant::FewCols, shape, options).unwrap()
+        })
+        .collect()
+}
+
+/// `few_cols` on outputs of 17 to 1000 rows and 5 to 16 columns, where a block's rows share each
+/// step's slice of `B` through shared memory: `k` shorter than a lane's four elements, one under,
+/// at and over a step of 128, several steps with a ragged last; split or not; against the
+/// float64 product under FP32's bound, and reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("few_cols shared"));
+    for m in [17, 33, 100, 1000] {
+        for k in [1, 7, 127, 128, 129, 1031] {
+            for n in [5, 8, 9, 16] {
+                let shape = MatmulShape::new(m, k, n).unwrap();
+                let plans = few_cols_plans(&gpu, shape);
+                assert!(plans[0].kernel_plan().kernel().starts_with("matmul_few_cols_shared_"), "{}", plans[0]);
+                assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), few_cols_plans);
+            }
+        }
+    }
+    let shape = MatmulShape::new(1000, 3000, 12).unwrap();
+    let (a, b) = (random_matrix(&mut rng, 1000 * 3000), random_matrix(&mut rng, 3000 * 12));
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    for plan in few_cols_plans(&gpu, shape) {
+        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+    }
+}
+
 /// The tensor-core tile variants, which split `k` in whole stages of their pipeline.
 const WGMMA_TILE_VARIANTS: [MatmulVariant; 4] =
     [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed];

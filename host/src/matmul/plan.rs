@@ -7,7 +7,7 @@
 //! | shape | kernel | why |
 //! | --- | --- | --- |
 //! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
-//! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` |
+//! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
@@ -80,8 +80,8 @@ use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 pub use kernels::matmul::element::OperandType;
 use kernels::matmul::skinny::{
-    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel, few_cols_kernel_of,
-    few_rows_blocks_per_sm, few_rows_kernel, few_rows_kernel_of,
+    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel_for, few_rows_blocks_per_sm,
+    few_rows_kernel, few_rows_kernel_of,
 };
 use kernels::matmul::wgmma as wgmma_tiles;
 
@@ -112,27 +112,10 @@ pub const NARROW_BLOCKS_PER_SM: u32 = 4;
 /// # Ok(()) }
 /// ```
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
+/// Shortest split of `matmul_few_cols_shared`: four of its steps (128 columns of `A` each), so
+/// that a split's loads of the next step overlap more than one step's products.
+pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 512;
 
-/// The widest `n` for which `auto`'s FP32 plan streams `A` with `few_cols` when `m` is above
-/// [`FEW_ROWS_MAX_M`]; from 5 to [`FEW_COLS_MAX_N`] columns it takes `sgemm`, whose 128-row tiles
-/// share each slice of `B` that `few_cols` re-reads from L2 for every row of `A`. On the H200
-/// (time over cuBLAS SGEMM's, `few_cols` against `sgemm`): 16384x16384x16 8.39 against 3.07,
-/// 16384x4096x16 6.34 against 2.32, 2048x2048x16 3.70 against 1.54, 3796x285x14 2.22 against
-/// 1.21, 591x7821x8 1.78 against 1.37, 5640x571x8 1.54 against 1.31; at `n = 4` `few_cols` won
-/// (16384x16384x4: 1.48 against 3.09), and below it by more.
-///
-/// ```
-/// # fn main() -> hopper_kernels::Result<()> {
-/// use hopper_kernels::matmul::plan::FEW_COLS_FAST_N;
-/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
-/// let highest = PlanOptions { policy: PrecisionPolicy::Highest, ..PlanOptions::default() };
-/// let auto = |m, n| plan_with(MatmulVariant::Auto, MatmulShape::new(m, 16_384, n).unwrap(), MatmulDevice::H200, highest);
-/// assert_eq!(auto(16_384, FEW_COLS_FAST_N as usize)?.variant(), MatmulVariant::FewCols);
-/// assert_eq!(auto(16_384, 16)?.variant(), MatmulVariant::Sgemm);
-/// assert_eq!(auto(8, 16)?.variant(), MatmulVariant::FewCols); // both sides narrow
-/// # Ok(()) }
-/// ```
-pub const FEW_COLS_FAST_N: u32 = 4;
 /// Shortest split of `few_rows_{1,2,4}`: 4 steps of 4 rows of `B` per thread. A thread's steps
 /// wait on memory one after another, so a product with few blocks per split runs in about
 /// (steps x latency): on the H200, 4x2605x269 (one block per split) took 0.061 ms with the
@@ -915,7 +898,7 @@ impl MatmulPlan {
         let kernel = match self.variant {
             MatmulVariant::Sgemm => Some(kernels::matmul::sgemm::KERNELS[t.index()]),
             MatmulVariant::FewRows => few_rows_kernel_of(t, m),
-            MatmulVariant::FewCols => few_cols_kernel_of(t, n),
+            MatmulVariant::FewCols => few_cols_kernel_for(t, m, n),
             _ => None,
         };
         let kernel = kernel.ok_or_else(|| {
@@ -1123,7 +1106,10 @@ pub fn plan_with(
     }
     let mut kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
-        MatmulVariant::FewCols => few_cols_kernel(shape.n as u32).unwrap_or(FEW_COLS_KERNELS[4].1),
+        MatmulVariant::FewCols => {
+            let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
+            few_cols_kernel_for(OperandType::F32, m, n).unwrap_or(FEW_COLS_KERNELS[4].1)
+        }
         v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
     };
     let forced = |s: SplitK| (s, "split forced".to_string());
@@ -1148,7 +1134,13 @@ pub fn plan_with(
         }
         MatmulVariant::FewCols => {
             let blocks = skinny::few_cols_blocks(shape);
-            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, FEW_COLS_MIN_CHUNK, None), forced);
+            let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
+            let min_chunk = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
+                FEW_COLS_SHARED_MIN_CHUNK
+            } else {
+                FEW_COLS_MIN_CHUNK
+            };
+            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, None), forced);
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
         MatmulVariant::WgmmaBf16
@@ -1252,21 +1244,21 @@ fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
 fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
-    if shape.n <= FEW_COLS_FAST_N as usize || (shape.n <= FEW_COLS_MAX_N as usize && shape.m <= FEW_ROWS_MAX_M as usize)
-    {
-        let why = format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound, stream A once", shape.n);
+    if shape.n <= FEW_COLS_MAX_N as usize {
+        let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n as u32);
+        let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
+            format!(
+                "n = {n} <= {FEW_COLS_MAX_N}: memory-bound, stream A once, each step's slice of B shared through \
+                 shared memory by {} rows",
+                kernels::matmul::skinny::few_cols_shared_rows_per_block(n)
+            )
+        } else {
+            format!("n = {n} <= {FEW_COLS_MAX_N}: memory-bound, stream A once")
+        };
         (MatmulVariant::FewCols, why)
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
-    } else if shape.n <= FEW_COLS_MAX_N as usize {
-        let why = format!(
-            "n = {} in {}..={FEW_COLS_MAX_N} with m = {} > {FEW_ROWS_MAX_M}: 128-row tiles share each slice of B, which few_cols re-reads for every row",
-            shape.n,
-            FEW_COLS_FAST_N + 1,
-            shape.m
-        );
-        (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {
         (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {
@@ -1794,12 +1786,14 @@ mod tests {
         assert_eq!(p.variant, MatmulVariant::FewCols);
         assert!(p.split.unwrap().splits > 64 && p.reduce.is_some(), "{p}");
         assert_eq!(auto_fp32(100, 100, 4).variant, MatmulVariant::FewCols);
-        // From 5 to 16 columns with more than 16 rows, sgemm's tiles share B; with 16 rows or
-        // fewer few_cols stays.
-        assert_eq!(auto_fp32(100, 100, 16).variant, MatmulVariant::Sgemm);
-        assert_eq!(auto_fp32(16_384, 16_384, 16).variant, MatmulVariant::Sgemm);
-        assert!(auto_fp32(16_384, 16_384, 16).reason.contains("few_cols re-reads"));
-        assert_eq!(auto_fp32(16, 1000, 16).variant, MatmulVariant::FewCols);
+        // From 2 to 16 columns with more than 16 rows, a block's rows share B; one column, or
+        // 16 rows or fewer, stream it from L1.
+        let wide = auto_fp32(16_384, 16_384, 16);
+        assert_eq!((wide.variant, wide.kernel), (MatmulVariant::FewCols, "matmul_few_cols_shared_16"));
+        assert!(wide.reason.contains("shared through shared memory by 48 rows"), "{wide}");
+        assert_eq!(auto_fp32(100, 100, 2).kernel, "matmul_few_cols_shared_8");
+        assert_eq!(auto_fp32(16_384, 16_384, 1).kernel, "matmul_few_cols_1");
+        assert_eq!(auto_fp32(16, 1000, 16).kernel, "matmul_few_cols_16");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
     FEW_COLS_MAX_N, FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS,
+    few_cols_shared_rows_per_block, few_cols_shared_threads, few_cols_shares_b,
 };
 
 /// Blocks along x of `matmul_few_rows` for `shape`: one per `FEW_ROWS_BLOCK_COLS` columns.
@@ -22,7 +23,9 @@ pub fn few_rows_blocks(shape: MatmulShape) -> usize {
     shape.n.div_ceil(FEW_ROWS_BLOCK_COLS as usize)
 }
 
-/// Blocks along x of `matmul_few_cols` for `shape`: one per `FEW_COLS_ROWS_PER_BLOCK` rows.
+/// Blocks along x of `matmul_few_cols` for `shape`: one per `FEW_COLS_ROWS_PER_BLOCK` rows, or
+/// for `matmul_few_cols_shared` (`kernels::matmul::skinny::few_cols_shares_b`) one per
+/// `few_cols_shared_rows_per_block(n)`.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -30,10 +33,22 @@ pub fn few_rows_blocks(shape: MatmulShape) -> usize {
 /// // 8 rows of C per block, a warp each.
 /// assert_eq!(skinny::few_cols_blocks(MatmulShape::new(65_536, 4096, 1)?), 8192);
 /// assert_eq!(skinny::few_cols_blocks(MatmulShape::new(3, 100_000, 5)?), 1);
+/// // 16 columns of 16,384 rows: B shared by 48 rows a block.
+/// assert_eq!(skinny::few_cols_blocks(MatmulShape::new(16_384, 16_384, 16)?), 342);
 /// # Ok(()) }
 /// ```
 pub fn few_cols_blocks(shape: MatmulShape) -> usize {
-    shape.m.div_ceil(FEW_COLS_ROWS_PER_BLOCK as usize)
+    shape.m.div_ceil(few_cols_block(shape).1 as usize)
+}
+
+/// Threads and rows of `C` per block of the `few_cols` kernel for `shape`.
+fn few_cols_block(shape: MatmulShape) -> (u32, u32) {
+    let n = shape.n.min(u32::MAX as usize) as u32;
+    if few_cols_shares_b(shape.m.min(u32::MAX as usize) as u32, n) {
+        (few_cols_shared_threads(n), few_cols_shared_rows_per_block(n))
+    } else {
+        (FEW_COLS_THREADS, FEW_COLS_ROWS_PER_BLOCK)
+    }
 }
 
 fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
@@ -61,21 +76,26 @@ pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> 
 }
 
 /// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per
-/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, one z index per split; no shared memory. Refuses
-/// `n > FEW_COLS_MAX_N`.
+/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, or for `matmul_few_cols_shared` (above 16 rows, from 5
+/// columns) one block of `few_cols_shared_threads(n)` threads per four rows a warp, one z index
+/// per split; no dynamic shared memory. Refuses `n > FEW_COLS_MAX_N`.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulShape, SplitK, skinny};
 /// let cfg = skinny::plan_few_cols(MatmulShape::new(65_536, 4096, 1)?, SplitK::none(4096))?;
 /// assert_eq!((cfg.grid_dim, cfg.block_dim), ((8192, 1, 1), (256, 1, 1)));
+/// // 16 columns: 12 warps of 4 rows a block.
+/// let shared = skinny::plan_few_cols(MatmulShape::new(480, 4096, 16)?, SplitK::none(4096))?;
+/// assert_eq!((shared.grid_dim, shared.block_dim), ((10, 1, 1), (384, 1, 1)));
 /// let err = skinny::plan_few_cols(MatmulShape::new(4, 4, 17)?, SplitK::none(4)).unwrap_err().to_string();
 /// assert!(err.contains("few_cols multiplies at most 16 columns"), "{err}");
 /// # Ok(()) }
 /// ```
 pub fn plan_few_cols(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     let blocks = narrow_blocks(shape.n, FEW_COLS_MAX_N, "few_cols", "columns", "n", few_cols_blocks(shape), shape)?;
-    Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_COLS_THREADS, 1, 1), shared_mem_bytes: 0 })
+    let threads = few_cols_block(shape).0;
+    Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (threads, 1, 1), shared_mem_bytes: 0 })
 }
 
 /// The grid's x extent of a narrow kernel, after checking its narrow side (`side` = `len`)
