@@ -298,7 +298,7 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
 fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n), as the matmul tests name them.
-    let shapes: [(usize, usize, usize); 15] = [
+    let shapes: [(usize, usize, usize); 16] = [
         (1, 1, 1),
         (3, 7, 5),
         (2, 4096, 13),
@@ -314,13 +314,14 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
         (4096, 36, 2),
         (1000, 12, 3),
         (1000, 300, 9),
+        (300, 200, 27),
     ];
     for (m, k, n) in shapes {
         let mut variants = vec![MatmulVariant::Auto, MatmulVariant::Sgemm];
         if m <= 16 {
             variants.push(MatmulVariant::FewRows);
         }
-        if n <= 16 {
+        if n <= 16 || (m > 16 && n <= 32) {
             variants.push(MatmulVariant::FewCols);
         }
         for variant in variants {

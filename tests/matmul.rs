@@ -363,7 +363,7 @@ fn few_cols_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         .collect()
 }
 
-/// `few_cols` on outputs of 17 to 1000 rows and 5 to 16 columns, where a block's rows share each
+/// `few_cols` on outputs of 17 to 1000 rows and 2 to 32 columns, where a block's rows share each
 /// step's slice of `B` through shared memory: `k` shorter than a lane's four elements, one under,
 /// at and over a step of 128, several steps with a ragged last; split or not; against the
 /// float64 product under FP32's bound, and reruns bitwise equal.
@@ -373,7 +373,7 @@ fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal
     let (gpu, mut rng) = (gpu(), fresh_rng("few_cols shared"));
     for m in [17, 33, 100, 1000] {
         for k in [1, 7, 127, 128, 129, 1031] {
-            for n in [5, 8, 9, 16] {
+            for n in [2, 5, 8, 9, 16, 17, 27, 32] {
                 let shape = MatmulShape::new(m, k, n).unwrap();
                 let plans = few_cols_plans(&gpu, shape);
                 assert!(plans[0].kernel_plan().kernel().starts_with("matmul_few_cols_shared_"), "{}", plans[0]);

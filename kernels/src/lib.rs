@@ -70,10 +70,13 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::skinny::FEW_COLS_KERNELS_F16[4].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS[0].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS[1].1,
+    matmul::skinny::FEW_COLS_SHARED_KERNELS[2].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS_BF16[0].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS_BF16[1].1,
+    matmul::skinny::FEW_COLS_SHARED_KERNELS_BF16[2].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[0].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[1].1,
+    matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[2].1,
     matmul::split_k::KERNEL,
     histogram::TYPED_KERNELS[0].shared,
     histogram::TYPED_KERNELS[0].cluster,
@@ -260,7 +263,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 ///   `cargo xtask build-ptx --release`, which refuses any);
 /// - `matmul_few_cols_shared` on each operand type, its block size
 ///   (`matmul::skinny::few_cols_shared_threads`): 512 for `_8` (at most 128 registers, a block an
-///   SM) and 384 for `_16` (at most 170: it takes 168);
+///   SM) and 384 for `_16` and `_32` (at most 170);
 /// - `sgemm` on each operand type, 512 threads although its blocks have 256: the cap holds ptxas
 ///   at 128 registers a thread (65,536 / 512), so that two blocks stay resident on an SM; the
 ///   generic body over `f32`, BF16 and F16 operands came out at 129 registers uncapped, which
@@ -287,10 +290,13 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     (histogram::weighted::PARTIALS_KERNELS[3], 1024),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS[0].1, matmul::skinny::few_cols_shared_threads(8)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS[1].1, matmul::skinny::few_cols_shared_threads(16)),
+    (matmul::skinny::FEW_COLS_SHARED_KERNELS[2].1, matmul::skinny::few_cols_shared_threads(32)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_BF16[0].1, matmul::skinny::few_cols_shared_threads(8)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_BF16[1].1, matmul::skinny::few_cols_shared_threads(16)),
+    (matmul::skinny::FEW_COLS_SHARED_KERNELS_BF16[2].1, matmul::skinny::few_cols_shared_threads(32)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[0].1, matmul::skinny::few_cols_shared_threads(8)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[1].1, matmul::skinny::few_cols_shared_threads(16)),
+    (matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[2].1, matmul::skinny::few_cols_shared_threads(32)),
     SGEMM_MAX_THREADS[0],
     SGEMM_MAX_THREADS[1],
     SGEMM_MAX_THREADS[2],

@@ -5,7 +5,7 @@ use super::split_k::SplitK;
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
-    FEW_COLS_MAX_N, FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS,
+    FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS,
     few_cols_shared_rows_per_block, few_cols_shared_threads, few_cols_shares_b,
 };
 
@@ -78,7 +78,8 @@ pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> 
 /// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per
 /// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, or for `matmul_few_cols_shared` (above 16 rows, from 5
 /// columns) one block of `few_cols_shared_threads(n)` threads per four rows a warp, one z index
-/// per split; no dynamic shared memory. Refuses `n > FEW_COLS_MAX_N`.
+/// per split; no dynamic shared memory. Refuses `n > FEW_COLS_MAX_N` with 16 rows or fewer, `n >
+/// FEW_COLS_SHARED_MAX_N` above.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -90,10 +91,14 @@ pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> 
 /// assert_eq!((shared.grid_dim, shared.block_dim), ((10, 1, 1), (384, 1, 1)));
 /// let err = skinny::plan_few_cols(MatmulShape::new(4, 4, 17)?, SplitK::none(4)).unwrap_err().to_string();
 /// assert!(err.contains("few_cols multiplies at most 16 columns"), "{err}");
+/// // Above 16 rows, up to 32 columns: 12 warps of 2 rows.
+/// assert_eq!(skinny::plan_few_cols(MatmulShape::new(480, 4, 32)?, SplitK::none(4))?.grid_dim, (20, 1, 1));
+/// assert!(skinny::plan_few_cols(MatmulShape::new(480, 4, 33)?, SplitK::none(4)).is_err());
 /// # Ok(()) }
 /// ```
 pub fn plan_few_cols(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
-    let blocks = narrow_blocks(shape.n, FEW_COLS_MAX_N, "few_cols", "columns", "n", few_cols_blocks(shape), shape)?;
+    let limit = kernels::matmul::skinny::few_cols_max_n(shape.m.min(u32::MAX as usize) as u32);
+    let blocks = narrow_blocks(shape.n, limit, "few_cols", "columns", "n", few_cols_blocks(shape), shape)?;
     let threads = few_cols_block(shape).0;
     Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (threads, 1, 1), shared_mem_bytes: 0 })
 }

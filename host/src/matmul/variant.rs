@@ -2,7 +2,7 @@
 
 use super::precision::Precision;
 use super::shape::MatmulShape;
-use kernels::matmul::skinny::{FEW_COLS_MAX_N, FEW_ROWS_MAX_M};
+use kernels::matmul::skinny::FEW_ROWS_MAX_M;
 
 /// The GPU matmul variants: `auto` (the planner's choice under a [`PrecisionPolicy`](super::PrecisionPolicy)) and each
 /// kernel family.
@@ -328,7 +328,9 @@ impl MatmulVariant {
         match self {
             Self::FewRows => shape.m <= FEW_ROWS_MAX_M as usize,
             Self::DecodeBf16 | Self::DecodeF16 => shape.m <= kernels::matmul::decode::MAX_M as usize,
-            Self::FewCols => shape.n <= FEW_COLS_MAX_N as usize,
+            Self::FewCols => {
+                shape.n <= kernels::matmul::skinny::few_cols_max_n(shape.m.min(u32::MAX as usize) as u32) as usize
+            }
             _ => true,
         }
     }

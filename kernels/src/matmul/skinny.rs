@@ -49,22 +49,24 @@
 //! suffix) so that a GEMV spends no instructions on columns it does not have. At the end a butterfly of warp shuffles adds the 32 lanes' accumulators in a
 //! fixed order and lane `j` writes column `j`. Warps never wait for each other.
 //!
-//! # `matmul_few_cols_shared_{8,16}` (`n <=` the suffix, above 16 rows): `B` shared by a block
+//! # `matmul_few_cols_shared_{8,16,32}` (`n <=` the suffix, above 16 rows): `B` shared by a block
 //! With `n >=` [`FEW_COLS_SHARED_MIN_N`] and `m > 16` ([`few_cols_kernel_for`]) every row of the
 //! kernels above re-reads its slice of `B` from L1, `n` values for each element of `A`. Here a
-//! block of [`few_cols_shared_threads`] threads (512 for `_8`, 384 for `_16`: as many warps as
-//! the SM holds at the kernel's registers) takes [`few_cols_shared_rows_per_block`] rows, four a
-//! warp, and walks its split of `k` in steps of [`FEW_COLS_SHARED_STEP`]: the block copies the
-//! step's 128 rows of `B` into shared memory (two buffers, rows padded to `NC + 4` floats, one
-//! barrier a step), and lane `l` multiplies elements `l + 32 u` (`u < 4`) of each of its warp's
-//! four rows of `A` (128-byte loads across the warp) with those rows of `B` (16-byte shared loads,
-//! each feeding 16 FMAs), into `4 x NC` accumulators. The next step's loads of `A` and `B` are in
+//! block of [`few_cols_shared_threads`] threads (512 for `_8`, 384 for `_16` and `_32`: as many
+//! warps as the SM holds at the kernel's registers) takes [`few_cols_shared_rows_per_block`]
+//! rows, four a warp (two for `_32`: 64 accumulators a lane either way), and walks its split of
+//! `k` in steps of [`FEW_COLS_SHARED_STEP`]: the block copies the step's 128 rows of `B` into
+//! shared memory (two buffers, rows padded to `NC + 4` floats, one barrier a step), and lane `l`
+//! multiplies elements `l + 32 u` (`u < 4`) of each of its warp's rows of `A` (128-byte loads
+//! across the warp) with those rows of `B` (16-byte shared loads, each feeding 16 FMAs, 8 in
+//! `_32`), into `rows x NC` accumulators. The next step's loads of `A` and `B` are in
 //! flight while a step multiplies. At the end the lanes' partial sums meet in a reduce-scatter of
 //! five rounds of shuffles in a fixed order (62 shuffles for 64 accumulators, where a butterfly of
 //! each takes 320), and lane `l` writes accumulators `2l` and `2l + 1`. H200, ms against cuBLAS
 //! FP32 (same process): 16384 x 16384 x 16 0.487 against 0.516 (the warp-per-row kernel took
 //! 4.34, `sgemm` 1.60), x 8 0.332 against 0.516, 100000 x 1024 x 9 0.185 against 0.289, 5640 x
-//! 571 x 8 0.010 against 0.025.
+//! 571 x 8 0.010 against 0.025; `_32`, whose reads of `B` are twice as many per FMA, 16384 x
+//! 16384 x 32 1.149 against 0.513 (`sgemm_warp_tiled` 1.479).
 //!
 //! # Safety
 //! `a`, `b`, `c` point to device allocations of `m*k`, `k*n` operand elements and
@@ -213,14 +215,30 @@ pub const fn few_cols_kernel_of(t: OperandType, n: u32) -> Option<&'static str> 
 
 /// PTX symbols of the `matmul_few_cols_shared` kernels (`f32` operands), by the most columns of
 /// `C` each takes.
-pub const FEW_COLS_SHARED_KERNELS: [(u32, &str); 2] =
-    [(8, "matmul_few_cols_shared_8"), (16, "matmul_few_cols_shared_16")];
+pub const FEW_COLS_SHARED_KERNELS: [(u32, &str); 3] =
+    [(8, "matmul_few_cols_shared_8"), (16, "matmul_few_cols_shared_16"), (32, "matmul_few_cols_shared_32")];
 /// [`FEW_COLS_SHARED_KERNELS`] on BF16 operands.
-pub const FEW_COLS_SHARED_KERNELS_BF16: [(u32, &str); 2] =
-    [(8, "matmul_few_cols_shared_bf16_8"), (16, "matmul_few_cols_shared_bf16_16")];
+pub const FEW_COLS_SHARED_KERNELS_BF16: [(u32, &str); 3] = [
+    (8, "matmul_few_cols_shared_bf16_8"),
+    (16, "matmul_few_cols_shared_bf16_16"),
+    (32, "matmul_few_cols_shared_bf16_32"),
+];
 /// [`FEW_COLS_SHARED_KERNELS`] on F16 operands.
-pub const FEW_COLS_SHARED_KERNELS_F16: [(u32, &str); 2] =
-    [(8, "matmul_few_cols_shared_f16_8"), (16, "matmul_few_cols_shared_f16_16")];
+pub const FEW_COLS_SHARED_KERNELS_F16: [(u32, &str); 3] =
+    [(8, "matmul_few_cols_shared_f16_8"), (16, "matmul_few_cols_shared_f16_16"), (32, "matmul_few_cols_shared_f16_32")];
+/// Largest `n` the `matmul_few_cols_shared` kernels take (the warp-per-row kernels:
+/// [`FEW_COLS_MAX_N`]).
+pub const FEW_COLS_SHARED_MAX_N: u32 = 32;
+/// Largest `n` `few_cols` takes for `m` rows: [`FEW_COLS_SHARED_MAX_N`] where it shares `B`
+/// (above [`FEW_ROWS_MAX_M`] rows), else [`FEW_COLS_MAX_N`].
+///
+/// ```
+/// use kernels::matmul::skinny::few_cols_max_n;
+/// assert_eq!((few_cols_max_n(16), few_cols_max_n(17)), (16, 32));
+/// ```
+pub const fn few_cols_max_n(m: u32) -> u32 {
+    if m > FEW_ROWS_MAX_M { FEW_COLS_SHARED_MAX_N } else { FEW_COLS_MAX_N }
+}
 
 /// Fewest columns for which `few_cols` shares `B` through shared memory
 /// ([`few_cols_kernel_for`]). A GEMV (`n = 1`) streams `A` faster a row a warp, its `B` four rows
@@ -230,38 +248,50 @@ pub const FEW_COLS_SHARED_KERNELS_F16: [(u32, &str); 2] =
 /// 0.758 against 0.330, 0.331, 0.332; 100000 x 1024 0.094, 0.245, 0.294 against 0.134, 0.134,
 /// 0.135; 4096 x 4096 0.022, 0.054, 0.053 against 0.033, 0.033, 0.033.
 pub const FEW_COLS_SHARED_MIN_N: u32 = 2;
-/// Rows of `C` each warp of `matmul_few_cols_shared` multiplies: each `B` value a lane reads from
-/// shared memory feeds this many FMAs.
-pub const FEW_COLS_SHARED_ROWS_PER_WARP: u32 = 4;
+/// Accumulators a lane of `matmul_few_cols_shared` keeps: rows of its warp times the kernel's
+/// columns (4 x 8 or 16, 2 x 32).
+pub const FEW_COLS_SHARED_ACCUMULATORS: u32 = 64;
+/// Rows of `C` each warp of the `matmul_few_cols_shared` kernel for `n` columns multiplies: 4
+/// (`_8`, `_16`), or 2 (`_32`); each `B` value a lane reads from shared memory feeds this many
+/// FMAs.
+///
+/// ```
+/// use kernels::matmul::skinny::few_cols_shared_rows_per_warp;
+/// assert_eq!((few_cols_shared_rows_per_warp(16), few_cols_shared_rows_per_warp(17)), (4, 2));
+/// ```
+pub const fn few_cols_shared_rows_per_warp(n: u32) -> u32 {
+    if n <= 16 { 4 } else { 2 }
+}
 /// Threads per block of the `matmul_few_cols_shared` kernel for `n` columns (8 or 16 wide): as
 /// many warps as an SM keeps at the kernel's registers, in one block, so that every warp of the
 /// SM shares each step's `B`. `_8` takes at most 128 registers (its `.maxntid` of 512 caps it),
-/// `_16` 168 (`.maxntid` 384: 12 warps of 5,376 registers fill the SM's 65,536; two blocks of
-/// 256 threads would need 128, and spill under it).
+/// `_16` and `_32` at most 170 (`.maxntid` 384: 12 warps of 5,376 registers fill the SM's 65,536;
+/// two blocks of 256 threads would need 128, and `_16` spills under it).
 ///
 /// ```
 /// use kernels::matmul::skinny::{few_cols_shared_rows_per_block, few_cols_shared_threads};
 /// assert_eq!((few_cols_shared_threads(5), few_cols_shared_threads(16)), (512, 384));
 /// assert_eq!((few_cols_shared_rows_per_block(8), few_cols_shared_rows_per_block(9)), (64, 48));
+/// assert_eq!(few_cols_shared_rows_per_block(32), 24);
 /// ```
 pub const fn few_cols_shared_threads(n: u32) -> u32 {
     if n <= 8 { 512 } else { 384 }
 }
-/// Rows of `C` per block of the `matmul_few_cols_shared` kernel for `n` columns: four a warp.
+/// Rows of `C` per block of the `matmul_few_cols_shared` kernel for `n` columns.
 pub const fn few_cols_shared_rows_per_block(n: u32) -> u32 {
-    few_cols_shared_threads(n) / 32 * FEW_COLS_SHARED_ROWS_PER_WARP
+    few_cols_shared_threads(n) / 32 * few_cols_shared_rows_per_warp(n)
 }
 /// Elements of `k` per step of `matmul_few_cols_shared`: four per lane, 32 apart, so that a
 /// warp's load of a row of `A` is 128 contiguous bytes (`f32`).
 pub const FEW_COLS_SHARED_STEP: u32 = 128;
 /// Floats of `matmul_few_cols_shared`'s two buffers of `B`: [`FEW_COLS_SHARED_STEP`] rows of
 /// `NC + 4` floats each (the pad puts a quarter-warp's 16-byte reads of eight consecutive rows in
-/// eight different bank groups).
-pub const FEW_COLS_SHARED_B_FLOATS: u32 = 2 * FEW_COLS_SHARED_STEP * (FEW_COLS_MAX_N + 4);
+/// eight different bank groups): 36 KiB for the widest.
+pub const FEW_COLS_SHARED_B_FLOATS: u32 = 2 * FEW_COLS_SHARED_STEP * (FEW_COLS_SHARED_MAX_N + 4);
 
 /// The `few_cols` kernel for `m x n` of `C` on operands of type `t`: above
 /// [`FEW_ROWS_MAX_M`] rows and from [`FEW_COLS_SHARED_MIN_N`] columns, the one of
-/// `matmul_few_cols_shared_{8,16}` that holds `n` (`B` shared by a block's
+/// `matmul_few_cols_shared_{8,16,32}` that holds `n` (`B` shared by a block's
 /// [`few_cols_shared_rows_per_block`] rows); otherwise [`few_cols_kernel_of`]'s.
 ///
 /// ```
@@ -272,7 +302,9 @@ pub const FEW_COLS_SHARED_B_FLOATS: u32 = 2 * FEW_COLS_SHARED_STEP * (FEW_COLS_M
 /// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 4), Some("matmul_few_cols_shared_8"));
 /// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 1), Some("matmul_few_cols_1"));
 /// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 16), Some("matmul_few_cols_16"));
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 17), None);
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 17), Some("matmul_few_cols_shared_32"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 17), None);
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 33), None);
 /// ```
 pub const fn few_cols_kernel_for(t: OperandType, m: u32, n: u32) -> Option<&'static str> {
     if !few_cols_shares_b(m, n) {
@@ -288,7 +320,7 @@ pub const fn few_cols_kernel_for(t: OperandType, m: u32, n: u32) -> Option<&'sta
 /// Whether `few_cols` on `m x n` of `C` runs a `matmul_few_cols_shared` kernel
 /// ([`few_cols_kernel_for`]).
 pub const fn few_cols_shares_b(m: u32, n: u32) -> bool {
-    m > FEW_ROWS_MAX_M && n >= FEW_COLS_SHARED_MIN_N && n <= FEW_COLS_MAX_N
+    m > FEW_ROWS_MAX_M && n >= FEW_COLS_SHARED_MIN_N && n <= FEW_COLS_SHARED_MAX_N
 }
 
 /// Largest `m` `matmul_few_rows` takes (its accumulators are `FEW_ROWS_MAX_M x 4` registers).
@@ -324,7 +356,12 @@ const _: () = assert!(FEW_ROWS_PANEL.is_multiple_of(4 * FEW_ROWS_MAX_M) && FEW_R
 // The `unroll!` lists of `matmul_few_cols` spell out 0..FEW_COLS_LOADS, and those of
 // `matmul_few_cols_shared` its 4 rows a warp, 4 elements a lane per step and 64 accumulators.
 const _: () = assert!(FEW_COLS_LOADS == 8);
-const _: () = assert!(FEW_COLS_SHARED_ROWS_PER_WARP == 4 && FEW_COLS_SHARED_STEP == 4 * 32 && FEW_COLS_MAX_N * 4 == 64);
+const _: () = assert!(
+    FEW_COLS_SHARED_STEP == 4 * 32
+        && FEW_COLS_SHARED_ACCUMULATORS == 64
+        && few_cols_shared_rows_per_warp(8) * 16 == 64
+        && few_cols_shared_rows_per_warp(32) * 32 == 64
+);
 
 /// Whether `matmul_few_rows` moves `A`, `B` and `C` in 16-byte accesses: every row of `A` and
 /// `B` starts 16-byte aligned (given aligned bases) and a thread's 4 columns are all inside `C`
@@ -353,7 +390,7 @@ mod device_code {
         few_cols_vector_b, few_cols_vector_path, few_rows_vector_path,
     };
     use super::{
-        FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_ROWS_PER_WARP, FEW_COLS_SHARED_STEP, few_cols_shared_threads,
+        FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_STEP, few_cols_shared_rows_per_warp, few_cols_shared_threads,
     };
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
@@ -450,21 +487,24 @@ mod device_code {
 
     narrow_kernels!(few_cols_shared, f32, "n", "few_cols_shared_threads(n)":
         matmul_few_cols_shared_8 = 8,
-        matmul_few_cols_shared_16 = 16
+        matmul_few_cols_shared_16 = 16,
+        matmul_few_cols_shared_32 = 32
     );
     narrow_kernels!(few_cols_shared, Bf16, "n", "few_cols_shared_threads(n)":
         matmul_few_cols_shared_bf16_8 = 8,
-        matmul_few_cols_shared_bf16_16 = 16
+        matmul_few_cols_shared_bf16_16 = 16,
+        matmul_few_cols_shared_bf16_32 = 32
     );
     narrow_kernels!(few_cols_shared, F16, "n", "few_cols_shared_threads(n)":
         matmul_few_cols_shared_f16_8 = 8,
-        matmul_few_cols_shared_f16_16 = 16
+        matmul_few_cols_shared_f16_16 = 16,
+        matmul_few_cols_shared_f16_32 = 32
     );
 
     /// The body of `matmul_few_cols_shared_<NC>` (module documentation).
     ///
     /// # Safety
-    /// As the kernels, with `n <= NC` (8 or 16), called by the whole block.
+    /// As the kernels, with `n <= NC` (8, 16 or 32), called by the whole block.
     #[inline(always)]
     unsafe fn few_cols_shared<T: Element, const NC: usize>(
         a: *const T,
@@ -475,7 +515,9 @@ mod device_code {
         n: u32,
         k_chunk: u32,
     ) {
-        const R: usize = FEW_COLS_SHARED_ROWS_PER_WARP as usize;
+        // The warp's rows: at most 4 (the unrolled lists), R * NC = 64 accumulators.
+        let rows_per_warp = few_cols_shared_rows_per_warp(NC as u32);
+        let rw = rows_per_warp as usize;
         const STEP: u32 = FEW_COLS_SHARED_STEP;
         let threads = few_cols_shared_threads(NC as u32);
         // Elements of B a thread copies per step (the last round partly).
@@ -486,20 +528,20 @@ mod device_code {
         let out = c.wrapping_add(z as usize * m as usize * n as usize);
         let t = thread::thread_idx_x();
         let lane = t % 32;
-        let row0 = thread::block_idx_x() * (threads / 32 * R as u32) + (t / 32) * R as u32;
+        let row0 = thread::block_idx_x() * (threads / 32 * rows_per_warp) + (t / 32) * rows_per_warp;
         let tile = shared_array!(MATMUL_FEW_COLS_SHARED_B: [f32; FEW_COLS_SHARED_B_FLOATS as usize]);
         // Floats per row of a buffer of B, and per buffer.
         let pitch = NC + 4;
         let buffer = STEP as usize * pitch;
-        // This lane's 4 elements of each of the warp's R rows of A, in the step at k0: columns
+        // This lane's 4 elements of each of the warp's rows of A, in the step at k0: columns
         // k0 + lane + 32 u (zero past the split or below the last row).
         let load_a = |k0: u32| {
-            let mut v = [0.0f32; 4 * R];
+            let mut v = [0.0f32; 16];
             unroll!(r in [0, 1, 2, 3] {
                 let row = row0 + r as u32;
                 unroll!(u in [0, 1, 2, 3] {
                     let col = k0 + lane + 32 * u as u32;
-                    if row < m && col < k_end {
+                    if r < rw && row < m && col < k_end {
                         // SAFETY: row < m, column col < k_end <= k: inside A (kernel contract).
                         v[4 * r + u] = unsafe { T::load_nc(a.wrapping_add(row as usize * k as usize + col as usize)) };
                     }
@@ -510,8 +552,8 @@ mod device_code {
         // This thread's share of the step's B (STEP rows of NC columns, zero past the split or
         // column n): element e = t + threads i < STEP * NC, at row e / NC and column e % NC.
         let load_b = |k0: u32| {
-            let mut v = [0.0f32; 8];
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let mut v = [0.0f32; 12];
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
                 let e = t + threads * i as u32;
                 if i < rounds && e < STEP * NC as u32 {
                     let (row, col) = (k0 + e / NC as u32, e % NC as u32);
@@ -523,8 +565,8 @@ mod device_code {
             });
             v
         };
-        let store_b = |half: usize, v: [f32; 8]| {
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+        let store_b = |half: usize, v: [f32; 12]| {
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
                 let e = t as usize + threads as usize * i;
                 if i < rounds && e < STEP as usize * NC {
                     // SAFETY: row e / NC < STEP, column e % NC < NC: inside buffer `half` of the
@@ -543,23 +585,25 @@ mod device_code {
             let next = k_begin + (s + 1) * STEP;
             let more = s + 1 < steps;
             // The next step's loads fly while this one multiplies.
-            let (a_next, b_next) = if more { (load_a(next), load_b(next)) } else { ([0.0; 4 * R], [0.0; 8]) };
+            let (a_next, b_next) = if more { (load_a(next), load_b(next)) } else { ([0.0; 16], [0.0; 12]) };
             let half = (s % 2) as usize;
             // Four columns of B at a time, each into the warp's R rows: few values of B live at
             // once keep `_16` at the registers of two blocks an SM.
             unroll!(u in [0, 1, 2, 3] {
                 let at = half * buffer + (lane as usize + 32 * u) * pitch;
-                unroll!(q in [0, 1, 2, 3] {
+                unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if 4 * q < NC {
                         // SAFETY: row lane + 32 u < STEP of buffer `half`, columns 4q .. 4q + 4 <=
                         // NC < pitch, 16-byte aligned (pitch and buffer are multiples of 4); stored
                         // before the last barrier, overwritten only after the next.
                         let y = unsafe { tile.load4(at + 4 * q) };
                         unroll!(r in [0, 1, 2, 3] {
-                            let x = a_now[4 * r + u];
-                            unroll!(e in [0, 1, 2, 3] {
-                                acc[r * NC + 4 * q + e] = fma(x, y[e], acc[r * NC + 4 * q + e]);
-                            });
+                            if r < rw {
+                                let x = a_now[4 * r + u];
+                                unroll!(e in [0, 1, 2, 3] {
+                                    acc[r * NC + 4 * q + e] = fma(x, y[e], acc[r * NC + 4 * q + e]);
+                                });
+                            }
                         });
                     }
                 });
@@ -578,7 +622,7 @@ mod device_code {
             let i = 2 * lane as usize + e;
             let (r, j) = (i / NC, i % NC);
             let row = row0 + r as u32;
-            if r < R && row < m && (j as u32) < n {
+            if r < rw && row < m && (j as u32) < n {
                 // SAFETY: row < m, column j < n; only this lane of this warp writes it.
                 unsafe { mem::store_global_f32(out.add(row as usize * n as usize + j), sums[e]) };
             }
