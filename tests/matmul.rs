@@ -308,16 +308,21 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     }
 }
 
+/// No split of `k`, then `k` in about each of `wanted` ranges of whole `granule`s where `k` holds
+/// more than one (each split count once).
+fn forced_splits(k: usize, wanted: &[u32], granule: u32) -> Vec<SplitK> {
+    let mut splits = vec![SplitK::none(k)];
+    splits.extend(wanted.iter().map(|&w| SplitK::about_in(k, w, 1, granule)).filter(|s| s.splits > 1));
+    splits.dedup();
+    splits
+}
+
 /// `wgmma_tf32`, `wgmma_bf16` and `wgmma_f16` on their 16-row tiles (the `_n16` kernels),
 /// unsplit and with `k` forced into about 2, 3 and 7 ranges of whole stages where `k` holds them.
 fn n16_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     let mut plans = Vec::new();
     for variant in TILE_WIDTHS {
-        let mut splits = vec![SplitK::none(shape.k)];
-        let granule = variant.split_granule();
-        splits.extend([2, 3, 7].map(|w| SplitK::about_in(shape.k, w, 1, granule)).into_iter().filter(|s| s.splits > 1));
-        splits.dedup();
-        for split in splits {
+        for split in forced_splits(shape.k, &[2, 3, 7], variant.split_granule()) {
             let options = PlanOptions { split: Some(split), tile: Some(TileWidth::N16), ..PlanOptions::default() };
             let plan = matmul::plan_gemm(gpu, variant, shape, options).unwrap();
             assert!(plan.kernel_plan().kernel().ends_with("_n16"), "{plan}");
@@ -348,13 +353,10 @@ fn hopper_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal()
     }
 }
 
-/// `few_cols` as planned for the shape (`matmul_few_cols_shared_{8,16}` above 16 rows and from 5
-/// columns), unsplit and with `k` forced into about 2, 3 and 7 ranges where `k` holds them.
+/// `few_cols` as planned for the shape (`matmul_few_cols_shared_{8,16,32}` above 16 rows and from
+/// 2 columns), unsplit and with `k` forced into about 2, 3 and 7 ranges where `k` holds them.
 fn few_cols_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    let mut splits = vec![SplitK::none(shape.k)];
-    splits.extend([2, 3, 7].map(|w| SplitK::about_in(shape.k, w, 1, 4)).into_iter().filter(|s| s.splits > 1));
-    splits.dedup();
-    splits
+    forced_splits(shape.k, &[2, 3, 7], MatmulVariant::FewCols.split_granule())
         .into_iter()
         .map(|split| {
             let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
@@ -409,10 +411,7 @@ fn wgmma_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
             widths = vec![(Some(TileWidth::N256), &[2, 3, 7, 256][..]), (Some(TileWidth::N128), &[3, 256][..])];
         }
         for (tile, wanted) in widths {
-            let mut splits = vec![SplitK::none(shape.k)];
-            splits.extend(wanted.iter().map(|&w| SplitK::about_in(shape.k, w, 1, granule)).filter(|s| s.splits > 1));
-            splits.dedup();
-            for split in splits {
+            for split in forced_splits(shape.k, wanted, granule) {
                 let options = PlanOptions { split: Some(split), tile, ..PlanOptions::default() };
                 let plan = matmul::plan_gemm(gpu, variant, shape, options)
                     .unwrap_or_else(|e| panic!("{variant} {split:?} {tile:?}: {e}"));

@@ -1244,30 +1244,24 @@ fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
 fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
-    if shape.n <= FEW_COLS_MAX_N as usize {
-        let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n as u32);
+    // few_cols takes 16 columns at most with 16 rows or fewer, 32 above (where it shares B).
+    let m = shape.m.min(u32::MAX as usize) as u32;
+    let max_n = kernels::matmul::skinny::few_cols_max_n(m);
+    if shape.n <= max_n as usize {
+        let n = shape.n as u32;
         let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
             format!(
-                "n = {n} <= {FEW_COLS_MAX_N}: memory-bound, stream A once, each step's slice of B shared through \
-                 shared memory by {} rows",
+                "n = {n} <= {max_n}: memory-bound, stream A once, each step's slice of B shared through shared \
+                 memory by {} rows",
                 kernels::matmul::skinny::few_cols_shared_rows_per_block(n)
             )
         } else {
-            format!("n = {n} <= {FEW_COLS_MAX_N}: memory-bound, stream A once")
+            format!("n = {n} <= {max_n}: memory-bound, stream A once")
         };
         (MatmulVariant::FewCols, why)
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
-    } else if shape.n <= kernels::matmul::skinny::FEW_COLS_SHARED_MAX_N as usize {
-        let n = shape.n as u32;
-        let why = format!(
-            "n = {n} <= {}: at most 64 FLOPs per float of A, stream it once, each step's slice of B shared through \
-             shared memory by {} rows",
-            kernels::matmul::skinny::FEW_COLS_SHARED_MAX_N,
-            kernels::matmul::skinny::few_cols_shared_rows_per_block(n)
-        );
-        (MatmulVariant::FewCols, why)
     } else if shape.k < WARP_TILED_MIN_K {
         (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {

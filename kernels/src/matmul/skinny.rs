@@ -515,7 +515,7 @@ mod device_code {
         n: u32,
         k_chunk: u32,
     ) {
-        // The warp's rows: at most 4 (the unrolled lists), R * NC = 64 accumulators.
+        // The warp's rows: at most 4 (the unrolled lists); rows x NC = 64 accumulators.
         let rows_per_warp = few_cols_shared_rows_per_warp(NC as u32);
         let rw = rows_per_warp as usize;
         const STEP: u32 = FEW_COLS_SHARED_STEP;
@@ -575,7 +575,7 @@ mod device_code {
                 }
             });
         };
-        let mut acc = [0.0f32; 4 * 16];
+        let mut acc = [0.0f32; super::FEW_COLS_SHARED_ACCUMULATORS as usize];
         let steps = k_len.div_ceil(STEP);
         store_b(0, load_b(k_begin));
         let mut a_now = load_a(k_begin);
@@ -587,8 +587,8 @@ mod device_code {
             // The next step's loads fly while this one multiplies.
             let (a_next, b_next) = if more { (load_a(next), load_b(next)) } else { ([0.0; 16], [0.0; 12]) };
             let half = (s % 2) as usize;
-            // Four columns of B at a time, each into the warp's R rows: few values of B live at
-            // once keep `_16` at the registers of two blocks an SM.
+            // Four columns of B at a time, each into the warp's rows, so that few values of B are
+            // live at once.
             unroll!(u in [0, 1, 2, 3] {
                 let at = half * buffer + (lane as usize + 32 * u) * pitch;
                 unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
