@@ -98,6 +98,8 @@ pub struct BenchConfig {
     pub sweep: Option<usize>,
     /// The sweep's shapes when they are given rather than drawn (`--sweep-shapes`).
     pub sweep_shapes: Option<Vec<MatmulShape>>,
+    /// The names of the sweep's precisions to measure (`--sweep-precisions`); empty: all.
+    pub sweep_precisions: Vec<String>,
     /// The torch/cupy peers' times of the feature cases (`scripts/histogram_peers.py`), and
     /// where they came from.
     pub peers: Option<(histogram_features::PeersFile, String)>,
@@ -117,7 +119,7 @@ impl BenchConfig {
         let features =
             if self.skip_histogram || self.skip_features { 0 } else { histogram_features::FEATURE_CASES.len() };
         let suite = if self.skip_suite { 0 } else { self.suite.len() * suite::STEPS_PER_SHAPE };
-        let sweep = self.sweep.map_or(0, |shapes| shapes * shape_sweep::steps_per_shape());
+        let sweep = self.sweep.map_or(0, |shapes| shapes * shape_sweep::steps_per_shape_of(&self.sweep_precisions));
         (matmul + copy + histogram + features + suite + sweep) as u64
     }
 
@@ -273,6 +275,7 @@ mod tests {
             skip_features: true,
             sweep: None,
             sweep_shapes: None,
+            sweep_precisions: Vec::new(),
             peers: None,
             command_line: vec!["host".into(), "bench".into()],
         }

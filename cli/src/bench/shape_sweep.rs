@@ -106,7 +106,17 @@ pub fn llm_shapes() -> Vec<MatmulShape> {
 
 /// Progress-bar steps per shape: the inputs and references, then every row of every precision.
 pub fn steps_per_shape() -> usize {
-    1 + SWEEP_PRECISIONS.iter().map(|e| 2 + usize::from(e.cublas)).sum::<usize>()
+    steps_per_shape_of(&[])
+}
+
+/// [`steps_per_shape`] for the precisions named (all where `names` is empty).
+pub fn steps_per_shape_of(names: &[String]) -> usize {
+    1 + selected(names).iter().map(|e| 2 + usize::from(e.cublas)).sum::<usize>()
+}
+
+/// The entries of [`SWEEP_PRECISIONS`] named in `names`, in table order; all where it is empty.
+pub fn selected(names: &[String]) -> Vec<&'static SweepEntry> {
+    SWEEP_PRECISIONS.iter().filter(|e| names.is_empty() || names.iter().any(|n| n == e.name)).collect()
 }
 
 /// The rule the shapes are drawn by, in words (recorded in the report).
@@ -162,15 +172,16 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
     // Inputs from a stream of their own, so that they do not depend on the shapes' draws.
     let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ 0x5357_4545_5000);
     let sgemm = Sgemm::new(gpu).map_err(|e| e.to_string());
-    let mut results: Vec<Vec<SweepShapeResult>> = vec![Vec::with_capacity(count); SWEEP_PRECISIONS.len()];
+    let entries = selected(&config.sweep_precisions);
+    let mut results: Vec<Vec<SweepShapeResult>> = vec![Vec::with_capacity(count); entries.len()];
     for (i, &shape) in shapes.iter().enumerate() {
-        let rows = measure_shape(gpu, sgemm.as_ref(), shape, config, &mut rng, progress)
+        let rows = measure_shape(gpu, sgemm.as_ref(), shape, config, &entries, &mut rng, progress)
             .with_context(|| format!("sweep shape {} of {count}, {shape}", i + 1))?;
         for (per_precision, row) in results.iter_mut().zip(rows) {
             per_precision.push(row);
         }
     }
-    let precisions = SWEEP_PRECISIONS
+    let precisions = entries
         .iter()
         .zip(results)
         .map(|(entry, shapes)| summarize(entry, planner_name(entry, config.suite_policy), shapes))
@@ -189,12 +200,13 @@ pub fn summarize(entry: &SweepEntry, planner: String, shapes: Vec<SweepShapeResu
     SweepPrecision { name: entry.name.to_string(), precision: entry.precision, planner, shapes, x_cublaslt, x_cublas }
 }
 
-/// Every precision's rows at `shape`, in the order of [`SWEEP_PRECISIONS`], on one set of inputs.
+/// The rows of each of `entries` at `shape`, in their order, on one set of inputs.
 fn measure_shape(
     gpu: &Gpu,
     sgemm: Result<&Sgemm, &String>,
     shape: MatmulShape,
     config: &BenchConfig,
+    entries: &[&SweepEntry],
     rng: &mut rand::rngs::StdRng,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<SweepShapeResult>> {
@@ -203,7 +215,7 @@ fn measure_shape(
     let InputSets { a, b, sets: mut mats } = InputSets::upload(gpu, shape, rng)?;
     // One reference per reference precision the table needs (FP32's, BF16's), made once.
     let mut references: Vec<(Precision, SampledMatmulReference)> = Vec::new();
-    for entry in SWEEP_PRECISIONS {
+    for entry in entries {
         let p = entry.precision.reference_precision();
         if !references.iter().any(|(q, _)| *q == p) {
             let reference = reference_for(&p.reference_inputs(&a), &p.reference_inputs(&b), shape, check);
@@ -214,8 +226,8 @@ fn measure_shape(
     let timing = GpuTiming::new(config, mats.len());
     progress.inc(1);
 
-    let mut results = Vec::with_capacity(SWEEP_PRECISIONS.len());
-    for entry in SWEEP_PRECISIONS {
+    let mut results = Vec::with_capacity(entries.len());
+    for &entry in entries {
         let reference =
             &references.iter().find(|(p, _)| *p == entry.precision.reference_precision()).expect("made above").1;
         let planner = planner_name(entry, config.suite_policy);
@@ -427,5 +439,8 @@ mod tests {
             assert_eq!(e.needs_tensor_cores(), e.precision != Precision::Fp32, "{}", e.name);
         }
         assert_eq!(steps_per_shape(), 1 + 2 + 2 + 2 + 3);
+        assert_eq!(steps_per_shape_of(&["auto".to_string()]), 1 + 3);
+        let names: Vec<&str> = selected(&["tf32".to_string(), "bf16".to_string()]).iter().map(|e| e.name).collect();
+        assert_eq!(names, ["bf16", "tf32"]);
     }
 }

@@ -99,6 +99,10 @@ pub struct BenchArgs {
         "skip_histogram", "skip_suite", "skip_features", "chart", "from_json", "peers", "histogram_sweep", "sweep",
     ])]
     pub sweep_shapes: Option<ShapeList>,
+    /// Sweep only these precisions of the shape sweep, comma-separated: bf16, fp16, tf32, auto
+    /// (with --sweep or --sweep-shapes; all four without).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_sweep_precision)]
+    pub sweep_precisions: Vec<String>,
     /// Sweep only the cases whose keys start with one of these prefixes, e.g. shared,packed
     /// (with --histogram-sweep).
     #[arg(long, value_name = "PREFIXES", value_delimiter = ',', requires = "histogram_sweep")]
@@ -205,6 +209,17 @@ pub fn parse_values(text: &str) -> Result<usize, String> {
 /// The most shapes `--sweep` takes: 100,000 run for about a day.
 pub const MAX_SWEEP_SHAPES: usize = 100_000;
 
+/// Parses one of `--sweep-precisions`: the name of a precision of the shape sweep.
+pub fn parse_sweep_precision(text: &str) -> Result<String, String> {
+    let names: Vec<&str> = bench::shape_sweep::SWEEP_PRECISIONS.iter().map(|e| e.name).collect();
+    let name = text.trim().to_ascii_lowercase();
+    if names.contains(&name.as_str()) {
+        Ok(name)
+    } else {
+        Err(format!("`{text}` is not a precision of the shape sweep: choose from {}", names.join(", ")))
+    }
+}
+
 /// Parses the sweep's shape count: at least 1, at most [`MAX_SWEEP_SHAPES`].
 pub fn parse_sweep_shapes(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
@@ -267,6 +282,11 @@ impl BenchArgs {
             None => parse_bins(bins).map_err(anyhow::Error::msg)?.0,
         };
         let sweep = self.sweep.is_some() || self.sweep_shapes.is_some();
+        if !sweep && !self.sweep_precisions.is_empty() {
+            anyhow::bail!(
+                "--sweep-precisions selects precisions of the shape sweep: give --sweep or --sweep-shapes too"
+            );
+        }
         Ok(BenchConfig {
             sizes,
             bins,
@@ -284,6 +304,7 @@ impl BenchArgs {
             skip_features: self.skip_features || sweep,
             sweep: self.sweep.or(self.sweep_shapes.as_ref().map(|list| list.0.len())),
             sweep_shapes: self.sweep_shapes.as_ref().map(|list| list.0.clone()),
+            sweep_precisions: self.sweep_precisions.clone(),
             peers: match &self.peers {
                 Some(path) => {
                     let peers = bench::histogram_features::PeersFile::read(path)?;
@@ -575,6 +596,17 @@ mod tests {
         // The policy auto runs under, and the outputs, go with it.
         let a = parse(&["--sweep", "3", "--precision", "highest", "--json", "s.json", "--table", "s.txt"]).unwrap();
         assert_eq!(a.config(vec![]).unwrap().suite_policy, PrecisionPolicy::Highest);
+    }
+
+    #[test]
+    fn sweep_precisions_select_the_sweeps_tables_and_need_a_sweep() {
+        let config = parse(&["--sweep", "200", "--sweep-precisions", "AUTO,tf32"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(config.sweep_precisions, ["auto", "tf32"]);
+        assert_eq!(config.steps(), 200 * bench::shape_sweep::steps_per_shape_of(&config.sweep_precisions) as u64);
+        let err = parse(&["--sweep", "5", "--sweep-precisions", "fp32"]).unwrap_err().to_string();
+        assert!(err.contains("choose from bf16, fp16, tf32, auto"), "{err}");
+        let err = parse(&["--sweep-precisions", "auto"]).unwrap().config(vec![]).unwrap_err().to_string();
+        assert!(err.contains("give --sweep or --sweep-shapes too"), "{err}");
     }
 
     #[test]
