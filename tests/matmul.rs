@@ -391,6 +391,47 @@ fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal
     }
 }
 
+/// `sgemm` as planned and with `k` forced into about 2, 3 and 7 ranges.
+fn sgemm_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    forced_splits(shape.k, &[2, 3, 7], MatmulVariant::Sgemm.split_granule())
+        .into_iter()
+        .map(|split| {
+            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+            matmul::plan_gemm(gpu, MatmulVariant::Sgemm, shape, options).unwrap()
+        })
+        .collect()
+}
+
+/// `sgemm`'s narrow tiles (512 x 32, 256 x 64 for outputs at most 32 or 64 columns wide, 64 x 256
+/// and 32 x 512 for outputs that short, `k` from 256): one past and one short of each tile's long
+/// side, ragged narrow sides, `k` whole slices or ragged, on the vector path and off it; split or
+/// not; against the float64 product under FP32's bound, and reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("sgemm narrow tiles"));
+    let mut seen = std::collections::BTreeSet::new();
+    for (long, narrow) in [(511, 32), (513, 17), (1000, 27), (255, 64), (257, 33), (700, 50), (2000, 1)] {
+        for k in [256, 262, 1031] {
+            for (m, n) in [(long, narrow), (narrow, long)] {
+                let shape = MatmulShape::new(m, k, n).unwrap();
+                let plans = sgemm_plans(&gpu, shape);
+                let kernel = plans[0].kernel_plan().kernel();
+                assert!(kernel.starts_with("sgemm_") && kernel.contains('x'), "{}", plans[0]);
+                seen.insert(kernel);
+                assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
+            }
+        }
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    let shape = MatmulShape::new(3000, 2000, 40).unwrap();
+    let (a, b) = (random_matrix(&mut rng, 3000 * 2000), random_matrix(&mut rng, 2000 * 40));
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    for plan in sgemm_plans(&gpu, shape) {
+        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+    }
+}
+
 /// The tensor-core tile variants, which split `k` in whole stages of their pipeline.
 const WGMMA_TILE_VARIANTS: [MatmulVariant; 4] =
     [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed];

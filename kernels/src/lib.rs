@@ -78,6 +78,18 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[1].1,
     matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[2].1,
     matmul::split_k::KERNEL,
+    matmul::sgemm::TILE_KERNELS[1].1[0],
+    matmul::sgemm::TILE_KERNELS[1].1[1],
+    matmul::sgemm::TILE_KERNELS[1].1[2],
+    matmul::sgemm::TILE_KERNELS[2].1[0],
+    matmul::sgemm::TILE_KERNELS[2].1[1],
+    matmul::sgemm::TILE_KERNELS[2].1[2],
+    matmul::sgemm::TILE_KERNELS[3].1[0],
+    matmul::sgemm::TILE_KERNELS[3].1[1],
+    matmul::sgemm::TILE_KERNELS[3].1[2],
+    matmul::sgemm::TILE_KERNELS[4].1[0],
+    matmul::sgemm::TILE_KERNELS[4].1[1],
+    matmul::sgemm::TILE_KERNELS[4].1[2],
     histogram::TYPED_KERNELS[0].shared,
     histogram::TYPED_KERNELS[0].cluster,
     histogram::TYPED_KERNELS[0].global,
@@ -300,14 +312,41 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     SGEMM_MAX_THREADS[0],
     SGEMM_MAX_THREADS[1],
     SGEMM_MAX_THREADS[2],
+    SGEMM_MAX_THREADS[3],
+    SGEMM_MAX_THREADS[4],
+    SGEMM_MAX_THREADS[5],
+    SGEMM_MAX_THREADS[6],
+    SGEMM_MAX_THREADS[7],
+    SGEMM_MAX_THREADS[8],
+    SGEMM_MAX_THREADS[9],
+    SGEMM_MAX_THREADS[10],
+    SGEMM_MAX_THREADS[11],
+    SGEMM_MAX_THREADS[12],
 ];
 
-/// `sgemm`'s caps, the last entries of [`MAIN_MAX_THREADS`] (release only).
-const SGEMM_MAX_THREADS: [(&str, u32); 3] = [
-    (matmul::sgemm::KERNELS[0], 2 * matmul::sgemm::THREADS),
-    (matmul::sgemm::KERNELS[1], 2 * matmul::sgemm::THREADS),
-    (matmul::sgemm::KERNELS[2], 2 * matmul::sgemm::THREADS),
-];
+/// `sgemm`'s caps, the last entries of [`MAIN_MAX_THREADS`] (release only): 128 registers, so
+/// two blocks of 256 threads share an SM, for every tile's kernels that fit them without
+/// spilling. `sgemm_bf16_256x64` and `sgemm_f16_256x64` spill 8 bytes under the cap and run
+/// uncapped (143 and 147 registers, one block an SM).
+const SGEMM_MAX_THREADS: [(&str, u32); 13] = {
+    use matmul::sgemm::TILE_KERNELS as T;
+    let two = 2 * matmul::sgemm::THREADS;
+    [
+        (T[0].1[0], two),
+        (T[0].1[1], two),
+        (T[0].1[2], two),
+        (T[1].1[0], two),
+        (T[2].1[0], two),
+        (T[2].1[1], two),
+        (T[2].1[2], two),
+        (T[3].1[0], two),
+        (T[3].1[1], two),
+        (T[3].1[2], two),
+        (T[4].1[0], two),
+        (T[4].1[1], two),
+        (T[4].1[2], two),
+    ]
+};
 
 /// [`MAIN_MAX_THREADS`] in the checked profile: the histogram kernels' caps (their blocks of
 /// 1,024 threads need them), not `sgemm`'s, whose checked build takes 240 registers and would

@@ -1116,6 +1116,8 @@ mod tests {
         // (m, n, k) as GemmDesc takes them, and the kernel auto runs.
         for ((m, n, k), kernel) in [
             ((49, 326, 2), "sgemm_bf16"),
+            // A narrow side and k >= 256: a narrow tile.
+            ((49, 326, 300), "sgemm_bf16_64x256"),
             ((256, 256, 256), "sgemm_bf16"),
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),

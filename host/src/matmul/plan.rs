@@ -7,9 +7,10 @@
 //! | shape | kernel | why |
 //! | --- | --- | --- |
 //! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
-//! | `n <= 16` | `few_cols` | memory-bound: at most 32 FLOPs per float of `A`; one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
+//! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
+//! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
 //! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split |
 //!
@@ -622,7 +623,7 @@ pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 /// 128-row tile of `wgmma_tf32_promoted` is at least half padding, and its three products cost
 /// more than FP32 FMA on the CUDA cores. On the H200: 29x3987x15107 took 1.23 ms split-TF32
 /// against `sgemm_warp_tiled`'s 0.37 (cuBLAS FP32 0.18), 64x16384x16384 2.07 against 1.45 and
-/// 16384x16384x64 2.23 against 1.49.
+/// 16384x16384x64 2.23 against 1.49; `sgemm`'s narrow tiles now take 0.13, 0.83 and 0.86.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -631,7 +632,7 @@ pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 /// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 16_384, n).unwrap(), MatmulDevice::H200);
 /// assert_eq!(auto(SPLIT_TF32_MIN_SIDE, 16_384)?.variant(), MatmulVariant::WgmmaTf32x3);
 /// let narrow = auto(SPLIT_TF32_MIN_SIDE - 1, 16_384)?;
-/// assert_eq!(narrow.variant(), MatmulVariant::SgemmWarpTiled);
+/// assert_eq!((narrow.variant(), narrow.kernel()), (MatmulVariant::Sgemm, "sgemm_64x256"));
 /// assert!(narrow.reason().contains("a side of 64 <= 64"), "{}", narrow.reason());
 /// # Ok(()) }
 /// ```
@@ -896,7 +897,7 @@ impl MatmulPlan {
         }
         let (m, n) = (self.shape.m as u32, self.shape.n as u32);
         let kernel = match self.variant {
-            MatmulVariant::Sgemm => Some(kernels::matmul::sgemm::KERNELS[t.index()]),
+            MatmulVariant::Sgemm => Some(sgemm::kernel(sgemm::tile_for(self.shape), t)),
             MatmulVariant::FewRows => few_rows_kernel_of(t, m),
             MatmulVariant::FewCols => few_cols_kernel_for(t, m, n),
             _ => None,
@@ -1110,6 +1111,7 @@ pub fn plan_with(
             let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
             few_cols_kernel_for(OperandType::F32, m, n).unwrap_or(FEW_COLS_KERNELS[4].1)
         }
+        MatmulVariant::Sgemm => sgemm::kernel(sgemm::tile_for(shape), OperandType::F32),
         v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
     };
     let forced = |s: SplitK| (s, "split forced".to_string());
@@ -1244,9 +1246,16 @@ fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
 fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
-    // few_cols takes 16 columns at most with 16 rows or fewer, 32 above (where it shares B).
+    // few_cols up to 16 columns, and up to 32 (sharing B) where C is shorter than one of sgemm's
+    // 512 x 32 tiles; there the tiles multiply faster (H200: 16384x16384x32 0.549 ms against
+    // few_cols_shared_32's 1.149), but below a tile they are mostly padding (32x65536x32: 0.063
+    // against 0.022).
     let m = shape.m.min(u32::MAX as usize) as u32;
-    let max_n = kernels::matmul::skinny::few_cols_max_n(m);
+    let max_n = if m < kernels::matmul::sgemm::Tile::TALL_32.block_m {
+        kernels::matmul::skinny::few_cols_max_n(m)
+    } else {
+        FEW_COLS_MAX_N
+    };
     if shape.n <= max_n as usize {
         let n = shape.n as u32;
         let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
@@ -1262,6 +1271,17 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
+    } else if sgemm::tile_for(shape) != kernels::matmul::sgemm::Tile::SQUARE {
+        let tile = sgemm::tile_for(shape);
+        let why = format!(
+            "a side of {} <= {} and k >= {}: sgemm on {}x{} tiles, the 128x128 tiles' padding left out",
+            shape.m.min(shape.n),
+            sgemm::NARROW_MAX_SIDE,
+            sgemm::NARROW_MIN_K,
+            tile.block_m,
+            tile.block_n
+        );
+        (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {
         (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {
@@ -1797,10 +1817,16 @@ mod tests {
         assert_eq!(auto_fp32(100, 100, 2).kernel, "matmul_few_cols_shared_8");
         assert_eq!(auto_fp32(16_384, 16_384, 1).kernel, "matmul_few_cols_1");
         assert_eq!(auto_fp32(16, 1000, 16).kernel, "matmul_few_cols_16");
-        // Up to 32 columns above 16 rows.
-        assert_eq!(auto_fp32(6358, 11_159, 27).kernel, "matmul_few_cols_shared_32");
+        // From 17 columns on, sgemm's narrow tiles multiply faster than few_cols shares B.
+        assert_eq!(auto_fp32(6358, 11_159, 27).kernel, "sgemm_512x32");
+        assert_eq!(auto_fp32(100_000, 1024, 17).kernel, "sgemm_512x32");
+        // Below one 512-row tile, few_cols shares B up to 32 columns.
+        assert_eq!(auto_fp32(32, 65_536, 32).kernel, "matmul_few_cols_shared_32");
+        assert_eq!(auto_fp32(511, 4096, 17).kernel, "matmul_few_cols_shared_32");
+        assert_eq!(auto_fp32(512, 4096, 17).kernel, "sgemm_512x32");
         assert_eq!(auto_fp32(16, 1000, 27).variant, MatmulVariant::FewRows);
-        assert_ne!(auto_fp32(6358, 11_159, 33).variant, MatmulVariant::FewCols);
+        assert_eq!(auto_fp32(6358, 11_159, 33).kernel, "sgemm_256x64");
+        assert_eq!(auto_fp32(6358, 11_159, 65).variant, MatmulVariant::SgemmWarpTiled);
     }
 
     #[test]

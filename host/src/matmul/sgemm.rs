@@ -1,13 +1,88 @@
-//! Launch planning for `kernels::matmul::sgemm`.
+//! Launch planning for `kernels::matmul::sgemm`: the tile (128 x 128, or a narrow one where a
+//! side of `C` is at most 64) and the grid.
 
 use super::shape::{MatmulShape, grid_over_c};
 use super::split_k::SplitK;
 use crate::error::Result;
 use cudarc::driver::LaunchConfig;
-use kernels::matmul::sgemm::{BLOCK_M, BLOCK_N, THREADS};
+use kernels::matmul::element::OperandType;
+use kernels::matmul::sgemm::{BLOCK_M, BLOCK_N, THREADS, TILE_KERNELS, Tile};
 
-/// Blocks of `sgemm` one SM keeps resident: 126 registers x 256 threads leave room for two
-/// (ptxas report of the release PTX; 65,536 registers per SM).
+/// The widest narrow side the narrow tiles take: 64 (256 x 64 and 64 x 256).
+///
+/// ```
+/// use hopper_kernels::matmul::sgemm::NARROW_MAX_SIDE;
+/// assert_eq!(NARROW_MAX_SIDE, 64);
+/// ```
+pub const NARROW_MAX_SIDE: usize = 64;
+
+/// Shortest `k` for which `sgemm` takes a narrow tile: below it a block's few slices leave its
+/// prologue and epilogue exposed, and the square tile's four times as many blocks finish first
+/// (H200, square against 512 x 32: 12426x33x19 0.0147 ms against 0.0237; 8931x191x45 0.0365
+/// against 256 x 64's 0.0356).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, sgemm};
+/// use kernels::matmul::sgemm::Tile;
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(12_426, sgemm::NARROW_MIN_K - 1, 19)?), Tile::SQUARE);
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(12_426, sgemm::NARROW_MIN_K, 19)?), Tile::TALL_32);
+/// # Ok(()) }
+/// ```
+pub const NARROW_MIN_K: usize = 256;
+
+/// The tile `sgemm` runs `shape` on: where the narrower side of `C` is at most 32 or 64 and `k`
+/// at least [`NARROW_MIN_K`], the tile as wide (or tall) as that and 512 or 256 long on the
+/// other side, so that no block multiplies more than 31 columns (rows) of padding; otherwise 128
+/// x 128. Columns are taken first where both sides are narrow and equal.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, sgemm};
+/// use kernels::matmul::sgemm::Tile;
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(16_384, 16_384, 32)?), Tile::TALL_32);
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(16_384, 16_384, 48)?), Tile::TALL_64);
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(29, 3987, 15_107)?), Tile::WIDE_32);
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(64, 4096, 4096)?), Tile::WIDE_64);
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(65, 4096, 65)?), Tile::SQUARE);
+/// assert_eq!(sgemm::tile_for(MatmulShape::new(16_384, 33, 32)?), Tile::SQUARE);
+/// # Ok(()) }
+/// ```
+pub fn tile_for(shape: MatmulShape) -> Tile {
+    if shape.k < NARROW_MIN_K {
+        return Tile::SQUARE;
+    }
+    let narrow = |side: usize| {
+        if side <= 32 {
+            Some(32)
+        } else if side <= NARROW_MAX_SIDE {
+            Some(64)
+        } else {
+            None
+        }
+    };
+    if shape.n <= shape.m {
+        narrow(shape.n).map_or(Tile::SQUARE, Tile::of_width)
+    } else {
+        narrow(shape.m).map_or(Tile::SQUARE, |rows| Tile::of_width(BLOCK_M * BLOCK_N / rows))
+    }
+}
+
+/// The PTX symbol of `sgemm`'s kernel for `tile` on operands of type `t`.
+///
+/// ```
+/// use hopper_kernels::matmul::sgemm;
+/// use kernels::matmul::{element::OperandType, sgemm::Tile};
+/// assert_eq!(sgemm::kernel(Tile::SQUARE, OperandType::F32), "sgemm");
+/// assert_eq!(sgemm::kernel(Tile::TALL_32, OperandType::Bf16), "sgemm_bf16_512x32");
+/// ```
+pub fn kernel(tile: Tile, t: OperandType) -> &'static str {
+    let (_, names) = TILE_KERNELS.iter().find(|(k, _)| *k == tile).copied().unwrap_or(TILE_KERNELS[0]);
+    names[t.index()]
+}
+
+/// Blocks of `sgemm` one SM keeps resident, every tile's `f32` kernel: 128 registers x 256
+/// threads leave room for two (ptxas report of the release PTX; 65,536 registers per SM).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -22,17 +97,20 @@ use kernels::matmul::sgemm::{BLOCK_M, BLOCK_N, THREADS};
 /// ```
 pub const BLOCKS_PER_SM: u32 = 2;
 
-/// Tiles of `C` the grid's x and y cover.
+/// Tiles of `C` the grid's x and y cover, of the tile [`tile_for`] picks.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulShape, sgemm};
 /// // 128 x 128 tiles: ceil(1000 / 128) x ceil(1200 / 128).
 /// assert_eq!(sgemm::tiles(MatmulShape::new(1000, 800, 1200)?), 8 * 10);
+/// // 512 x 32 tiles: ceil(6358 / 512).
+/// assert_eq!(sgemm::tiles(MatmulShape::new(6358, 11_159, 27)?), 13);
 /// # Ok(()) }
 /// ```
 pub fn tiles(shape: MatmulShape) -> usize {
-    tile_count(shape, (BLOCK_M, BLOCK_N))
+    let tile = tile_for(shape);
+    tile_count(shape, (tile.block_m, tile.block_n))
 }
 
 /// Tiles of `block_m x block_n` that cover `C`: the grid's x times y for both register-tiled
@@ -41,9 +119,10 @@ pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> 
     shape.m.div_ceil(block_m as usize) * shape.n.div_ceil(block_n as usize)
 }
 
-/// One block of `THREADS` threads per `BLOCK_M x BLOCK_N` tile of `C`, columns on x, one z
-/// index per split of `k`; the tiles live in static shared memory
-/// (`kernels::matmul::sgemm::SHARED_BYTES`), so no dynamic shared memory.
+/// One block of `THREADS` threads per tile ([`tile_for`]) of `C`, columns on x, one z index per
+/// split of `k`; the tiles live in static shared memory
+/// ([`Tile::shared_bytes`](kernels::matmul::sgemm::Tile::shared_bytes)), so no dynamic shared
+/// memory.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -53,11 +132,14 @@ pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> 
 /// // A block of 256 threads per tile, columns on x, a z index per split of k.
 /// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((10, 8, 3), (256, 1, 1), 0));
 /// // CUDA allows at most 65,535 blocks along y.
-/// assert!(sgemm::plan(MatmulShape::new(128 * 65_536, 1, 1)?, SplitK::none(1)).is_err());
+/// assert!(sgemm::plan(MatmulShape::new(128 * 65_536, 1, 65)?, SplitK::none(1)).is_err());
+/// // 16,384 rows of 32 columns: 32 tiles of 512 x 32.
+/// assert_eq!(sgemm::plan(MatmulShape::new(16_384, 4096, 32)?, SplitK::none(4096))?.grid_dim, (1, 32, 1));
 /// # Ok(()) }
 /// ```
 pub fn plan(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
-    tile_plan(shape, split, (BLOCK_M, BLOCK_N), THREADS)
+    let tile = tile_for(shape);
+    tile_plan(shape, split, (tile.block_m, tile.block_n), THREADS)
 }
 
 /// One block of `threads` threads per `block_m x block_n` tile of `C`, columns on x, one z index
@@ -95,10 +177,15 @@ mod tests {
 
     #[test]
     fn sgemm_plan_covers_edges_one_past_a_tile_and_keeps_columns_on_x() {
-        let wide = plan(MatmulShape::new(1, 1, 129).unwrap(), SplitK::none(1)).unwrap();
+        let wide = plan(MatmulShape::new(65, 1, 129).unwrap(), SplitK::none(1)).unwrap();
         assert_eq!(wide.grid_dim, (2, 1, 1));
-        let tall = plan(MatmulShape::new(129, 1, 1).unwrap(), SplitK::none(1)).unwrap();
+        let tall = plan(MatmulShape::new(129, 1, 65).unwrap(), SplitK::none(1)).unwrap();
         assert_eq!(tall.grid_dim, (1, 2, 1));
+        // The narrow tiles: two 32 x 512 tiles for a row of 513, two 512 x 32 for 513 x 1.
+        assert_eq!(plan(MatmulShape::new(1, 256, 513).unwrap(), SplitK::none(256)).unwrap().grid_dim, (2, 1, 1));
+        assert_eq!(plan(MatmulShape::new(513, 256, 1).unwrap(), SplitK::none(256)).unwrap().grid_dim, (1, 2, 1));
+        // Short k keeps the square tile.
+        assert_eq!(plan(MatmulShape::new(513, 255, 1).unwrap(), SplitK::none(255)).unwrap().grid_dim, (1, 5, 1));
         assert_eq!(
             plan(MatmulShape::new(4096, 4096, 4096).unwrap(), SplitK::none(4096)).unwrap().grid_dim,
             (32, 32, 1)
@@ -107,8 +194,42 @@ mod tests {
 
     #[test]
     fn sgemm_plan_refuses_more_block_rows_than_cuda_allows() {
-        let too_tall = MatmulShape::new(128 * 65_536, 1, 1).unwrap();
+        let too_tall = MatmulShape::new(128 * 65_536, 1, 65).unwrap();
         assert!(plan(too_tall, SplitK::none(1)).unwrap_err().to_string().contains("grid"));
-        assert!(plan(MatmulShape::new(128 * 65_535, 1, 1).unwrap(), SplitK::none(1)).is_ok());
+        assert!(plan(MatmulShape::new(128 * 65_535, 1, 65).unwrap(), SplitK::none(1)).is_ok());
+        // The 512-row tiles of a narrow product reach 4x further.
+        assert!(plan(MatmulShape::new(512 * 65_535, 256, 1).unwrap(), SplitK::none(256)).is_ok());
+        assert!(plan(MatmulShape::new(512 * 65_536, 256, 1).unwrap(), SplitK::none(256)).is_err());
+    }
+
+    #[test]
+    fn narrow_products_take_the_tile_of_their_narrow_side() {
+        let tile = |m, n| tile_for(MatmulShape::new(m, 1000, n).unwrap());
+        for (m, n, want) in [
+            (16_384, 1, Tile::TALL_32),
+            (16_384, 32, Tile::TALL_32),
+            (16_384, 33, Tile::TALL_64),
+            (16_384, 64, Tile::TALL_64),
+            (16_384, 65, Tile::SQUARE),
+            (1, 16_384, Tile::WIDE_32),
+            (33, 16_384, Tile::WIDE_64),
+            (65, 16_384, Tile::SQUARE),
+            (32, 32, Tile::TALL_32),
+            (20, 40, Tile::WIDE_32),
+            (1000, 1000, Tile::SQUARE),
+        ] {
+            assert_eq!(tile(m, n), want, "{m} x {n}");
+        }
+        // Every tile's kernels exist for every operand type, and the plan's grid covers C.
+        for (t, names) in TILE_KERNELS {
+            for op in OperandType::ALL {
+                assert_eq!(kernel(t, op), names[op.index()]);
+                assert!(kernels::KERNEL_NAMES.contains(&kernel(t, op)));
+            }
+        }
+        let cfg = plan(MatmulShape::new(6358, 11_159, 27).unwrap(), SplitK::about(11_159, 20, 8)).unwrap();
+        assert_eq!(cfg.grid_dim, (1, 13, 20));
+        let cfg = plan(MatmulShape::new(29, 3987, 15_107).unwrap(), SplitK::none(3987)).unwrap();
+        assert_eq!(cfg.grid_dim, (30, 1, 1));
     }
 }

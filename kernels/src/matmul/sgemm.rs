@@ -111,36 +111,191 @@ const _: () = assert!(THREADS * 4 == BLOCK_M * BLOCK_K && THREADS * 4 == BLOCK_K
 const _: () = assert!(THREAD_M == 8 && THREAD_N == 8 && BLOCK_K == 8);
 const _: () = assert!(A_TILE_STRIDE.is_multiple_of(4) && SHARED_BYTES <= 48 * 1024);
 
-/// Thread `tid`'s share of the `A` slice: `(row in the block tile, first of its 4 k columns)`.
+/// A block tile of the kernel family: [`THREADS`] threads, each an 8 x 8 register tile of `C`
+/// in two halves per dimension, so `block_m * block_n` is always 128 x 128's area and one width
+/// fixes the tile. [`Tile::SQUARE`] is `sgemm`'s; the narrow tiles put the block's 256 threads
+/// along the long side of a product whose other side is 32 or 64 wide, where a square tile
+/// would multiply padding ([`TILE_KERNELS`]).
+///
+/// ```
+/// use kernels::matmul::sgemm::Tile;
+/// assert_eq!((Tile::SQUARE.block_m, Tile::SQUARE.block_n), (128, 128));
+/// assert_eq!((Tile::TALL_32.block_m, Tile::TALL_32.block_n), (512, 32));
+/// // 512 rows x 8 of k: four 16-byte vectors of A per thread and slice; B's 8 x 32 takes 64 threads.
+/// assert_eq!((Tile::TALL_32.a_vectors(), Tile::TALL_32.b_vectors()), (1024, 64));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    /// Rows of `C` per block.
+    pub block_m: u32,
+    /// Columns of `C` per block.
+    pub block_n: u32,
+}
+
+impl Tile {
+    /// `sgemm`'s 128 x 128.
+    pub const SQUARE: Self = Self::of_width(128);
+    /// 256 x 64, for products 33 to 64 columns wide.
+    pub const TALL_64: Self = Self::of_width(64);
+    /// 512 x 32, for products at most 32 columns wide.
+    pub const TALL_32: Self = Self::of_width(32);
+    /// 64 x 256, for products 33 to 64 rows tall.
+    pub const WIDE_64: Self = Self::of_width(256);
+    /// 32 x 512, for products at most 32 rows tall.
+    pub const WIDE_32: Self = Self::of_width(512);
+
+    /// The tile `block_n` wide (32, 64, 128, 256 or 512).
+    pub const fn of_width(block_n: u32) -> Self {
+        Self { block_m: BLOCK_M * BLOCK_N / block_n, block_n }
+    }
+
+    /// Threads along a row of the tile (each 2 x 4 of its columns).
+    pub const fn threads_x(self) -> u32 {
+        self.block_n / THREAD_N
+    }
+
+    /// Floats between consecutive `k` rows of the transposed `A` tile: `block_m` plus 4 of
+    /// padding (16-byte alignment kept; a warp's transposing stores spread over all 32 banks).
+    pub const fn a_stride(self) -> u32 {
+        self.block_m + 4
+    }
+
+    /// Floats of one stage of the transposed `A` tile.
+    pub const fn a_stage_floats(self) -> u32 {
+        BLOCK_K * self.a_stride()
+    }
+
+    /// Floats of one stage of the `B` tile.
+    pub const fn b_stage_floats(self) -> u32 {
+        BLOCK_K * self.block_n
+    }
+
+    /// Static shared memory of one block: both stages of both tiles.
+    pub const fn shared_bytes(self) -> u32 {
+        STAGES * (self.a_stage_floats() + self.b_stage_floats()) * size_of::<f32>() as u32
+    }
+
+    /// 4-float vectors of one slice of `A` (`block_m x BLOCK_K`): vector `f` is loaded by thread
+    /// `f % THREADS`, its `f / THREADS`-th.
+    pub const fn a_vectors(self) -> u32 {
+        self.block_m * BLOCK_K / 4
+    }
+
+    /// 4-float vectors of one slice of `B` (`BLOCK_K x block_n`), dealt out as [`Self::a_vectors`].
+    pub const fn b_vectors(self) -> u32 {
+        BLOCK_K * self.block_n / 4
+    }
+
+    /// Vectors of a slice of `vectors` one thread loads (threads past `vectors` load none).
+    pub const fn per_thread(vectors: u32) -> u32 {
+        if vectors > THREADS { vectors / THREADS } else { 1 }
+    }
+
+    /// Parts a slice is prefetched in: one per vector of `A` where a thread loads four (the
+    /// 512 x 32 tile), else one. A part's vectors are loaded, then its share of the slice's `k`
+    /// is multiplied, then they are stored to the other stage: a quarter of the registers in
+    /// flight, which keeps that tile at 128 registers (two blocks an SM; in one part it spills
+    /// under the cap). The other tiles fit in one part, where the whole slice's loads have the
+    /// whole multiply to arrive: the 32 x 512 tile (four vectors of `B` a thread) ran 29 x 3987
+    /// x 15107 in 0.160 ms in one part and 0.256 in four (H200).
+    pub const fn parts(self) -> u32 {
+        let a = Self::per_thread(self.a_vectors());
+        if a > 2 { a } else { 1 }
+    }
+
+    /// Vector `f` of the `A` slice: `(row in the block tile, first of its 4 k columns)`.
+    pub const fn a_load_slot(self, f: u32) -> (u32, u32) {
+        let per_row = BLOCK_K / 4;
+        (f / per_row, (f % per_row) * 4)
+    }
+
+    /// Vector `f` of the `B` slice: `(k row, first of its 4 columns in the block tile)`.
+    pub const fn b_load_slot(self, f: u32) -> (u32, u32) {
+        let per_row = self.block_n / 4;
+        (f / per_row, (f % per_row) * 4)
+    }
+
+    /// Row in the block tile of thread `tid`'s accumulator row `i` (`0..8`).
+    pub const fn c_row(self, tid: u32, i: u32) -> u32 {
+        (tid / self.threads_x()) * 4 + i % 4 + (i / 4) * (self.block_m / 2)
+    }
+
+    /// Column in the block tile of thread `tid`'s accumulator column `j` (`0..8`).
+    pub const fn c_col(self, tid: u32, j: u32) -> u32 {
+        (tid % self.threads_x()) * 4 + j % 4 + (j / 4) * (self.block_n / 2)
+    }
+
+    /// Index in one stage of the transposed `A` tile of `A[row][kk]` of the slice.
+    pub const fn a_tile_index(self, kk: u32, row: u32) -> u32 {
+        kk * self.a_stride() + row
+    }
+
+    /// Index in one stage of the `B` tile of `B[kk][col]` of the slice.
+    pub const fn b_tile_index(self, kk: u32, col: u32) -> u32 {
+        kk * self.block_n + col
+    }
+}
+
+/// Every tile with its kernels' PTX symbols by operand type (in
+/// [`OperandType::ALL`](super::element::OperandType::ALL) order): [`KERNELS`] first.
+///
+/// ```
+/// use kernels::matmul::sgemm::{TILE_KERNELS, Tile};
+/// assert_eq!(TILE_KERNELS[1], (Tile::TALL_64, ["sgemm_256x64", "sgemm_bf16_256x64", "sgemm_f16_256x64"]));
+/// ```
+pub const TILE_KERNELS: [(Tile, [&str; 3]); 5] = [
+    (Tile::SQUARE, KERNELS),
+    (Tile::TALL_64, ["sgemm_256x64", "sgemm_bf16_256x64", "sgemm_f16_256x64"]),
+    (Tile::TALL_32, ["sgemm_512x32", "sgemm_bf16_512x32", "sgemm_f16_512x32"]),
+    (Tile::WIDE_64, ["sgemm_64x256", "sgemm_bf16_64x256", "sgemm_f16_64x256"]),
+    (Tile::WIDE_32, ["sgemm_32x512", "sgemm_bf16_32x512", "sgemm_f16_32x512"]),
+];
+
+/// Most 4-float vectors of `A` or `B` one thread loads per slice, over every tile.
+pub const MAX_VECTORS_PER_THREAD: u32 = 4;
+
+// Each thread loads whole vectors of both slices, at most MAX_VECTORS_PER_THREAD of either.
+const _: () = {
+    let mut i = 0;
+    while i < TILE_KERNELS.len() {
+        let t = TILE_KERNELS[i].0;
+        assert!(t.block_m * t.block_n == BLOCK_M * BLOCK_N && t.threads_x() * (t.block_m / THREAD_M) == THREADS);
+        assert!(t.a_vectors() <= MAX_VECTORS_PER_THREAD * THREADS && t.b_vectors() <= MAX_VECTORS_PER_THREAD * THREADS);
+        assert!(t.a_vectors().is_multiple_of(THREADS) || t.a_vectors() < THREADS);
+        assert!(t.b_vectors().is_multiple_of(THREADS) || t.b_vectors() < THREADS);
+        assert!(t.a_stride() % 32 == 4 && t.shared_bytes() <= 48 * 1024);
+        i += 1;
+    }
+};
+
+/// Thread `tid`'s share of the square tile's `A` slice: `(row in the block tile, first of its 4 k columns)`.
 pub const fn a_load_slot(tid: u32) -> (u32, u32) {
-    let per_row = BLOCK_K / 4;
-    (tid / per_row, (tid % per_row) * 4)
+    Tile::SQUARE.a_load_slot(tid)
 }
 
-/// Thread `tid`'s share of the `B` slice: `(k row, first of its 4 columns in the block tile)`.
+/// Thread `tid`'s share of the square tile's `B` slice: `(k row, first of its 4 columns in the block tile)`.
 pub const fn b_load_slot(tid: u32) -> (u32, u32) {
-    let per_row = BLOCK_N / 4;
-    (tid / per_row, (tid % per_row) * 4)
+    Tile::SQUARE.b_load_slot(tid)
 }
 
-/// Row in the block tile of thread `tid`'s accumulator row `i` (`0..8`).
+/// Row in the square block tile of thread `tid`'s accumulator row `i` (`0..8`).
 pub const fn c_row(tid: u32, i: u32) -> u32 {
-    (tid / (BLOCK_N / THREAD_N)) * 4 + i % 4 + (i / 4) * (BLOCK_M / 2)
+    Tile::SQUARE.c_row(tid, i)
 }
 
-/// Column in the block tile of thread `tid`'s accumulator column `j` (`0..8`).
+/// Column in the square block tile of thread `tid`'s accumulator column `j` (`0..8`).
 pub const fn c_col(tid: u32, j: u32) -> u32 {
-    (tid % (BLOCK_N / THREAD_N)) * 4 + j % 4 + (j / 4) * (BLOCK_N / 2)
+    Tile::SQUARE.c_col(tid, j)
 }
 
-/// Index in one stage of the transposed `A` tile of `A[row][kk]` of the slice.
+/// Index in one stage of the square tile's transposed `A` of `A[row][kk]` of the slice.
 pub const fn a_tile_index(kk: u32, row: u32) -> u32 {
-    kk * A_TILE_STRIDE + row
+    Tile::SQUARE.a_tile_index(kk, row)
 }
 
-/// Index in one stage of the `B` tile of `B[kk][col]` of the slice.
+/// Index in one stage of the square tile's `B` of `B[kk][col]` of the slice.
 pub const fn b_tile_index(kk: u32, col: u32) -> u32 {
-    kk * BLOCK_N + col
+    Tile::SQUARE.b_tile_index(kk, col)
 }
 
 /// Tile rows per group of [`grouped_tile`].
@@ -169,10 +324,7 @@ pub const fn vector_path(k: u32, n: u32) -> bool {
 
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
-    use super::{
-        A_STAGE_FLOATS, A_TILE_STRIDE, B_STAGE_FLOATS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES, a_load_slot, a_tile_index,
-        b_load_slot, b_tile_index, c_col, c_row, grouped_tile, vector_path,
-    };
+    use super::{BLOCK_K, MAX_VECTORS_PER_THREAD, STAGES, THREADS, Tile, grouped_tile, vector_path};
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, thread};
     use crate::matmul::element::{Bf16, Element, F16};
@@ -180,18 +332,44 @@ mod device_code {
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
 
-    const A_FLOATS: usize = (STAGES * A_STAGE_FLOATS) as usize;
-    const B_FLOATS: usize = (STAGES * B_STAGE_FLOATS) as usize;
-    type TileA = SharedArray<f32, A_FLOATS>;
-    type TileB = SharedArray<f32, B_FLOATS>;
+    /// Floats of both stages of the transposed `A` tile of the tile `block_n` wide.
+    const fn a_floats(block_n: u32) -> usize {
+        (STAGES * Tile::of_width(block_n).a_stage_floats()) as usize
+    }
 
-    /// Declares the kernel for each operand type: `$name(a, b, ...)` on `*const $t` operands.
+    /// Floats of both stages of the `B` tile of the tile `block_n` wide.
+    const fn b_floats(block_n: u32) -> usize {
+        (STAGES * Tile::of_width(block_n).b_stage_floats()) as usize
+    }
+
+    /// Declares `$get()`, the static shared tiles of the tile `$bn` wide, under the PTX symbols
+    /// `$a` and `$b`: one pair per width, which the kernels of all three operand types use.
+    macro_rules! tile_storage {
+        ($($get:ident: $bn:literal, $a:ident, $b:ident;)*) => {
+            $(
+                #[inline(always)]
+                fn $get() -> (SharedArray<f32, { a_floats($bn) }>, SharedArray<f32, { b_floats($bn) }>) {
+                    (shared_array!($a: [f32; a_floats($bn)]), shared_array!($b: [f32; b_floats($bn)]))
+                }
+            )*
+        };
+    }
+    tile_storage! {
+        square_tiles: 128, SGEMM_A, SGEMM_B;
+        tall_64_tiles: 64, SGEMM_256X64_A, SGEMM_256X64_B;
+        tall_32_tiles: 32, SGEMM_512X32_A, SGEMM_512X32_B;
+        wide_64_tiles: 256, SGEMM_64X256_A, SGEMM_64X256_B;
+        wide_32_tiles: 512, SGEMM_32X512_A, SGEMM_32X512_B;
+    }
+
+    /// Declares the kernel for each operand type and tile: `$name(a, b, ...)` on `*const $t`
+    /// operands with the tile `$bn` wide, whose shared memory `$tiles()` declares.
     macro_rules! sgemm_kernels {
-        ($($name:ident: $t:ty),*) => {
+        ($($name:ident: $t:ty, $bn:literal, $tiles:ident;)*) => {
             gpu_kernel! {
                 $(
-                    #[doc = concat!("`C = A * B` on `", stringify!($t), "` operands with 128 x 128 block tiles and 8 x 8 thread")]
-                    /// tiles; see the [module documentation](super).
+                    #[doc = concat!("`C = A * B` on `", stringify!($t), "` operands with block tiles ", stringify!($bn), " wide")]
+                    /// and 8 x 8 thread tiles; see the [module documentation](super).
                     ///
                     /// # Safety
                     /// `a`, `b` hold `m*k`, `k*n` elements and `c` `gridDim.z*m*n` `f32` on the
@@ -214,24 +392,49 @@ mod device_code {
                         if unsafe { crate::matmul::tf32x3::split_path_taken(guard) } {
                             return;
                         }
+                        let (tile_a, tile_b) = $tiles();
                         // SAFETY: forwarded kernel contract.
-                        unsafe { sgemm_body(a, b, c, m, k, n, k_chunk) }
+                        unsafe { sgemm_body::<$t, $bn, _, _>(tile_a, tile_b, a, b, c, m, k, n, k_chunk) }
                     }
                 )*
             }
         };
     }
-    sgemm_kernels!(sgemm: f32, sgemm_bf16: Bf16, sgemm_f16: F16);
+    sgemm_kernels! {
+        sgemm: f32, 128, square_tiles;
+        sgemm_bf16: Bf16, 128, square_tiles;
+        sgemm_f16: F16, 128, square_tiles;
+        sgemm_256x64: f32, 64, tall_64_tiles;
+        sgemm_bf16_256x64: Bf16, 64, tall_64_tiles;
+        sgemm_f16_256x64: F16, 64, tall_64_tiles;
+        sgemm_512x32: f32, 32, tall_32_tiles;
+        sgemm_bf16_512x32: Bf16, 32, tall_32_tiles;
+        sgemm_f16_512x32: F16, 32, tall_32_tiles;
+        sgemm_64x256: f32, 256, wide_64_tiles;
+        sgemm_bf16_64x256: Bf16, 256, wide_64_tiles;
+        sgemm_f16_64x256: F16, 256, wide_64_tiles;
+        sgemm_32x512: f32, 512, wide_32_tiles;
+        sgemm_bf16_32x512: Bf16, 512, wide_32_tiles;
+        sgemm_f16_32x512: F16, 512, wide_32_tiles;
+    }
 
-    /// The kernels' body on operands of type `T`.
+    /// The kernels' body on operands of type `T` with the tile `BN` wide.
     ///
     /// # Safety
     /// As the kernels'.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn sgemm_body<T: Element>(a: *const T, b: *const T, c: *mut f32, m: u32, k: u32, n: u32, k_chunk: u32) {
-        let tile_a = shared_array!(SGEMM_A: [f32; A_FLOATS]);
-        let tile_b = shared_array!(SGEMM_B: [f32; B_FLOATS]);
+    unsafe fn sgemm_body<T: Element, const BN: u32, const AF: usize, const BF: usize>(
+        tile_a: SharedArray<f32, AF>,
+        tile_b: SharedArray<f32, BF>,
+        a: *const T,
+        b: *const T,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);
         // On the vector path k_begin % 8 == 0 and n % 4 == 0, so the split's first element of
         // A and B and its slice of the output are aligned for their vectors whenever the bases are.
@@ -239,11 +442,25 @@ mod device_code {
         // Uniform across the launch: every thread takes the same path.
         if vector_path(k, n) && aligned {
             // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
-            unsafe { block_product::<T, true>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
+            unsafe { block_product::<T, true, BN, AF, BF>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
         } else {
             // SAFETY: forwarded kernel contract.
-            unsafe { block_product::<T, false>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
+            unsafe { block_product::<T, false, BN, AF, BF>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
         }
+    }
+
+    /// This thread's loads of one slice: up to [`MAX_VECTORS_PER_THREAD`] vectors of each operand.
+    type Slice = ([[f32; 4]; MAX_VECTORS_PER_THREAD as usize], [[f32; 4]; MAX_VECTORS_PER_THREAD as usize]);
+
+    /// Whether this thread loads its `v`-th vector of a slice of `vectors` vectors in `part` of
+    /// `parts`.
+    #[inline(always)]
+    fn loads(tid: u32, v: usize, vectors: u32, part: u32, parts: u32) -> bool {
+        // Tiles with fewer vectors than threads leave the higher threads idle; with more, every
+        // thread loads vectors / THREADS. All but tid are compile-time constants.
+        let per_thread = Tile::per_thread(vectors);
+        let in_part = (v as u32) * parts / per_thread == part;
+        in_part && (v as u32) < per_thread && (vectors >= THREADS || tid < vectors)
     }
 
     /// The block's whole product over columns `k_begin .. k_begin + k_len` of `A` (rows of `B`),
@@ -251,9 +468,9 @@ mod device_code {
     /// `vector_path(k, n)`, `a` and `b` aligned to `T::VECTOR_BYTES` and `c` to 16 bytes.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_product<T: Element, const VEC: bool>(
-        tile_a: TileA,
-        tile_b: TileB,
+    unsafe fn block_product<T: Element, const VEC: bool, const BN: u32, const AF: usize, const BF: usize>(
+        tile_a: SharedArray<f32, AF>,
+        tile_b: SharedArray<f32, BF>,
         a: *const T,
         b: *const T,
         c: *mut f32,
@@ -263,38 +480,90 @@ mod device_code {
         k_begin: u32,
         k_len: u32,
     ) {
+        let tile = Tile::of_width(BN);
         let tid = thread::thread_idx_x();
         let (tile_row, tile_col) =
             grouped_tile(thread::block_idx_x(), thread::block_idx_y(), thread::grid_dim_x(), thread::grid_dim_y());
-        let (block_row, block_col) = (tile_row * BLOCK_M, tile_col * BLOCK_N);
+        let (block_row, block_col) = (tile_row * tile.block_m, tile_col * tile.block_n);
         // The grid covers C with ceil divisions, so block_row < m and block_col < n: these are
         // the rows and columns of C from the tile's corner to the edge, and never underflow.
         let (rows_left, cols_left) = (m - block_row, n - block_col);
 
-        let (a_row, a_k) = a_load_slot(tid);
-        let (b_k, b_col) = b_load_slot(tid);
-        let a_row_inside = a_row < rows_left;
+        // Vector v of this thread is vector tid + v * THREADS of the slice; its first row of A
+        // (column of B) and its k, for the guards and the shared stores.
+        let (a_row, a_k) = tile.a_load_slot(tid);
+        let (b_k, b_col) = tile.b_load_slot(tid);
+        // Vectors of one thread are THREADS apart: whole rows of A further down, whole k rows of B.
+        let a_rows_apart = THREADS / (BLOCK_K / 4);
+        let b_ks_apart = THREADS / (tile.block_n / 4);
         // Only dereferenced where the load guards hold; wrapping arithmetic keeps the
         // out-of-range pointers of edge threads free of undefined behaviour.
         let mut a_next = a.wrapping_add((block_row + a_row) as usize * k as usize + (k_begin + a_k) as usize);
         let mut b_next = b.wrapping_add((k_begin + b_k) as usize * n as usize + block_col as usize + b_col as usize);
+        let (a_apart, b_apart) = (a_rows_apart as usize * k as usize, b_ks_apart as usize * n as usize);
         let b_step = BLOCK_K as usize * n as usize;
         // Where this thread's loads land in a stage, and where its operands start.
-        let a_store = a_tile_index(a_k, a_row) as usize;
-        let b_store = b_tile_index(b_k, b_col) as usize;
-        let (a_read, b_read) = (c_row(tid, 0) as usize, c_col(tid, 0) as usize);
+        let a_store = tile.a_tile_index(a_k, a_row) as usize;
+        let b_store = tile.b_tile_index(b_k, b_col) as usize;
+        let (a_read, b_read) = (tile.c_row(tid, 0) as usize, tile.c_col(tid, 0) as usize);
+
+        // SAFETY (both loads): the guards inside check every element against m, n and this
+        // block's k range (k_left columns of A, rows of B, from a_next / b_next on).
+        let parts = tile.parts();
+        let load = |a_next: *const T, b_next: *const T, k_left: u32, part: u32| -> Slice {
+            let mut s: Slice = ([[0.0; 4]; 4], [[0.0; 4]; 4]);
+            unroll!(v in [0, 1, 2, 3] {
+                if loads(tid, v, tile.a_vectors(), part, parts) {
+                    let row = a_row + v as u32 * a_rows_apart;
+                    s.0[v] = unsafe {
+                        guarded::load4::<_, VEC>(a_next.wrapping_add(v * a_apart), row < rows_left, a_k, k_left)
+                    };
+                }
+                if loads(tid, v, tile.b_vectors(), part, parts) {
+                    let kb = b_k + v as u32 * b_ks_apart;
+                    s.1[v] = unsafe {
+                        guarded::load4::<_, VEC>(b_next.wrapping_add(v * b_apart), kb < k_left, b_col, cols_left)
+                    };
+                }
+            });
+            s
+        };
+        // Writes this thread's loaded vectors into one stage: A transposed (4 scalar stores per
+        // vector, k-major), B as 16-byte stores.
+        // SAFETY (callers): no thread reads that stage until the next barrier; the slots are
+        // this thread's own, inside the stage.
+        let store = |stage: usize, s: &Slice, part: u32| {
+            let (a_at, b_at) = (stage * tile.a_stage_floats() as usize, stage * tile.b_stage_floats() as usize);
+            unroll!(v in [0, 1, 2, 3] {
+                if loads(tid, v, tile.a_vectors(), part, parts) {
+                    let at = a_at + a_store + v * a_rows_apart as usize;
+                    unroll!(i in [0, 1, 2, 3] {
+                        // SAFETY: (a_k + i, row) of the stage: in bounds, this thread's own slot.
+                        unsafe { tile_a.store(at + i * tile.a_stride() as usize, s.0[v][i]) };
+                    });
+                }
+                if loads(tid, v, tile.b_vectors(), part, parts) {
+                    let at = b_at + b_store + v * (b_ks_apart * tile.block_n) as usize;
+                    // SAFETY: a multiple of 4 inside the stage, this thread's own 4 slots.
+                    unsafe { tile_b.store4(at, s.1[v]) };
+                }
+            });
+        };
 
         let mut acc = [[0.0f32; 8]; 8];
         let mut k_left = k_len;
-        // SAFETY: the guards inside check every element against m, n and this block's k range.
-        let (mut next_a, mut next_b) = unsafe {
-            (
-                guarded::load4::<_, VEC>(a_next, a_row_inside, a_k, k_left),
-                guarded::load4::<_, VEC>(b_next, b_k < k_left, b_col, cols_left),
-            )
-        };
-        // SAFETY: stage 0 is written by no one else before the barrier below; slots are disjoint.
-        unsafe { store_slice(tile_a, tile_b, a_store, b_store, next_a, next_b) };
+        // The first slice whole, its loads in flight together: one round trip, not one a part.
+        let mut first: [Slice; 4] = [([[0.0; 4]; 4], [[0.0; 4]; 4]); 4];
+        unroll!(part in [0, 1, 2, 3] {
+            if (part as u32) < parts {
+                first[part] = load(a_next, b_next, k_left, part as u32);
+            }
+        });
+        unroll!(part in [0, 1, 2, 3] {
+            if (part as u32) < parts {
+                store(0, &first[part], part as u32);
+            }
+        });
         // Stage 0 must be complete before any thread reads another thread's elements of it.
         thread::sync_threads();
         // One pass per slice, the same instructions every pass: the slice after the last one
@@ -304,39 +573,37 @@ mod device_code {
         // shared loads of the slice and the kernel grew to 219 registers.
         let mut stage = 0;
         for _ in 0..k_len.div_ceil(BLOCK_K) {
-            // Issue the next slice's global loads now; they complete during the multiply.
             k_left = k_left.saturating_sub(BLOCK_K);
             a_next = a_next.wrapping_add(BLOCK_K as usize);
             b_next = b_next.wrapping_add(b_step);
-            // SAFETY: as above, for the slice that starts k_left columns of A (rows of B) before
-            // the end; k_left == 0 loads nothing.
-            unsafe {
-                next_a = guarded::load4::<_, VEC>(a_next, a_row_inside, a_k, k_left);
-                next_b = guarded::load4::<_, VEC>(b_next, b_k < k_left, b_col, cols_left);
-            }
-            // SAFETY: reads only the current stage, complete since the last barrier.
-            unsafe {
-                multiply_slice(
-                    tile_a,
-                    tile_b,
-                    stage * A_STAGE_FLOATS as usize + a_read,
-                    stage * B_STAGE_FLOATS as usize + b_read,
-                    &mut acc,
-                )
-            };
-            stage ^= 1;
-            // SAFETY: this stage was last read in the previous pass, before the last barrier;
-            // each thread writes its own slots.
-            unsafe {
-                store_slice(
-                    tile_a,
-                    tile_b,
-                    stage * A_STAGE_FLOATS as usize + a_store,
-                    stage * B_STAGE_FLOATS as usize + b_store,
-                    next_a,
-                    next_b,
-                )
-            };
+            let other = stage ^ 1;
+            // Each part's loads have two parts' multiplies to arrive: a part is stored after the
+            // next part's loads are issued and its own multiply is done.
+            let mut held: Slice = ([[0.0; 4]; 4], [[0.0; 4]; 4]);
+            unroll!(part in [0, 1, 2, 3] {
+                if (part as u32) < parts {
+                    let next = load(a_next, b_next, k_left, part as u32);
+                    if part > 0 {
+                        // The other stage was last read in the previous pass, before the last barrier.
+                        store(other, &held, part as u32 - 1);
+                    }
+                    // SAFETY: reads only the current stage, complete since the last barrier.
+                    unsafe {
+                        multiply_slice(
+                            tile,
+                            tile_a,
+                            tile_b,
+                            stage * tile.a_stage_floats() as usize + a_read,
+                            stage * tile.b_stage_floats() as usize + b_read,
+                            &mut acc,
+                            part as u32,
+                        )
+                    };
+                    held = next;
+                }
+            });
+            store(other, &held, parts - 1);
+            stage = other;
             // One barrier per slice: the new stage is complete before anyone reads it, and
             // every thread has finished reading the old stage before the next pass overwrites it.
             thread::sync_threads();
@@ -345,49 +612,44 @@ mod device_code {
         // registers through it (147 instead of 127, one block per SM instead of two).
         let c = c.wrapping_add(thread::block_idx_z() as usize * m as usize * n as usize);
         // SAFETY: forwarded contract; each thread writes its own 8 x 8 elements of its slice.
-        unsafe { store_c::<VEC>(c, acc, tid, block_row, block_col, rows_left, cols_left, n) };
+        unsafe { store_c::<VEC>(tile, c, acc, tid, block_row, block_col, rows_left, cols_left, n) };
     }
 
-    /// Writes this thread's loaded elements into one stage: `A` transposed (4 scalar stores,
-    /// `k`-major), `B` as one 16-byte store.
-    ///
-    /// # Safety
-    /// `a_at` / `b_at` are this thread's slots in a stage, and no thread reads that stage until
-    /// the next barrier.
-    #[inline(always)]
-    unsafe fn store_slice(tile_a: TileA, tile_b: TileB, a_at: usize, b_at: usize, a: [f32; 4], b: [f32; 4]) {
-        unroll!(i in [0, 1, 2, 3] {
-            // SAFETY: a_at + i * stride indexes (a_k + i, a_row) of the stage: in bounds, this
-            // thread's own slot.
-            unsafe { tile_a.store(a_at + i * A_TILE_STRIDE as usize, a[i]) };
-        });
-        // SAFETY: b_at is a multiple of 4 inside the stage, this thread's own 4 slots.
-        unsafe { tile_b.store4(b_at, b) };
-    }
-
-    /// Adds one slice's product into the accumulators: for each `kk`, two 16-byte loads of the
-    /// transposed `A` column and two of the `B` row, then 64 FMAs (an outer product).
+    /// Adds `part` of the tile's [`Tile::parts`] of one slice's product into the accumulators
+    /// (its share of the slice's `kk`): for each `kk`, two 16-byte loads of the transposed `A`
+    /// column and two of the `B` row, then 64 FMAs (an outer product).
     ///
     /// # Safety
     /// `a_at` / `b_at` are this thread's operand offsets in the current stage, which a barrier
     /// has made complete and no thread writes until the next barrier.
     #[inline(always)]
-    unsafe fn multiply_slice(tile_a: TileA, tile_b: TileB, a_at: usize, b_at: usize, acc: &mut [[f32; 8]; 8]) {
-        let (half_m, half_n) = ((BLOCK_M / 2) as usize, (BLOCK_N / 2) as usize);
+    unsafe fn multiply_slice<const AF: usize, const BF: usize>(
+        tile: Tile,
+        tile_a: SharedArray<f32, AF>,
+        tile_b: SharedArray<f32, BF>,
+        a_at: usize,
+        b_at: usize,
+        acc: &mut [[f32; 8]; 8],
+        part: u32,
+    ) {
+        let parts = tile.parts();
+        let (half_m, half_n) = ((tile.block_m / 2) as usize, (tile.block_n / 2) as usize);
         unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-            let (a_row, b_row) = (a_at + kk * A_TILE_STRIDE as usize, b_at + kk * BLOCK_N as usize);
-            // SAFETY: multiples of 4 inside the stage (c_row/c_col offsets + kk rows), complete
-            // since the last barrier.
-            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
-                (tile_a.load4(a_row), tile_a.load4(a_row + half_m), tile_b.load4(b_row), tile_b.load4(b_row + half_n))
-            };
-            let a_frag = [a_lo[0], a_lo[1], a_lo[2], a_lo[3], a_hi[0], a_hi[1], a_hi[2], a_hi[3]];
-            let b_frag = [b_lo[0], b_lo[1], b_lo[2], b_lo[3], b_hi[0], b_hi[1], b_hi[2], b_hi[3]];
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+            if (kk as u32) * parts / BLOCK_K == part {
+                let (a_row, b_row) = (a_at + kk * tile.a_stride() as usize, b_at + kk * tile.block_n as usize);
+                // SAFETY: multiples of 4 inside the stage (c_row/c_col offsets + kk rows), complete
+                // since the last barrier.
+                let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                    (tile_a.load4(a_row), tile_a.load4(a_row + half_m), tile_b.load4(b_row), tile_b.load4(b_row + half_n))
+                };
+                let a_frag = [a_lo[0], a_lo[1], a_lo[2], a_lo[3], a_hi[0], a_hi[1], a_hi[2], a_hi[3]];
+                let b_frag = [b_lo[0], b_lo[1], b_lo[2], b_lo[3], b_hi[0], b_hi[1], b_hi[2], b_hi[3]];
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        acc[i][j] = fma(a_frag[i], b_frag[j], acc[i][j]);
+                    });
                 });
-            });
+            }
         });
     }
 
@@ -400,6 +662,7 @@ mod device_code {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn store_c<const VEC: bool>(
+        tile: Tile,
         c: *mut f32,
         acc: [[f32; 8]; 8],
         tid: u32,
@@ -410,11 +673,11 @@ mod device_code {
         n: u32,
     ) {
         unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-            let row = c_row(tid, i as u32);
+            let row = tile.c_row(tid, i as u32);
             if row < rows_left {
                 let c_row_ptr = c.wrapping_add((block_row + row) as usize * n as usize + block_col as usize);
                 unroll!(half in [0, 1] {
-                    let col = c_col(tid, 4 * half as u32);
+                    let col = tile.c_col(tid, 4 * half as u32);
                     let v = [acc[i][4 * half], acc[i][4 * half + 1], acc[i][4 * half + 2], acc[i][4 * half + 3]];
                     // SAFETY: row < m; the guard admits columns < n; this thread's own elements;
                     // 16-byte aligned on the vector path (c, n and col multiples of 4).
@@ -435,83 +698,130 @@ mod tests {
     use std::vec;
     use std::vec::Vec;
 
+    const TILES: [Tile; 5] = [Tile::SQUARE, Tile::TALL_64, Tile::TALL_32, Tile::WIDE_64, Tile::WIDE_32];
+
     #[test]
-    fn launch_contract_is_256_threads_and_16640_bytes_of_static_shared_memory() {
+    fn launch_contract_is_256_threads_and_static_shared_memory_under_48_kib() {
         // The 48 KiB limit of static shared memory is a compile-time assertion above.
         assert_eq!(THREADS, 256);
         assert_eq!(SHARED_BYTES, 2 * (8 * 132 + 8 * 128) * 4);
+        assert_eq!(Tile::SQUARE.shared_bytes(), SHARED_BYTES);
+        assert_eq!(Tile::TALL_32.shared_bytes(), 2 * (8 * 516 + 8 * 32) * 4);
+        assert_eq!(Tile::WIDE_32.shared_bytes(), 2 * (8 * 36 + 8 * 512) * 4);
+        assert_eq!(TILE_KERNELS.map(|(t, _)| t), TILES);
+        // Only the tiles whose threads load four vectors of an operand prefetch in parts.
+        assert_eq!(TILES.map(Tile::parts), [1, 1, 4, 1, 1]);
+    }
+
+    /// The indices of the vectors of a slice of `vectors` that the threads load, each thread its
+    /// first [`Tile::per_thread`] at `tid + v * THREADS`, as the kernel's `loads` admits them.
+    fn loaded(vectors: u32) -> Vec<u32> {
+        let per_thread = Tile::per_thread(vectors);
+        (0..THREADS)
+            .flat_map(|tid| (0..per_thread.min(MAX_VECTORS_PER_THREAD)).map(move |v| tid + v * THREADS))
+            .filter(|&f| f < vectors)
+            .collect()
     }
 
     #[test]
     fn load_slots_cover_each_slice_exactly_once_in_vectors_of_four() {
-        assert_partition(
-            BLOCK_M,
-            BLOCK_K,
-            (0..THREADS).flat_map(|t| {
-                let (row, k) = a_load_slot(t);
-                assert!(k.is_multiple_of(4));
-                (0..4).map(move |i| (row, k + i))
-            }),
-        );
-        assert_partition(
-            BLOCK_K,
-            BLOCK_N,
-            (0..THREADS).flat_map(|t| {
-                let (k, col) = b_load_slot(t);
-                assert!(col.is_multiple_of(4));
-                (0..4).map(move |i| (k, col + i))
-            }),
-        );
+        for t in TILES {
+            let a: Vec<(u32, u32)> = loaded(t.a_vectors()).into_iter().map(|f| t.a_load_slot(f)).collect();
+            assert!(a.iter().all(|&(_, k)| k.is_multiple_of(4)));
+            assert_partition(t.block_m, BLOCK_K, a.into_iter().flat_map(|(row, k)| (0..4).map(move |i| (row, k + i))));
+            let b: Vec<(u32, u32)> = loaded(t.b_vectors()).into_iter().map(|f| t.b_load_slot(f)).collect();
+            assert!(b.iter().all(|&(_, col)| col.is_multiple_of(4)));
+            assert_partition(BLOCK_K, t.block_n, b.into_iter().flat_map(|(k, col)| (0..4).map(move |i| (k, col + i))));
+        }
     }
 
     #[test]
-    fn thread_tiles_partition_the_block_tile() {
-        assert_partition(
-            BLOCK_M,
-            BLOCK_N,
-            (0..THREADS)
-                .flat_map(|t| (0..THREAD_M).flat_map(move |i| (0..THREAD_N).map(move |j| (c_row(t, i), c_col(t, j))))),
-        );
-        // Each half of a thread tile is 4 consecutive rows / columns starting at a multiple of 4,
-        // so `ld.shared.v4.f32` reads it.
-        for t in 0..THREADS {
-            for half in 0..2 {
-                assert!(c_row(t, 4 * half).is_multiple_of(4) && c_col(t, 4 * half).is_multiple_of(4));
-                for i in 1..4 {
-                    assert_eq!(c_row(t, 4 * half + i), c_row(t, 4 * half) + i);
-                    assert_eq!(c_col(t, 4 * half + i), c_col(t, 4 * half) + i);
+    fn a_threads_vectors_are_whole_rows_of_a_and_k_rows_of_b_apart() {
+        // The kernel steps a thread's vectors by THREADS / 2 rows of A and THREADS / (block_n / 4)
+        // k rows of B from its first.
+        for t in TILES {
+            for tid in 0..THREADS {
+                let (row, k) = t.a_load_slot(tid);
+                let (kb, col) = t.b_load_slot(tid);
+                for v in 1..Tile::per_thread(t.a_vectors()) {
+                    assert_eq!(t.a_load_slot(tid + v * THREADS), (row + v * THREADS / 2, k));
+                }
+                for v in 1..Tile::per_thread(t.b_vectors()) {
+                    assert_eq!(t.b_load_slot(tid + v * THREADS), (kb + v * THREADS / (t.block_n / 4), col));
                 }
             }
         }
     }
 
     #[test]
-    fn a_warps_transposing_stores_hit_32_distinct_banks() {
-        for warp in 0..THREADS / 32 {
-            for i in 0..4 {
-                let mut banks: Vec<u32> = (warp * 32..warp * 32 + 32)
-                    .map(|t| {
-                        let (row, k) = a_load_slot(t);
-                        bank(a_tile_index(k + i, row))
-                    })
-                    .collect();
-                banks.sort_unstable();
-                banks.dedup();
-                assert_eq!(banks.len(), 32, "warp {warp}, store {i}: bank conflicts");
+    fn thread_tiles_partition_the_block_tile() {
+        for t in TILES {
+            assert_partition(
+                t.block_m,
+                t.block_n,
+                (0..THREADS).flat_map(|tid| {
+                    (0..THREAD_M).flat_map(move |i| (0..THREAD_N).map(move |j| (t.c_row(tid, i), t.c_col(tid, j))))
+                }),
+            );
+            // Each half of a thread tile is 4 consecutive rows / columns starting at a multiple
+            // of 4, so `ld.shared.v4.f32` reads it.
+            for tid in 0..THREADS {
+                for half in 0..2 {
+                    assert!(t.c_row(tid, 4 * half).is_multiple_of(4) && t.c_col(tid, 4 * half).is_multiple_of(4));
+                    for i in 1..4 {
+                        assert_eq!(t.c_row(tid, 4 * half + i), t.c_row(tid, 4 * half) + i);
+                        assert_eq!(t.c_col(tid, 4 * half + i), t.c_col(tid, 4 * half) + i);
+                    }
+                }
             }
+        }
+        // The square tile's free functions are its methods.
+        for tid in 0..THREADS {
+            assert_eq!((c_row(tid, 5), c_col(tid, 6)), (Tile::SQUARE.c_row(tid, 5), Tile::SQUARE.c_col(tid, 6)));
         }
     }
 
     #[test]
-    fn b_operand_reads_of_eight_lanes_are_one_conflict_free_wavefront() {
-        // A 16-byte shared load is served 8 lanes at a time: 8 distinct 16-byte chunks covering
-        // all 32 banks make one wavefront.
+    fn a_warps_transposing_stores_hit_32_distinct_banks() {
+        for t in TILES {
+            for f0 in (0..t.a_vectors()).step_by(32) {
+                for i in 0..4 {
+                    let mut banks: Vec<u32> = (f0..(f0 + 32).min(t.a_vectors()))
+                        .map(|f| {
+                            let (row, k) = t.a_load_slot(f);
+                            bank(t.a_tile_index(k + i, row))
+                        })
+                        .collect();
+                    let lanes = banks.len();
+                    banks.sort_unstable();
+                    banks.dedup();
+                    assert_eq!(banks.len(), lanes, "{t:?}, vectors {f0}.., store {i}: bank conflicts");
+                }
+            }
+        }
+    }
+
+    /// Asserts that 16-byte reads at `index` by each group of 8 lanes (one wavefront's share)
+    /// are conflict-free: distinct 16-byte chunks on distinct banks, equal ones broadcast.
+    fn assert_conflict_free(index: impl Fn(u32) -> u32) {
         for lanes in (0..THREADS).collect::<Vec<_>>().chunks(8) {
-            let mut banks: Vec<u32> =
-                lanes.iter().flat_map(|&t| (0..4).map(move |j| bank(b_tile_index(0, c_col(t, 0) + j)))).collect();
+            let mut chunks: Vec<u32> = lanes.iter().map(|&t| index(t)).collect();
+            chunks.sort_unstable();
+            chunks.dedup();
+            let mut banks: Vec<u32> = chunks.iter().flat_map(|&c| (0..4).map(move |j| bank(c + j))).collect();
             banks.sort_unstable();
             banks.dedup();
-            assert_eq!(banks.len(), 32);
+            assert_eq!(banks.len(), 4 * chunks.len());
+        }
+    }
+
+    #[test]
+    fn operand_reads_of_eight_lanes_are_one_conflict_free_wavefront() {
+        for t in TILES {
+            assert_conflict_free(|tid| t.b_tile_index(0, t.c_col(tid, 0)));
+            assert_conflict_free(|tid| t.b_tile_index(3, t.c_col(tid, 4)));
+            assert_conflict_free(|tid| t.a_tile_index(0, t.c_row(tid, 0)));
+            assert_conflict_free(|tid| t.a_tile_index(5, t.c_row(tid, 4)));
         }
     }
 
@@ -543,39 +853,50 @@ mod tests {
     /// The kernel's data flow on the CPU, element guards included: each block stages zero-padded
     /// slices through the load slots and tile indices, each thread accumulates its `c_row` x
     /// `c_col` elements in kernel order (FMA per `kk`), and stores only inside `C`.
-    fn emulate(a: &[f32], b: &[f32], m: u32, k: u32, n: u32) -> Vec<f32> {
+    fn emulate(t: Tile, a: &[f32], b: &[f32], m: u32, k: u32, n: u32) -> Vec<f32> {
         let mut c = vec![f32::NAN; (m * n) as usize];
-        for block_row in (0..m).step_by(BLOCK_M as usize) {
-            for block_col in (0..n).step_by(BLOCK_N as usize) {
+        for block_row in (0..m).step_by(t.block_m as usize) {
+            for block_col in (0..n).step_by(t.block_n as usize) {
                 let mut acc = vec![[[0.0f32; 8]; 8]; THREADS as usize];
                 for k0 in (0..k).step_by(BLOCK_K as usize) {
-                    let mut tile_a = vec![f32::NAN; A_STAGE_FLOATS as usize];
-                    let mut tile_b = vec![f32::NAN; B_STAGE_FLOATS as usize];
-                    for t in 0..THREADS {
-                        let (row, ka) = a_load_slot(t);
-                        let (kb, col) = b_load_slot(t);
+                    let mut tile_a = vec![f32::NAN; t.a_stage_floats() as usize];
+                    let mut tile_b = vec![f32::NAN; t.b_stage_floats() as usize];
+                    for f in loaded(t.a_vectors()) {
+                        let (row, ka) = t.a_load_slot(f);
                         for i in 0..4 {
                             let (r, kk) = (block_row + row, k0 + ka + i);
                             let v = if r < m && kk < k { a[(r * k + kk) as usize] } else { 0.0 };
-                            tile_a[a_tile_index(ka + i, row) as usize] = v;
-                            let (kk, cc) = (k0 + kb, block_col + col + i);
-                            let v = if kk < k && cc < n { b[(kk * n + cc) as usize] } else { 0.0 };
-                            tile_b[b_tile_index(kb, col + i) as usize] = v;
+                            tile_a[t.a_tile_index(ka + i, row) as usize] = v;
                         }
                     }
-                    for (t, acc) in acc.iter_mut().enumerate() {
+                    for f in loaded(t.b_vectors()) {
+                        let (kb, col) = t.b_load_slot(f);
+                        for i in 0..4 {
+                            let (kk, cc) = (k0 + kb, block_col + col + i);
+                            let v = if kk < k && cc < n { b[(kk * n + cc) as usize] } else { 0.0 };
+                            tile_b[t.b_tile_index(kb, col + i) as usize] = v;
+                        }
+                    }
+                    for (tid, acc) in acc.iter_mut().enumerate() {
                         for kk in 0..BLOCK_K {
                             for (i, acc_row) in acc.iter_mut().enumerate() {
-                                let x = tile_a[a_tile_index(kk, c_row(t as u32, i as u32)) as usize];
+                                let x = tile_a[t.a_tile_index(kk, t.c_row(tid as u32, i as u32)) as usize];
                                 for (j, cell) in acc_row.iter_mut().enumerate() {
-                                    let y = tile_b[b_tile_index(kk, c_col(t as u32, j as u32)) as usize];
+                                    let y = tile_b[t.b_tile_index(kk, t.c_col(tid as u32, j as u32)) as usize];
                                     *cell = x.mul_add(y, *cell);
                                 }
                             }
                         }
                     }
                 }
-                store_thread_tiles(&mut c, &acc, (block_row, block_col), (m, n), c_row, c_col);
+                store_thread_tiles(
+                    &mut c,
+                    &acc,
+                    (block_row, block_col),
+                    (m, n),
+                    |tid, i| t.c_row(tid, i),
+                    |tid, j| t.c_col(tid, j),
+                );
             }
         }
         c
@@ -583,6 +904,8 @@ mod tests {
 
     #[test]
     fn emulated_data_flow_matches_a_plain_product_on_ragged_shapes() {
-        assert_emulation_matches_plain_product(emulate);
+        for t in TILES {
+            assert_emulation_matches_plain_product(|a, b, m, k, n| emulate(t, a, b, m, k, n));
+        }
     }
 }

@@ -27,8 +27,8 @@ pub fn store_thread_tiles<const TM: usize, const TN: usize>(
     acc: &[[[f32; TN]; TM]],
     (block_row, block_col): (u32, u32),
     (m, n): (u32, u32),
-    c_row: fn(u32, u32) -> u32,
-    c_col: fn(u32, u32) -> u32,
+    c_row: impl Fn(u32, u32) -> u32,
+    c_col: impl Fn(u32, u32) -> u32,
 ) {
     for (t, acc) in acc.iter().enumerate() {
         for (i, row) in acc.iter().enumerate() {
