@@ -4,6 +4,18 @@
 //! of siboehm/SGEMM_CUDA's kernels 5-6, "2D blocktiling" and "vectorized memory access", plus a
 //! register prefetch of the next slice).
 //!
+//! # Narrow tiles
+//! The same body runs on four narrow [`Tile`]s of the same area, for products with a side of at
+//! most 32 or 64 ([`TILE_KERNELS`]: `sgemm_512x32`, `sgemm_256x64`, `sgemm_64x256`,
+//! `sgemm_32x512`, each with BF16 and F16 forms): the 256 threads lie along the long side
+//! ([`Tile::c_row`], [`Tile::c_col`]), a thread loads [`Tile::a_vectors`] / 256 vectors of `A`
+//! and [`Tile::b_vectors`] / 256 of `B` per slice (at least one, or none for the threads past a
+//! slice smaller than the block), its vectors 128 rows of `A` (or `256 / (block_n / 4)` rows of
+//! `B`) apart. The 512 x 32 tile prefetches a slice in four parts ([`Tile::parts`]): a part's
+//! loads are issued, a quarter of the slice multiplied, and the previous part stored, which
+//! keeps it at 128 registers. The sections below describe the square tile; the narrow ones differ
+//! only in these counts.
+//!
 //! # Parameters
 //! Row-major `A[m x k]`, `B[k x n]`, `C[m x n]` (`C = A * B`), any `m, k, n >= 1`; `A` and `B`
 //! of `f32` (`sgemm`), BF16 (`sgemm_bf16`) or F16 (`sgemm_f16`), widened exactly to `f32` as
@@ -51,9 +63,10 @@
 //! Release build: 128 registers for each operand type, 16,640 bytes of shared memory, 0-byte
 //! stack, 0 spills, so two blocks (16 warps) fit on an SM; above 128 registers only one would.
 //! The body generic over the operand type came out at 129, so the release PTX declares
-//! `.maxntid 512` for the three kernels (`kernels::MAIN_MAX_THREADS`: 65,536 / 512 = 128
-//! registers a thread, for blocks of 256); check this figure in the `cargo xtask build-ptx
-//! --release` report after any change. On the vector path the main
+//! `.maxntid 512` for the three kernels and for the narrow tiles' kernels that fit without
+//! spilling, all but `sgemm_{bf16,f16}_256x64` (129 registers uncapped: one block an SM)
+//! (`kernels::MAIN_MAX_THREADS`: 65,536 / 512 = 128 registers a thread, for blocks of 256);
+//! check these figures in the `cargo xtask build-ptx --release` report after any change. On the vector path the main
 //! loop is one pass of 580 instructions per 8-deep slice: 512 `FFMA` (88%), 32 `LDS.128`
 //! (per `kk`: two of `A`, two of `B`, immediate offsets from two base registers), 2
 //! `LDG.E.128.CONSTANT` (the next slice), 4 `STS` + 1 `STS.128` (storing it), one `BAR.SYNC`, and
