@@ -353,16 +353,22 @@ fn hopper_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal()
     }
 }
 
-/// `few_cols` as planned for the shape (`matmul_few_cols_shared_{8,16,32}` above 16 rows and from
-/// 2 columns), unsplit and with `k` forced into about 2, 3 and 7 ranges where `k` holds them.
-fn few_cols_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    forced_splits(shape.k, &[2, 3, 7], MatmulVariant::FewCols.split_granule())
+/// `variant` planned for the shape unsplit and with `k` forced into about 2, 3 and 7 ranges
+/// where `k` holds them.
+fn forced_split_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
+    forced_splits(shape.k, &[2, 3, 7], variant.split_granule())
         .into_iter()
         .map(|split| {
             let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
-            matmul::plan_gemm(gpu, MatmulVariant::FewCols, shape, options).unwrap()
+            matmul::plan_gemm(gpu, variant, shape, options).unwrap()
         })
         .collect()
+}
+
+/// `few_cols` (`matmul_few_cols_shared_{8,16,32}` above 16 rows and from 2 columns), unsplit and
+/// split ([`forced_split_plans`]).
+fn few_cols_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    forced_split_plans(gpu, MatmulVariant::FewCols, shape)
 }
 
 /// `few_cols` on outputs of 17 to 1000 rows and 2 to 32 columns, where a block's rows share each
@@ -391,15 +397,9 @@ fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal
     }
 }
 
-/// `sgemm` as planned and with `k` forced into about 2, 3 and 7 ranges.
+/// `sgemm` on the tile the shape takes, unsplit and split ([`forced_split_plans`]).
 fn sgemm_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
-    forced_splits(shape.k, &[2, 3, 7], MatmulVariant::Sgemm.split_granule())
-        .into_iter()
-        .map(|split| {
-            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
-            matmul::plan_gemm(gpu, MatmulVariant::Sgemm, shape, options).unwrap()
-        })
-        .collect()
+    forced_split_plans(gpu, MatmulVariant::Sgemm, shape)
 }
 
 /// `sgemm`'s narrow tiles (512 x 32, 256 x 64 for outputs at most 32 or 64 columns wide, 64 x 256

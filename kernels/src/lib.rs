@@ -327,7 +327,7 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
 /// `sgemm`'s caps, the last entries of [`MAIN_MAX_THREADS`] (release only): 128 registers, so
 /// two blocks of 256 threads share an SM, for every tile's kernels that fit them without
 /// spilling. `sgemm_bf16_256x64` and `sgemm_f16_256x64` spill 8 bytes under the cap and run
-/// uncapped (143 and 147 registers, one block an SM).
+/// uncapped (129 registers, one block an SM).
 const SGEMM_MAX_THREADS: [(&str, u32); 13] = {
     use matmul::sgemm::TILE_KERNELS as T;
     let two = 2 * matmul::sgemm::THREADS;
