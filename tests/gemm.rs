@@ -192,6 +192,7 @@ fn variant_desc(variant: MatmulVariant) -> GemmDesc {
     let (m, n, k) = match variant {
         MatmulVariant::FewRows | MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => (5, 70, 90),
         MatmulVariant::FewCols => (70, 5, 90),
+        MatmulVariant::ShortK => (70, 50, 12),
         _ => (70, 50, 90),
     };
     let dtype = match variant.precision() {
@@ -299,7 +300,7 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
 fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n), as the matmul tests name them.
-    let shapes: [(usize, usize, usize); 19] = [
+    let shapes: [(usize, usize, usize); 21] = [
         (1, 1, 1),
         (3, 7, 5),
         (2, 4096, 13),
@@ -319,6 +320,8 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
         (50, 300, 700),
         (700, 300, 50),
         (2000, 260, 40),
+        (300, 12, 700),
+        (17, 1, 513),
     ];
     for (m, k, n) in shapes {
         let mut variants = vec![MatmulVariant::Auto, MatmulVariant::Sgemm];
@@ -328,8 +331,14 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
         if n <= 16 || (m > 16 && n <= 32) {
             variants.push(MatmulVariant::FewCols);
         }
+        if k <= 16 {
+            variants.push(MatmulVariant::ShortK);
+        }
         for variant in variants {
             for split in [None, Some(2u32), Some(5)] {
+                if split.is_some() && variant == MatmulVariant::ShortK {
+                    continue; // short_k takes no split of k
+                }
                 let split = split.map(|splits| {
                     let chunk = k.div_ceil(splits as usize).next_multiple_of(8) as u32;
                     SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk }
@@ -349,7 +358,7 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
                 };
                 let on_cuda_cores = matches!(
                     plan.kernel_plan().variant(),
-                    MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols
+                    MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::ShortK
                 );
                 if variant != MatmulVariant::Auto {
                     assert!(on_cuda_cores, "{plan}");

@@ -432,6 +432,32 @@ fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
     }
 }
 
+/// `short_k` alone, as planned.
+fn short_k_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    vec![matmul::plan_gemm(gpu, MatmulVariant::ShortK, shape, PlanOptions::default()).unwrap()]
+}
+
+/// `short_k` (`k <= 16`, 16 x 512 tiles of `C`): every `k` from 1 to 16, `C` one short of,
+/// exactly on and one past its tiles, a single column and a ragged product; against the float64
+/// product under FP32's bound, reruns bitwise equal; `auto` takes it where the other sides are
+/// wide.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn short_k_matches_cpu_for_every_k_up_to_16_on_tile_edges_and_reruns_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("short k"));
+    for k in 1..=16 {
+        for (m, n) in [(15, 511), (16, 512), (17, 513), (40, 1), (300, 1103)] {
+            assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), short_k_plans);
+        }
+    }
+    let shape = MatmulShape::new(2840, 16, 2119).unwrap();
+    let auto = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, PlanOptions::default()).unwrap();
+    assert_eq!(auto.kernel_plan().kernel(), "matmul_short_k", "{auto}");
+    let (a, b) = (random_matrix(&mut rng, 2840 * 16), random_matrix(&mut rng, 16 * 2119));
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    assert_runs_bitwise_equal(&gpu, &auto, &mut mats);
+}
+
 /// The tensor-core tile variants, which split `k` in whole stages of their pipeline.
 const WGMMA_TILE_VARIANTS: [MatmulVariant; 4] =
     [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32, MatmulVariant::WgmmaTf32Transposed];

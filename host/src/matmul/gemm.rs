@@ -818,7 +818,7 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// unless [`one_pass_cuda_core_reason`] gives a reason, and otherwise the CUDA-core kernels on the
 /// 16-bit operands as they lie (exact products, the FP32 bound). A named 16-bit kernel takes its
 /// own type or `f32` (rounded to it on the GPU), never the other 16-bit type; a named CUDA-core
-/// kernel that reads 16-bit operands (`sgemm`, `few_rows`, `few_cols`) reads them as they lie.
+/// kernel that reads 16-bit operands (`sgemm`, `few_rows`, `few_cols`, `short_k`) reads them as they lie.
 fn choose_kernel(
     desc: &GemmDesc,
     shape: MatmulShape,
@@ -846,8 +846,10 @@ fn choose_kernel(
             )));
         }
         let mut plan = plan_with(desc.variant, shape, device, options)?;
-        let reads_16_bit =
-            matches!(plan.variant(), MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols);
+        let reads_16_bit = matches!(
+            plan.variant(),
+            MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::ShortK
+        );
         if let (Some(t), true) = (sixteen_bit, reads_16_bit) {
             plan = plan.on_operands(t)?;
         }
@@ -1115,7 +1117,8 @@ mod tests {
         let plan = |m, n, k| skeleton(GemmDesc::new(m, n, k).a(bf16).b(bf16));
         // (m, n, k) as GemmDesc takes them, and the kernel auto runs.
         for ((m, n, k), kernel) in [
-            ((49, 326, 2), "sgemm_bf16"),
+            // k = 2 and n = 326 off the 16-byte path: short_k.
+            ((49, 326, 2), "matmul_short_k_bf16"),
             // A narrow side and k >= 256: a narrow tile.
             ((49, 326, 300), "sgemm_bf16_64x256"),
             ((256, 256, 256), "sgemm_bf16"),
@@ -1135,7 +1138,7 @@ mod tests {
         ] {
             let s = plan(m, n, k);
             assert_eq!(s.kernel.kernel(), kernel, "{m}x{n}x{k}: {}", s.kernel);
-            if kernel.starts_with("sgemm") || kernel.starts_with("matmul_few") {
+            if kernel.starts_with("sgemm") || kernel.starts_with("matmul_few") || kernel.starts_with("matmul_short_k") {
                 assert!(s.left.convert.is_none() && s.right.convert.is_none(), "{m}x{n}x{k}");
                 assert_eq!(s.precision, Precision::Fp32);
                 assert!(s.kernel.reason().contains("on the CUDA cores"), "{}", s.kernel.reason());

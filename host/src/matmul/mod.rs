@@ -29,6 +29,7 @@ mod run;
 pub mod sgemm;
 pub mod sgemm_warp_tiled;
 mod shape;
+pub mod short_k;
 pub mod skinny;
 pub mod split_k;
 pub mod tiled;

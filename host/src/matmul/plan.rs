@@ -6,10 +6,11 @@
 //!
 //! | shape | kernel | why |
 //! | --- | --- | --- |
-//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
+//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 (`high`: both sides at least [`SPLIT_TF32_MIN_SIDE`] and at least [`SPLIT_TF32_MIN_MACS`] multiply-adds) | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
 //! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
+//! | `k <=` [`SHORT_K_MAX`], `k` or `n` not a multiple of 4 | `short_k` | bound by the writing of `C`: each warp stores a whole 128-byte line of a row of `C`, each thread's columns of `B` in registers for its block's 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
 //! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split |
@@ -76,7 +77,7 @@ use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
 use super::split_k::{SplitK, reduce_plan};
 use super::variant::MatmulVariant;
-use super::{naive, sgemm, sgemm_warp_tiled, skinny, tiled};
+use super::{naive, sgemm, sgemm_warp_tiled, short_k, skinny, tiled};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 pub use kernels::matmul::element::OperandType;
@@ -594,7 +595,7 @@ impl MatmulDevice {
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::SPLIT_TF32_MIN_K;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-/// let auto = |k| plan(MatmulVariant::Auto, MatmulShape::new(2048, k, 2048).unwrap(), MatmulDevice::H100);
+/// let auto = |k| plan(MatmulVariant::Auto, MatmulShape::new(8192, k, 8192).unwrap(), MatmulDevice::H100);
 /// assert_eq!(auto(SPLIT_TF32_MIN_K)?.variant(), MatmulVariant::WgmmaTf32x3);
 /// let short = auto(SPLIT_TF32_MIN_K - 1)?;
 /// assert_eq!(short.variant(), MatmulVariant::Sgemm);
@@ -610,7 +611,7 @@ pub const SPLIT_TF32_MIN_K: usize = 128;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-/// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 1024, n).unwrap(), MatmulDevice::H100);
+/// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 4096, n).unwrap(), MatmulDevice::H100);
 /// // 8 x 10 tiles of 128 x 128 run split-TF32; 8 x 8 run the FP32 kernels.
 /// assert_eq!(auto(1000, 1200)?.variant(), MatmulVariant::WgmmaTf32x3);
 /// let small = auto(1024, 1024)?;
@@ -638,6 +639,29 @@ pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 /// ```
 pub const SPLIT_TF32_MIN_SIDE: usize = 65;
 
+/// Fewest multiply-adds (`m * k * n`) for which `auto` runs `wgmma_tf32x3` under `high`: below
+/// them its fixed costs (the guard's scan of `A` and `B`, the split into two TF32 parts, a product
+/// of tripled `k`, three launches) take longer than the FP32 kernels. On the H200 (x cuBLAS FP32,
+/// split-TF32 against the FP32 kernels' best, 2026-11-28): 5344x181x381 2.32 against 1.36,
+/// 132x272x13653 2.79 against 1.63, 15128x344x177 1.89 against 1.48, 1935x396x547 1.46 against
+/// 1.23, 854x334x3510 1.52 against 1.44, 1000x800x1200 0.98 against 0.92; at 2^31 a draw
+/// (16165x300x415, 2.0e9: 1.22 against 1.27); above it split-TF32 wins (4741x945x826 1.52
+/// against 1.69, 7134x405x1598 0.91 against 1.23, 2048^3 0.62 against 1.07).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::SPLIT_TF32_MIN_MACS;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let auto = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+/// assert_eq!(SPLIT_TF32_MIN_MACS, 1 << 31);
+/// assert_eq!(auto(2048, 512, 2048)?.variant(), MatmulVariant::WgmmaTf32x3); // 2^31
+/// let small = auto(5344, 181, 381)?;
+/// assert_eq!(small.variant(), MatmulVariant::Sgemm);
+/// assert!(small.reason().contains("368527584 multiply-adds < 2147483648"), "{}", small.reason());
+/// # Ok(()) }
+/// ```
+pub const SPLIT_TF32_MIN_MACS: u64 = 1 << 31;
+
 /// The most multiply-adds (`m * k * n`) a product with one pass on the tensor cores (TF32 under
 /// `medium`, BF16 and F16 operands under `auto`) leaves to the CUDA-core kernels. Below it a
 /// tensor-core plan's fixed costs (its operand copies into 16-byte rows for the TMA, tensor maps,
@@ -652,6 +676,31 @@ pub const SPLIT_TF32_MIN_SIDE: usize = 65;
 /// assert_eq!(CUDA_CORE_MAX_MACS, 1 << 25);
 /// ```
 pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
+
+/// The longest `k` `auto` gives `short_k` (the kernel's own limit,
+/// `kernels::matmul::short_k::MAX_K`), where `k` or `n` is not a multiple of 4: at most 16
+/// multiply-adds per element of `C` leave the time to the writing of `C`, which `short_k` does
+/// in whole 128-byte lines of a row. On the H200 (x cuBLAS FP32, `sgemm` before): 150x3x14397
+/// 1.02 (1.59), 3905x4x2614 1.22 (1.46), 2840x1x2119 1.30 (1.48), 7393x1x1103 1.31 (1.42).
+/// Where both are multiples of 4, `sgemm`'s 16-byte stores write `C` faster than `short_k`'s
+/// 4-byte ones: 16384x8x16384 0.270 ms against 0.517 (4.0 TB/s of `C`), 4096x16x4096 0.028
+/// against 0.039.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::SHORT_K_MAX;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let auto = |k: u32, n| plan(MatmulVariant::Auto, MatmulShape::new(4096, k as usize, n)?, MatmulDevice::H200);
+/// let p = auto(SHORT_K_MAX - 1, 4096)?;
+/// assert_eq!((p.variant(), p.kernel()), (MatmulVariant::ShortK, "matmul_short_k"));
+/// assert!(p.reason().contains("k = 15 <= 16"), "{}", p.reason());
+/// assert_eq!(auto(SHORT_K_MAX, 4097)?.variant(), MatmulVariant::ShortK);
+/// // On sgemm's 16-byte path, and past 16, sgemm.
+/// assert_eq!(auto(SHORT_K_MAX, 4096)?.variant(), MatmulVariant::Sgemm);
+/// assert_eq!(auto(SHORT_K_MAX + 1, 4097)?.variant(), MatmulVariant::Sgemm);
+/// # Ok(()) }
+/// ```
+pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::MAX_K;
 
 /// Why a product that one tensor-core pass could take (TF32, BF16, F16) is left to the CUDA-core
 /// kernels: no tensor cores, a side of at most 16 (memory-bound: the narrow kernels stream the
@@ -900,11 +949,13 @@ impl MatmulPlan {
             MatmulVariant::Sgemm => Some(sgemm::kernel(sgemm::tile_for(self.shape), t)),
             MatmulVariant::FewRows => few_rows_kernel_of(t, m),
             MatmulVariant::FewCols => few_cols_kernel_for(t, m, n),
+            MatmulVariant::ShortK => Some(short_k::kernel(t)),
             _ => None,
         };
         let kernel = kernel.ok_or_else(|| {
             Error::Unsupported(format!(
-                "{} reads {} operands only; the CUDA-core kernels sgemm, few_rows and few_cols read f32, BF16 and F16",
+                "{} reads {} operands only; the CUDA-core kernels sgemm, few_rows, few_cols and short_k read f32, BF16 \
+                 and F16",
                 self.variant,
                 self.operands.name()
             ))
@@ -1119,6 +1170,7 @@ pub fn plan_with(
         MatmulVariant::Naive => (naive::plan(shape)?, None, String::new()),
         MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
         MatmulVariant::Tiled32 => (tiled::plan(32, shape)?, None, String::new()),
+        MatmulVariant::ShortK => (short_k::plan(shape)?, None, String::new()),
         MatmulVariant::Sgemm => {
             let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), forced);
             (sgemm::plan(shape, s)?, Some(s), why)
@@ -1271,6 +1323,16 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
+    } else if shape.k <= SHORT_K_MAX as usize
+        && !kernels::matmul::sgemm::vector_path(shape.k as u32, shape.n as u32)
+        && short_k::plan(shape).is_ok()
+    {
+        let why = format!(
+            "k = {} <= {SHORT_K_MAX} and k or n not a multiple of 4: writing C bounds the time; whole 128-byte \
+             lines of a row of C stored by consecutive threads",
+            shape.k
+        );
+        (MatmulVariant::ShortK, why)
     } else if sgemm::tile_for(shape) != kernels::matmul::sgemm::Tile::SQUARE {
         let tile = sgemm::tile_for(shape);
         let why = format!(
@@ -1349,6 +1411,8 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
         format!("{} of 128x128 < {SPLIT_TF32_MIN_TILES}", count(tiles, "tile"))
     } else if kernel == MatmulVariant::WgmmaTf32x3 && shape.m.min(shape.n) < SPLIT_TF32_MIN_SIDE {
         format!("a side of {} <= {}: the FP32 kernels are faster there", shape.m.min(shape.n), SPLIT_TF32_MIN_SIDE - 1)
+    } else if kernel == MatmulVariant::WgmmaTf32x3 && macs < SPLIT_TF32_MIN_MACS as u128 {
+        format!("{macs} multiply-adds < {SPLIT_TF32_MIN_MACS}: the split's fixed costs outweigh its gain")
     } else {
         let why = format!(
             "{policy}: compute-bound on tensor cores, k = {} and {} of 128x128: {arithmetic}",
@@ -1662,9 +1726,9 @@ mod tests {
     #[test]
     fn auto_runs_guarded_split_tf32_on_wide_products_of_many_tiles_with_the_fp32_plan_as_fallback() {
         let h100 = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
-        // 80 to 4096 tiles of 128x128; k from 128.
+        // 80 to 4096 tiles of 128x128; k from 128; from 2^31 multiply-adds.
         for (m, k, n) in [
-            (1000, 800, 1200),
+            (1000, 2048, 1200),
             (2048, 2048, 2048),
             (512, 4096, 11008),
             (3000, 3000, 3000),
@@ -1699,6 +1763,8 @@ mod tests {
             (64, 16_384, 16_384, "a side of 64 <= 64"),
             (16_384, 16_384, 64, "a side of 64 <= 64"),
             (29, 3987, 15_107, "a side of 29 <= 64"),
+            (1000, 800, 1200, "960000000 multiply-adds < 2147483648"),
+            (5344, 181, 381, "multiply-adds < 2147483648"),
         ] {
             let (p, a) = (h100(m, k, n).unwrap(), auto_fp32(m, k, n));
             assert_eq!((p.variant, p.kernel, p.split), (a.variant, a.kernel, a.split), "{p}");
@@ -1711,7 +1777,7 @@ mod tests {
     fn every_split_tf32_plan_auto_makes_is_within_fp32s_bound() {
         use super::super::Precision;
         for k in [SPLIT_TF32_MIN_K, 129, 1000, 4096, 1 << 20] {
-            let p = plan(MatmulVariant::Auto, MatmulShape::new(2048, k, 2048).unwrap(), MatmulDevice::H200).unwrap();
+            let p = plan(MatmulVariant::Auto, MatmulShape::new(8192, k, 8192).unwrap(), MatmulDevice::H200).unwrap();
             assert_eq!(p.precision(), Precision::Tf32x3);
             assert!(p.precision().tolerance(k) <= Precision::Fp32.tolerance(k), "k = {k}");
         }
@@ -1965,7 +2031,8 @@ mod tests {
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
                 let e = p.unwrap_err().to_string();
-                assert!(e.contains("at most 16") || e.contains("few_cols multiplies at most 32"), "{v}: {e}");
+                let refusals = ["at most 16", "few_cols multiplies at most 32", "short_k multiplies k = 64 > 16"];
+                assert!(refusals.iter().any(|r| e.contains(r)), "{v}: {e}");
             }
         }
     }

@@ -42,6 +42,10 @@ pub enum MatmulVariant {
     FewRows,
     /// Memory-bound kernel for `n <= 16`: streams `A` once, one warp per row of `C`.
     FewCols,
+    /// The kernel for `k <= 16`, where writing `C` bounds the time: consecutive threads store
+    /// consecutive elements of a row of `C`, each thread's columns of `B` held in registers for
+    /// the 16 rows of its block ([`super::short_k`]).
+    ShortK,
     /// Hopper tensor cores (`wgmma`, sm_90a) on `A` and `B` rounded to BF16: TMA into a 4-stage
     /// ring, two consumer warpgroups on 128x256 tiles, a persistent grid. Compared with cuBLAS
     /// BF16.
@@ -85,7 +89,7 @@ named_enum!(MatmulVariant, "matmul variant");
 
 impl MatmulVariant {
     /// Every variant: the planners first, then the kernels simplest first.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::Auto,
         Self::Naive,
         Self::Tiled16,
@@ -94,6 +98,7 @@ impl MatmulVariant {
         Self::SgemmWarpTiled,
         Self::FewRows,
         Self::FewCols,
+        Self::ShortK,
         Self::WgmmaBf16,
         Self::WgmmaF16,
         Self::WgmmaTf32,
@@ -119,8 +124,8 @@ impl MatmulVariant {
     /// assert!(MatmulVariant::KERNELS.iter().all(|v| v.kernel().is_some()));
     /// assert_eq!(MatmulVariant::KERNELS[..], MatmulVariant::ALL[MatmulVariant::PLANNERS.len()..]);
     /// ```
-    pub const KERNELS: [Self; 14] = {
-        let mut kernels = [Self::Naive; 14];
+    pub const KERNELS: [Self; 15] = {
+        let mut kernels = [Self::Naive; 15];
         let mut i = 0;
         while i < kernels.len() {
             kernels[i] = Self::ALL[i + Self::PLANNERS.len()];
@@ -148,6 +153,7 @@ impl MatmulVariant {
             Self::SgemmWarpTiled => "sgemm_warp_tiled",
             Self::FewRows => "few_rows",
             Self::FewCols => "few_cols",
+            Self::ShortK => "short_k",
             Self::WgmmaBf16 => "wgmma_bf16",
             Self::WgmmaF16 => "wgmma_f16",
             Self::WgmmaTf32 => "wgmma_tf32",
@@ -180,6 +186,7 @@ impl MatmulVariant {
             Self::SgemmWarpTiled => Some(kernels::matmul::sgemm_warp_tiled::KERNEL),
             Self::FewRows => Some(kernels::matmul::skinny::FEW_ROWS_KERNELS[4].1),
             Self::FewCols => Some(kernels::matmul::skinny::FEW_COLS_KERNELS[4].1),
+            Self::ShortK => Some(kernels::matmul::short_k::KERNELS[0]),
             Self::WgmmaBf16 => Some(kernels::matmul::wgmma::KERNEL_BF16),
             Self::WgmmaF16 => Some(kernels::matmul::wgmma::KERNEL_F16),
             Self::WgmmaTf32 => Some(kernels::matmul::wgmma::KERNEL_TF32),
@@ -316,7 +323,7 @@ impl MatmulVariant {
     }
 
     /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow
-    /// side; every other variant takes any shape.
+    /// side, `short_k` only `k <= 16`; every other variant takes any shape.
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -330,6 +337,7 @@ impl MatmulVariant {
         match self {
             Self::FewRows => shape.m <= FEW_ROWS_MAX_M as usize,
             Self::DecodeBf16 | Self::DecodeF16 => shape.m <= kernels::matmul::decode::MAX_M as usize,
+            Self::ShortK => shape.k <= kernels::matmul::short_k::MAX_K as usize,
             Self::FewCols => {
                 shape.n <= kernels::matmul::skinny::few_cols_max_n(shape.m.min(u32::MAX as usize) as u32) as usize
             }
@@ -392,6 +400,8 @@ mod tests {
         assert!(!MatmulVariant::FewRows.supports(wide) && MatmulVariant::FewRows.supports(short));
         assert!(!MatmulVariant::DecodeBf16.supports(wide) && MatmulVariant::DecodeBf16.supports(short));
         assert!(!MatmulVariant::FewCols.supports(wide) && MatmulVariant::FewCols.supports(thin));
+        let outer = MatmulShape::new(1000, 16, 1000).unwrap();
+        assert!(!MatmulVariant::ShortK.supports(wide) && MatmulVariant::ShortK.supports(outer));
         assert!(
             MatmulVariant::ALL
                 .iter()
@@ -400,6 +410,7 @@ mod tests {
                         v,
                         MatmulVariant::FewRows
                             | MatmulVariant::FewCols
+                            | MatmulVariant::ShortK
                             | MatmulVariant::DecodeBf16
                             | MatmulVariant::DecodeF16
                     )

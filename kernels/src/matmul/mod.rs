@@ -30,6 +30,7 @@ pub mod naive;
 pub mod operands;
 pub mod sgemm;
 pub mod sgemm_warp_tiled;
+pub mod short_k;
 pub mod skinny;
 pub mod split_k;
 #[cfg(test)]
