@@ -991,7 +991,7 @@ fn tile_cluster_blocks(gpu: &Gpu, size: u32) -> Result<u32> {
 /// // Row-major A and B, a column-major D: D^T = B^T A^T, both operands transposed into the workspace.
 /// let desc = GemmDesc::new(300, 200, 100).d(Layout::col_major(DType::F32)).variant(MatmulVariant::Sgemm);
 /// let text = describe_plan(&desc, MatmulDevice::H100)?;
-/// assert!(text.starts_with("1 product(s) of 200x100x300: sgemm: grid 3x2x"), "{text}");
+/// assert!(text.starts_with("1 product(s) of 200x100x300: sgemm: grid 2x4x"), "{text}"); // 64 x 256 tiles
 /// assert!(text.contains("A' via matmul_convert_f32_f32; B' via matmul_convert_f32_f32"), "{text}");
 /// // Refusals are the plan's: operands of two types.
 /// let mixed = GemmDesc::new(64, 64, 64).a(Layout::row_major(DType::Bf16));
@@ -1092,7 +1092,8 @@ mod tests {
         // sgemm reads BF16 as it lies; a transposed BF16 operand is copied as BF16.
         let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).variant(MatmulVariant::Sgemm));
         assert!(s.left.convert.is_none() && s.right.convert.is_none());
-        assert_eq!((s.kernel.kernel(), s.precision), ("sgemm_bf16", Precision::Fp32));
+        // m = 64 and k = 128: 64 x 256 tiles.
+        assert_eq!((s.kernel.kernel(), s.precision), ("sgemm_bf16_64x256", Precision::Fp32));
         let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).transpose_b(true).variant(MatmulVariant::Sgemm));
         assert_eq!(s.right.convert.unwrap().0, "matmul_convert_bf16_bf16");
         // Kernels that read f32 only take BF16 widened in the workspace.
@@ -1121,7 +1122,8 @@ mod tests {
             ((49, 326, 2), "matmul_short_k_bf16"),
             // A narrow side and k >= 256: a narrow tile.
             ((49, 326, 300), "sgemm_bf16_64x256"),
-            ((256, 256, 256), "sgemm_bf16"),
+            // k = 256 < 512: 64 x 256 tiles, as many as 128 x 128.
+            ((256, 256, 256), "sgemm_bf16_64x256"),
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
             ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),
@@ -1152,7 +1154,7 @@ mod tests {
         // A forced split of k stays with the CUDA-core plan.
         let split = crate::matmul::SplitK { splits: 4, k_chunk: 64 };
         let s = skeleton(GemmDesc::new(100, 100, 256).a(bf16).b(bf16).split_k(Some(split)));
-        assert_eq!((s.kernel.kernel(), s.kernel.split()), ("sgemm_bf16", Some(split)));
+        assert_eq!((s.kernel.kernel(), s.kernel.split()), ("sgemm_bf16_64x256", Some(split)));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! | `k <=` [`SHORT_K_MAX`], `k` or `n` not a multiple of 4 | `short_k` | bound by the writing of `C`: each warp stores a whole 128-byte line of a row of `C`, each thread's columns of `B` in registers for its block's 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
-//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split |
+//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split; for `k <` [`sgemm::SQUARE_MIN_K`] on 64x256 tiles where they put no more blocks on the busiest SM ([`sgemm::tile_on`]) |
 //!
 //! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill of `t`
 //! blocks is `t / (slots * ceil(t / slots))`. `sgemm_warp_tiled` needs full waves more than
@@ -81,6 +81,7 @@ use super::{naive, sgemm, sgemm_warp_tiled, short_k, skinny, tiled};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 pub use kernels::matmul::element::OperandType;
+use kernels::matmul::sgemm::Tile;
 use kernels::matmul::skinny::{
     FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel_for, few_rows_blocks_per_sm,
     few_rows_kernel, few_rows_kernel_of,
@@ -261,6 +262,25 @@ pub const SGEMM_SPLIT_GAIN: f64 = 0.8;
 /// `sgemm` takes the fewest splits whose estimated time is within this factor of the least:
 /// the least itself, since the estimate already charges each split its reduction.
 pub const SGEMM_SPLIT_SLACK: f64 = 1.0;
+/// The time of a 64 x 256 `sgemm` tile for `k <` [`sgemm::SQUARE_MIN_K`] as a fraction of a 128 x
+/// 128 one's, in the planner's estimates ([`sgemm::tile_on`] offers it where its blocks put no
+/// more on the busiest SM): unsplit on the H200, 8841x28x6665 0.90, 4042x65x1243 0.89,
+/// 15128x344x177 0.91, 854x334x3510 0.94, 16165x300x415 0.94 of the square tiles' time. Where
+/// the split it would take is estimated slower than the square tiles' split by more than this,
+/// the square tiles run (1935x396x547: 93 tiles in 2 splits against 80 in 3 ran 0.054 ms against
+/// 0.046).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::SGEMM_WIDE_COST;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// assert_eq!(SGEMM_WIDE_COST, 0.93);
+/// let kernel = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap().kernel();
+/// assert_eq!(kernel(15_128, 344, 177), "sgemm_64x256");
+/// assert_eq!(kernel(1935, 396, 547), "sgemm");
+/// # Ok(()) }
+/// ```
+pub const SGEMM_WIDE_COST: f64 = 0.93;
 /// An `sgemm` block's cost besides its columns of `k` (prologue, epilogue, scheduling), in
 /// columns of `k`: fitted at 512^3 (about 3.6 us, at 0.097 us per column).
 ///
@@ -946,7 +966,7 @@ impl MatmulPlan {
         }
         let (m, n) = (self.shape.m as u32, self.shape.n as u32);
         let kernel = match self.variant {
-            MatmulVariant::Sgemm => Some(sgemm::kernel(sgemm::tile_for(self.shape), t)),
+            MatmulVariant::Sgemm => sgemm::tile_of(self.kernel).map(|tile| sgemm::kernel(tile, t)),
             MatmulVariant::FewRows => few_rows_kernel_of(t, m),
             MatmulVariant::FewCols => few_cols_kernel_for(t, m, n),
             MatmulVariant::ShortK => Some(short_k::kernel(t)),
@@ -1162,7 +1182,7 @@ pub fn plan_with(
             let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
             few_cols_kernel_for(OperandType::F32, m, n).unwrap_or(FEW_COLS_KERNELS[4].1)
         }
-        MatmulVariant::Sgemm => sgemm::kernel(sgemm::tile_for(shape), OperandType::F32),
+        MatmulVariant::Sgemm => sgemm::kernel(sgemm_tile_and_split(shape, sm, split).0, OperandType::F32),
         v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
     };
     let forced = |s: SplitK| (s, "split forced".to_string());
@@ -1172,8 +1192,8 @@ pub fn plan_with(
         MatmulVariant::Tiled32 => (tiled::plan(32, shape)?, None, String::new()),
         MatmulVariant::ShortK => (short_k::plan(shape)?, None, String::new()),
         MatmulVariant::Sgemm => {
-            let (s, why) = split.map_or_else(|| sgemm_split(shape, sm), forced);
-            (sgemm::plan(shape, s)?, Some(s), why)
+            let (tile, s, why) = sgemm_tile_and_split(shape, sm, split);
+            (sgemm::plan(shape, tile, s)?, Some(s), why)
         }
         MatmulVariant::SgemmWarpTiled => {
             let (s, why) = split.map_or_else(|| warp_tiled_split(shape, sm), forced);
@@ -1345,7 +1365,12 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         );
         (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {
-        (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
+        let tile = if sgemm_tile_and_split(shape, sm, None).0 == Tile::WIDE_64 {
+            "; 64x256 tiles, no more blocks on the busiest SM than 128x128's and half the transposing stores of A"
+        } else {
+            ""
+        };
+        (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block{tile}", shape.k))
     } else {
         let tiles = sgemm_warp_tiled::tiles(shape) as u64;
         let slots = sgemm_warp_tiled::BLOCKS_PER_SM as u64 * sm as u64;
@@ -1454,15 +1479,35 @@ fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Opti
     (s, why)
 }
 
-/// The `sgemm` split with the fewest estimated waves-times-depth (module documentation).
-fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
-    let tiles = sgemm::tiles(shape) as u64;
+/// `sgemm`'s tile and split of `k` (a forced split, or the planner's): the tile
+/// [`sgemm::tile_on`] offers and, where that is 64 x 256, the square tile instead unless 64 x
+/// 256's best split is estimated at most [`SGEMM_WIDE_COST`] of its time.
+fn sgemm_tile_and_split(shape: MatmulShape, sm: u32, forced: Option<SplitK>) -> (Tile, SplitK, String) {
+    let offered = sgemm::tile_on(shape, sm);
+    if let Some(s) = forced {
+        return (offered, s, "split forced".to_string());
+    }
+    let (s, why, estimate) = sgemm_split(shape, sm, offered);
+    let square = sgemm::tile_for(shape);
+    if offered == square {
+        return (offered, s, why);
+    }
+    let (square_split, square_why, square_estimate) = sgemm_split(shape, sm, square);
+    if SGEMM_WIDE_COST * estimate <= square_estimate { (offered, s, why) } else { (square, square_split, square_why) }
+}
+
+/// The `sgemm` split of `tile`'s blocks with the fewest estimated waves-times-depth (module
+/// documentation), and that estimate.
+fn sgemm_split(shape: MatmulShape, sm: u32, tile: Tile) -> (SplitK, String, f64) {
+    let tiles = sgemm::tiles(shape, tile) as u64;
     let slots = sgemm::BLOCKS_PER_SM as u64 * sm as u64;
     if tiles >= slots {
         // A full wave: a split only evens out the last wave, and its pass over splits x m x n
         // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
         // splits, 1.22 ms without).
-        return (SplitK::none(shape.k), format!("{} fill the {slots} block slots: no split", count(tiles, "tile")));
+        let estimate = tiles.div_ceil(slots) as f64 * (shape.k as f64 + SGEMM_BLOCK_OVERHEAD_K);
+        let why = format!("{} fill the {slots} block slots: no split", count(tiles, "tile"));
+        return (SplitK::none(shape.k), why, estimate);
     }
     let values = (shape.m * shape.n) as f64;
     let cost = |s: SplitK| {
@@ -1476,7 +1521,8 @@ fn sgemm_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
         slack: SGEMM_SPLIT_SLACK,
         gain: SGEMM_SPLIT_GAIN,
     };
-    best_split(shape, tiles, slots, rule, cost, " (reduction included)")
+    let (s, why) = best_split(shape, tiles, slots, rule, cost, " (reduction included)");
+    (s, why, cost(s))
 }
 
 /// The `sgemm_warp_tiled` split with the fewest estimated waves-times-depth (module
@@ -2024,10 +2070,12 @@ mod tests {
             let p = plan(v, shape, MatmulDevice::H100);
             if v.supports(shape) {
                 let p = p.unwrap();
-                // The variant's kernel, or its sibling of the other tile width.
+                // The variant's kernel, or its sibling of another tile.
                 let named = v.kernel().unwrap();
                 assert_eq!(p.variant, v);
-                assert!(p.kernel == named || wgmma_tiles::with_tile(named, 128) == Some(p.kernel), "{p}");
+                let sibling = wgmma_tiles::with_tile(named, 128) == Some(p.kernel)
+                    || (v == MatmulVariant::Sgemm && sgemm::tile_of(p.kernel).is_some());
+                assert!(p.kernel == named || sibling, "{p}");
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
                 let e = p.unwrap_err().to_string();

@@ -28,9 +28,10 @@ pub const BLOCKS_PER_SM: u32 = 2;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulShape, sgemm, sgemm_warp_tiled};
+/// use kernels::matmul::sgemm::Tile;
 /// let shape = MatmulShape::new(1000, 800, 1200)?;
-/// // The same 128 x 128 tiles as sgemm.
-/// assert_eq!(sgemm_warp_tiled::tiles(shape), sgemm::tiles(shape));
+/// // The same 128 x 128 tiles as sgemm's square ones.
+/// assert_eq!(sgemm_warp_tiled::tiles(shape), sgemm::tiles(shape, Tile::SQUARE));
 /// # Ok(()) }
 /// ```
 pub fn tiles(shape: MatmulShape) -> usize {

@@ -33,7 +33,8 @@ pub enum MatmulVariant {
     /// 128x128 block tiles, an 8x8 register tile per thread, 16-byte loads, double-buffered
     /// shared memory; split-K when the tiles alone would leave SMs idle. Where a side of `C` is
     /// at most 64 (and `k >= 256`), the same block on a tile as narrow as that side: 512x32,
-    /// 256x64, 64x256 or 32x512 ([`super::sgemm::tile_for`]).
+    /// 256x64, 64x256 or 32x512 ([`super::sgemm::tile_for`]); for `k < 512`, 64x256 where it
+    /// leaves no SM more blocks ([`super::sgemm::tile_on`]).
     Sgemm,
     /// 128x128 block tiles of four warps, a 64x64 tile per warp and 8x16 per thread: twice
     /// `sgemm`'s FMAs per shared-memory load, for long `k` and full waves.

@@ -9,7 +9,7 @@
 //!
 //! # Thread mapping
 //! A block of [`THREADS`] threads computes a tile of [`BLOCK_M`] rows by [`BLOCK_N`] columns:
-//! thread `t` owns columns `col0 + t + THREADS * j` for `j < COLS_PER_THREAD` ([`column`]), and
+//! thread `t` owns columns `col0 + t + THREADS * j` for `j < COLS_PER_THREAD` ([`column()`]), and
 //! loads their `k` elements of `B` into registers once. The block stages its rows of `A`
 //! (`BLOCK_M x MAX_K` floats, one per thread, [`a_slot`]) in shared memory, then for each row
 //! computes its outputs in `f32`, `k` ascending (`fma`, from `0.0`), reading the row of `A` as
