@@ -432,6 +432,30 @@ fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
     }
 }
 
+/// `sgemm`'s 64 x 256 tiles, which it takes for `k` under 512 where they leave no SM more blocks
+/// than 128 x 128 (`sgemm::tile_on`): `k` from 1 to 511, one past a tile's rows and columns,
+/// on the 16-byte path and off it, split and not; against the float64 product under FP32's
+/// bound, and reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("sgemm wide tiles"));
+    for (m, k, n) in
+        [(1000, 8, 1000), (65, 1, 257), (300, 17, 700), (1000, 100, 1000), (2000, 331, 300), (129, 511, 513)]
+    {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
+        assert_eq!(plan.kernel_plan().kernel(), "sgemm_64x256", "{plan}");
+        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
+    }
+    let shape = MatmulShape::new(2000, 331, 300).unwrap();
+    let (a, b) = (random_matrix(&mut rng, 2000 * 331), random_matrix(&mut rng, 331 * 300));
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    for plan in sgemm_plans(&gpu, shape) {
+        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+    }
+}
+
 /// `short_k` alone, as planned.
 fn short_k_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     vec![matmul::plan_gemm(gpu, MatmulVariant::ShortK, shape, PlanOptions::default()).unwrap()]
