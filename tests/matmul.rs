@@ -299,13 +299,8 @@ fn hopper_tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
 #[ignore = "needs an NVIDIA GPU"]
 fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     let (gpu, mut rng) = hopper_gpu("tensor-core determinism");
-    let (m, k, n) = (1000, 1000, 1000);
-    let shape = MatmulShape::new(m, k, n).unwrap();
-    let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    for plan in tensor_core_plans(&gpu, shape) {
-        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
-    }
+    let shape = MatmulShape::new(1000, 1000, 1000).unwrap();
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &tensor_core_plans(&gpu, shape));
 }
 
 /// No split of `k`, then `k` in about each of `wanted` ranges of whole `granule`s where `k` holds
@@ -346,11 +341,7 @@ fn hopper_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal()
         }
     }
     let shape = MatmulShape::new(16, 3000, 520).unwrap();
-    let (a, b) = (random_matrix(&mut rng, 16 * 3000), random_matrix(&mut rng, 3000 * 520));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    for plan in n16_plans(&gpu, shape) {
-        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
-    }
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &n16_plans(&gpu, shape));
 }
 
 /// `variant` planned for the shape unsplit and with `k` forced into about 2, 3 and 7 ranges
@@ -390,11 +381,7 @@ fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal
         }
     }
     let shape = MatmulShape::new(1000, 3000, 12).unwrap();
-    let (a, b) = (random_matrix(&mut rng, 1000 * 3000), random_matrix(&mut rng, 3000 * 12));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    for plan in few_cols_plans(&gpu, shape) {
-        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
-    }
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &few_cols_plans(&gpu, shape));
 }
 
 /// `sgemm` on the tile the shape takes, unsplit and split ([`forced_split_plans`]).
@@ -425,11 +412,7 @@ fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
     }
     assert_eq!(seen.len(), 4, "{seen:?}");
     let shape = MatmulShape::new(3000, 2000, 40).unwrap();
-    let (a, b) = (random_matrix(&mut rng, 3000 * 2000), random_matrix(&mut rng, 2000 * 40));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    for plan in sgemm_plans(&gpu, shape) {
-        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
-    }
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
 }
 
 /// `sgemm`'s 64 x 256 tiles, which it takes for `k` under 512 where they leave no SM more blocks
@@ -449,11 +432,7 @@ fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
         assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
     }
     let shape = MatmulShape::new(2000, 331, 300).unwrap();
-    let (a, b) = (random_matrix(&mut rng, 2000 * 331), random_matrix(&mut rng, 331 * 300));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    for plan in sgemm_plans(&gpu, shape) {
-        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
-    }
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
 }
 
 /// `short_k` alone, as planned.
@@ -477,9 +456,7 @@ fn short_k_matches_cpu_for_every_k_up_to_16_on_tile_edges_and_reruns_bitwise_equ
     let shape = MatmulShape::new(2840, 16, 2119).unwrap();
     let auto = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, PlanOptions::default()).unwrap();
     assert_eq!(auto.kernel_plan().kernel(), "matmul_short_k", "{auto}");
-    let (a, b) = (random_matrix(&mut rng, 2840 * 16), random_matrix(&mut rng, 16 * 2119));
-    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-    assert_runs_bitwise_equal(&gpu, &auto, &mut mats);
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, [&auto]);
 }
 
 /// The tensor-core tile variants, which split `k` in whole stages of their pipeline.
@@ -624,11 +601,9 @@ fn hopper_tensor_core_cluster_split_sums_match_cpu_and_rerun_bitwise_equal() {
     for (m, k, n) in [(1, 1000, 3), (64, 777, 300), (130, 1031, 257), (200, 2049, 512)] {
         assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), cluster_split_plans);
         let shape = MatmulShape::new(m, k, n).unwrap();
-        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        for plan in cluster_split_plans(&gpu, shape).iter().filter(|p| p.kernel_plan().cluster_blocks() > 1) {
-            assert_runs_bitwise_equal(&gpu, plan, &mut mats);
-        }
+        let plans = cluster_split_plans(&gpu, shape);
+        let clustered = plans.iter().filter(|p| p.kernel_plan().cluster_blocks() > 1);
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, clustered);
     }
 }
 
@@ -668,11 +643,9 @@ fn hopper_wgmma_split_k_plans_give_bitwise_equal_results_on_every_run() {
     let (gpu, mut rng) = hopper_gpu("wgmma split-K determinism");
     for (m, k, n) in [(24, 13_368, 171), (119, 7460, 1650), (5202, 3876, 1), (129, 4099, 257)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        for plan in wgmma_split_plans(&gpu, shape).iter().filter(|p| p.kernel_plan().is_split()) {
-            assert_runs_bitwise_equal(&gpu, plan, &mut mats);
-        }
+        let plans = wgmma_split_plans(&gpu, shape);
+        let split = plans.iter().filter(|p| p.kernel_plan().is_split());
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, split);
     }
 }
 
@@ -705,9 +678,7 @@ fn hopper_wgmma_f16_matches_cpu_on_square_rectangular_and_ragged_shapes_and_reru
     }
     for (m, k, n) in [(1000, 800, 1200), (4097, 129, 8193), (17, 33, 65)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
-        assert_runs_bitwise_equal(&gpu, &f16_plans(&gpu, shape)[0], &mut mats);
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &f16_plans(&gpu, shape)[..1]);
     }
 }
 
@@ -772,6 +743,21 @@ fn hopper_gpu_f16_rounding_equals_the_half_crates_bit_for_bit_and_out_of_range_i
     assert!(e.contains("outside f16's finite range"), "{e}");
     // BF16 holds it: wgmma_bf16 runs on the same matrices.
     matmul::run(&gpu, MatmulVariant::WgmmaBf16, &mut mats).unwrap();
+}
+
+/// Uploads fresh random `A` and `B` of `shape` and asserts that each of `plans` reruns bitwise
+/// equal on them ([`assert_runs_bitwise_equal`]).
+fn assert_plans_rerun_bitwise_equal<'a>(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    shape: MatmulShape,
+    plans: impl IntoIterator<Item = &'a GemmPlan>,
+) {
+    let (a, b) = (random_matrix(rng, shape.m * shape.k), random_matrix(rng, shape.k * shape.n));
+    let mut mats = DeviceMatrices::upload(gpu, shape, &a, &b).unwrap();
+    for plan in plans {
+        assert_runs_bitwise_equal(gpu, plan, &mut mats);
+    }
 }
 
 /// Runs `plan` four times on the same inputs and asserts every `C` is bitwise the first.
@@ -932,12 +918,10 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
     let (gpu, mut rng) = (gpu(), fresh_rng("split-k determinism"));
     for (m, k, n) in [(1024, 1024, 1024), (64, 8192, 64), (3, 100_000, 5), (1, 4096, 65_536), (16, 16_384, 300)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        let (a, b) = (random_matrix(&mut rng, m * k), random_matrix(&mut rng, k * n));
-        let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
         let highest = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
         let plan = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, highest).unwrap();
         assert!(plan.kernel_plan().is_split(), "{shape} was meant to exercise a split: {plan}");
-        assert_runs_bitwise_equal(&gpu, &plan, &mut mats);
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, [&plan]);
     }
 }
 

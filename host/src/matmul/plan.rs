@@ -1182,7 +1182,6 @@ pub fn plan_with(
             let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
             few_cols_kernel_for(OperandType::F32, m, n).unwrap_or(FEW_COLS_KERNELS[4].1)
         }
-        MatmulVariant::Sgemm => sgemm::kernel(sgemm_tile_and_split(shape, sm, split).0, OperandType::F32),
         v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
     };
     let forced = |s: SplitK| (s, "split forced".to_string());
@@ -1193,6 +1192,7 @@ pub fn plan_with(
         MatmulVariant::ShortK => (short_k::plan(shape)?, None, String::new()),
         MatmulVariant::Sgemm => {
             let (tile, s, why) = sgemm_tile_and_split(shape, sm, split);
+            kernel = sgemm::kernel(tile, OperandType::F32);
             (sgemm::plan(shape, tile, s)?, Some(s), why)
         }
         MatmulVariant::SgemmWarpTiled => {
@@ -1323,11 +1323,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     // few_cols_shared_32's 1.149), but below a tile they are mostly padding (32x65536x32: 0.063
     // against 0.022).
     let m = shape.m.min(u32::MAX as usize) as u32;
-    let max_n = if m < kernels::matmul::sgemm::Tile::TALL_32.block_m {
-        kernels::matmul::skinny::few_cols_max_n(m)
-    } else {
-        FEW_COLS_MAX_N
-    };
+    let max_n = if m < Tile::TALL_32.block_m { kernels::matmul::skinny::few_cols_max_n(m) } else { FEW_COLS_MAX_N };
     if shape.n <= max_n as usize {
         let n = shape.n as u32;
         let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
@@ -1353,7 +1349,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
             shape.k
         );
         (MatmulVariant::ShortK, why)
-    } else if sgemm::tile_for(shape) != kernels::matmul::sgemm::Tile::SQUARE {
+    } else if sgemm::tile_for(shape) != Tile::SQUARE {
         let tile = sgemm::tile_for(shape);
         let why = format!(
             "a side of {} <= {} and k >= {}: sgemm on {}x{} tiles, the 128x128 tiles' padding left out",
@@ -1365,12 +1361,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         );
         (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {
-        let tile = if sgemm_tile_and_split(shape, sm, None).0 == Tile::WIDE_64 {
-            "; 64x256 tiles, no more blocks on the busiest SM than 128x128's and half the transposing stores of A"
-        } else {
-            ""
-        };
-        (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block{tile}", shape.k))
+        (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
     } else {
         let tiles = sgemm_warp_tiled::tiles(shape) as u64;
         let slots = sgemm_warp_tiled::BLOCKS_PER_SM as u64 * sm as u64;
@@ -1493,7 +1484,14 @@ fn sgemm_tile_and_split(shape: MatmulShape, sm: u32, forced: Option<SplitK>) -> 
         return (offered, s, why);
     }
     let (square_split, square_why, square_estimate) = sgemm_split(shape, sm, square);
-    if SGEMM_WIDE_COST * estimate <= square_estimate { (offered, s, why) } else { (square, square_split, square_why) }
+    if SGEMM_WIDE_COST * estimate <= square_estimate {
+        let why = format!(
+            "64x256 tiles, no more blocks on the busiest SM than 128x128's and half the transposing stores of A; {why}"
+        );
+        (offered, s, why)
+    } else {
+        (square, square_split, square_why)
+    }
 }
 
 /// The `sgemm` split of `tile`'s blocks with the fewest estimated waves-times-depth (module

@@ -111,7 +111,7 @@ pub fn tile_on(shape: MatmulShape, sm: u32) -> Tile {
         return tile;
     }
     let wide = Tile::WIDE_64;
-    let busiest = |t: Tile| tile_count(shape, (t.block_m, t.block_n)).div_ceil(sm.max(1) as usize);
+    let busiest = |t: Tile| tiles(shape, t).div_ceil(sm.max(1) as usize);
     if busiest(wide) <= busiest(Tile::SQUARE) && grid_over_c(shape, wide.block_n, wide.block_m).is_ok() {
         wide
     } else {
