@@ -722,10 +722,27 @@ pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
 /// ```
 pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::MAX_K;
 
+/// The most rows of `C` for which `auto` under `medium` leaves a product whose `B` the TF32
+/// tensor cores would take only as a copy (rows not whole 16-byte vectors, the TMA's stride
+/// rule) to the FP32 kernels, which read `B` once as it lies ([`copied_b_reason`]): the copy
+/// reads and writes all of `B`, more than the product's own traffic at so few rows. On the H200
+/// (ms, `wgmma_tf32` and its copies against the FP32 kernels): 15x15019x6999 0.327 against 0.204,
+/// 29x3987x15107 0.197 against 0.128, 24x13368x171 0.033 against 0.022. Not for BF16 or F16
+/// operands, whose `sgemm` is slower than the copy and the tensor cores (29x3987x15107: 0.214
+/// against 0.119).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::COPIED_B_MAX_M;
+/// assert_eq!(COPIED_B_MAX_M, 32);
+/// ```
+pub const COPIED_B_MAX_M: usize = 32;
+
 /// Why a product that one tensor-core pass could take (TF32, BF16, F16) is left to the CUDA-core
 /// kernels: no tensor cores, a side of at most 16 (memory-bound: the narrow kernels stream the
-/// large operand once) or at most [`CUDA_CORE_MAX_MACS`] multiply-adds; `None` where the tensor
-/// cores take it.
+/// large operand once), `k` of at most [`SHORT_K_MAX`] (writing `C` bounds the time) or at most
+/// [`CUDA_CORE_MAX_MACS`] multiply-adds; `None` where the tensor cores take it. The `k` rule, on
+/// the H200 against the tensor cores (ms): BF16 5006x6x6049 0.066 against 0.089, 1397x5x5919
+/// 0.021 against 0.030; TF32 1397x5x5919 0.020 against 0.025.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -735,6 +752,7 @@ pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::MAX_K;
 /// assert_eq!(why(4096, 4096, 4096), None);
 /// assert!(why(8841, 28, 6665).is_none(), "1.6e9 multiply-adds: the tensor cores");
 /// assert!(why(5202, 3876, 1).unwrap().contains("n = 1 <= 16"));
+/// assert!(why(5006, 6, 6049).unwrap().contains("k = 6 <= 16"));
 /// assert!(why(256, 256, 256).unwrap().contains("16777216 multiply-adds"));
 /// // Counted in u128: the largest shapes (sides up to u32::MAX) do not overflow.
 /// let big = u32::MAX as usize;
@@ -749,6 +767,8 @@ pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Op
         Some(format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound", shape.m))
     } else if shape.n <= FEW_COLS_MAX_N as usize {
         Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
+    } else if shape.k <= SHORT_K_MAX as usize {
+        Some(format!("k = {} <= {SHORT_K_MAX}: writing C bounds the time", shape.k))
     } else if macs <= CUDA_CORE_MAX_MACS as u128 {
         Some(format!(
             "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS}: the tensor-core plan's fixed costs outweigh its arithmetic"
@@ -756,6 +776,28 @@ pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Op
     } else {
         None
     }
+}
+
+/// Why `auto` under `medium` leaves a product to the FP32 kernels rather than copy its `B` for
+/// the TF32 tensor cores: at most [`COPIED_B_MAX_M`] rows and rows of `B` that are not whole
+/// 16-byte vectors (`n` not a multiple of 4); `None` otherwise.
+///
+/// ```
+/// use hopper_kernels::matmul::MatmulShape;
+/// use hopper_kernels::matmul::plan::copied_b_reason;
+/// let why = |m, k, n| copied_b_reason(MatmulShape::new(m, k, n).unwrap());
+/// assert!(why(29, 3987, 15107).unwrap().contains("a copy of B"));
+/// assert_eq!(why(29, 3987, 15108), None, "rows of 15108 floats are whole 16-byte vectors");
+/// assert_eq!(why(33, 3987, 15107), None);
+/// ```
+pub fn copied_b_reason(shape: MatmulShape) -> Option<String> {
+    (shape.m <= COPIED_B_MAX_M && !shape.n.is_multiple_of(4)).then(|| {
+        format!(
+            "m = {} <= {COPIED_B_MAX_M} and B's rows of {} floats are not whole 16-byte vectors: the tensor cores \
+             would take a copy of B, the FP32 kernels read it once as it lies",
+            shape.m, shape.n
+        )
+    })
 }
 
 /// A launch plan: which kernel, its grid, its split of `k`, the reduction that follows a split,
@@ -1399,6 +1441,7 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
         && (TF32_N16_MIN_M as usize..=wgmma_tiles::N16_BLOCK_ROWS as usize).contains(&shape.m)
         && shape.n > FEW_COLS_MAX_N as usize
         && b_elements >= N16_MIN_B_ELEMENTS as u128
+        && shape.n.is_multiple_of(4)
     {
         let why = format!(
             "{policy}: m = {} of {TF32_N16_MIN_M}-{} and B of {b_elements} elements: B streamed through the TMA into \
@@ -1410,7 +1453,7 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
     }
     let why_not = if kernel == MatmulVariant::WgmmaTf32 {
         // One TF32 pass: the CUDA cores wherever they beat it.
-        match one_pass_cuda_core_reason(shape, device) {
+        match one_pass_cuda_core_reason(shape, device).or_else(|| copied_b_reason(shape)) {
             Some(why) => why,
             None => {
                 let why = format!("{policy}: {macs} multiply-adds on tensor cores: {arithmetic}");

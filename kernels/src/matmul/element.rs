@@ -79,30 +79,73 @@ mod device_code {
 
     /// An element type in memory: its `f32` value and back, and the loads of the product
     /// kernels.
+    ///
+    /// The loads come in two halves, the load itself (`load_raw_nc`, `load4_raw_nc`: the bits as
+    /// they arrive) and the widening (`widen_raw`, `widen4`), so that a kernel that prefetches can
+    /// widen where it uses the values. Widened beside its load, inside the guard that admits it,
+    /// a BF16 or F16 value made its warp wait for that load before issuing the next: the 16-bit
+    /// `few_cols` kernels took twice the `f32` ones' time on the H200 (5640 x 571 x 8: 13.9 us
+    /// against 6.9), `sgemm` and `few_rows` up to 1.7 times.
     pub(crate) trait Element: Copy {
         /// Bytes of four elements, the alignment of [`Element::load4_nc`].
         const VECTOR_BYTES: usize;
+        /// Whether the kernels that load a whole step before using it (`few_cols`, `few_rows`)
+        /// hold this type's loads unwidened until then. Not `f32`'s, whose widening is no
+        /// instruction: held as bits, its loads took `few_rows` on one row from 0.031 ms to
+        /// 0.038 at 1 x 3978 x 5845 on the H200 (a schedule of ptxas's, not a wait).
+        const DEFERS_WIDENING: bool;
+        /// Four elements as one vector load leaves them: four words of `f32`, two of a 16-bit
+        /// type.
+        type Raw4: Copy;
+        /// The [`Element::Raw4`] of four zeros.
+        const RAW4_ZERO: Self::Raw4;
         /// The value, widened exactly.
         fn widen(self) -> f32;
         /// `x` rounded to the type (to nearest, ties to even).
         fn narrow(x: f32) -> Self;
         /// The value's bits in the low `8 * size_of::<Self>()` bits.
         fn bits(self) -> u32;
-        /// The element at `p` through the read-only data cache, widened.
+        /// The bits of the element at `p` through the read-only data cache, zero-extended, not
+        /// widened ([`Element::widen_raw`]).
         ///
         /// # Safety
         /// `p` is a valid, naturally aligned element of global memory that nothing writes while
         /// the kernel runs.
-        unsafe fn load_nc(p: *const Self) -> f32;
+        unsafe fn load_raw_nc(p: *const Self) -> u32;
+        /// The value of bits from [`Element::load_raw_nc`], widened exactly; 0 widens to `+0.0`.
+        fn widen_raw(bits: u32) -> f32;
+        /// The four elements from `p`, one vector load, not widened ([`Element::widen4`]).
+        ///
+        /// # Safety
+        /// As [`Element::load_raw_nc`] for all four, and `p` is [`Element::VECTOR_BYTES`]-aligned.
+        unsafe fn load4_raw_nc(p: *const Self) -> Self::Raw4;
+        /// The four values of a [`Element::load4_raw_nc`], widened exactly.
+        fn widen4(raw: Self::Raw4) -> [f32; 4];
+        /// The element at `p` through the read-only data cache, widened.
+        ///
+        /// # Safety
+        /// As [`Element::load_raw_nc`].
+        #[inline(always)]
+        unsafe fn load_nc(p: *const Self) -> f32 {
+            // SAFETY: forwarded contract.
+            Self::widen_raw(unsafe { Self::load_raw_nc(p) })
+        }
         /// The four elements from `p`, one vector load, widened.
         ///
         /// # Safety
-        /// As [`Element::load_nc`] for all four, and `p` is [`Element::VECTOR_BYTES`]-aligned.
-        unsafe fn load4_nc(p: *const Self) -> [f32; 4];
+        /// As [`Element::load4_raw_nc`].
+        #[inline(always)]
+        unsafe fn load4_nc(p: *const Self) -> [f32; 4] {
+            // SAFETY: forwarded contract.
+            Self::widen4(unsafe { Self::load4_raw_nc(p) })
+        }
     }
 
     impl Element for f32 {
         const VECTOR_BYTES: usize = 16;
+        const DEFERS_WIDENING: bool = false;
+        type Raw4 = [f32; 4];
+        const RAW4_ZERO: [f32; 4] = [0.0; 4];
         #[inline(always)]
         fn widen(self) -> f32 {
             self
@@ -116,14 +159,22 @@ mod device_code {
             self.to_bits()
         }
         #[inline(always)]
-        unsafe fn load_nc(p: *const Self) -> f32 {
+        unsafe fn load_raw_nc(p: *const Self) -> u32 {
             // SAFETY: forwarded contract.
-            unsafe { mem::load_global_nc_f32(p) }
+            unsafe { mem::load_global_nc_f32(p) }.to_bits()
         }
         #[inline(always)]
-        unsafe fn load4_nc(p: *const Self) -> [f32; 4] {
+        fn widen_raw(bits: u32) -> f32 {
+            f32::from_bits(bits)
+        }
+        #[inline(always)]
+        unsafe fn load4_raw_nc(p: *const Self) -> [f32; 4] {
             // SAFETY: forwarded contract (16-byte aligned).
             unsafe { mem::load_global_nc_v4_f32(p) }
+        }
+        #[inline(always)]
+        fn widen4(raw: [f32; 4]) -> [f32; 4] {
+            raw
         }
     }
 
@@ -134,6 +185,9 @@ mod device_code {
 
     impl Element for Bf16 {
         const VECTOR_BYTES: usize = 8;
+        const DEFERS_WIDENING: bool = true;
+        type Raw4 = [u32; 2];
+        const RAW4_ZERO: [u32; 2] = [0; 2];
         #[inline(always)]
         fn widen(self) -> f32 {
             math::bf16_to_f32(self.0)
@@ -147,16 +201,22 @@ mod device_code {
             self.0 as u32
         }
         #[inline(always)]
-        unsafe fn load_nc(p: *const Self) -> f32 {
+        unsafe fn load_raw_nc(p: *const Self) -> u32 {
             // SAFETY: forwarded contract (2-byte aligned).
-            let h = unsafe { mem::load_global_nc_u16(p as *const u8) };
-            // BF16 is the high half of the f32 with the same bits.
-            f32::from_bits(h << 16)
+            unsafe { mem::load_global_nc_u16(p as *const u8) }
         }
         #[inline(always)]
-        unsafe fn load4_nc(p: *const Self) -> [f32; 4] {
+        fn widen_raw(bits: u32) -> f32 {
+            // BF16 is the high half of the f32 with the same bits.
+            f32::from_bits(bits << 16)
+        }
+        #[inline(always)]
+        unsafe fn load4_raw_nc(p: *const Self) -> [u32; 2] {
             // SAFETY: forwarded contract (8-byte aligned).
-            let [lo, hi] = unsafe { mem::load_global_nc_v2_u32(p as *const u8) };
+            unsafe { mem::load_global_nc_v2_u32(p as *const u8) }
+        }
+        #[inline(always)]
+        fn widen4([lo, hi]: [u32; 2]) -> [f32; 4] {
             // Little-endian: element 0 is the low half of the first word.
             [
                 f32::from_bits(lo << 16),
@@ -174,6 +234,9 @@ mod device_code {
 
     impl Element for F16 {
         const VECTOR_BYTES: usize = 8;
+        const DEFERS_WIDENING: bool = true;
+        type Raw4 = [u32; 2];
+        const RAW4_ZERO: [u32; 2] = [0; 2];
         #[inline(always)]
         fn widen(self) -> f32 {
             math::f16_to_f32(self.0)
@@ -187,14 +250,21 @@ mod device_code {
             self.0 as u32
         }
         #[inline(always)]
-        unsafe fn load_nc(p: *const Self) -> f32 {
+        unsafe fn load_raw_nc(p: *const Self) -> u32 {
             // SAFETY: forwarded contract (2-byte aligned).
-            math::f16_to_f32(unsafe { mem::load_global_nc_u16(p as *const u8) } as u16)
+            unsafe { mem::load_global_nc_u16(p as *const u8) }
         }
         #[inline(always)]
-        unsafe fn load4_nc(p: *const Self) -> [f32; 4] {
+        fn widen_raw(bits: u32) -> f32 {
+            math::f16_to_f32(bits as u16)
+        }
+        #[inline(always)]
+        unsafe fn load4_raw_nc(p: *const Self) -> [u32; 2] {
             // SAFETY: forwarded contract (8-byte aligned).
-            let [lo, hi] = unsafe { mem::load_global_nc_v2_u32(p as *const u8) };
+            unsafe { mem::load_global_nc_v2_u32(p as *const u8) }
+        }
+        #[inline(always)]
+        fn widen4([lo, hi]: [u32; 2]) -> [f32; 4] {
             [
                 math::f16_to_f32(lo as u16),
                 math::f16_to_f32((lo >> 16) as u16),

@@ -134,18 +134,20 @@ mod device_code {
         };
         // SAFETY: t < THREADS = BLOCK_M * MAX_K, the tile's length; read after the barrier.
         unsafe { tile.store(t as usize, staged) };
-        // This thread's columns of B, for every row: held in registers, indexed by constants.
-        let mut b_cols = [[0.0f32; MAX_K as usize]; COLS_PER_THREAD as usize];
+        // This thread's columns of B, for every row: held in registers, indexed by constants,
+        // widened after the barrier so that all 32 loads are in flight together.
+        let mut b_raw = [[0u32; MAX_K as usize]; COLS_PER_THREAD as usize];
         unroll!(j in [0, 1] {
             let col = col0 + column(t, j as u32);
             unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if col < n && (kk as u32) < k {
                     // SAFETY: kk < k and col < n: an element of B, which nothing writes.
-                    b_cols[j][kk] = unsafe { T::load_nc(b.add(kk * n as usize + col as usize)) };
+                    b_raw[j][kk] = unsafe { T::load_raw_nc(b.add(kk * n as usize + col as usize)) };
                 }
             });
         });
         thread::sync_threads();
+        let b_cols = b_raw.map(|col| col.map(T::widen_raw));
         unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
             let row = row0 + r as u32;
             if row < m {

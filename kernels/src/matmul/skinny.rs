@@ -395,6 +395,7 @@ mod device_code {
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
     use crate::matmul::element::{Bf16, Element, F16};
+    use crate::matmul::guarded::{self, Loaded4};
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
 
@@ -534,44 +535,45 @@ mod device_code {
         let pitch = NC + 4;
         let buffer = STEP as usize * pitch;
         // This lane's 4 elements of each of the warp's rows of A, in the step at k0: columns
-        // k0 + lane + 32 u (zero past the split or below the last row).
+        // k0 + lane + 32 u (zero past the split or below the last row), widened where used.
         let load_a = |k0: u32| {
-            let mut v = [0.0f32; 16];
+            let mut v = [0u32; 16];
             unroll!(r in [0, 1, 2, 3] {
                 let row = row0 + r as u32;
                 unroll!(u in [0, 1, 2, 3] {
                     let col = k0 + lane + 32 * u as u32;
                     if r < rw && row < m && col < k_end {
                         // SAFETY: row < m, column col < k_end <= k: inside A (kernel contract).
-                        v[4 * r + u] = unsafe { T::load_nc(a.wrapping_add(row as usize * k as usize + col as usize)) };
+                        v[4 * r + u] = unsafe { T::load_raw_nc(a.wrapping_add(row as usize * k as usize + col as usize)) };
                     }
                 });
             });
             v
         };
         // This thread's share of the step's B (STEP rows of NC columns, zero past the split or
-        // column n): element e = t + threads i < STEP * NC, at row e / NC and column e % NC.
+        // column n): element e = t + threads i < STEP * NC, at row e / NC and column e % NC;
+        // widened when stored, after the multiply.
         let load_b = |k0: u32| {
-            let mut v = [0.0f32; 12];
+            let mut v = [0u32; 12];
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
                 let e = t + threads * i as u32;
                 if i < rounds && e < STEP * NC as u32 {
                     let (row, col) = (k0 + e / NC as u32, e % NC as u32);
                     if row < k_end && col < n {
                         // SAFETY: row < k_end <= k, column col < n: inside B (kernel contract).
-                        v[i] = unsafe { T::load_nc(b.wrapping_add(row as usize * n as usize + col as usize)) };
+                        v[i] = unsafe { T::load_raw_nc(b.wrapping_add(row as usize * n as usize + col as usize)) };
                     }
                 }
             });
             v
         };
-        let store_b = |half: usize, v: [f32; 12]| {
+        let store_b = |half: usize, v: [u32; 12]| {
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
                 let e = t as usize + threads as usize * i;
                 if i < rounds && e < STEP as usize * NC {
                     // SAFETY: row e / NC < STEP, column e % NC < NC: inside buffer `half` of the
                     // tile, which no thread reads until the barrier that follows this store.
-                    unsafe { tile.store(half * buffer + e / NC * pitch + e % NC, v[i]) };
+                    unsafe { tile.store(half * buffer + e / NC * pitch + e % NC, T::widen_raw(v[i])) };
                 }
             });
         };
@@ -585,8 +587,9 @@ mod device_code {
             let next = k_begin + (s + 1) * STEP;
             let more = s + 1 < steps;
             // The next step's loads fly while this one multiplies.
-            let (a_next, b_next) = if more { (load_a(next), load_b(next)) } else { ([0.0; 16], [0.0; 12]) };
+            let (a_next, b_next) = if more { (load_a(next), load_b(next)) } else { ([0; 16], [0; 12]) };
             let half = (s % 2) as usize;
+            let a_wide = a_now.map(T::widen_raw);
             // Four columns of B at a time, each into the warp's rows, so that few values of B are
             // live at once.
             unroll!(u in [0, 1, 2, 3] {
@@ -599,7 +602,7 @@ mod device_code {
                         let y = unsafe { tile.load4(at + 4 * q) };
                         unroll!(r in [0, 1, 2, 3] {
                             if r < rw {
-                                let x = a_now[4 * r + u];
+                                let x = a_wide[4 * r + u];
                                 unroll!(e in [0, 1, 2, 3] {
                                     acc[r * NC + 4 * q + e] = fma(x, y[e], acc[r * NC + 4 * q + e]);
                                 });
@@ -780,13 +783,13 @@ mod device_code {
             if VEC {
                 let mut c = t;
                 while 4 * c < plen {
-                    let mut v = [[0.0f32; 4]; 4];
+                    let mut v = [T::RAW4_ZERO; 4];
                     unroll!(r in [0, 1, 2, 3] {
                         if i0 + (r as u32) < m {
                             let at = src.wrapping_add((i0 as usize + r) * k as usize + 4 * c as usize);
                             // SAFETY: row i0 + r < m, columns p0 + 4c .. + 4 <= p0 + plen <= k,
                             // aligned for four elements (k, p0 and 4c are multiples of 4).
-                            v[r] = unsafe { T::load4_nc(at) };
+                            v[r] = unsafe { T::load4_raw_nc(at) };
                         }
                     });
                     unroll!(r in [0, 1, 2, 3] {
@@ -794,7 +797,7 @@ mod device_code {
                             // SAFETY: (i0 + r) * kp + 4c + 4 <= MR * kp = FEW_ROWS_PANEL (i0 + r <
                             // m <= MR, 4c < plen <= kp), a multiple of 4; this thread alone writes
                             // it between the barriers.
-                            unsafe { panel.store4((i0 as usize + r) * kp + 4 * c as usize, v[r]) };
+                            unsafe { panel.store4((i0 as usize + r) * kp + 4 * c as usize, T::widen4(v[r])) };
                         }
                     });
                     c += FEW_ROWS_THREADS;
@@ -803,19 +806,19 @@ mod device_code {
                 // Zeros past plen up to a multiple of 4: the product reads whole groups of 4.
                 let mut c = t;
                 while c < plen.next_multiple_of(4) {
-                    let mut v = [0.0f32; 4];
+                    let mut v = [0u32; 4];
                     unroll!(r in [0, 1, 2, 3] {
                         if i0 + (r as u32) < m && c < plen {
                             let at = src.wrapping_add((i0 as usize + r) * k as usize + c as usize);
                             // SAFETY: row i0 + r < m, column p0 + c < p0 + plen <= k.
-                            v[r] = unsafe { T::load_nc(at) };
+                            v[r] = unsafe { T::load_raw_nc(at) };
                         }
                     });
                     unroll!(r in [0, 1, 2, 3] {
                         if i0 + (r as u32) < m {
                             // SAFETY: (i0 + r) * kp + c < FEW_ROWS_PANEL; this thread alone
                             // writes it between the barriers.
-                            unsafe { panel.store((i0 as usize + r) * kp + c as usize, v[r]) };
+                            unsafe { panel.store((i0 as usize + r) * kp + c as usize, T::widen_raw(v[r])) };
                         }
                     });
                     c += FEW_ROWS_THREADS;
@@ -825,7 +828,8 @@ mod device_code {
         }
     }
 
-    /// Rows `row .. row + 4` of `B`, this thread's 4 columns; zero for rows at or past
+    /// Rows `row .. row + 4` of `B`, this thread's 4 columns, as loaded (widened with `VEC` where
+    /// used); zero for rows at or past
     /// `row + left` (only off the vector path, where `left` may be under 4). Off the vector path,
     /// columns past the last repeat the last one (unguarded loads keep registers down; the
     /// caller never stores those columns).
@@ -840,22 +844,24 @@ mod device_code {
         left: u32,
         n: u32,
         col: u32,
-    ) -> [[f32; 4]; 4] {
+    ) -> [Loaded4<T>; 4] {
         let base = b.wrapping_add(row as usize * n as usize + col as usize);
         let last = (n - 1 - col) as usize;
-        let mut rows = [[0.0f32; 4]; 4];
+        let mut rows = [Loaded4::ZERO; 4];
         unroll!(u in [0, 1, 2, 3] {
             if VEC || (u as u32) < left {
                 let at = base.wrapping_add(u * n as usize);
                 if VEC {
                     // SAFETY: row + u < k; col % 4 == 0 and n % 4 == 0, so the 4 columns are
                     // inside the row, aligned for four elements.
-                    rows[u] = unsafe { T::load4_nc(at) };
+                    rows[u] = Loaded4::of_vector(unsafe { T::load4_raw_nc(at) });
                 } else {
+                    let mut bits = [0u32; 4];
                     unroll!(j in [0, 1, 2, 3] {
                         // SAFETY: row + u < k, column col + min(j, n - 1 - col) < n.
-                        rows[u][j] = unsafe { T::load_nc(at.add(if j < last { j } else { last })) };
+                        bits[j] = unsafe { T::load_raw_nc(at.add(if j < last { j } else { last })) };
                     });
+                    rows[u] = Loaded4::of_scalars(bits);
                 }
             }
         });
@@ -930,11 +936,12 @@ mod device_code {
                         // SAFETY: rows p0 + kl + 4 + u < p0 + plen <= k for those loaded; col < n.
                         unsafe { load_b_rows4::<T, VEC>(b, p0 + kl + 4, plen - kl - 4, n, col) }
                     } else {
-                        [[0.0f32; 4]; 4]
+                        [Loaded4::ZERO; 4]
                     };
+                    let wide = rows.map(|r| r.widen::<VEC>());
                     // SAFETY: kl % 4 == 0, kl + 4 <= round_up(plen, 4) <= kp; the panel (zero past
                     // plen up to a multiple of 4) was filled before the barrier.
-                    unsafe { fma_rows4::<MR>(panel, m, kl as usize, &rows, &mut acc) };
+                    unsafe { fma_rows4::<MR>(panel, m, kl as usize, &wide, &mut acc) };
                     rows = next;
                     kl += 4;
                 }
@@ -963,12 +970,25 @@ mod device_code {
         });
     }
 
-    /// Row `row` of `B`, this thread's 4 columns from `col`, zero past the last column.
+    /// Row `row` of `B`, this thread's 4 columns from `col`, zero past the last column, as loaded
+    /// (widened with `VEC` where used).
     ///
     /// # Safety
     /// `row < k`, `col < n`; with `VEC`, `n % 4 == 0` and `b` is aligned for four elements.
     #[inline(always)]
-    unsafe fn load_b_row<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> [f32; 4] {
+    unsafe fn load_b_row<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> Loaded4<T> {
+        let at = b.wrapping_add(row as usize * n as usize + col as usize);
+        // SAFETY: row < k and columns col + j < n where admitted; with VEC, col % 4 == 0 and
+        // n % 4 == 0, so the 4 columns are inside the row, aligned.
+        unsafe { guarded::load4_raw::<T, VEC>(at, true, col, n) }
+    }
+
+    /// [`load_b_row`]'s four values, each widened beside its load.
+    ///
+    /// # Safety
+    /// As [`load_b_row`].
+    #[inline(always)]
+    unsafe fn load_b_row_wide<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> [f32; 4] {
         let at = b.wrapping_add(row as usize * n as usize + col as usize);
         if VEC {
             // SAFETY: col % 4 == 0 and n % 4 == 0, so the 4 columns are inside the row, aligned.
@@ -1009,11 +1029,21 @@ mod device_code {
         let mut kk = k_begin;
         while kk + 4 <= k_end {
             // Four rows of B in flight before the first use.
+            let mut raw = [Loaded4::ZERO; 4];
             let mut rows = [[0.0f32; 4]; 4];
             unroll!(u in [0, 1, 2, 3] {
                 // SAFETY: kk + u < k_end <= k and col < n.
-                rows[u] = unsafe { load_b_row::<T, VEC>(b, kk + u as u32, n, col) };
+                unsafe {
+                    if T::DEFERS_WIDENING {
+                        raw[u] = load_b_row::<T, VEC>(b, kk + u as u32, n, col);
+                    } else {
+                        rows[u] = load_b_row_wide::<T, VEC>(b, kk + u as u32, n, col);
+                    }
+                }
             });
+            if T::DEFERS_WIDENING {
+                rows = raw.map(|r| r.widen::<VEC>());
+            }
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < MR && (i as u32) < m {
                     let a_at = a.wrapping_add(i * k as usize + kk as usize);
@@ -1044,7 +1074,7 @@ mod device_code {
         // The last k_len % 4 rows (only off the vector path, where k_len can be ragged).
         while kk < k_end {
             // SAFETY: kk < k_end <= k and col < n.
-            let row = unsafe { load_b_row::<T, VEC>(b, kk, n, col) };
+            let row = unsafe { load_b_row_wide::<T, VEC>(b, kk, n, col) };
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < MR && (i as u32) < m {
                     // SAFETY: row i < m and column kk < k.
@@ -1100,26 +1130,26 @@ mod device_code {
             let left = k_end - k0;
             // Eight vector loads of A in flight before the first use (with four, a 65536 x
             // 4096 GEMV read A at 1.5 TB/s).
+            let mut a_raw = [Loaded4::<T>::ZERO; FEW_COLS_LOADS as usize];
             let mut a_vals = [[0.0f32; 4]; FEW_COLS_LOADS as usize];
             unroll!(h in [0, 1, 2, 3, 4, 5, 6, 7] {
                 let local = 4 * lane + 128 * h as u32;
                 let at = a_row.wrapping_add((k0 + local) as usize);
-                if VA {
-                    // left % 4 == 0 on this path: the 4 elements are all inside or all out.
-                    if local < left {
-                        // SAFETY: columns k0 + local .. + 4 < k_end <= k of row < m, 16-byte
-                        // aligned (k, k0 and local are multiples of 4).
-                        a_vals[h] = unsafe { T::load4_nc(at) };
+                // SAFETY: columns k0 + local + u < k_end <= k of row < m where admitted; with VA,
+                // left % 4 == 0 (the 4 are all inside or all out) and 16-byte aligned (k, k0 and
+                // local are multiples of 4).
+                unsafe {
+                    if T::DEFERS_WIDENING {
+                        a_raw[h] = guarded::load4_raw::<T, VA>(at, true, local, left);
+                    } else {
+                        a_vals[h] = guarded::load4::<T, VA>(at, true, local, left);
                     }
-                } else {
-                    unroll!(u in [0, 1, 2, 3] {
-                        if local + (u as u32) < left {
-                            // SAFETY: column k0 + local + u < k_end <= k of row < m.
-                            a_vals[h][u] = unsafe { T::load_nc(at.add(u)) };
-                        }
-                    });
                 }
             });
+            if T::DEFERS_WIDENING {
+                // Widened only once all eight are in flight.
+                a_vals = a_raw.map(|v| v.widen::<VA>());
+            }
             unroll!(h in [0, 1, 2, 3, 4, 5, 6, 7] {
                 let group = 4 * lane + 128 * h as u32;
                 if NC == 1 && VB {
