@@ -1134,8 +1134,13 @@ mod tests {
             // SMs, as do 112 tiles unsplit.
             ((1, 4096, 4096), "wgmma_bf16_n16"),
             ((1, 14336, 4096), "wgmma_bf16_n16"),
+            // k <= 16 over millions of outputs: writing C bounds the time, short_k writes it
+            // faster than the tensor cores' epilogue.
+            ((5006, 6049, 6), "matmul_short_k_bf16"),
             // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue.
             ((8841, 6665, 28), "wgmma_bf16_rows"),
+            // BF16 keeps the tensor cores where B would be copied: its sgemm is slower still.
+            ((29, 15_107, 3987), "wgmma_bf16_cluster"),
             ((4096, 4096, 4096), "wgmma_bf16"),
         ] {
             let s = plan(m, n, k);

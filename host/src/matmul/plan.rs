@@ -1898,6 +1898,13 @@ mod tests {
         assert_eq!(auto(16, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(3, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::FewRows);
         assert_eq!(auto(16, 1024, 1024, PrecisionPolicy::Medium), MatmulVariant::FewRows);
+        // ... and only where B's rows are whole 16-byte vectors: other rows would be copied.
+        assert_eq!(auto(15, 15_019, 6999, PrecisionPolicy::Medium), MatmulVariant::FewRows);
+        // A B the tensor cores would copy, under 33 rows: the FP32 kernels read it as it lies.
+        assert_eq!(auto(29, 3987, 15_107, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
+        assert_eq!(auto(29, 3987, 15_108, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
+        // k <= 16: writing C bounds the time, short_k writes it.
+        assert_eq!(auto(5006, 6, 6049, PrecisionPolicy::Medium), MatmulVariant::ShortK);
         // No tensor cores: the FP32 kernels.
         let none = MatmulDevice { tensor_cores: false, ..MatmulDevice::H200 };
         let p = plan_with(MatmulVariant::Auto, shape, none, options(PrecisionPolicy::Medium)).unwrap();
