@@ -983,7 +983,8 @@ mod device_code {
         unsafe { guarded::load4_raw::<T, VEC>(at, true, col, n) }
     }
 
-    /// [`load_b_row`]'s four values, each widened beside its load.
+    /// [`load_b_row`]'s four values, each widened beside its load, the vector load unguarded
+    /// (the caller's `col < n`): `f32`'s code as it was measured ([`Element::DEFERS_WIDENING`]).
     ///
     /// # Safety
     /// As [`load_b_row`].
