@@ -1169,9 +1169,35 @@ pub fn plan(variant: MatmulVariant, shape: MatmulShape, device: MatmulDevice) ->
 /// // A forced split is checked against k: 9 splits of 8 leave one past k = 64.
 /// let err = plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H100, forced(SplitK { splits: 9, k_chunk: 8 }));
 /// assert_eq!(err.unwrap_err().to_string(), "invalid argument: 9 splits of 8 columns leave splits past k = 64");
+/// // A split forced on a kernel that takes none is refused, not ignored.
+/// let err = plan_with(MatmulVariant::Naive, shape, MatmulDevice::H100, forced(SplitK { splits: 8, k_chunk: 8 }));
+/// assert!(err.unwrap_err().to_string().starts_with("invalid argument: naive takes no split of k"));
+/// // So is one on the kernel auto chooses: short_k for k <= 16.
+/// let short = MatmulShape::new(100, 5, 101)?;
+/// let err = plan_with(MatmulVariant::Auto, short, MatmulDevice::H100, forced(SplitK { splits: 2, k_chunk: 4 }));
+/// assert!(err.unwrap_err().to_string().starts_with("invalid argument: short_k takes no split of k"));
 /// # Ok(()) }
 /// ```
 pub fn plan_with(
+    variant: MatmulVariant,
+    shape: MatmulShape,
+    device: MatmulDevice,
+    options: PlanOptions,
+) -> Result<MatmulPlan> {
+    let plan = plan_forced(variant, shape, device, options)?;
+    let forced = options.split.is_some_and(|s| s.splits > 1);
+    if forced && plan.split().is_none() && plan.fallback().and_then(MatmulPlan::split).is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "{} takes no split of k (sgemm, sgemm_warp_tiled, few_rows, few_cols, decode_bf16, decode_f16 and the \
+             wgmma tile kernels do)",
+            plan.variant().name()
+        )));
+    }
+    Ok(plan)
+}
+
+/// [`plan_with`]'s plan, a forced split left out where the kernel takes none.
+fn plan_forced(
     variant: MatmulVariant,
     shape: MatmulShape,
     device: MatmulDevice,
@@ -1192,7 +1218,7 @@ pub fn plan_with(
     let split = options.split;
     if variant == MatmulVariant::WgmmaTf32x3 {
         // The FP32 plan the guard falls back to: auto's under `highest`, with the forced split.
-        let fp32 = plan_with(
+        let fp32 = plan_forced(
             MatmulVariant::Auto,
             shape,
             device,
@@ -1365,7 +1391,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     // few_cols_shared_32's 1.149), but below a tile they are mostly padding (32x65536x32: 0.063
     // against 0.022).
     let m = shape.m.min(u32::MAX as usize) as u32;
-    let max_n = if m < Tile::TALL_32.block_m { kernels::matmul::skinny::few_cols_max_n(m) } else { FEW_COLS_MAX_N };
+    let max_n = if m < Tile::TALL_32.block_m() { kernels::matmul::skinny::few_cols_max_n(m) } else { FEW_COLS_MAX_N };
     if shape.n <= max_n as usize {
         let n = shape.n as u32;
         let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
@@ -1398,8 +1424,8 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
             shape.m.min(shape.n),
             sgemm::NARROW_MAX_SIDE,
             sgemm::NARROW_MIN_K,
-            tile.block_m,
-            tile.block_n
+            tile.block_m(),
+            tile.block_n()
         );
         (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {

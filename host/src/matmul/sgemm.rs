@@ -6,7 +6,7 @@ use super::split_k::SplitK;
 use crate::error::Result;
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::element::OperandType;
-use kernels::matmul::sgemm::{BLOCK_M, BLOCK_N, THREADS, TILE_KERNELS, Tile};
+use kernels::matmul::sgemm::{THREADS, TILE_KERNELS, Tile};
 
 /// The widest narrow side the narrow tiles take: 64 (256 x 64 and 64 x 256).
 ///
@@ -52,19 +52,20 @@ pub fn tile_for(shape: MatmulShape) -> Tile {
     if shape.k < NARROW_MIN_K {
         return Tile::SQUARE;
     }
-    let narrow = |side: usize| {
+    // The narrow side's tile: (at most 32, at most 64) wide or tall.
+    let narrow = |side: usize, (of_32, of_64): (Tile, Tile)| {
         if side <= 32 {
-            Some(32)
+            of_32
         } else if side <= NARROW_MAX_SIDE {
-            Some(64)
+            of_64
         } else {
-            None
+            Tile::SQUARE
         }
     };
     if shape.n <= shape.m {
-        narrow(shape.n).map_or(Tile::SQUARE, Tile::of_width)
+        narrow(shape.n, (Tile::TALL_32, Tile::TALL_64))
     } else {
-        narrow(shape.m).map_or(Tile::SQUARE, |rows| Tile::of_width(BLOCK_M * BLOCK_N / rows))
+        narrow(shape.m, (Tile::WIDE_32, Tile::WIDE_64))
     }
 }
 
@@ -112,7 +113,7 @@ pub fn tile_on(shape: MatmulShape, sm: u32) -> Tile {
     }
     let wide = Tile::WIDE_64;
     let busiest = |t: Tile| tiles(shape, t).div_ceil(sm.max(1) as usize);
-    if busiest(wide) <= busiest(Tile::SQUARE) && grid_over_c(shape, wide.block_n, wide.block_m).is_ok() {
+    if busiest(wide) <= busiest(Tile::SQUARE) && grid_over_c(shape, wide.block_n(), wide.block_m()).is_ok() {
         wide
     } else {
         Tile::SQUARE
@@ -141,6 +142,8 @@ pub fn tile_of(kernel: &str) -> Option<Tile> {
 /// assert_eq!(sgemm::kernel(Tile::TALL_32, OperandType::Bf16), "sgemm_bf16_512x32");
 /// ```
 pub fn kernel(tile: Tile, t: OperandType) -> &'static str {
+    // Every tile is one of Tile's constants, each in the table (the kernels crate's test
+    // `every_tile_has_a_kernel_per_operand_type`); the square tile's row is never reached.
     let (_, names) = TILE_KERNELS.iter().find(|(k, _)| *k == tile).copied().unwrap_or(TILE_KERNELS[0]);
     names[t.index()]
 }
@@ -174,7 +177,7 @@ pub const BLOCKS_PER_SM: u32 = 2;
 /// # Ok(()) }
 /// ```
 pub fn tiles(shape: MatmulShape, tile: Tile) -> usize {
-    tile_count(shape, (tile.block_m, tile.block_n))
+    tile_count(shape, (tile.block_m(), tile.block_n()))
 }
 
 /// Tiles of `block_m x block_n` that cover `C`: the grid's x times y for both register-tiled
@@ -204,7 +207,7 @@ pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> 
 /// # Ok(()) }
 /// ```
 pub fn plan(shape: MatmulShape, tile: Tile, split: SplitK) -> Result<LaunchConfig> {
-    tile_plan(shape, split, (tile.block_m, tile.block_n), THREADS)
+    tile_plan(shape, split, (tile.block_m(), tile.block_n()), THREADS)
 }
 
 /// One block of `threads` threads per `block_m x block_n` tile of `C`, columns on x, one z index

@@ -132,17 +132,19 @@ const _: () = assert!(A_TILE_STRIDE.is_multiple_of(4) && SHARED_BYTES <= 48 * 10
 ///
 /// ```
 /// use kernels::matmul::sgemm::Tile;
-/// assert_eq!((Tile::SQUARE.block_m, Tile::SQUARE.block_n), (128, 128));
-/// assert_eq!((Tile::TALL_32.block_m, Tile::TALL_32.block_n), (512, 32));
+/// assert_eq!((Tile::SQUARE.block_m(), Tile::SQUARE.block_n()), (128, 128));
+/// assert_eq!((Tile::TALL_32.block_m(), Tile::TALL_32.block_n()), (512, 32));
 /// // 512 rows x 8 of k: four 16-byte vectors of A per thread and slice; B's 8 x 32 takes 64 threads.
 /// assert_eq!((Tile::TALL_32.a_vectors(), Tile::TALL_32.b_vectors()), (1024, 64));
 /// ```
+///
+/// The five constants are the only tiles (the fields are private): a kernel exists for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tile {
     /// Rows of `C` per block.
-    pub block_m: u32,
+    block_m: u32,
     /// Columns of `C` per block.
-    pub block_n: u32,
+    block_n: u32,
 }
 
 impl Tile {
@@ -157,9 +159,19 @@ impl Tile {
     /// 32 x 512, for products at most 32 rows tall.
     pub const WIDE_32: Self = Self::of_width(512);
 
-    /// The tile `block_n` wide (32, 64, 128, 256 or 512).
-    pub const fn of_width(block_n: u32) -> Self {
+    /// The tile `block_n` wide (32, 64, 128, 256 or 512: the kernels' widths).
+    pub(crate) const fn of_width(block_n: u32) -> Self {
         Self { block_m: BLOCK_M * BLOCK_N / block_n, block_n }
+    }
+
+    /// Rows of `C` per block.
+    pub const fn block_m(self) -> u32 {
+        self.block_m
+    }
+
+    /// Columns of `C` per block.
+    pub const fn block_n(self) -> u32 {
+        self.block_n
     }
 
     /// Threads along a row of the tile (each 2 x 4 of its columns).
@@ -712,6 +724,16 @@ mod tests {
     use std::vec::Vec;
 
     const TILES: [Tile; 5] = [Tile::SQUARE, Tile::TALL_64, Tile::TALL_32, Tile::WIDE_64, Tile::WIDE_32];
+
+    #[test]
+    fn every_tile_has_a_kernel_per_operand_type() {
+        let tiles = [Tile::SQUARE, Tile::TALL_64, Tile::TALL_32, Tile::WIDE_64, Tile::WIDE_32];
+        for tile in tiles {
+            assert_eq!(TILE_KERNELS.iter().filter(|(t, _)| *t == tile).count(), 1, "{tile:?}");
+            assert_eq!(tile.block_m() * tile.block_n(), BLOCK_M * BLOCK_N, "{tile:?}");
+        }
+        assert_eq!(TILE_KERNELS.len(), tiles.len());
+    }
 
     #[test]
     fn launch_contract_is_256_threads_and_static_shared_memory_under_48_kib() {
