@@ -89,10 +89,10 @@ mod device_code {
     pub(crate) trait Element: Copy {
         /// Bytes of four elements, the alignment of [`Element::load4_nc`].
         const VECTOR_BYTES: usize;
-        /// Whether the kernels that load a whole step before using it (`few_cols`, `few_rows`)
-        /// hold this type's loads unwidened until then. Not `f32`'s, whose widening is no
-        /// instruction: held as bits, its loads took `few_rows` on one row from 0.031 ms to
-        /// 0.038 at 1 x 3978 x 5845 on the H200 (a schedule of ptxas's, not a wait).
+        /// Whether `few_cols`' warp-per-row kernels, which load eight vectors of `A` before using
+        /// them, hold this type's loads unwidened until then. Not `f32`'s, whose widening is no
+        /// instruction and whose code stays as it was measured (held as bits, `f32` loads took
+        /// `few_rows` on one row from 0.031 ms to 0.038 at 1 x 3978 x 5845 on the H200).
         const DEFERS_WIDENING: bool;
         /// Four elements as one vector load leaves them: four words of `f32`, two of a 16-bit
         /// type.

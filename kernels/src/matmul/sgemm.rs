@@ -727,12 +727,11 @@ mod tests {
 
     #[test]
     fn every_tile_has_a_kernel_per_operand_type() {
-        let tiles = [Tile::SQUARE, Tile::TALL_64, Tile::TALL_32, Tile::WIDE_64, Tile::WIDE_32];
-        for tile in tiles {
+        for tile in TILES {
             assert_eq!(TILE_KERNELS.iter().filter(|(t, _)| *t == tile).count(), 1, "{tile:?}");
             assert_eq!(tile.block_m() * tile.block_n(), BLOCK_M * BLOCK_N, "{tile:?}");
         }
-        assert_eq!(TILE_KERNELS.len(), tiles.len());
+        assert_eq!(TILE_KERNELS.len(), TILES.len());
     }
 
     #[test]

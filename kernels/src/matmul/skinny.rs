@@ -970,26 +970,12 @@ mod device_code {
         });
     }
 
-    /// Row `row` of `B`, this thread's 4 columns from `col`, zero past the last column, as loaded
-    /// (widened with `VEC` where used).
+    /// Row `row` of `B`, this thread's 4 columns from `col`, zero past the last column.
     ///
     /// # Safety
     /// `row < k`, `col < n`; with `VEC`, `n % 4 == 0` and `b` is aligned for four elements.
     #[inline(always)]
-    unsafe fn load_b_row<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> Loaded4<T> {
-        let at = b.wrapping_add(row as usize * n as usize + col as usize);
-        // SAFETY: row < k and columns col + j < n where admitted; with VEC, col % 4 == 0 and
-        // n % 4 == 0, so the 4 columns are inside the row, aligned.
-        unsafe { guarded::load4_raw::<T, VEC>(at, true, col, n) }
-    }
-
-    /// [`load_b_row`]'s four values, each widened beside its load, the vector load unguarded
-    /// (the caller's `col < n`): `f32`'s code as it was measured ([`Element::DEFERS_WIDENING`]).
-    ///
-    /// # Safety
-    /// As [`load_b_row`].
-    #[inline(always)]
-    unsafe fn load_b_row_wide<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> [f32; 4] {
+    unsafe fn load_b_row<T: Element, const VEC: bool>(b: *const T, row: u32, n: u32, col: u32) -> [f32; 4] {
         let at = b.wrapping_add(row as usize * n as usize + col as usize);
         if VEC {
             // SAFETY: col % 4 == 0 and n % 4 == 0, so the 4 columns are inside the row, aligned.
@@ -1030,21 +1016,11 @@ mod device_code {
         let mut kk = k_begin;
         while kk + 4 <= k_end {
             // Four rows of B in flight before the first use.
-            let mut raw = [Loaded4::ZERO; 4];
             let mut rows = [[0.0f32; 4]; 4];
             unroll!(u in [0, 1, 2, 3] {
                 // SAFETY: kk + u < k_end <= k and col < n.
-                unsafe {
-                    if T::DEFERS_WIDENING {
-                        raw[u] = load_b_row::<T, VEC>(b, kk + u as u32, n, col);
-                    } else {
-                        rows[u] = load_b_row_wide::<T, VEC>(b, kk + u as u32, n, col);
-                    }
-                }
+                rows[u] = unsafe { load_b_row::<T, VEC>(b, kk + u as u32, n, col) };
             });
-            if T::DEFERS_WIDENING {
-                rows = raw.map(|r| r.widen::<VEC>());
-            }
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < MR && (i as u32) < m {
                     let a_at = a.wrapping_add(i * k as usize + kk as usize);
@@ -1075,7 +1051,7 @@ mod device_code {
         // The last k_len % 4 rows (only off the vector path, where k_len can be ragged).
         while kk < k_end {
             // SAFETY: kk < k_end <= k and col < n.
-            let row = unsafe { load_b_row_wide::<T, VEC>(b, kk, n, col) };
+            let row = unsafe { load_b_row::<T, VEC>(b, kk, n, col) };
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < MR && (i as u32) < m {
                     // SAFETY: row i < m and column kk < k.
