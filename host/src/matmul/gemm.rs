@@ -1122,8 +1122,12 @@ mod tests {
             ((49, 326, 2), "matmul_short_k_bf16"),
             // A narrow side and k >= 256: a narrow tile.
             ((49, 326, 300), "sgemm_bf16_64x256"),
-            // k = 256 < 512: 64 x 256 tiles, as many as 128 x 128.
-            ((256, 256, 256), "sgemm_bf16_64x256"),
+            // k = 250 < 512, rows of 250 BF16 not whole 16-byte vectors: 64 x 256 tiles, as many
+            // as 128 x 128 ...
+            ((256, 256, 250), "sgemm_bf16_64x256"),
+            // ... where whole 16-byte rows keep the tensor cores.
+            ((256, 256, 256), "wgmma_bf16_n128"),
+            ((64, 64, 64), "wgmma_bf16_n128"),
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
             ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),

@@ -690,12 +690,27 @@ pub const SPLIT_TF32_MIN_MACS: u64 = 1 << 31;
 /// ran under 20 µs took 1.49x cuBLASLt BF16's time (geometric mean) on the tensor cores and 0.91x
 /// on the CUDA-core kernels, in `f32`; over all 200, taking the CUDA cores up to 2^25
 /// multiply-adds and for a side of at most 16 made 0.94x (BF16) and 0.89x (TF32) of those runs.
+/// The rule holds where those costs are paid: shapes whose `k` and `n` are multiples of
+/// [`WHOLE_ROWS_ELEMENTS`] have rows of `A` and `B` that are whole 16-byte vectors in every operand
+/// type, the TMA reads them as they lie, and one tile or a few beat the CUDA cores at every size
+/// (H200, 2026-11-28, ms: TF32 64x64x64 0.008 against `sgemm`'s 0.012, 128x128x128 0.009 against
+/// 0.012, 256x256x256 0.007 against 0.010 (cuBLASLt TF32 0.008), 384x256x320 0.009 against 0.013;
+/// BF16 the same within 0.001 ms).
 ///
 /// ```
 /// use hopper_kernels::matmul::plan::CUDA_CORE_MAX_MACS;
 /// assert_eq!(CUDA_CORE_MAX_MACS, 1 << 25);
 /// ```
 pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
+
+/// Elements a row of `A` (`k`) and of `B` (`n`) must be a multiple of for [`CUDA_CORE_MAX_MACS`]
+/// to leave no product to the CUDA cores: 8 makes whole 16-byte rows of BF16, F16 and `f32`.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::WHOLE_ROWS_ELEMENTS;
+/// assert_eq!(WHOLE_ROWS_ELEMENTS * 2, 16);
+/// ```
+pub const WHOLE_ROWS_ELEMENTS: usize = 8;
 
 /// The longest `k` `auto` gives `short_k` (the kernel's own limit,
 /// `kernels::matmul::short_k::MAX_K`), where `k` or `n` is not a multiple of 4: at most 16
@@ -740,7 +755,8 @@ pub const COPIED_B_MAX_M: usize = 32;
 /// Why a product that one tensor-core pass could take (TF32, BF16, F16) is left to the CUDA-core
 /// kernels: no tensor cores, a side of at most 16 (memory-bound: the narrow kernels stream the
 /// large operand once), `k` of at most [`SHORT_K_MAX`] (writing `C` bounds the time) or at most
-/// [`CUDA_CORE_MAX_MACS`] multiply-adds; `None` where the tensor cores take it. The `k` rule, on
+/// [`CUDA_CORE_MAX_MACS`] multiply-adds where rows of `A` or `B` are not whole 16-byte vectors
+/// (`k` or `n` not a multiple of [`WHOLE_ROWS_ELEMENTS`]); `None` where the tensor cores take it. The `k` rule, on
 /// the H200 against the tensor cores (ms): BF16 5006x6x6049 0.066 against 0.089, 1397x5x5919
 /// 0.021 against 0.030; TF32 1397x5x5919 0.020 against 0.025.
 ///
@@ -753,7 +769,10 @@ pub const COPIED_B_MAX_M: usize = 32;
 /// assert!(why(8841, 28, 6665).is_none(), "1.6e9 multiply-adds: the tensor cores");
 /// assert!(why(5202, 3876, 1).unwrap().contains("n = 1 <= 16"));
 /// assert!(why(5006, 6, 6049).unwrap().contains("k = 6 <= 16"));
-/// assert!(why(256, 256, 256).unwrap().contains("16777216 multiply-adds"));
+/// assert!(why(255, 257, 255).unwrap().contains("16711425 multiply-adds"));
+/// assert_eq!(why(256, 256, 256), None, "whole 16-byte rows: the tensor cores at any size");
+/// assert_eq!(why(64, 64, 64), None);
+/// assert!(why(256, 256, 252).unwrap().contains("multiply-adds"), "n = 252: rows of B copied");
 /// // Counted in u128: the largest shapes (sides up to u32::MAX) do not overflow.
 /// let big = u32::MAX as usize;
 /// assert_eq!(why(big, big, big), None);
@@ -769,9 +788,12 @@ pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Op
         Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
     } else if shape.k <= SHORT_K_MAX as usize {
         Some(format!("k = {} <= {SHORT_K_MAX}: writing C bounds the time", shape.k))
-    } else if macs <= CUDA_CORE_MAX_MACS as u128 {
+    } else if macs <= CUDA_CORE_MAX_MACS as u128
+        && !(shape.k.is_multiple_of(WHOLE_ROWS_ELEMENTS) && shape.n.is_multiple_of(WHOLE_ROWS_ELEMENTS))
+    {
         Some(format!(
-            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS}: the tensor-core plan's fixed costs outweigh its arithmetic"
+            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS} and rows of A or B that are not whole 16-byte vectors: \
+             the tensor-core plan's fixed costs outweigh its arithmetic"
         ))
     } else {
         None
@@ -1909,7 +1931,8 @@ mod tests {
         assert_eq!(highest.variant, MatmulVariant::SgemmWarpTiled);
         assert!(highest.reason.starts_with("highest"), "{highest}");
         // Medium runs one TF32 pass above CUDA_CORE_MAX_MACS where high keeps the FP32 kernels
-        // (512^3 has too few tiles for split-TF32), and the FP32 kernels at or below it.
+        // (512^3 has too few tiles for split-TF32), and the FP32 kernels at or below it where
+        // rows of A or B are not whole 16-byte vectors.
         let auto = |m, k, n, policy| {
             plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200, options(policy))
                 .unwrap()
@@ -1917,7 +1940,9 @@ mod tests {
         };
         assert_eq!(auto(512, 512, 512, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(512, 512, 512, PrecisionPolicy::High), MatmulVariant::Sgemm);
-        assert_eq!(auto(256, 256, 256, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
+        assert_eq!(auto(256, 250, 256, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
+        assert_eq!(auto(256, 256, 256, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
+        assert_eq!(auto(256, 256, 256, PrecisionPolicy::High), MatmulVariant::Sgemm);
         assert_eq!(auto(8841, 28, 6665, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(5202, 3876, 1, PrecisionPolicy::Medium), MatmulVariant::FewCols);
         // m <= 16: TF32 from 4 rows on (wgmma_tf32_n16), few_rows below and for small B.
