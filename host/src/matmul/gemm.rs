@@ -22,7 +22,7 @@
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
     MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType, PlanOptions, TileWidth,
-    one_pass_cuda_core_reason, plan_with, wave_fill,
+    one_pass_cuda_core_reason_with, plan_with, small_product_reason, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -84,6 +84,29 @@ impl Format {
         let bytes = |x: usize| x * dtype.size();
         dtype == self.dtype()
             && (self.packed() || bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16)))
+    }
+
+    /// Whether a canonical operand of `cols` columns, `transposed` or not, read from `layout` of
+    /// `dims` (the user operand's rows and columns) in `batch` products, is read as it lies:
+    /// otherwise a launch first converts it into the workspace.
+    fn reads_in_place(self, layout: Layout, dims: (usize, usize), transposed: bool, cols: usize, batch: usize) -> bool {
+        let (src_ld, src_stride) = (layout.leading(dims), layout.stride(dims));
+        // In place: as it lies, packed for the CUDA-core kernels, any 16-byte stride for the TMA.
+        !transposed
+            && (src_ld == self.ld(cols) || !self.packed())
+            && self.takes_in_place(layout.dtype, src_ld, src_stride, batch)
+    }
+
+    /// The tensor cores' format (`Rows16`) and the CUDA-core kernels' (`Packed`) of `dtype`.
+    fn of(dtype: DType, tensor_cores: bool) -> Self {
+        match (dtype, tensor_cores) {
+            (DType::F32, true) => Self::F32Rows16,
+            (DType::F32, false) => Self::F32Packed,
+            (DType::Bf16, true) => Self::Bf16Rows16,
+            (DType::Bf16, false) => Self::Bf16Packed,
+            (DType::F16, true) => Self::F16Rows16,
+            (DType::F16, false) => Self::F16Packed,
+        }
     }
 }
 
@@ -687,7 +710,22 @@ impl Skeleton {
         let (left_src, left_t, right_src, right_t) =
             if col_major { (Source::B, !b_t, Source::A, !a_t) } else { (Source::A, a_t, Source::B, b_t) };
         let inputs = desc.a.dtype;
-        let (variant, kernel) = choose_kernel(desc, shape, device, inputs)?;
+        let layout_of = |s: Source| match s {
+            Source::A => (desc.a, desc.a_rows_cols()),
+            Source::B => (desc.b, desc.b_rows_cols()),
+        };
+        let copies = |tensor_cores: bool| {
+            let format = Format::of(inputs, tensor_cores);
+            [(left_src, left_t, k), (right_src, right_t, n)]
+                .into_iter()
+                .filter(|&(source, transposed, cols)| {
+                    let (layout, dims) = layout_of(source);
+                    !format.reads_in_place(layout, dims, transposed, cols, desc.batch)
+                })
+                .count()
+        };
+        let tensor_cores_copy_more = copies(true) > copies(false);
+        let (variant, kernel) = choose_kernel(desc, shape, device, inputs, tensor_cores_copy_more)?;
         let (left_format, right_format, right_transposed) = formats(variant, kernel.operand_type());
         let precision = match inputs {
             DType::F32 => kernel.precision(),
@@ -696,18 +734,12 @@ impl Skeleton {
             // 16-bit operands are exact in TF32 and in f32: the products are exact.
             DType::Bf16 | DType::F16 => Precision::Fp32,
         };
-        let layout_of = |s: Source| match s {
-            Source::A => (desc.a, desc.a_rows_cols()),
-            Source::B => (desc.b, desc.b_rows_cols()),
-        };
         let mut alloc = Allocator(0);
         let mut operand = |source: Source, transposed: bool, rows: usize, cols: usize, format: Format| {
             let (layout, dims) = layout_of(source);
-            let (src_ld, src_stride) = (layout.leading(dims), layout.stride(dims));
+            let src_ld = layout.leading(dims);
             let ld = format.ld(cols);
-            // In place: as it lies, packed for the CUDA-core kernels, any 16-byte stride for the TMA.
-            let in_place = !transposed && (src_ld == ld || !format.packed());
-            let convert = if in_place && format.takes_in_place(layout.dtype, src_ld, src_stride, desc.batch) {
+            let convert = if format.reads_in_place(layout, dims, transposed, cols, desc.batch) {
                 None
             } else {
                 let kernel = convert::convert_kernel(layout.dtype.name(), format.dtype().name()).ok_or_else(|| {
@@ -815,8 +847,11 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// type. `f32` plans under its policy. BF16 and F16 take the tensor cores (`wgmma_bf16`,
 /// `wgmma_f16`; with `m' <= 16` and rows of `B'` in whole 16-byte vectors their 16-row tiles
 /// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`)
-/// unless [`one_pass_cuda_core_reason`] gives a reason, and otherwise the CUDA-core kernels on the
-/// 16-bit operands as they lie (exact products, the FP32 bound). A named 16-bit kernel takes its
+/// unless [`one_pass_cuda_core_reason_with`] gives a reason (its rule for small products
+/// decided by the descriptor's layouts: `tensor_cores_copy_more`, the tensor-core plan would
+/// convert more operands before its launch than the CUDA-core kernels would), and otherwise the
+/// CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound); `f32`
+/// under `medium` leaves its one TF32 pass for the FP32 kernels by the same rule. A named 16-bit kernel takes its
 /// own type or `f32` (rounded to it on the GPU), never the other 16-bit type; a named CUDA-core
 /// kernel that reads 16-bit operands (`sgemm`, `few_rows`, `few_cols`, `short_k`) reads them as they lie.
 fn choose_kernel(
@@ -824,6 +859,7 @@ fn choose_kernel(
     shape: MatmulShape,
     device: MatmulDevice,
     inputs: DType,
+    tensor_cores_copy_more: bool,
 ) -> Result<(MatmulVariant, MatmulPlan)> {
     let options = PlanOptions { policy: desc.policy, split: desc.split_k, tile: desc.tile };
     let sixteen_bit = match inputs {
@@ -846,6 +882,21 @@ fn choose_kernel(
             )));
         }
         let mut plan = plan_with(desc.variant, shape, device, options)?;
+        if let (MatmulVariant::Auto, MatmulVariant::WgmmaTf32, Some(why)) =
+            (desc.variant, plan.variant(), small_product_reason(shape, tensor_cores_copy_more))
+        {
+            // medium's TF32 pass would copy the operands first: the FP32 kernels, as for shapes
+            // whose rows are not whole vectors.
+            let fp32 = plan_with(
+                MatmulVariant::Auto,
+                shape,
+                device,
+                PlanOptions { policy: PrecisionPolicy::Highest, ..options },
+            )?;
+            let reason =
+                format!("{}, not TF32 ({why}): {}", desc.policy, fp32.reason().trim_start_matches("highest: "));
+            plan = fp32.with_reason(reason);
+        }
         let reads_16_bit = matches!(
             plan.variant(),
             MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::ShortK
@@ -856,7 +907,7 @@ fn choose_kernel(
         return Ok((plan.variant(), plan));
     }
     let t = sixteen_bit.expect("f32 operands are planned above");
-    let cuda_cores = one_pass_cuda_core_reason(shape, device);
+    let cuda_cores = one_pass_cuda_core_reason_with(shape, device, tensor_cores_copy_more);
     let (tiles_variant, decode_variant, kind) = if inputs == DType::Bf16 {
         (MatmulVariant::WgmmaBf16, MatmulVariant::DecodeBf16, "BF16")
     } else {
@@ -1164,6 +1215,41 @@ mod tests {
         let split = crate::matmul::SplitK { splits: 4, k_chunk: 64 };
         let s = skeleton(GemmDesc::new(100, 100, 256).a(bf16).b(bf16).split_k(Some(split)));
         assert_eq!((s.kernel.kernel(), s.kernel.split()), ("sgemm_bf16_64x256", Some(split)));
+    }
+
+    #[test]
+    fn small_products_leave_the_tensor_cores_only_where_those_would_copy_more_operands() {
+        let bf16 = Layout::row_major(DType::Bf16);
+        let variant = |d: GemmDesc| skeleton(d).kernel.variant();
+        // Packed rows of 256 BF16 (512 bytes): both paths read them as they lie.
+        let s = skeleton(GemmDesc::new(256, 256, 256).a(bf16).b(bf16));
+        assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaBf16, "{}", s.kernel);
+        assert!(s.left.convert.is_none() && s.right.convert.is_none());
+        // Both paths copy a transposed A, or rows 520 bytes apart (the CUDA-core kernels read packed
+        // rows, the TMA 16-byte ones), or both operands of a column-major D: the tensor cores.
+        assert_eq!(variant(GemmDesc::new(256, 256, 256).a(bf16).b(bf16).transpose_a(true)), MatmulVariant::WgmmaBf16);
+        assert_eq!(variant(GemmDesc::new(256, 256, 256).a(bf16.ld(260)).b(bf16)), MatmulVariant::WgmmaBf16);
+        let col_major_d = GemmDesc::new(256, 256, 256).a(bf16).b(bf16).d(Layout::col_major(DType::F32));
+        assert_eq!(variant(col_major_d), MatmulVariant::WgmmaBf16);
+        // Packed rows of 250 BF16 (500 bytes): the tensor cores alone would copy A.
+        let s = skeleton(GemmDesc::new(256, 256, 250).a(bf16).b(bf16));
+        assert_eq!(s.kernel.variant(), MatmulVariant::Sgemm, "{}", s.kernel);
+        assert!(s.kernel.reason().contains("would first copy into 16-byte rows"), "{}", s.kernel.reason());
+        assert!(s.left.convert.is_none() && s.right.convert.is_none(), "read as they lie");
+        // The same rows 512 bytes apart: the CUDA-core kernels alone would copy A.
+        let strided = skeleton(GemmDesc::new(256, 256, 250).a(bf16.ld(256)).b(bf16));
+        assert_eq!(strided.kernel.variant(), MatmulVariant::WgmmaBf16, "{}", strided.kernel);
+        assert!(strided.left.convert.is_none(), "the TMA reads rows 512 bytes apart");
+        // Above 2^25 multiply-adds the copy pays for itself.
+        assert_eq!(variant(GemmDesc::new(1024, 1024, 1000).a(bf16).b(bf16)), MatmulVariant::WgmmaBf16);
+        // f32 under medium: one TF32 pass where it copies no more, the FP32 kernels where it does.
+        let medium = |d: GemmDesc| skeleton(d.policy(PrecisionPolicy::Medium));
+        assert_eq!(medium(GemmDesc::new(256, 256, 256)).kernel.variant(), MatmulVariant::WgmmaTf32);
+        assert_eq!(medium(GemmDesc::new(256, 256, 256).transpose_a(true)).kernel.variant(), MatmulVariant::WgmmaTf32);
+        let s = medium(GemmDesc::new(256, 256, 250));
+        assert_eq!(s.kernel.variant(), MatmulVariant::Sgemm, "{}", s.kernel);
+        assert!(s.kernel.reason().starts_with("medium, not TF32 (16384000 multiply-adds"), "{}", s.kernel.reason());
+        assert!(s.kernel.reason().contains("FP32 FMA"), "{}", s.kernel.reason());
     }
 
     #[test]

@@ -779,7 +779,28 @@ pub const COPIED_B_MAX_M: usize = 32;
 /// # Ok(()) }
 /// ```
 pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Option<String> {
-    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    let packed_rows_copied =
+        !(shape.k.is_multiple_of(WHOLE_ROWS_ELEMENTS) && shape.n.is_multiple_of(WHOLE_ROWS_ELEMENTS));
+    one_pass_cuda_core_reason_with(shape, device, packed_rows_copied)
+}
+
+/// [`one_pass_cuda_core_reason`] with its rule for small products decided by the caller:
+/// `tensor_cores_copy_more`, the tensor-core plan converts more operands before its launch than
+/// the CUDA-core kernels do (a `GemmDesc`'s layouts decide it; packed row-major operands are
+/// [`one_pass_cuda_core_reason`]'s case).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::one_pass_cuda_core_reason_with;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape};
+/// let shape = MatmulShape::new(256, 256, 256).unwrap();
+/// assert!(one_pass_cuda_core_reason_with(shape, MatmulDevice::H200, true).is_some());
+/// assert_eq!(one_pass_cuda_core_reason_with(shape, MatmulDevice::H200, false), None);
+/// ```
+pub fn one_pass_cuda_core_reason_with(
+    shape: MatmulShape,
+    device: MatmulDevice,
+    tensor_cores_copy_more: bool,
+) -> Option<String> {
     if !device.tensor_cores {
         Some("no tensor-core kernels on this device".into())
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
@@ -788,16 +809,31 @@ pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Op
         Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
     } else if shape.k <= SHORT_K_MAX as usize {
         Some(format!("k = {} <= {SHORT_K_MAX}: writing C bounds the time", shape.k))
-    } else if macs <= CUDA_CORE_MAX_MACS as u128
-        && !(shape.k.is_multiple_of(WHOLE_ROWS_ELEMENTS) && shape.n.is_multiple_of(WHOLE_ROWS_ELEMENTS))
-    {
-        Some(format!(
-            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS} and rows of A or B that are not whole 16-byte vectors: \
-             the tensor-core plan's fixed costs outweigh its arithmetic"
-        ))
     } else {
-        None
+        small_product_reason(shape, tensor_cores_copy_more)
     }
+}
+
+/// Why a product of at most [`CUDA_CORE_MAX_MACS`] multiply-adds is left to the CUDA cores where
+/// the tensor-core plan would convert more operands before its launch
+/// (`tensor_cores_copy_more`) than the CUDA-core kernels; `None` otherwise.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::small_product_reason;
+/// use hopper_kernels::matmul::MatmulShape;
+/// let shape = MatmulShape::new(256, 250, 256).unwrap();
+/// assert!(small_product_reason(shape, true).unwrap().starts_with("16384000 multiply-adds <= 33554432"));
+/// assert_eq!(small_product_reason(shape, false), None);
+/// assert_eq!(small_product_reason(MatmulShape::new(1024, 1024, 1024).unwrap(), true), None);
+/// ```
+pub fn small_product_reason(shape: MatmulShape, tensor_cores_copy_more: bool) -> Option<String> {
+    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    (tensor_cores_copy_more && macs <= CUDA_CORE_MAX_MACS as u128).then(|| {
+        format!(
+            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS} on operands the tensor-core plan would first copy into \
+             16-byte rows: its fixed costs outweigh its arithmetic"
+        )
+    })
 }
 
 /// Why `auto` under `medium` leaves a product to the FP32 kernels rather than copy its `B` for
