@@ -1252,6 +1252,47 @@ mod tests {
         assert!(s.kernel.reason().contains("FP32 FMA"), "{}", s.kernel.reason());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// The rule's count of copies is the plans' own: over random layouts, a small 16-bit
+        /// product runs on the tensor cores exactly where their plan converts no more operands
+        /// than the CUDA-core plan of the same descriptor.
+        #[test]
+        fn small_16_bit_products_leave_the_tensor_cores_exactly_where_those_convert_more_operands(
+            (m, n, k) in (17usize..=300, 17usize..=300, 17usize..=300),
+            f16 in proptest::bool::ANY,
+            (ta, tb, col_d) in (proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
+            (pad_a, pad_b) in (0usize..=9, 0usize..=9),
+        ) {
+            let dtype = if f16 { DType::F16 } else { DType::Bf16 };
+            let layout = |rows: usize, cols: usize, transposed: bool, pad: usize| {
+                let cols = if transposed { rows } else { cols };
+                Layout::row_major(dtype).ld(cols + pad)
+            };
+            let d = if col_d { Layout::col_major(DType::F32) } else { Layout::row_major(DType::F32) };
+            let desc = GemmDesc::new(m, n, k)
+                .transpose_a(ta)
+                .transpose_b(tb)
+                .a(layout(m, k, ta, pad_a))
+                .b(layout(k, n, tb, pad_b))
+                .d(d);
+            let converts = |s: &Skeleton| [s.left.convert, s.right.convert].iter().filter(|c| c.is_some()).count();
+            let tiles = if f16 { MatmulVariant::WgmmaF16 } else { MatmulVariant::WgmmaBf16 };
+            let tensor_cores = converts(&skeleton(desc.variant(tiles)));
+            let cuda_cores = converts(&skeleton(desc.variant(MatmulVariant::Sgemm)));
+            let auto = skeleton(desc);
+            proptest::prop_assert_eq!(
+                auto.kernel.variant() == tiles,
+                tensor_cores <= cuda_cores,
+                "{} (converts: tensor cores {}, CUDA cores {})",
+                auto.kernel,
+                tensor_cores,
+                cuda_cores
+            );
+        }
+    }
+
     #[test]
     fn f16_operands_take_wgmma_f16_wherever_bf16_ones_take_wgmma_bf16() {
         let (bf16, f16) = (Layout::row_major(DType::Bf16), Layout::row_major(DType::F16));
