@@ -22,7 +22,7 @@
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
     MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType, PlanOptions, TileWidth,
-    one_pass_cuda_core_reason_with, plan_with, small_product_reason, wave_fill,
+    one_pass_cuda_core_reason_with, packed_rows_copied, plan_with, plan_with_copies, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -851,7 +851,7 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// decided by the descriptor's layouts: `tensor_cores_copy_more`, the tensor-core plan would
 /// convert more operands before its launch than the CUDA-core kernels would), and otherwise the
 /// CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound); `f32`
-/// under `medium` leaves its one TF32 pass for the FP32 kernels by the same rule. A named 16-bit kernel takes its
+/// under `medium` leaves its one TF32 pass for the FP32 kernels by that rule or by its shape's. A named 16-bit kernel takes its
 /// own type or `f32` (rounded to it on the GPU), never the other 16-bit type; a named CUDA-core
 /// kernel that reads 16-bit operands (`sgemm`, `few_rows`, `few_cols`, `short_k`) reads them as they lie.
 fn choose_kernel(
@@ -881,22 +881,10 @@ fn choose_kernel(
                 desc.variant
             )));
         }
-        let mut plan = plan_with(desc.variant, shape, device, options)?;
-        if let (MatmulVariant::Auto, MatmulVariant::WgmmaTf32, Some(why)) =
-            (desc.variant, plan.variant(), small_product_reason(shape, tensor_cores_copy_more))
-        {
-            // medium's TF32 pass would copy the operands first: the FP32 kernels, as for shapes
-            // whose rows are not whole vectors.
-            let fp32 = plan_with(
-                MatmulVariant::Auto,
-                shape,
-                device,
-                PlanOptions { policy: PrecisionPolicy::Highest, ..options },
-            )?;
-            let reason =
-                format!("{}, not TF32 ({why}): {}", desc.policy, fp32.reason().trim_start_matches("highest: "));
-            plan = fp32.with_reason(reason);
-        }
+        // medium's one TF32 pass leaves small products to the FP32 kernels where packed rows of
+        // the shape would be copied (plan_with's rule) or the descriptor's layouts would be.
+        let copy_more = packed_rows_copied(shape) || tensor_cores_copy_more;
+        let mut plan = plan_with_copies(desc.variant, shape, device, options, copy_more)?;
         let reads_16_bit = matches!(
             plan.variant(),
             MatmulVariant::Sgemm | MatmulVariant::FewRows | MatmulVariant::FewCols | MatmulVariant::ShortK

@@ -779,9 +779,14 @@ pub const COPIED_B_MAX_M: usize = 32;
 /// # Ok(()) }
 /// ```
 pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Option<String> {
-    let packed_rows_copied =
-        !(shape.k.is_multiple_of(WHOLE_ROWS_ELEMENTS) && shape.n.is_multiple_of(WHOLE_ROWS_ELEMENTS));
-    one_pass_cuda_core_reason_with(shape, device, packed_rows_copied)
+    one_pass_cuda_core_reason_with(shape, device, packed_rows_copied(shape))
+}
+
+/// Whether the tensor-core plan copies packed row-major operands of `shape` before its launch
+/// (and the CUDA-core kernels, which read them as they lie, do not): `k` or `n` not a multiple
+/// of [`WHOLE_ROWS_ELEMENTS`].
+pub(super) fn packed_rows_copied(shape: MatmulShape) -> bool {
+    !(shape.k.is_multiple_of(WHOLE_ROWS_ELEMENTS) && shape.n.is_multiple_of(WHOLE_ROWS_ELEMENTS))
 }
 
 /// [`one_pass_cuda_core_reason`] with its rule for small products decided by the caller:
@@ -1242,7 +1247,20 @@ pub fn plan_with(
     device: MatmulDevice,
     options: PlanOptions,
 ) -> Result<MatmulPlan> {
-    let plan = plan_forced(variant, shape, device, options)?;
+    plan_with_copies(variant, shape, device, options, packed_rows_copied(shape))
+}
+
+/// [`plan_with`] with `auto`'s rule for small products under `medium` decided by the caller:
+/// `tensor_cores_copy_more` as in [`one_pass_cuda_core_reason_with`] (a `GemmDesc`'s layouts
+/// decide it; [`plan_with`] takes packed row-major operands, [`packed_rows_copied`]).
+pub(super) fn plan_with_copies(
+    variant: MatmulVariant,
+    shape: MatmulShape,
+    device: MatmulDevice,
+    options: PlanOptions,
+    tensor_cores_copy_more: bool,
+) -> Result<MatmulPlan> {
+    let plan = plan_forced(variant, shape, device, options, tensor_cores_copy_more)?;
     let forced = options.split.is_some_and(|s| s.splits > 1);
     if forced && plan.split().is_none() && plan.fallback().and_then(MatmulPlan::split).is_none() {
         return Err(Error::InvalidArgument(format!(
@@ -1260,6 +1278,7 @@ fn plan_forced(
     shape: MatmulShape,
     device: MatmulDevice,
     options: PlanOptions,
+    tensor_cores_copy_more: bool,
 ) -> Result<MatmulPlan> {
     let sm = device.sm_count.max(1);
     let (variant, why) = match variant {
@@ -1268,8 +1287,12 @@ fn plan_forced(
                 let (v, why) = choose_kernel(shape, sm);
                 (v, format!("highest: FP32 FMA; {why}"))
             }
-            PrecisionPolicy::High => choose_tensor_core(shape, device, MatmulVariant::WgmmaTf32x3),
-            PrecisionPolicy::Medium => choose_tensor_core(shape, device, MatmulVariant::WgmmaTf32),
+            PrecisionPolicy::High => {
+                choose_tensor_core(shape, device, MatmulVariant::WgmmaTf32x3, tensor_cores_copy_more)
+            }
+            PrecisionPolicy::Medium => {
+                choose_tensor_core(shape, device, MatmulVariant::WgmmaTf32, tensor_cores_copy_more)
+            }
         },
         v => (v, format!("{} requested", v.name())),
     };
@@ -1281,6 +1304,7 @@ fn plan_forced(
             shape,
             device,
             PlanOptions { policy: PrecisionPolicy::Highest, split, tile: None },
+            tensor_cores_copy_more,
         )?;
         let launch = super::wgmma::plan_tf32x3(shape, device)?;
         let kernel = kernels::matmul::wgmma::KERNEL_TF32_PROMOTED;
@@ -1512,7 +1536,14 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
 /// `k` at least [`SPLIT_TF32_MIN_K`] and the tiles at least [`SPLIT_TF32_MIN_TILES`]; TF32 where
 /// [`one_pass_cuda_core_reason`] gives no reason; otherwise the FP32 planner's choice, with why
 /// not.
-fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVariant) -> (MatmulVariant, String) {
+/// `auto`'s choice under `high` (`kernel` = `wgmma_tf32x3`) or `medium` (`wgmma_tf32`);
+/// `tensor_cores_copy_more` as in [`one_pass_cuda_core_reason_with`].
+fn choose_tensor_core(
+    shape: MatmulShape,
+    device: MatmulDevice,
+    kernel: MatmulVariant,
+    tensor_cores_copy_more: bool,
+) -> (MatmulVariant, String) {
     let policy = if kernel == MatmulVariant::WgmmaTf32x3 { "high" } else { "medium" };
     let arithmetic = if kernel == MatmulVariant::WgmmaTf32x3 { "split-TF32" } else { "TF32" };
     // `wgmma_tf32_promoted` tiles `C^T`: BLOCK_M of `n` by PROMOTED_BLOCK_ROWS of `m`.
@@ -1537,7 +1568,7 @@ fn choose_tensor_core(shape: MatmulShape, device: MatmulDevice, kernel: MatmulVa
     }
     let why_not = if kernel == MatmulVariant::WgmmaTf32 {
         // One TF32 pass: the CUDA cores wherever they beat it.
-        match one_pass_cuda_core_reason(shape, device).or_else(|| copied_b_reason(shape)) {
+        match one_pass_cuda_core_reason_with(shape, device, tensor_cores_copy_more).or_else(|| copied_b_reason(shape)) {
             Some(why) => why,
             None => {
                 let why = format!("{policy}: {macs} multiply-adds on tensor cores: {arithmetic}");
