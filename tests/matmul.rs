@@ -918,7 +918,8 @@ fn split_k_plans_give_bitwise_equal_results_on_every_run() {
     let (gpu, mut rng) = (gpu(), fresh_rng("split-k determinism"));
     for (m, k, n) in [(1024, 1024, 1024), (64, 8192, 64), (3, 100_000, 5), (1, 4096, 65_536), (16, 16_384, 300)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        let highest = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
+        let highest =
+            PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
         let plan = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, highest).unwrap();
         assert!(plan.kernel_plan().is_split(), "{shape} was meant to exercise a split: {plan}");
         assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, [&plan]);

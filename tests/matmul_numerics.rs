@@ -58,7 +58,7 @@ fn fp32_class_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<(String, GemmPlan)> {
     }
     let mut plans = Vec::new();
     for policy in [PrecisionPolicy::High, PrecisionPolicy::Highest] {
-        let plan = matmul::plan_gemm(gpu, MatmulVariant::Auto, shape, PlanOptions { policy, split: None, tile: None })
+        let plan = matmul::plan_gemm(gpu, MatmulVariant::Auto, shape, PlanOptions { policy, ..PlanOptions::default() })
             .unwrap();
         plans.push((format!("auto ({policy})"), plan));
     }

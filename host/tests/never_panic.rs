@@ -5,7 +5,7 @@
 
 use hopper_kernels::histogram::{self, HistogramLimits, HistogramTier, InputType, PlanRequest};
 use hopper_kernels::matmul::{
-    self, MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, SplitK, TileWidth,
+    self, MatmulDevice, MatmulShape, MatmulVariant, OperandType, PlanOptions, PrecisionPolicy, SplitK, TileWidth,
 };
 use proptest::prelude::*;
 
@@ -52,9 +52,10 @@ proptest! {
         policy in policy(),
         split in split(),
         tile in prop::sample::select(vec![None, Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N16)]),
+        operands in prop::sample::select(OperandType::ALL.to_vec()),
     ) {
         let shape = MatmulShape::new(m, k, n).unwrap();
-        if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split, tile }) {
+        if let Ok(plan) = matmul::plan_with(variant, shape, device, PlanOptions { policy, split, tile, operands }) {
             prop_assert_eq!(plan.shape(), shape);
             for p in std::iter::once(&plan).chain(plan.fallback()) {
                 let cfg = p.launch_config();

@@ -61,7 +61,7 @@ fn measure_shape(
 
     let planner = suite_planner_name(config.suite_policy);
     progress.set_message(format!("suite {shape}: {planner}"));
-    let options = PlanOptions { policy: config.suite_policy, split: None, tile: None };
+    let options = PlanOptions { policy: config.suite_policy, split: None, tile: None, ..PlanOptions::default() };
     let (kernel, auto) = match plan_or_skip(gpu, MatmulVariant::Auto, shape, options) {
         Ok(plan) => {
             let row = measure_plan(gpu, &planner, &plan, &mut mats, &reference, &timing)?;

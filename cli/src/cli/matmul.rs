@@ -111,7 +111,7 @@ fn plan_variant(
     split_k: Option<u32>,
     tile: Option<TileWidth>,
 ) -> crate::Result<MatmulPlan> {
-    let options = PlanOptions { policy, split: None, tile };
+    let options = PlanOptions { policy, split: None, tile, ..PlanOptions::default() };
     let Some(wanted) = split_k else { return matmul::plan_with(variant, shape, device, options) };
     // Whole stages for the tensor-core tile kernels, CHUNK_GRANULE columns for the others.
     let granule = variant.split_granule().max(split_k::CHUNK_GRANULE);
@@ -342,6 +342,7 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
             policy: args.precision,
             split: plan.split().filter(|_| args.split_k.is_some()),
             tile: args.tile,
+            ..PlanOptions::default()
         };
         let gemm = matmul::plan_gemm(&gpu, variant, shape, options)?;
         // The planned kernel's precision: its bound and its cuBLAS baseline.

@@ -21,8 +21,8 @@
 
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
-    MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType, PlanOptions, TileWidth,
-    one_pass_cuda_core_reason_with, packed_rows_copied, plan_with, plan_with_copies, wave_fill,
+    M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType,
+    PlanOptions, TileWidth, one_pass_cuda_core_reason_with, packed_rows_copied, plan_with, plan_with_copies, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -846,7 +846,9 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// The product kernel for the canonical shape: the descriptor's, or `auto`'s for the operands'
 /// type. `f32` plans under its policy. BF16 and F16 take the tensor cores (`wgmma_bf16`,
 /// `wgmma_f16`; with `m' <= 16` and rows of `B'` in whole 16-byte vectors their 16-row tiles
-/// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`)
+/// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`),
+/// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, which `few_rows` streams
+/// faster on the CUDA cores,
 /// unless [`one_pass_cuda_core_reason_with`] gives a reason (its rule for small products
 /// decided by the descriptor's layouts: `tensor_cores_copy_more`, the tensor-core plan would
 /// convert more operands before its launch than the CUDA-core kernels would), and otherwise the
@@ -861,12 +863,15 @@ fn choose_kernel(
     inputs: DType,
     tensor_cores_copy_more: bool,
 ) -> Result<(MatmulVariant, MatmulPlan)> {
-    let options = PlanOptions { policy: desc.policy, split: desc.split_k, tile: desc.tile };
     let sixteen_bit = match inputs {
         DType::F32 => None,
         DType::Bf16 => Some(OperandType::Bf16),
         DType::F16 => Some(OperandType::F16),
     };
+    // The CUDA-core kernels read 16-bit operands as they lie (on_operands below); few_rows
+    // splits k by the blocks its kernel of that type keeps on an SM.
+    let operands = sixteen_bit.unwrap_or_default();
+    let options = PlanOptions { policy: desc.policy, split: desc.split_k, tile: desc.tile, operands };
     if desc.variant != MatmulVariant::Auto || inputs == DType::F32 {
         if desc.variant.precision() == Precision::Bf16 && inputs == DType::F16 {
             return Err(Error::Unsupported(format!(
@@ -909,11 +914,28 @@ fn choose_kernel(
     // other rows would be copied into such rows at every launch, which costs more than few_rows
     // reading them as they lie.
     let decode_rows = shape.n.is_multiple_of(8);
+    let b_elements = shape.k as u128 * shape.n as u128;
+    let large_b = b_elements >= N16_MIN_B_ELEMENTS as u128;
+    if shape.m == 1 && b_elements >= M1_FEW_ROWS_MIN_B_ELEMENTS as u128 && desc.tile.is_none() {
+        let plan = plan_with(
+            MatmulVariant::FewRows,
+            shape,
+            device,
+            PlanOptions { policy: PrecisionPolicy::Highest, ..options },
+        )?;
+        let split_why = chosen_by_auto(&plan, MatmulVariant::FewRows);
+        let why = format!(
+            "auto: {kind} operands, m = 1: memory-bound on B, few_rows on the CUDA cores reading {kind} as it lies \
+             (exact products), with a split that fills one wave of its blocks; {split_why}"
+        );
+        let plan = plan.on_operands(t)?.with_reason(why);
+        return Ok((plan.variant(), plan));
+    }
     if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows {
         // The TMA pipeline of the 16-row tensor-core tiles streams B faster where its work items
         // fill the SMs (plan::N16_MIN_WAVE_FILL).
         let n16 = PlanOptions { tile: Some(TileWidth::N16), ..options };
-        if desc.tile.is_none() && shape.k as u128 * shape.n as u128 >= N16_MIN_B_ELEMENTS as u128 {
+        if desc.tile.is_none() && large_b {
             let plan = plan_with(tiles_variant, shape, device, n16)?;
             let items = wgmma::tiles(shape, plan.kernel()) * plan.split().map_or(1, |s| s.splits as u64);
             let fill = wave_fill(items, device.sm_count.max(1) as u64);
@@ -1174,9 +1196,12 @@ mod tests {
             // for the 16-row tiles' launch ...
             ((1, 2048, 4096), kernels::matmul::decode::KERNEL),
             // ... and so does the 16-row tensor-core kernel, whose 32 tiles in 4 splits fill the
-            // SMs, as do 112 tiles unsplit.
+            // SMs, as do 112 tiles unsplit ...
             ((1, 4096, 4096), "wgmma_bf16_n16"),
             ((1, 14336, 4096), "wgmma_bf16_n16"),
+            // ... but one row of a B of 2^27 elements or more streams faster through few_rows,
+            // split to fill a wave.
+            ((1, 28672, 8192), "matmul_few_rows_bf16_1"),
             // k <= 16 over millions of outputs: writing C bounds the time, short_k writes it
             // faster than the tensor cores' epilogue.
             ((5006, 6049, 6), "matmul_short_k_bf16"),
@@ -1354,7 +1379,14 @@ mod tests {
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
         assert!(s.regions.total >= 4 * 4096 * 4);
         assert!(s.kernel.reason().contains("128 work items fill 97% of the SMs' last wave"), "{}", s.kernel.reason());
+        // One row of a B of 2^27 elements or more: few_rows' 16-bit kernel, split into one wave
+        // of its blocks (16 per SM, 56 per split: 37 splits), reading B in place.
+        let s = skeleton(GemmDesc::new(1, 28672, 8192).a(bf16).b(bf16));
+        assert_eq!((s.kernel.kernel(), s.kernel.split().map(|s| s.splits)), ("matmul_few_rows_bf16_1", Some(37)));
+        assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
+        assert!(s.kernel.reason().contains("auto: BF16 operands, m = 1: memory-bound on B"), "{}", s.kernel.reason());
         let f16 = Layout::row_major(DType::F16);
+        assert_eq!(skeleton(GemmDesc::new(1, 28672, 8192).a(f16).b(f16)).kernel.kernel(), "matmul_few_rows_f16_1");
         assert_eq!(skeleton(GemmDesc::new(16, 4096, 14336).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
         assert_eq!(skeleton(GemmDesc::new(16, 14336, 4096).a(f16).b(f16)).kernel.kernel(), "wgmma_f16_n16");
         // 17 rows, F16 operands, or no tensor cores: not decode_bf16.

@@ -29,13 +29,15 @@
 //! `sgemm_warp_tiled` ran 1.15-1.35 against 0.91-1.06.
 //!
 //! Then the split of `k` (the grid's z), for the kernels that take one:
-//! - `few_cols` / `few_rows`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
-//!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] / [`FEW_ROWS_MIN_CHUNK`] long.
-//!   For `few_rows_{8,16}` (`m > 4`) the splits aim at the blocks an SM holds
-//!   (`few_rows_blocks_per_sm`: 4 for `_8`, 3 for `_16`) and round down instead of up, so that
-//!   the blocks fit one wave (before `_16` was double-buffered, 12x16384x16384 ran in 0.572 ms
-//!   with 17 splits, 544 blocks on 528 slots, and in 0.389 ms with 16), and may be as short as
-//!   [`FEW_ROWS_PANEL_MIN_CHUNK`].
+//! - `few_cols`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
+//!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] long.
+//! - `few_rows`: for `_8` and `_16` (`m > 4`), and on BF16 or F16 operands for all, the splits
+//!   aim at the blocks an SM holds (`few_rows_blocks_per_sm`: 16 for `_1` on 16-bit operands
+//!   down to 3 for `_16`; its documentation has the measurements) and round down instead of up,
+//!   so that the blocks fit one wave (before `_16` was double-buffered, 12x16384x16384 ran in
+//!   0.572 ms with 17 splits, 544 blocks on 528 slots, and in 0.389 ms with 16); `_1`, `_2` and
+//!   `_4` on `f32` take enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM. Each split is
+//!   at least [`FEW_ROWS_MIN_CHUNK`] long ([`FEW_ROWS_PANEL_MIN_CHUNK`] for `_8` and `_16`).
 //! - `sgemm_warp_tiled`: `s` splits take an estimated `ceil(tiles * s / slots) / s` of the
 //!   unsplit time; the planner takes the fewest `s` (at most [`WARP_TILED_MAX_SPLITS`], each
 //!   split at least [`WARP_TILED_MIN_CHUNK`] long) within [`WARP_TILED_SPLIT_SLACK`] of the
@@ -143,7 +145,7 @@ pub const FEW_ROWS_MIN_CHUNK: u32 = 16;
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::WARP_TILED_MIN_K;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
-/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
 /// let auto = |k| plan_with(MatmulVariant::Auto, MatmulShape::new(4097, k, 8193)?, MatmulDevice::H100, fp32);
 /// assert_eq!(auto(WARP_TILED_MIN_K - 1)?.variant(), MatmulVariant::Sgemm);
 /// assert_eq!(auto(WARP_TILED_MIN_K)?.variant(), MatmulVariant::SgemmWarpTiled);
@@ -156,7 +158,7 @@ pub const WARP_TILED_MIN_K: usize = 512;
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
-/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
 /// // 512^3: 16 tiles, even in 2 splits of k, fill 12% of a wave of 264 block slots, below 85%.
 /// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(512, 512, 512)?, MatmulDevice::H100, fp32)?;
 /// assert_eq!(p.variant(), MatmulVariant::Sgemm);
@@ -458,6 +460,21 @@ pub const TF32_N16_MIN_M: u32 = 4;
 /// 4096 x 4096; below it the launch's fixed costs (tensor maps, a pipeline per work item) are
 /// unmeasured against `few_rows` and the decode kernels.
 pub const N16_MIN_B_ELEMENTS: u64 = 1 << 24;
+/// Fewest elements of `B` for which `auto` on BF16 or F16 operands with one row (`m' = 1`) takes
+/// `few_rows`' 16-bit kernel, its split filling one wave of its blocks
+/// (`few_rows_blocks_per_sm`), over the 16-row tensor-core tiles and the decode kernels. Measured
+/// on the H200 (ms, BF16, against cuBLASLt in the same run): `k x n` of 8192 x 28672 (2^27.8
+/// elements) 0.114 against 0.111, where the 16-row tiles took 0.124 against 0.108 (224 tiles,
+/// two waves); but 4096 x 14336 0.036 against 0.033 (the tiles 0.033 against 0.032), 14336 x
+/// 4096 0.038 against 0.032 (0.034 against 0.032) and 4096 x 4096 0.018 against 0.014 (0.014
+/// against 0.024).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::{M1_FEW_ROWS_MIN_B_ELEMENTS, N16_MIN_B_ELEMENTS};
+/// assert!(M1_FEW_ROWS_MIN_B_ELEMENTS > 14336 * 4096 && M1_FEW_ROWS_MIN_B_ELEMENTS <= 8192 * 28672);
+/// assert!(M1_FEW_ROWS_MIN_B_ELEMENTS > N16_MIN_B_ELEMENTS);
+/// ```
+pub const M1_FEW_ROWS_MIN_B_ELEMENTS: u64 = 1 << 27;
 /// Least fill of the SMs' last wave by an `_n16` plan's work items (tiles times splits) for
 /// which `auto` takes it over `decode_bf16` (`decode_f16`) on BF16 (F16) operands with `m <=
 /// 16`. The `_n16` kernels stream `B` at the pace of the blocks that run, about 32 GB/s each
@@ -1053,7 +1070,8 @@ impl MatmulPlan {
 
     /// The same plan on operands of type `t`: the CUDA-core kernels (`sgemm`, `few_rows`,
     /// `few_cols`) read BF16 and F16 operands as they lie and widen them exactly, so the launch
-    /// grid, the split and the FP32 error bound stay the same. Other kernels read one type only:
+    /// grid, the split and the FP32 error bound stay the same (plan with
+    /// [`PlanOptions::operands`] set to `t` for the split `few_rows` takes on that type). Other kernels read one type only:
     /// for another `t` an [`Error::Unsupported`].
     ///
     /// ```
@@ -1189,7 +1207,7 @@ impl std::fmt::Display for MatmulPlan {
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
 /// assert_eq!(PlanOptions::default().policy, PrecisionPolicy::High);
 /// // `medium`: TF32 where `high` would run split-TF32.
-/// let medium = PlanOptions { policy: PrecisionPolicy::Medium, split: None, tile: None };
+/// let medium = PlanOptions { policy: PrecisionPolicy::Medium, split: None, tile: None, ..PlanOptions::default() };
 /// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H100, medium)?;
 /// assert_eq!(p.variant(), MatmulVariant::WgmmaTf32);
 /// # Ok(()) }
@@ -1204,6 +1222,10 @@ pub struct PlanOptions {
     /// The tile width of the tensor-core kernels that come in several, instead of the planner's
     /// choice (ignored by every other kernel).
     pub tile: Option<TileWidth>,
+    /// The type of the operands the CUDA-core kernels will read ([`MatmulPlan::on_operands`]):
+    /// `few_rows` splits `k` by the blocks its kernel of that type keeps on an SM. The plan
+    /// itself names the `f32` kernel until `on_operands`.
+    pub operands: OperandType,
 }
 
 /// Plans `variant` for `shape` on `device` under the default policy ([`PrecisionPolicy::High`])
@@ -1303,7 +1325,7 @@ fn plan_forced(
             MatmulVariant::Auto,
             shape,
             device,
-            PlanOptions { policy: PrecisionPolicy::Highest, split, tile: None },
+            PlanOptions { policy: PrecisionPolicy::Highest, split, tile: None, operands: OperandType::F32 },
             tensor_cores_copy_more,
         )?;
         let launch = super::wgmma::plan_tf32x3(shape, device)?;
@@ -1351,8 +1373,16 @@ fn plan_forced(
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
-            let one_wave = few_rows_blocks_per_sm(shape.m as u32);
-            let min_chunk = if one_wave.is_some() { FEW_ROWS_PANEL_MIN_CHUNK } else { FEW_ROWS_MIN_CHUNK };
+            let m = shape.m.min(u32::MAX as usize) as u32;
+            let panel = kernels::matmul::skinny::few_rows_uses_panel(m);
+            // One wave where a thread's loads in flight are few (few_rows_blocks_per_sm has the
+            // measurements); the f32 register-only kernels aim at NARROW_BLOCKS_PER_SM.
+            let one_wave = if panel || options.operands != OperandType::F32 {
+                few_rows_blocks_per_sm(options.operands, m)
+            } else {
+                None
+            };
+            let min_chunk = if panel { FEW_ROWS_PANEL_MIN_CHUNK } else { FEW_ROWS_MIN_CHUNK };
             let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), forced);
             (skinny::plan_few_rows(shape, s)?, Some(s), why)
         }
@@ -1921,7 +1951,8 @@ mod tests {
 
     /// `auto` under `highest`: the FP32 CUDA-core planner.
     fn auto_fp32(m: usize, k: usize, n: usize) -> MatmulPlan {
-        let options = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
+        let options =
+            PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
         plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100, options).unwrap()
     }
 
@@ -1987,7 +2018,7 @@ mod tests {
 
     #[test]
     fn medium_runs_tf32_where_high_runs_split_tf32_and_highest_never_the_tensor_cores() {
-        let options = |policy| PlanOptions { policy, split: None, tile: None };
+        let options = |policy| PlanOptions { policy, split: None, tile: None, ..PlanOptions::default() };
         let shape = MatmulShape::new(4096, 4096, 4096).unwrap();
         let medium =
             plan_with(MatmulVariant::Auto, shape, MatmulDevice::H200, options(PrecisionPolicy::Medium)).unwrap();
@@ -2129,9 +2160,19 @@ mod tests {
         // (a multiple of 8), so that every thread's steps are few.
         assert_eq!(auto_fp32(4, 2605, 269).split.unwrap(), SplitK { splits: 109, k_chunk: 24 });
         assert!(auto_fp32(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
-        // The register-only kernels round up: 128 blocks per split, 5 splits.
+        // The register-only kernels round up on f32: 128 blocks per split, 5 splits.
         assert_eq!(auto_fp32(1, 4096, 65_536).split.unwrap().splits, 5);
         assert_eq!(auto_fp32(4, 4096, 65_536).split.unwrap().splits, 5);
+        // On 16-bit operands they fill one wave of their blocks: 16 per SM for few_rows_1, 8
+        // for few_rows_4.
+        let sixteen = PlanOptions { operands: OperandType::Bf16, ..PlanOptions::default() };
+        let split = |m| {
+            plan_with(MatmulVariant::FewRows, MatmulShape::new(m, 4096, 65_536).unwrap(), MatmulDevice::H200, sixteen)
+        };
+        assert_eq!(split(1).unwrap().split.unwrap().splits, 16);
+        assert_eq!(split(4).unwrap().split.unwrap().splits, 8);
+        let p = split(1).unwrap().on_operands(OperandType::Bf16).unwrap();
+        assert_eq!((p.kernel, p.split.unwrap().splits), ("matmul_few_rows_bf16_1", 16));
     }
 
     #[test]

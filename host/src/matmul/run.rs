@@ -354,7 +354,7 @@ pub fn run(gpu: &Gpu, variant: MatmulVariant, mats: &mut DeviceMatrices) -> Resu
         gpu,
         variant,
         mats.shape,
-        PlanOptions { policy: PrecisionPolicy::default(), split: None, tile: None },
+        PlanOptions { policy: PrecisionPolicy::default(), split: None, tile: None, ..PlanOptions::default() },
     )?;
     run_plan(gpu, &plan, mats)
 }

@@ -16,7 +16,7 @@ use kernels::matmul::sgemm_warp_tiled::{BLOCK_M, BLOCK_N, THREADS};
 /// // 4096^2 of C is 1024 tiles: 3.9 waves of 2 x 132 blocks, 97% full, so it is warp-tiled.
 /// let shape = MatmulShape::new(4096, 4096, 4096)?;
 /// assert_eq!((tiles(shape), BLOCKS_PER_SM * 132), (1024, 264));
-/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None };
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
 /// let p = plan_with(MatmulVariant::Auto, shape, MatmulDevice::H100, fp32)?;
 /// assert!(p.reason().contains("1024 tiles on 264 block slots fill 97% of their waves"), "{}", p.reason());
 /// # Ok(()) }

@@ -13,9 +13,10 @@
 /// assert_eq!(OperandType::Bf16.suffix(), "_bf16");
 /// assert_eq!(OperandType::F32.bytes(), 4);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OperandType {
     /// `f32`: the kernels' original symbols.
+    #[default]
     F32,
     /// BF16 (`_bf16` symbols).
     Bf16,

@@ -139,17 +139,26 @@ pub const fn few_rows_uses_panel(m: u32) -> bool {
     false
 }
 
-/// Blocks of the `matmul_few_rows` kernel for `m` rows that one SM holds, for the kernels that
-/// stage `A` ([`few_rows_uses_panel`]): their registers (ptxas, `cargo xtask build-ptx`) bound
-/// it, 141 for `_16` (3 blocks of 128 threads) and 112 for `_8` (4); `None` for the others,
-/// which hold more than the planner asks of them.
-pub const fn few_rows_blocks_per_sm(m: u32) -> Option<u32> {
-    if !few_rows_uses_panel(m) {
-        None
-    } else if m > 8 {
-        Some(3)
-    } else {
-        Some(4)
+/// Blocks of the `matmul_few_rows` kernel for `m` rows on operands of type `t` that one SM
+/// holds, at [`FEW_ROWS_THREADS`] threads a block: their registers (ptxas, `cargo xtask
+/// build-ptx`) bound it: `_1` 40 on `f32` (12 blocks), 32 on BF16 and F16 (16), `_2` 40 (12) and
+/// 48 (10), `_4` 64 (8), `_8` at most 112 (4), `_16` at most 144 (3); `None` above
+/// [`FEW_ROWS_MAX_M`]. The planner splits `k` to fill one wave of them where a thread's loads in
+/// flight are few: the panel kernels', and the 16-bit ones', whose four rows of a thread's
+/// columns in flight are 32 bytes (H200, `matmul_few_rows_bf16_1`, kernel alone: 1 x 3978 x
+/// 5845 took 38.9 us with 42 splits, 4 blocks an SM, and 17.3 with 125, 11.4 an SM; 1 x 4344 x
+/// 10925 79.4 with 23 splits and 32.5 with 91, 15.2 an SM, but 37.7 with 136, a second wave).
+/// The `f32` register-only kernels, whose 64 bytes in flight a thread fill fewer blocks, gained
+/// nothing from it (1 x 4096 x 4096 0.025 ms with a wave of 171 splits against 0.023 with 64).
+pub const fn few_rows_blocks_per_sm(t: OperandType, m: u32) -> Option<u32> {
+    let sixteen_bit = !matches!(t, OperandType::F32);
+    match m {
+        0..=1 => Some(if sixteen_bit { 16 } else { 12 }),
+        2 => Some(if sixteen_bit { 10 } else { 12 }),
+        3..=4 => Some(8),
+        5..=8 => Some(4),
+        9..=FEW_ROWS_MAX_M => Some(3),
+        _ => None,
     }
 }
 
@@ -1196,8 +1205,12 @@ mod tests {
         assert_eq!(few_rows_kernel(17), None);
         assert!(!few_rows_uses_panel(4) && few_rows_uses_panel(5) && few_rows_uses_panel(16));
         assert!(!few_rows_uses_panel(17));
-        assert_eq!((few_rows_blocks_per_sm(4), few_rows_blocks_per_sm(5)), (None, Some(4)));
-        assert_eq!((few_rows_blocks_per_sm(9), few_rows_blocks_per_sm(16)), (Some(3), Some(3)));
+        let (f32, bf16) = (OperandType::F32, OperandType::Bf16);
+        assert_eq!((few_rows_blocks_per_sm(f32, 1), few_rows_blocks_per_sm(bf16, 1)), (Some(12), Some(16)));
+        assert_eq!((few_rows_blocks_per_sm(f32, 2), few_rows_blocks_per_sm(bf16, 2)), (Some(12), Some(10)));
+        assert_eq!((few_rows_blocks_per_sm(f32, 4), few_rows_blocks_per_sm(OperandType::F16, 5)), (Some(8), Some(4)));
+        assert_eq!((few_rows_blocks_per_sm(bf16, 9), few_rows_blocks_per_sm(f32, 16)), (Some(3), Some(3)));
+        assert_eq!(few_rows_blocks_per_sm(f32, 17), None);
         assert_eq!(FEW_ROWS_KERNELS.last().unwrap().0, FEW_ROWS_MAX_M);
     }
 
