@@ -150,6 +150,14 @@ pub const fn few_rows_uses_panel(m: u32) -> bool {
 /// 10925 79.4 with 23 splits and 32.5 with 91, 15.2 an SM, but 37.7 with 136, a second wave).
 /// The `f32` register-only kernels, whose 64 bytes in flight a thread fill fewer blocks, gained
 /// nothing from it (1 x 4096 x 4096 0.025 ms with a wave of 171 splits against 0.023 with 64).
+///
+/// ```
+/// use kernels::matmul::element::OperandType;
+/// use kernels::matmul::skinny::few_rows_blocks_per_sm;
+/// assert_eq!(few_rows_blocks_per_sm(OperandType::Bf16, 1), Some(16));
+/// assert_eq!(few_rows_blocks_per_sm(OperandType::F32, 1), Some(12));
+/// assert_eq!(few_rows_blocks_per_sm(OperandType::F16, 17), None);
+/// ```
 pub const fn few_rows_blocks_per_sm(t: OperandType, m: u32) -> Option<u32> {
     let sixteen_bit = !matches!(t, OperandType::F32);
     match m {
