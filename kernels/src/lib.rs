@@ -27,6 +27,7 @@ pub use nvptx_std::{dynamic_shared_array, shared_array};
 
 pub mod histogram;
 pub mod matmul;
+pub mod occupancy;
 pub mod saxpy;
 
 /// The PTX symbol of every kernel this crate emits, in the order the host lists them.

@@ -51,25 +51,13 @@ fn builder(root: &Path, args: &PtxArgs, module: &kernels::PtxModule) -> PtxBuild
     builder
 }
 
-/// Blocks of `threads` threads using `registers` registers each and `shared` bytes of static
-/// shared memory that one SM of compute capability 9.0 holds: 64 Ki registers, allocated per
-/// warp in units of 256; 2,048 threads; 32 blocks; 228 KiB of shared memory, 1 KiB of it
-/// reserved per block.
-fn blocks_per_sm(registers: u32, shared: u32, threads: u32) -> u32 {
-    let warps = threads.div_ceil(32).max(1);
-    let warp_registers = (registers.max(1) * 32).div_ceil(256) * 256;
-    let by_registers = 65_536 / (warp_registers * warps);
-    let by_threads = 2048 / (warps * 32);
-    let by_shared = 233_472 / (shared + 1024);
-    by_registers.min(by_threads).min(by_shared).min(32)
-}
-
 /// The kernels whose registers hold fewer blocks on an SM than the planner's tables count on
 /// (`few_rows_blocks_per_sm`, by which `few_rows` splits `k` into one wave: a block past the
 /// wave costs a second pass), one line each.
 fn planner_occupancy_shortfalls(report: &[nvptx_builder::ptxas::KernelResources]) -> Vec<String> {
     use kernels::matmul::element::OperandType;
     use kernels::matmul::skinny::{FEW_ROWS_MAX_M, FEW_ROWS_THREADS, few_rows_blocks_per_sm, few_rows_kernel_of};
+    use kernels::occupancy::{SmResources, blocks_per_sm};
     let mut short = Vec::new();
     for t in OperandType::ALL {
         for m in 1..=FEW_ROWS_MAX_M {
@@ -77,7 +65,7 @@ fn planner_occupancy_shortfalls(report: &[nvptx_builder::ptxas::KernelResources]
                 continue;
             };
             let Some(r) = report.iter().find(|r| r.kernel == kernel) else { continue };
-            let held = blocks_per_sm(r.registers, r.shared_bytes, FEW_ROWS_THREADS);
+            let held = blocks_per_sm(SmResources::SM_90, r.registers, r.shared_bytes, FEW_ROWS_THREADS);
             let line =
                 format!("{kernel}: {} registers hold {held} blocks an SM, the planner counts {wanted}", r.registers);
             if held < wanted && !short.contains(&line) {
@@ -121,17 +109,6 @@ pub fn build(root: &Path, args: &PtxArgs) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn blocks_per_sm_follows_the_register_allocation_granule() {
-        // 32 registers: the SM's 2,048 threads as 16 blocks of 128; one more register rounds a
-        // warp up to 40 and leaves 12.
-        assert_eq!(blocks_per_sm(32, 0, 128), 16);
-        assert_eq!(blocks_per_sm(33, 0, 128), 12);
-        assert_eq!(blocks_per_sm(144, 32_768, 128), 3);
-        // Shared memory bounds it too: 64 KiB blocks, three to an SM.
-        assert_eq!(blocks_per_sm(32, 65_536, 128), 3);
-    }
 
     #[test]
     fn a_few_rows_kernel_with_too_many_registers_for_the_planners_wave_is_reported() {

@@ -225,14 +225,15 @@ pub struct ModelOccupancy {
 impl Occupancy for ModelOccupancy {
     fn blocks_per_sm(&self, threads: u32, shared: u32) -> Result<u32> {
         let l = &self.limits;
-        if shared > l.max_shared_per_block_optin || threads > l.max_threads_per_sm {
+        if shared > l.max_shared_per_block_optin {
             return Ok(0);
         }
-        let by_threads = l.max_threads_per_sm / threads;
-        let by_shared = l.max_shared_per_sm / (shared + l.reserved_shared_per_block);
-        let warp_registers = (self.registers * 32).div_ceil(256) * 256;
-        let by_registers = 65_536 / (warp_registers * threads.div_ceil(32)).max(1);
-        Ok(by_threads.min(by_shared).min(by_registers).min(32))
+        let sm = kernels::occupancy::SmResources {
+            max_threads: l.max_threads_per_sm,
+            max_shared: l.max_shared_per_sm,
+            reserved_shared_per_block: l.reserved_shared_per_block,
+        };
+        Ok(kernels::occupancy::blocks_per_sm(sm, self.registers, shared, threads))
     }
 }
 
