@@ -191,8 +191,10 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         if !v.supports(shape) {
             continue;
         }
-        let widths: &[Option<TileWidth>] = if TILE_WIDTHS.contains(&v) {
+        let widths: &[Option<TileWidth>] = if v == MatmulVariant::WgmmaTf32 {
             &[Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N16)]
+        } else if TILE_WIDTHS.contains(&v) {
+            &[Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N64), Some(TileWidth::N16)]
         } else {
             &[None]
         };
@@ -205,7 +207,7 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
 }
 
 /// The tensor-core variants whose kernels come in several tile widths (128 x 256, 128 x 128
-/// and 16 x 128).
+/// and 16 x 128; the 16-bit ones also 128 x 64).
 const TILE_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
 
 /// `variant` (`decode_bf16` or `decode_f16`) as planned, unsplit, and split in 2, 3 and 7 (where
@@ -475,8 +477,14 @@ fn wgmma_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         // The wide tile with every split count; the narrow one (where the variant has one) with
         // a few, which cover the same epilogues.
         let mut widths = vec![(None, &[2, 3, 7, 256][..])];
-        if TILE_WIDTHS.contains(&variant) {
+        if variant == MatmulVariant::WgmmaTf32 {
             widths = vec![(Some(TileWidth::N256), &[2, 3, 7, 256][..]), (Some(TileWidth::N128), &[3, 256][..])];
+        } else if TILE_WIDTHS.contains(&variant) {
+            widths = vec![
+                (Some(TileWidth::N256), &[2, 3, 7, 256][..]),
+                (Some(TileWidth::N128), &[3, 256][..]),
+                (Some(TileWidth::N64), &[3, 256][..]),
+            ];
         }
         for (tile, wanted) in widths {
             for split in forced_splits(shape.k, wanted, granule) {
@@ -562,14 +570,14 @@ fn hopper_tensor_core_split_k_matches_cpu_on_small_shapes() {
     }
 }
 
-/// `wgmma_bf16` and `wgmma_f16` split in 2 to 8 ranges of both tile widths: the `_cluster`
+/// `wgmma_bf16` and `wgmma_f16` split in 2 to 8 ranges of each tile width: the `_cluster`
 /// kernels wherever the work items fit one wave (each tile's splits one cluster, adding up in
 /// its shared memory), checked to be planned so.
 fn cluster_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     let device = matmul::MatmulDevice::of_gpu(gpu);
     let mut plans = Vec::new();
     for variant in [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16] {
-        for tile in [TileWidth::N256, TileWidth::N128] {
+        for tile in [TileWidth::N256, TileWidth::N128, TileWidth::N64] {
             for wanted in 2..=kernels::matmul::wgmma::MAX_CLUSTER_SPLITS {
                 let split = SplitK::about_in(shape.k, wanted, 1, variant.split_granule());
                 let options = PlanOptions { split: Some(split), tile: Some(tile), ..PlanOptions::default() };
@@ -589,7 +597,7 @@ fn cluster_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     plans
 }
 
-/// The cluster-summed splits of `k` (2 to 8 blocks per cluster, both tile widths, BF16 and F16)
+/// The cluster-summed splits of `k` (2 to 8 blocks per cluster, every tile width, BF16 and F16)
 /// on ragged shapes: `m` below one tile and above it, `k` not a multiple of the stage, `n` odd
 /// (scalar stores) and a multiple of 4 (vector stores), against the float64 product with `C`
 /// NaN-poisoned; then bitwise-equal reruns. Small enough for compute-sanitizer (filter

@@ -209,6 +209,12 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[16],
     matmul::wgmma::KERNEL_NAMES[17],
     matmul::wgmma::KERNEL_NAMES[18],
+    matmul::wgmma::KERNEL_NAMES[19],
+    matmul::wgmma::KERNEL_NAMES[20],
+    matmul::wgmma::KERNEL_NAMES[21],
+    matmul::wgmma::KERNEL_NAMES[22],
+    matmul::wgmma::KERNEL_NAMES[23],
+    matmul::wgmma::KERNEL_NAMES[24],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -234,6 +240,10 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[10],
     matmul::wgmma::MAX_THREADS[11],
     matmul::wgmma::MAX_THREADS[12],
+    matmul::wgmma::MAX_THREADS[13],
+    matmul::wgmma::MAX_THREADS[14],
+    matmul::wgmma::MAX_THREADS[15],
+    matmul::wgmma::MAX_THREADS[16],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -263,6 +273,12 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[16],
     matmul::wgmma::CHECKED_MAX_THREADS[17],
     matmul::wgmma::CHECKED_MAX_THREADS[18],
+    matmul::wgmma::CHECKED_MAX_THREADS[19],
+    matmul::wgmma::CHECKED_MAX_THREADS[20],
+    matmul::wgmma::CHECKED_MAX_THREADS[21],
+    matmul::wgmma::CHECKED_MAX_THREADS[22],
+    matmul::wgmma::CHECKED_MAX_THREADS[23],
+    matmul::wgmma::CHECKED_MAX_THREADS[24],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -365,9 +381,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 19
-        && matmul::wgmma::MAX_THREADS.len() == 13
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 19
+    matmul::wgmma::KERNEL_NAMES.len() == 25
+        && matmul::wgmma::MAX_THREADS.len() == 17
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 25
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

@@ -1186,9 +1186,10 @@ mod tests {
             // k = 250 < 512, rows of 250 BF16 not whole 16-byte vectors: 64 x 256 tiles, as many
             // as 128 x 128 ...
             ((256, 256, 250), "sgemm_bf16_64x256"),
-            // ... where whole 16-byte rows keep the tensor cores.
-            ((256, 256, 256), "wgmma_bf16_n128"),
-            ((64, 64, 64), "wgmma_bf16_n128"),
+            // ... where whole 16-byte rows keep the tensor cores (tiles of 128 x 64: the most
+            // blocks).
+            ((256, 256, 256), "wgmma_bf16_n64"),
+            ((64, 64, 64), "wgmma_bf16_n64"),
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
             ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),
@@ -1208,7 +1209,7 @@ mod tests {
             // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue.
             ((8841, 6665, 28), "wgmma_bf16_rows"),
             // BF16 keeps the tensor cores where B would be copied: its sgemm is slower still.
-            ((29, 15_107, 3987), "wgmma_bf16_cluster"),
+            ((29, 15_107, 3987), "wgmma_bf16_n128_rows"),
             ((4096, 4096, 4096), "wgmma_bf16"),
         ] {
             let s = plan(m, n, k);

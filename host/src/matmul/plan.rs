@@ -64,14 +64,16 @@
 //!   partial sums are also held to [`WGMMA_MAX_PARTIAL_FRACTION`] of the operands' bytes. The
 //!   planner takes the fewest `s` within [`WGMMA_SPLIT_SLACK`] of the least estimate, and splits
 //!   only when that saves at least a fifth ([`WGMMA_SPLIT_GAIN`]).
-//! - Their tile: `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` come in two widths, tiles of 128 x
-//!   256 (`wgmma_tf32`: 256 x 128) and of 128 x 128 (the `_n128` kernels, [`TileWidth`]). The
-//!   planner estimates both as above, each with its best split, a stage of the narrow tile
-//!   costing [`WGMMA_N128_STAGE_COST`] of the wide one's, and takes the cheaper (the wide one on
-//!   a tie): twice the tiles fill the SMs where the wide tiles leave most of them idle (1024^3:
-//!   32 tiles of 128 x 256 on 132 SMs, 64 of 128 x 128), without a split's partial sums. For
-//!   `m <= 16`, `wgmma_tf32` has a third, `wgmma_tf32_n16`'s 16 x 128 tiles
-//!   ([`WGMMA_N16_STAGE_COST`]).
+//!   The 16-bit kernels split only into their `_cluster` forms (at most 8 splits, all work items
+//!   at once), whose sum costs [`WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE`] per value of the tile.
+//! - Their tile: `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` come in several widths, tiles of 128 x
+//!   256 (`wgmma_tf32`: 256 x 128), of 128 x 128 (the `_n128` kernels, [`TileWidth`]) and, for
+//!   the 16-bit kernels, of 128 x 64 (`_n64`). The planner estimates each as above, with its best
+//!   split, a stage of the narrower tiles costing [`WGMMA_N128_STAGE_COST`] and
+//!   [`WGMMA_N64_STAGE_COST`] of the wide one's, and takes the cheapest (the wider on a tie):
+//!   more tiles fill the SMs where the wide tiles leave most of them idle (1024^3: 32 tiles of
+//!   128 x 256 on 132 SMs, 128 of 128 x 64), with no split or a cheaper sum. For `m <= 16`, every
+//!   family has `_n16`'s 16 x 128 tiles ([`WGMMA_N16_STAGE_COST`]).
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
@@ -321,12 +323,11 @@ pub const SGEMM_REDUCE_K_PER_VALUE: f64 = 3.5e-5;
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::WGMMA_MIN_CHUNK_STAGES;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-/// // One tile of 24 x 171 and k = 13368 (209 stages of 64): 53 splits of the shortest split, 4
-/// // stages, on 53 SMs.
-/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
+/// // One TF32 tile of 24 x 100 and k = 8192 (256 stages of 32): 64 splits of the shortest split,
+/// // 4 stages, on 64 SMs.
+/// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 8192, 100)?, MatmulDevice::H200)?;
 /// let s = p.split().unwrap();
-/// assert_eq!((s.splits, s.k_chunk), (53, WGMMA_MIN_CHUNK_STAGES * 64));
-/// assert!(s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * 64);
+/// assert_eq!((s.splits, s.k_chunk), (64, WGMMA_MIN_CHUNK_STAGES * 32));
 /// # Ok(()) }
 /// ```
 pub const WGMMA_MIN_CHUNK_STAGES: u32 = 4;
@@ -359,6 +360,26 @@ pub const WGMMA_REDUCE_FIXED_STAGES: f64 = 1.0;
 /// assert!(100.0 * 1024.0 * 1024.0 * WGMMA_REDUCE_STAGES_PER_VALUE > 400.0);
 /// ```
 pub const WGMMA_REDUCE_STAGES_PER_VALUE: f64 = 4.5e-6;
+/// The cost of a cluster-summed split (the `_cluster` kernels) per value of its tile, in stages
+/// of one block: every block stores its partial product in its shared memory and reads its share
+/// of the tile's rows from every block of the cluster, a tile's worth whatever the split count,
+/// at the speed of distributed shared memory. Fitted on the H200 (BF16, median of 11 x 10
+/// launches): at 64x4096x4096 in clusters of 6 on 128 x 256 tiles 14.5 us, of 3 on 128 x 128
+/// 13.6 us, of 2 on 128 x 64 11.1 us; at 128x4096x4096 17.0, 15.1 and 11.9 us: beyond their
+/// stages, about 13, 6.5 and 3.3 stages of sum.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // A 128 x 256 tile's sum costs about 13 stages.
+/// assert!((128.0 * 256.0 * WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE - 13.0f64).abs() < 1.0);
+/// // 64 x 4096 x 4096: two splits of 128 x 64 tiles in clusters, not six of 128 x 256.
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(64, 4096, 4096)?, MatmulDevice::H200)?;
+/// assert_eq!((p.kernel(), p.split().unwrap().splits), ("wgmma_bf16_n64_cluster", 2));
+/// # Ok(()) }
+/// ```
+pub const WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE: f64 = 4.0e-4;
 /// The most bytes of partial sums (`splits x m x n x 4`) a tensor-core split may write, as a
 /// fraction of the operands' bytes (`(m + n) x k` elements): the reduction's traffic stays small
 /// beside the product's.
@@ -406,8 +427,9 @@ pub const WGMMA_SPLIT_GAIN: f64 = 0.8;
 /// use hopper_kernels::matmul::plan::WGMMA_N128_STAGE_COST;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
 /// assert!(WGMMA_N128_STAGE_COST > 0.5 && WGMMA_N128_STAGE_COST < 1.0);
-/// // 1024^3: 32 wide tiles leave 100 of 132 SMs idle; 64 narrow ones half as many.
-/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(1024, 1024, 1024)?, MatmulDevice::H200)?;
+/// // 1000 x 800 x 1200: 40 wide tiles leave 92 of 132 SMs idle, 80 narrow ones 52 (and 160 of
+/// // 128 x 64 would take two waves).
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(1000, 800, 1200)?, MatmulDevice::H200)?;
 /// assert_eq!(p.kernel(), "wgmma_bf16_n128");
 /// // 4096^3: 512 wide tiles already fill every SM.
 /// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(4096, 4096, 4096)?, MatmulDevice::H200)?;
@@ -415,6 +437,24 @@ pub const WGMMA_SPLIT_GAIN: f64 = 0.8;
 /// # Ok(()) }
 /// ```
 pub const WGMMA_N128_STAGE_COST: f64 = 0.57;
+/// A stage of a 128 x 64 tensor-core tile (the 16-bit `_n64` kernels) in stages of the
+/// 128 x 256 tile: a quarter of the multiply-adds, and the same `A` rows. Measured on the H200
+/// (BF16, median of 11 x 10 launches): 4096^3 took 317 us on 128 x 64 tiles against 183 us on
+/// 128 x 256 (16 waves of them against 4), 0.43 of a wide stage each; 2048^3 42.0 against 27.6
+/// us (4 waves against 1), 0.38.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::WGMMA_N64_STAGE_COST;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// assert!(WGMMA_N64_STAGE_COST > 0.25 && WGMMA_N64_STAGE_COST < 0.57);
+/// // 1024^3: 32 wide tiles leave 100 of 132 SMs idle; 128 of 128 x 64 leave 4 (9.6 us against
+/// // 10.7 on 128 x 128 and 15.4 on 128 x 256).
+/// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(1024, 1024, 1024)?, MatmulDevice::H200)?;
+/// assert_eq!(p.kernel(), "wgmma_bf16_n64");
+/// # Ok(()) }
+/// ```
+pub const WGMMA_N64_STAGE_COST: f64 = 0.4;
 /// A stage of the `_n16` kernels' 16 x 128 tile in stages of the 128 x 256 tile: where it runs
 /// (`m <= 16`) the time is the time to read the stage's bytes, 18 KiB against the wide
 /// stage's 48 KiB.
@@ -508,6 +548,9 @@ pub enum TileWidth {
     N256,
     /// The instruction's `n = 128`: tiles of 128 x 128 (the `_n128` kernels).
     N128,
+    /// The instruction's `n = 64`: tiles of 128 x 64 (the 16-bit `_n64` kernels; the TF32
+    /// family, which tiles `C^T`, has none).
+    N64,
     /// The instruction's `n = 16`: the `_n16` kernels' tiles of 16 x 128 of `C` (on `C^T`), for
     /// `m <= 16` (the planner considers them only there).
     N16,
@@ -515,7 +558,7 @@ pub enum TileWidth {
 
 impl TileWidth {
     /// Every width, widest first.
-    pub const ALL: [Self; 3] = [Self::N256, Self::N128, Self::N16];
+    pub const ALL: [Self; 4] = [Self::N256, Self::N128, Self::N64, Self::N16];
 
     /// The width's name as the command line takes it.
     ///
@@ -527,6 +570,7 @@ impl TileWidth {
         match self {
             Self::N256 => "n256",
             Self::N128 => "n128",
+            Self::N64 => "n64",
             Self::N16 => "n16",
         }
     }
@@ -535,17 +579,18 @@ impl TileWidth {
     ///
     /// ```
     /// use hopper_kernels::matmul::plan::TileWidth;
-    /// assert_eq!(TileWidth::ALL.map(TileWidth::instruction_n), [256, 128, 16]);
+    /// assert_eq!(TileWidth::ALL.map(TileWidth::instruction_n), [256, 128, 64, 16]);
     /// ```
     pub fn instruction_n(self) -> u32 {
         match self {
             Self::N256 => 256,
             Self::N128 => 128,
+            Self::N64 => 64,
             Self::N16 => 16,
         }
     }
 
-    /// The width named `name` (`n256`, `n128`, `n16`).
+    /// The width named `name` (`n256`, `n128`, `n64`, `n16`).
     ///
     /// ```
     /// use hopper_kernels::matmul::plan::TileWidth;
@@ -975,9 +1020,9 @@ impl MatmulPlan {
     /// let auto = plan(MatmulVariant::Auto, shape, MatmulDevice::H100)?;
     /// assert_eq!(auto.split(), Some(SplitK { splits: 8, k_chunk: 64 }));
     /// assert_eq!(plan(MatmulVariant::Tiled16, shape, MatmulDevice::H100)?.split(), None); // takes no split
-    /// // Two 128 x 128 tiles of wgmma_bf16 and a long k: 53 splits of 4 stages of 64.
-    /// let long = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
-    /// assert_eq!(long.split(), Some(SplitK { splits: 53, k_chunk: 256 }));
+    /// // Two 128 x 128 tiles of wgmma_tf32 and a long k: 60 splits of 7 stages of 32.
+    /// let long = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
+    /// assert_eq!(long.split(), Some(SplitK { splits: 60, k_chunk: 224 }));
     /// # Ok(()) }
     /// ```
     pub fn split(&self) -> Option<SplitK> {
@@ -1128,12 +1173,12 @@ impl MatmulPlan {
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
     /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-    /// // 32 tiles of 128 x 128 in 3 splits: 32 clusters of 3 blocks, no workspace.
+    /// // 64 tiles of 128 x 64 in 2 splits: 64 clusters of 2 blocks, no workspace.
     /// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(128, 4096, 4096)?, MatmulDevice::H200)?;
-    /// assert_eq!((p.kernel(), p.cluster_blocks(), p.workspace_floats()), ("wgmma_bf16_n128_cluster", 3, 0));
-    /// // 53 splits are more than a cluster holds: the tile's last work item adds them.
-    /// let long = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
-    /// assert_eq!((long.kernel(), long.cluster_blocks()), ("wgmma_bf16_n128_rows", 1));
+    /// assert_eq!((p.kernel(), p.cluster_blocks(), p.workspace_floats()), ("wgmma_bf16_n64_cluster", 2, 0));
+    /// // TF32 has no cluster kernel: each tile's last work item adds its 60 splits.
+    /// let long = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
+    /// assert_eq!((long.kernel(), long.cluster_blocks()), ("wgmma_tf32_n128", 1));
     /// # Ok(()) }
     /// ```
     pub fn cluster_blocks(&self) -> u32 {
@@ -1756,10 +1801,18 @@ fn wgmma_tile_and_split(
         choices.push((k, s, why, estimate));
     }
     if choices.is_empty() {
-        // A kernel of one width (wgmma_tf32_transposed).
+        // A kernel of one width (wgmma_tf32_transposed), or a width the family lacks (n64 for
+        // TF32): the kernel's own tiles, and the plan says so.
         let (s, why, _) = match forced {
             Some(s) => (s, "split forced".to_string(), 0.0),
             None => wgmma_split(shape, device, variant, kernel),
+        };
+        let why = match tile {
+            Some(w) => {
+                let (r, c) = super::wgmma::tile_of(kernel);
+                format!("{kernel} has no {} tiles: its own of {r}x{c}; {why}", w.name())
+            }
+            None => why,
         };
         return (kernel, s, why);
     }
@@ -1812,6 +1865,8 @@ fn wgmma_estimate(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     let (rows, cols) = super::wgmma::tile_of(kernel);
     let stage_cost = if rows == wgmma_tiles::N16_BLOCK_ROWS {
         WGMMA_N16_STAGE_COST
+    } else if rows as u64 * cols as u64 <= 128 * 64 {
+        WGMMA_N64_STAGE_COST
     } else if rows as u64 * cols as u64 <= 128 * 128 {
         WGMMA_N128_STAGE_COST
     } else {
@@ -1823,7 +1878,7 @@ fn wgmma_estimate(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     // A tile's last work item reads every split's partial product; a cluster's blocks each read
     // a tile's worth, in parallel.
     let reduce = if cluster_form(shape, device, kernel, splits).is_some() {
-        WGMMA_REDUCE_FIXED_STAGES + values * WGMMA_REDUCE_STAGES_PER_VALUE
+        WGMMA_REDUCE_FIXED_STAGES + rows as f64 * cols as f64 * WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE
     } else if splits > 1 {
         WGMMA_REDUCE_FIXED_STAGES + splits as f64 * values * WGMMA_REDUCE_STAGES_PER_VALUE
     } else {
@@ -1860,15 +1915,24 @@ fn wgmma_split(
     // up to MAX_SPLITS.
     let min_per = WGMMA_MIN_CHUNK_STAGES as u64;
     let most = stages.div_ceil(min_per).min(super::split_k::MAX_SPLITS as u64);
+    // A family with a `_cluster` form splits only into it: each tile's last work item summing
+    // the partial products alone ran slower than the cluster sum, or than no split, on every
+    // shape measured on the H200 (BF16, median of 11 x 10 launches: 975x3821x24 26.6 us in 15
+    // splits against 20.5 us in a cluster of 8 on 128 x 256 tiles; 1024^3 on 128 x 64 tiles
+    // 17.7 us in 2 against 9.6 us unsplit; 24x13368x171 23.0 us in 12 against 16.0 us in a
+    // cluster of 8).
+    let clustered = kernels::matmul::wgmma::cluster_kernel(kernel).is_some();
     let mut candidates: Vec<(u64, u64, f64)> = Vec::new();
     for wanted in 2..=most {
         let per = stages.div_ceil(wanted).max(min_per);
         let splits = stages.div_ceil(per);
         let partial_bytes = 4.0 * splits as f64 * values;
-        if splits < 2
-            || candidates.last().is_some_and(|c| c.0 == splits)
-            || partial_bytes > WGMMA_MAX_PARTIAL_FRACTION * operand_bytes
-        {
+        let refused = if clustered {
+            cluster_form(shape, device, kernel, splits).is_none()
+        } else {
+            partial_bytes > WGMMA_MAX_PARTIAL_FRACTION * operand_bytes
+        };
+        if splits < 2 || candidates.last().is_some_and(|c| c.0 == splits) || refused {
             continue;
         }
         candidates.push((splits, per, cost(splits, per)));
@@ -2280,8 +2344,9 @@ mod tests {
                 // The variant's kernel, or its sibling of another tile.
                 let named = v.kernel().unwrap();
                 assert_eq!(p.variant, v);
-                let sibling = wgmma_tiles::with_tile(named, 128) == Some(p.kernel)
-                    || (v == MatmulVariant::Sgemm && sgemm::tile_of(p.kernel).is_some());
+                let sibling =
+                    TileWidth::ALL.iter().any(|w| wgmma_tiles::with_tile(named, w.instruction_n()) == Some(p.kernel))
+                        || (v == MatmulVariant::Sgemm && sgemm::tile_of(p.kernel).is_some());
                 assert!(p.kernel == named || sibling, "{p}");
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
@@ -2367,11 +2432,12 @@ mod tests {
                 assert!(s.k_chunk.is_multiple_of(granule) && s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * granule, "{p}");
                 assert_eq!(s.splits as usize, k.div_ceil(s.k_chunk as usize), "{p}");
                 // One wave at most, and at least a quarter of the SMs busy (or every split the
-                // shortest chunk allows).
+                // shortest chunk allows, or the most a cluster sums).
                 let items = tiles * s.splits as u64;
                 assert!(items <= 132, "{p}");
                 let most = (k as u64).div_ceil((WGMMA_MIN_CHUNK_STAGES * granule) as u64) * tiles;
-                assert!(items >= 33 || items == most || s.splits > 4 && m * n > 4000, "{p}");
+                let full_cluster = p.cluster_blocks() == kernels::matmul::wgmma::MAX_CLUSTER_SPLITS;
+                assert!(items >= 33 || items == most || full_cluster || s.splits > 4 && m * n > 4000, "{p}");
                 assert_eq!(p.launch.grid_dim, (items as u32, 1, 1), "{p}");
                 // The partials are in the workspace, or with at most a cluster's splits in
                 // the cluster's shared memory, and the plan says why.
@@ -2387,19 +2453,20 @@ mod tests {
                 }
             }
         }
-        // 24x13368x171 on the wide tiles: 53 splits of 4 stages of 64 (BF16, one tile), 60 of 7
-        // stages of 32 (TF32 on C^T: two tiles of 256 x 128).
+        // 24x13368x171 on the wide tiles: BF16 in a cluster of 8 splits of 27 stages of 64 (one
+        // tile; the 16-bit kernels split only into clusters), TF32 in 60 of 7 stages of 32 (on
+        // C^T: two tiles of 256 x 128, each tile's last work item adding them).
         let shape = MatmulShape::new(24, 13_368, 171).unwrap();
         let wide = PlanOptions { tile: Some(TileWidth::N256), ..PlanOptions::default() };
         let bf16 = plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, wide).unwrap();
-        assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_rows", Some(SplitK { splits: 53, k_chunk: 256 })));
+        assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_cluster", Some(SplitK { splits: 8, k_chunk: 1728 })));
         let tf32 = plan_with(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200, wide).unwrap();
         assert_eq!((tf32.split, tf32.launch.grid_dim.0), (Some(SplitK { splits: 60, k_chunk: 224 }), 120));
-        // The planner's: two tiles of 128 x 128, each in 53 splits of 4 stages, cost less than one
-        // of 128 x 256 in as many splits (an estimated 6.3 stages against 8.0).
+        // The planner's: three tiles of 128 x 64 in clusters of 8 cost less than two of 128 x 128
+        // or one of 128 x 256 (their cluster sums cost with the tile's area).
         let bf16 = plan(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200).unwrap();
-        assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_n128_rows", Some(SplitK { splits: 53, k_chunk: 256 })));
-        assert!(bf16.reason.contains("tiles of 128x128: an estimated 6.3 stages"), "{bf16}");
+        assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_n64_cluster", Some(SplitK { splits: 8, k_chunk: 1728 })));
+        assert!(bf16.reason.contains("tiles of 128x64: an estimated 17.1 stages"), "{bf16}");
     }
 
     #[test]

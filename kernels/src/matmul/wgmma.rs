@@ -109,6 +109,16 @@ pub const KERNEL_F16_N128: &str = "wgmma_f16_n128";
 pub const KERNEL_BF16_N128_ROWS: &str = "wgmma_bf16_n128_rows";
 /// PTX symbol of `wgmma_f16_n128` with the row-staged epilogue only.
 pub const KERNEL_F16_N128_ROWS: &str = "wgmma_f16_n128_rows";
+/// PTX symbol of `wgmma_bf16` on tiles of 128 x [`N64_BLOCK_N`] (`m64n64k16`, [`N64_STAGES`]
+/// stages): narrow outputs and mid-sized products, which the wider tiles leave as too few
+/// tiles for the SMs or as padding columns.
+pub const KERNEL_BF16_N64: &str = "wgmma_bf16_n64";
+/// PTX symbol of `wgmma_f16` on tiles of 128 x [`N64_BLOCK_N`].
+pub const KERNEL_F16_N64: &str = "wgmma_f16_n64";
+/// PTX symbol of `wgmma_bf16_n64` with the row-staged epilogue only (as [`KERNEL_BF16_ROWS`]).
+pub const KERNEL_BF16_N64_ROWS: &str = "wgmma_bf16_n64_rows";
+/// PTX symbol of `wgmma_f16_n64` with the row-staged epilogue only.
+pub const KERNEL_F16_N64_ROWS: &str = "wgmma_f16_n64_rows";
 /// PTX symbol of `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, `A` in boxes
 /// of 128 rows).
 pub const KERNEL_TF32_N128: &str = "wgmma_tf32_n128";
@@ -131,6 +141,10 @@ pub const KERNEL_F16_CLUSTER: &str = "wgmma_f16_cluster";
 pub const KERNEL_BF16_N128_CLUSTER: &str = "wgmma_bf16_n128_cluster";
 /// PTX symbol of `wgmma_f16_n128`'s cluster-summed split ([`KERNEL_BF16_CLUSTER`]).
 pub const KERNEL_F16_N128_CLUSTER: &str = "wgmma_f16_n128_cluster";
+/// PTX symbol of `wgmma_bf16_n64`'s cluster-summed split ([`KERNEL_BF16_CLUSTER`]).
+pub const KERNEL_BF16_N64_CLUSTER: &str = "wgmma_bf16_n64_cluster";
+/// PTX symbol of `wgmma_f16_n64`'s cluster-summed split ([`KERNEL_BF16_CLUSTER`]).
+pub const KERNEL_F16_N64_CLUSTER: &str = "wgmma_f16_n64_cluster";
 /// The most splits of `k` a `_cluster` kernel adds: blocks per cluster, the portable most.
 pub const MAX_CLUSTER_SPLITS: u32 = 8;
 /// Floats after each row of a `_cluster` kernel's partial product in shared memory: 8, so that a
@@ -150,6 +164,7 @@ pub const fn cluster_sum_bytes(block_n: u32) -> u32 {
 }
 const _: () = assert!(cluster_sum_bytes(BLOCK_N) <= STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K_BYTES);
 const _: () = assert!(cluster_sum_bytes(N128_BLOCK_N) <= N128_STAGES * (BLOCK_M + N128_BLOCK_N) * BLOCK_K_BYTES);
+const _: () = assert!(cluster_sum_bytes(N64_BLOCK_N) <= N64_STAGES * (BLOCK_M + N64_BLOCK_N) * BLOCK_K_BYTES);
 /// The kernels of the sm_90a module.
 pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_BF16,
@@ -171,8 +186,14 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_F16_CLUSTER,
     KERNEL_BF16_N128_CLUSTER,
     KERNEL_F16_N128_CLUSTER,
+    KERNEL_BF16_N64,
+    KERNEL_F16_N64,
+    KERNEL_BF16_N64_ROWS,
+    KERNEL_F16_N64_ROWS,
+    KERNEL_BF16_N64_CLUSTER,
+    KERNEL_F16_N64_CLUSTER,
 ];
-/// The cluster-summed kernel for `kernel` (`wgmma_bf16`, `wgmma_f16`, their `_n128` forms, or
+/// The cluster-summed kernel for `kernel` (`wgmma_bf16`, `wgmma_f16`, their `_n128` and `_n64` forms, or
 /// any of their `_rows` forms), if it has one.
 ///
 /// ```
@@ -187,10 +208,12 @@ pub const fn cluster_kernel(kernel: &str) -> Option<&'static str> {
         b"wgmma_f16" | b"wgmma_f16_rows" | b"wgmma_f16_cluster" => Some(KERNEL_F16_CLUSTER),
         b"wgmma_bf16_n128" | b"wgmma_bf16_n128_rows" | b"wgmma_bf16_n128_cluster" => Some(KERNEL_BF16_N128_CLUSTER),
         b"wgmma_f16_n128" | b"wgmma_f16_n128_rows" | b"wgmma_f16_n128_cluster" => Some(KERNEL_F16_N128_CLUSTER),
+        b"wgmma_bf16_n64" | b"wgmma_bf16_n64_rows" | b"wgmma_bf16_n64_cluster" => Some(KERNEL_BF16_N64_CLUSTER),
+        b"wgmma_f16_n64" | b"wgmma_f16_n64_rows" | b"wgmma_f16_n64_cluster" => Some(KERNEL_F16_N64_CLUSTER),
         _ => None,
     }
 }
-/// The row-staged kernel for `kernel` (`wgmma_bf16`, `wgmma_f16` or their `_n128` forms), else
+/// The row-staged kernel for `kernel` (`wgmma_bf16`, `wgmma_f16` or their `_n128` and `_n64` forms), else
 /// `kernel` itself.
 ///
 /// ```
@@ -205,43 +228,52 @@ pub const fn rows_kernel(kernel: &'static str) -> &'static str {
         b"wgmma_f16" => KERNEL_F16_ROWS,
         b"wgmma_bf16_n128" => KERNEL_BF16_N128_ROWS,
         b"wgmma_f16_n128" => KERNEL_F16_N128_ROWS,
+        b"wgmma_bf16_n64" => KERNEL_BF16_N64_ROWS,
+        b"wgmma_f16_n64" => KERNEL_F16_N64_ROWS,
         _ => kernel,
     }
 }
 
 /// The kernel of the same family and operands as `kernel` whose instruction is `m64n{n}`:
-/// tiles 256 (`n = 256`) or 128 wide (`n = 128`), or for the TF32 kernels, which tile `C^T`,
-/// of 256, 128 rows of `C`; `n = 16` is the `_n16` kernels' 16 rows of `C` on `C^T` in every
-/// family ([`KERNEL_TF32_N16`], [`KERNEL_BF16_N16`]); `None` where the family has no such
-/// kernel.
+/// tiles 256 (`n = 256`), 128 (`n = 128`) or, for the 16-bit kernels, 64 wide (`n = 64`), or
+/// for the TF32 kernels, which tile `C^T`, of 256, 128 rows of `C`; `n = 16` is the `_n16`
+/// kernels' 16 rows of `C` on `C^T` in every family ([`KERNEL_TF32_N16`], [`KERNEL_BF16_N16`]);
+/// `None` where the family has no such kernel.
 ///
 /// ```
-/// use kernels::matmul::wgmma::{with_tile, KERNEL_BF16, KERNEL_BF16_N128, KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_N16, KERNEL_TF32_PROMOTED};
+/// use kernels::matmul::wgmma::{with_tile, KERNEL_BF16, KERNEL_BF16_N128, KERNEL_BF16_N64_ROWS, KERNEL_BF16_ROWS, KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_N16, KERNEL_TF32_PROMOTED};
 /// assert_eq!(with_tile(KERNEL_BF16, 128), Some(KERNEL_BF16_N128));
 /// assert_eq!(with_tile(KERNEL_TF32_N128, 256), Some(KERNEL_TF32));
 /// assert_eq!(with_tile(KERNEL_TF32, 16), Some(KERNEL_TF32_N16));
 /// assert_eq!(with_tile(KERNEL_BF16, 16), Some("wgmma_bf16_n16"));
-/// assert_eq!(with_tile(KERNEL_BF16, 64), None);
+/// assert_eq!(with_tile(KERNEL_BF16, 64), Some("wgmma_bf16_n64"));
+/// assert_eq!(with_tile(KERNEL_BF16_ROWS, 64), Some(KERNEL_BF16_N64_ROWS));
+/// assert_eq!(with_tile(KERNEL_TF32, 64), None);
 /// assert_eq!(with_tile(KERNEL_TF32_PROMOTED, 128), None);
 /// ```
 pub const fn with_tile(kernel: &str, n: u32) -> Option<&'static str> {
-    let (wide, narrow, n16) = match kernel.as_bytes() {
-        b"wgmma_bf16" | b"wgmma_bf16_n128" | b"wgmma_bf16_n16" => {
-            (KERNEL_BF16, KERNEL_BF16_N128, Some(KERNEL_BF16_N16))
+    let (wide, narrow, n64, n16) = match kernel.as_bytes() {
+        b"wgmma_bf16" | b"wgmma_bf16_n128" | b"wgmma_bf16_n64" | b"wgmma_bf16_n16" => {
+            (KERNEL_BF16, KERNEL_BF16_N128, Some(KERNEL_BF16_N64), Some(KERNEL_BF16_N16))
         }
-        b"wgmma_f16" | b"wgmma_f16_n128" | b"wgmma_f16_n16" => (KERNEL_F16, KERNEL_F16_N128, Some(KERNEL_F16_N16)),
-        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" => {
-            (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS, Some(KERNEL_BF16_N16))
+        b"wgmma_f16" | b"wgmma_f16_n128" | b"wgmma_f16_n64" | b"wgmma_f16_n16" => {
+            (KERNEL_F16, KERNEL_F16_N128, Some(KERNEL_F16_N64), Some(KERNEL_F16_N16))
         }
-        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" => (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS, Some(KERNEL_F16_N16)),
+        b"wgmma_bf16_rows" | b"wgmma_bf16_n128_rows" | b"wgmma_bf16_n64_rows" => {
+            (KERNEL_BF16_ROWS, KERNEL_BF16_N128_ROWS, Some(KERNEL_BF16_N64_ROWS), Some(KERNEL_BF16_N16))
+        }
+        b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" | b"wgmma_f16_n64_rows" => {
+            (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS, Some(KERNEL_F16_N64_ROWS), Some(KERNEL_F16_N16))
+        }
         b"wgmma_tf32" | b"wgmma_tf32_n128" | b"wgmma_tf32_n16" => {
-            (KERNEL_TF32, KERNEL_TF32_N128, Some(KERNEL_TF32_N16))
+            (KERNEL_TF32, KERNEL_TF32_N128, None, Some(KERNEL_TF32_N16))
         }
         _ => return None,
     };
     match n {
         256 => Some(wide),
         128 => Some(narrow),
+        64 => n64,
         16 => n16,
         _ => None,
     }
@@ -277,6 +309,10 @@ pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_F16_CLUSTER, THREADS),
     (KERNEL_BF16_N128_CLUSTER, THREADS),
     (KERNEL_F16_N128_CLUSTER, THREADS),
+    (KERNEL_BF16_N64_ROWS, THREADS),
+    (KERNEL_F16_N64_ROWS, THREADS),
+    (KERNEL_BF16_N64_CLUSTER, THREADS),
+    (KERNEL_F16_N64_CLUSTER, THREADS),
 ];
 /// `.maxntid` of every kernel in the checked build (`cargo xtask build-ptx` without
 /// `--release`): its bounds and overflow checks cost registers, and the driver's JIT gave the
@@ -302,6 +338,12 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_F16_CLUSTER, THREADS),
     (KERNEL_BF16_N128_CLUSTER, THREADS),
     (KERNEL_F16_N128_CLUSTER, THREADS),
+    (KERNEL_BF16_N64, THREADS),
+    (KERNEL_F16_N64, THREADS),
+    (KERNEL_BF16_N64_ROWS, THREADS),
+    (KERNEL_F16_N64_ROWS, THREADS),
+    (KERNEL_BF16_N64_CLUSTER, THREADS),
+    (KERNEL_F16_N64_CLUSTER, THREADS),
 ];
 /// Columns of TF32 `B` per TMA box in `wgmma_tf32` (128 bytes).
 pub const TF32_B_BOX_N: u32 = 32;
@@ -397,6 +439,21 @@ pub const N128_STAGES: u32 = 6;
 /// Dynamic shared memory per block of `wgmma_bf16_n128`, `wgmma_f16_n128` and their `_rows`
 /// forms ([`dynamic_shared_bytes`]).
 pub const N128_DYNAMIC_SHARED_BYTES: u32 = dynamic_shared_bytes(N128_BLOCK_N, N128_STAGES);
+/// Columns of `C` per block tile of the `_n64` kernels (`n = 64` of one `wgmma`): twice the
+/// `_n128` tiles again (1024^3 is 128 tiles of 128 x 64, one per SM), and a quarter of the
+/// 256-wide tiles' padding where `n` is narrow.
+pub const N64_BLOCK_N: u32 = 64;
+/// Stages in the ring of the `_n64` kernels: 24 KiB each, as many as fit beside the epilogue's
+/// boxes (8 x 24 KiB + 32 KiB of the 227 KiB a block may have), so that an SM keeps as many
+/// bytes in flight from the memory as with the wider tiles.
+pub const N64_STAGES: u32 = 8;
+/// Dynamic shared memory per block of the `_n64` kernels ([`dynamic_shared_bytes`]).
+///
+/// ```
+/// use kernels::matmul::wgmma::N64_DYNAMIC_SHARED_BYTES;
+/// assert!(N64_DYNAMIC_SHARED_BYTES <= 227 * 1024);
+/// ```
+pub const N64_DYNAMIC_SHARED_BYTES: u32 = dynamic_shared_bytes(N64_BLOCK_N, N64_STAGES);
 
 /// Rows of `C` per block tile of `wgmma_tf32_promoted` (the `n = 128` of its instruction, on
 /// `C^T`); its columns are [`BLOCK_M`], as in `wgmma_tf32`.
@@ -1674,6 +1731,19 @@ shared_operand_kernels! {
     wgmma_bf16_n128_cluster: Operand::Bf16 as u8, true, true, [f32; 64], N128_STAGES;
     /// `wgmma_f16_n128` on a split of `k` summed in its cluster.
     wgmma_f16_n128_cluster: Operand::F16 as u8, true, true, [f32; 64], N128_STAGES;
+    /// `wgmma_bf16` on tiles of 128 x [`N64_BLOCK_N`] (`m64n64k16`, [`N64_STAGES`] stages,
+    /// [`N64_DYNAMIC_SHARED_BYTES`]).
+    wgmma_bf16_n64: Operand::Bf16 as u8, false, false, [f32; 32], N64_STAGES;
+    /// `wgmma_f16` on tiles of 128 x [`N64_BLOCK_N`].
+    wgmma_f16_n64: Operand::F16 as u8, false, false, [f32; 32], N64_STAGES;
+    /// `wgmma_bf16_n64` with the row-staged epilogue only.
+    wgmma_bf16_n64_rows: Operand::Bf16 as u8, true, false, [f32; 32], N64_STAGES;
+    /// `wgmma_f16_n64` with the row-staged epilogue only.
+    wgmma_f16_n64_rows: Operand::F16 as u8, true, false, [f32; 32], N64_STAGES;
+    /// `wgmma_bf16_n64` on a split of `k` summed in its cluster.
+    wgmma_bf16_n64_cluster: Operand::Bf16 as u8, true, true, [f32; 32], N64_STAGES;
+    /// `wgmma_f16_n64` on a split of `k` summed in its cluster.
+    wgmma_f16_n64_cluster: Operand::F16 as u8, true, true, [f32; 32], N64_STAGES;
 }
 
 /// The kernels of the `C^T` body (`gpu_rs::run`) without promotion, one line each after its
