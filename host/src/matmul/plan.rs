@@ -534,6 +534,27 @@ pub const M1_FEW_ROWS_MIN_B_ELEMENTS: u64 = 1 << 27;
 /// ```
 pub const N16_MIN_WAVE_FILL: f64 = 0.8;
 
+/// The most of `sgemm`'s 512 x 32 tiles a product of 17 to 32 columns may take for `auto` to run
+/// `few_cols`' shared kernels on it instead (FP32): up to 4 tiles `sgemm` must split `k` into
+/// many partial sums to fill the SMs, and streaming `A` once is faster. Measured on the H200
+/// (ms, `few_cols` against `sgemm`, cuBLAS FP32 beside): 975x3821x24 0.030 against 0.039
+/// (0.023); 1000x2000x20 0.015 against 0.016 (0.020); 2000x8000x30 0.081 against 0.087
+/// (0.045); from 8 tiles `sgemm`: 4096x4096x24 0.086 against 0.049, 6358x11159x27 0.340 against
+/// 0.214.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::FEW_COLS_SHARED_MAX_TILES;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, PlanOptions, PrecisionPolicy, plan_with};
+/// let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, ..PlanOptions::default() };
+/// let auto = |m, k, n| plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200, fp32);
+/// assert_eq!(auto(975, 3821, 24)?.kernel(), "matmul_few_cols_shared_32");
+/// assert_eq!(auto(4096, 4096, 24)?.kernel(), "sgemm_512x32");
+/// assert_eq!(FEW_COLS_SHARED_MAX_TILES * 512, 2048);
+/// # Ok(()) }
+/// ```
+pub const FEW_COLS_SHARED_MAX_TILES: u32 = 4;
+
 /// The tile width of the tensor-core kernels that come in two ([`plan_with`] takes the cheaper
 /// by its estimate unless [`PlanOptions::tile`] names one).
 ///
@@ -1543,12 +1564,17 @@ fn check_split(shape: MatmulShape, s: SplitK) -> Result<()> {
 
 /// The kernel family `auto` runs for `shape` on `sm` SMs, and why.
 fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
-    // few_cols up to 16 columns, and up to 32 (sharing B) where C is shorter than one of sgemm's
-    // 512 x 32 tiles; there the tiles multiply faster (H200: 16384x16384x32 0.549 ms against
-    // few_cols_shared_32's 1.149), but below a tile they are mostly padding (32x65536x32: 0.063
-    // against 0.022).
+    // few_cols up to 16 columns, and up to 32 (sharing B) where C is at most
+    // FEW_COLS_SHARED_MAX_TILES of sgemm's 512 x 32 tiles tall; with more the tiles multiply
+    // faster (H200: 16384x16384x32 0.549 ms against few_cols_shared_32's 1.149), with fewer
+    // they are mostly padding or split k into many partial sums (32x65536x32: 0.063 against
+    // 0.022).
     let m = shape.m.min(u32::MAX as usize) as u32;
-    let max_n = if m < Tile::TALL_32.block_m() { kernels::matmul::skinny::few_cols_max_n(m) } else { FEW_COLS_MAX_N };
+    let max_n = if m <= FEW_COLS_SHARED_MAX_TILES * Tile::TALL_32.block_m() {
+        kernels::matmul::skinny::few_cols_max_n(m)
+    } else {
+        FEW_COLS_MAX_N
+    };
     if shape.n <= max_n as usize {
         let n = shape.n as u32;
         let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
@@ -2193,10 +2219,11 @@ mod tests {
         // From 17 columns on, sgemm's narrow tiles multiply faster than few_cols shares B.
         assert_eq!(auto_fp32(6358, 11_159, 27).kernel, "sgemm_512x32");
         assert_eq!(auto_fp32(100_000, 1024, 17).kernel, "sgemm_512x32");
-        // Below one 512-row tile, few_cols shares B up to 32 columns.
+        // Up to four 512-row tiles, few_cols shares B up to 32 columns.
         assert_eq!(auto_fp32(32, 65_536, 32).kernel, "matmul_few_cols_shared_32");
         assert_eq!(auto_fp32(511, 4096, 17).kernel, "matmul_few_cols_shared_32");
-        assert_eq!(auto_fp32(512, 4096, 17).kernel, "sgemm_512x32");
+        assert_eq!(auto_fp32(2048, 4096, 17).kernel, "matmul_few_cols_shared_32");
+        assert_eq!(auto_fp32(2049, 4096, 17).kernel, "sgemm_512x32");
         assert_eq!(auto_fp32(16, 1000, 27).variant, MatmulVariant::FewRows);
         assert_eq!(auto_fp32(6358, 11_159, 33).kernel, "sgemm_256x64");
         assert_eq!(auto_fp32(6358, 11_159, 65).variant, MatmulVariant::SgemmWarpTiled);
