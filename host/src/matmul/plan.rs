@@ -2520,6 +2520,37 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1024, ..Default::default() })]
+
+        /// The planner splits a 16-bit tensor-core product only into its cluster form: every
+        /// split plan of `wgmma_bf16` or `wgmma_f16` on any shape is a `_cluster` kernel whose
+        /// clusters are the splits (2 to 8), all on the GPU at once, with no workspace; unsplit
+        /// plans run one of the family's tile widths.
+        #[test]
+        fn sixteen_bit_tensor_core_splits_are_always_summed_in_clusters_that_fit_at_once(
+            (m, k, n) in (1usize..=20_000, 1usize..=40_000, 1usize..=20_000),
+            f16 in proptest::bool::ANY,
+        ) {
+            let v = if f16 { MatmulVariant::WgmmaF16 } else { MatmulVariant::WgmmaBf16 };
+            let shape = MatmulShape::new(m, k, n).unwrap();
+            let p = plan(v, shape, MatmulDevice::H200).unwrap();
+            let splits = p.split.map_or(1, |s| s.splits);
+            if splits > 1 {
+                proptest::prop_assert!(p.kernel.ends_with("_cluster"), "{}", p);
+                proptest::prop_assert_eq!(p.cluster_blocks(), splits);
+                proptest::prop_assert!(splits <= kernels::matmul::wgmma::MAX_CLUSTER_SPLITS);
+                let items = super::super::wgmma::tiles(shape, p.kernel) * splits as u64;
+                let at_once = MatmulDevice::H200.cluster_blocks[splits as usize - 1] as u64;
+                proptest::prop_assert!(items <= at_once, "{} work items, {} at once: {}", items, at_once, p);
+                proptest::prop_assert_eq!(p.workspace_floats(), 0);
+            } else {
+                let family = if f16 { "wgmma_f16" } else { "wgmma_bf16" };
+                proptest::prop_assert!(p.kernel.starts_with(family) && !p.kernel.ends_with("_cluster"), "{}", p);
+            }
+        }
+    }
+
     #[test]
     fn wgmma_forced_splits_are_taken_in_whole_stages_and_refused_past_k() {
         let shape = MatmulShape::new(100, 1000, 300).unwrap();
