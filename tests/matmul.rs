@@ -176,7 +176,7 @@ fn every_variant_matches_cpu_on_suite_shapes_with_narrow_sides() {
 }
 
 /// The plans of the tensor-core variants alone (`decode_bf16` where `m <= 16`), the variants of
-/// two tile widths on each width.
+/// several tile widths on each width.
 fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     let mut plans = Vec::new();
     for v in [

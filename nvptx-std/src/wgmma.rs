@@ -934,7 +934,7 @@ pub fn wait_group_n16<const N: u32>(acc: &mut [f32; 8]) {
 
 /// One warpgroup's `f32` accumulators of an `m64nN` instruction: `[f32; 128]` for `n = 256`,
 /// `[f32; 64]` for `n = 128`, `[f32; 32]` for `n = 64`, `[f32; 8]` for `n = 16`, with the instructions of that width as methods, so that one
-/// kernel body serves both tile widths.
+/// kernel body serves every tile width.
 ///
 /// ```ignore
 /// fn run<A: nvptx_std::wgmma::Accumulators>() -> A {

@@ -1799,7 +1799,7 @@ fn warp_tiled_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
 }
 
 /// The tensor-core kernel of `kernel`'s family and its split of `k` (module documentation): for
-/// a family of two tile widths, the one with the lower estimate ([`wgmma_split`]) unless `tile`
+/// a family of several tile widths, the one with the lowest estimate ([`wgmma_split`]) unless `tile`
 /// names one; `forced` replaces the planner's split.
 fn wgmma_tile_and_split(
     shape: MatmulShape,
