@@ -64,8 +64,10 @@
 //!   partial sums are also held to [`WGMMA_MAX_PARTIAL_FRACTION`] of the operands' bytes. The
 //!   planner takes the fewest `s` within [`WGMMA_SPLIT_SLACK`] of the least estimate, and splits
 //!   only when that saves at least a fifth ([`WGMMA_SPLIT_GAIN`]).
-//!   The 16-bit kernels split only into their `_cluster` forms (at most 8 splits, all work items
-//!   at once), whose sum costs [`WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE`] per value of the tile.
+//!   The 16-bit kernels on tiles of 64 rows or more split only into their `_cluster` forms (at
+//!   most 8 splits, all work items at once), whose sum costs
+//!   [`WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE`] per value of the tile; the 16-row tiles have no
+//!   cluster form.
 //! - Their tile: `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` come in several widths, tiles of 128 x
 //!   256 (`wgmma_tf32`: 256 x 128), of 128 x 128 (the `_n128` kernels, [`TileWidth`]) and, for
 //!   the 16-bit kernels, of 128 x 64 (`_n64`). The planner estimates each as above, with its best
@@ -2523,20 +2525,26 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 1024, ..Default::default() })]
 
-        /// The planner splits a 16-bit tensor-core product only into its cluster form: every
-        /// split plan of `wgmma_bf16` or `wgmma_f16` on any shape is a `_cluster` kernel whose
-        /// clusters are the splits (2 to 8), all on the GPU at once, with no workspace; unsplit
-        /// plans run one of the family's tile widths.
+        /// The planner splits a 16-bit tensor-core product on the tiles of 64 rows or more only
+        /// into their cluster form: every such split plan of `wgmma_bf16` or `wgmma_f16` is a
+        /// `_cluster` kernel whose clusters are the splits (2 to 8), all on the GPU at once, with
+        /// no workspace. The 16-row tiles (`_n16`, `m <= 16`) have no cluster form: their split
+        /// is added by each tile's last work item, through the workspace.
         #[test]
-        fn sixteen_bit_tensor_core_splits_are_always_summed_in_clusters_that_fit_at_once(
+        fn sixteen_bit_tensor_core_splits_are_summed_in_clusters_that_fit_at_once_except_on_16_row_tiles(
             (m, k, n) in (1usize..=20_000, 1usize..=40_000, 1usize..=20_000),
             f16 in proptest::bool::ANY,
         ) {
             let v = if f16 { MatmulVariant::WgmmaF16 } else { MatmulVariant::WgmmaBf16 };
+            let family = if f16 { "wgmma_f16" } else { "wgmma_bf16" };
             let shape = MatmulShape::new(m, k, n).unwrap();
             let p = plan(v, shape, MatmulDevice::H200).unwrap();
             let splits = p.split.map_or(1, |s| s.splits);
-            if splits > 1 {
+            proptest::prop_assert!(p.kernel.starts_with(family), "{}", p);
+            if splits > 1 && p.kernel.ends_with("_n16") {
+                proptest::prop_assert_eq!(p.cluster_blocks(), 1);
+                proptest::prop_assert_eq!(p.workspace_floats(), splits as usize * m * n);
+            } else if splits > 1 {
                 proptest::prop_assert!(p.kernel.ends_with("_cluster"), "{}", p);
                 proptest::prop_assert_eq!(p.cluster_blocks(), splits);
                 proptest::prop_assert!(splits <= kernels::matmul::wgmma::MAX_CLUSTER_SPLITS);
@@ -2545,8 +2553,25 @@ mod tests {
                 proptest::prop_assert!(items <= at_once, "{} work items, {} at once: {}", items, at_once, p);
                 proptest::prop_assert_eq!(p.workspace_floats(), 0);
             } else {
-                let family = if f16 { "wgmma_f16" } else { "wgmma_bf16" };
-                proptest::prop_assert!(p.kernel.starts_with(family) && !p.kernel.ends_with("_cluster"), "{}", p);
+                proptest::prop_assert!(!p.kernel.ends_with("_cluster"), "{}", p);
+            }
+        }
+
+        /// The same for the shapes the 16-row tiles take (`m <= 16`), which the draw above
+        /// reaches rarely.
+        #[test]
+        fn sixteen_row_tensor_core_splits_are_added_through_the_workspace(
+            (m, k, n) in (1usize..=16, 1usize..=40_000, 1usize..=20_000),
+            f16 in proptest::bool::ANY,
+        ) {
+            let v = if f16 { MatmulVariant::WgmmaF16 } else { MatmulVariant::WgmmaBf16 };
+            let p = plan(v, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap();
+            let splits = p.split.map_or(1, |s| s.splits);
+            if splits > 1 && p.kernel.ends_with("_n16") {
+                proptest::prop_assert_eq!(p.cluster_blocks(), 1);
+                proptest::prop_assert_eq!(p.workspace_floats(), splits as usize * m * n);
+            } else if splits > 1 {
+                proptest::prop_assert!(p.kernel.ends_with("_cluster") && p.cluster_blocks() == splits, "{}", p);
             }
         }
     }
