@@ -191,14 +191,9 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         if !v.supports(shape) {
             continue;
         }
-        let widths: &[Option<TileWidth>] = if v == MatmulVariant::WgmmaTf32 {
-            &[Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N16)]
-        } else if TILE_WIDTHS.contains(&v) {
-            &[Some(TileWidth::N256), Some(TileWidth::N128), Some(TileWidth::N64), Some(TileWidth::N16)]
-        } else {
-            &[None]
-        };
-        for &tile in widths {
+        let widths: Vec<Option<TileWidth>> =
+            if TILE_WIDTHS.contains(&v) { widths_of(v).into_iter().map(Some).collect() } else { vec![None] };
+        for tile in widths {
             let options = PlanOptions { tile, ..PlanOptions::default() };
             plans.push(matmul::plan_gemm(gpu, v, shape, options).unwrap());
         }
@@ -209,6 +204,16 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
 /// The tensor-core variants whose kernels come in several tile widths (128 x 256, 128 x 128
 /// and 16 x 128; the 16-bit ones also 128 x 64).
 const TILE_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
+
+/// The tile widths `variant`'s family has a kernel of (the kernels crate's `with_tile`), widest
+/// first.
+fn widths_of(variant: MatmulVariant) -> Vec<TileWidth> {
+    let kernel = variant.kernel().unwrap();
+    TileWidth::ALL
+        .into_iter()
+        .filter(|w| kernels::matmul::wgmma::with_tile(kernel, w.instruction_n()).is_some())
+        .collect()
+}
 
 /// `variant` (`decode_bf16` or `decode_f16`) as planned, unsplit, and split in 2, 3 and 7 (where
 /// `k` allows): every way its output is written (directly, or as partials added by the split-K
@@ -477,14 +482,13 @@ fn wgmma_split_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
         // The wide tile with every split count; the narrow one (where the variant has one) with
         // a few, which cover the same epilogues.
         let mut widths = vec![(None, &[2, 3, 7, 256][..])];
-        if variant == MatmulVariant::WgmmaTf32 {
-            widths = vec![(Some(TileWidth::N256), &[2, 3, 7, 256][..]), (Some(TileWidth::N128), &[3, 256][..])];
-        } else if TILE_WIDTHS.contains(&variant) {
-            widths = vec![
-                (Some(TileWidth::N256), &[2, 3, 7, 256][..]),
-                (Some(TileWidth::N128), &[3, 256][..]),
-                (Some(TileWidth::N64), &[3, 256][..]),
-            ];
+        if TILE_WIDTHS.contains(&variant) {
+            // Every width but the 16-row one (split by n16_plans).
+            widths = widths_of(variant)
+                .into_iter()
+                .filter(|&w| w != TileWidth::N16)
+                .map(|w| (Some(w), if w == TileWidth::N256 { &[2, 3, 7, 256][..] } else { &[3, 256][..] }))
+                .collect();
         }
         for (tile, wanted) in widths {
             for split in forced_splits(shape.k, wanted, granule) {

@@ -1940,16 +1940,17 @@ fn wgmma_split(
     let element_bytes = kernels::matmul::wgmma::BLOCK_K_BYTES as f64 / granule as f64;
     let operand_bytes = (shape.m as f64 + shape.n as f64) * shape.k as f64 * element_bytes;
     // Candidates: `per` stages per split (at least the shortest split), for every split count
-    // up to MAX_SPLITS.
+    // up to MAX_SPLITS (MAX_CLUSTER_SPLITS for a family with clusters).
     let min_per = WGMMA_MIN_CHUNK_STAGES as u64;
-    let most = stages.div_ceil(min_per).min(super::split_k::MAX_SPLITS as u64);
-    // A family with a `_cluster` form splits only into it: each tile's last work item summing
-    // the partial products alone ran slower than the cluster sum, or than no split, on every
-    // shape measured on the H200 (BF16, median of 11 x 10 launches: 975x3821x24 26.6 us in 15
-    // splits against 20.5 us in a cluster of 8 on 128 x 256 tiles; 1024^3 on 128 x 64 tiles
-    // 17.7 us in 2 against 9.6 us unsplit; 24x13368x171 23.0 us in 12 against 16.0 us in a
-    // cluster of 8).
+    // A family with a `_cluster` form splits only into it (at most a cluster's blocks): each
+    // tile's last work item summing the partial products alone ran slower than the cluster sum,
+    // or than no split, on every shape measured on the H200 (BF16, median of 11 x 10 launches:
+    // 975x3821x24 26.6 us in 15 splits against 20.5 us in a cluster of 8 on 128 x 256 tiles;
+    // 1024^3 on 128 x 64 tiles 17.7 us in 2 against 9.6 us unsplit; 24x13368x171 23.0 us in 12
+    // against 16.0 us in a cluster of 8).
     let clustered = kernels::matmul::wgmma::cluster_kernel(kernel).is_some();
+    let max_splits = if clustered { kernels::matmul::wgmma::MAX_CLUSTER_SPLITS } else { super::split_k::MAX_SPLITS };
+    let most = stages.div_ceil(min_per).min(max_splits as u64);
     let mut candidates: Vec<(u64, u64, f64)> = Vec::new();
     for wanted in 2..=most {
         let per = stages.div_ceil(wanted).max(min_per);
