@@ -480,6 +480,9 @@ pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
 /// [`N16_MIN_B_ELEMENTS`]). Measured on the H200 against `few_rows` (same process, ms, `k x
 /// n` of 4096 x 4096, 4096 x 14336, 14336 x 4096, 8192 x 28672): `m = 1` 0.023, 0.064, 0.065,
 /// 0.233 against 0.023, 0.061, 0.062, 0.219 (`few_rows` streams `B` at the memory's pace); `m =
+/// 2` 0.023 against 0.031 at 4096 x 4096 (cuBLASLt TF32 0.024), `m = 3` 0.237 against 0.256
+/// at 8192 x 28672 (cuBLASLt 0.225), where `few_rows_2` and `_4` do 2 and 4 times the FMAs of
+/// `_1` per element of `B`; `m =
 /// 4` 0.024, 0.065, 0.064 against 0.027, 0.067, 0.070; `m = 16` 0.024, 0.064, 0.065 against
 /// 0.035, 0.079, 0.080, where `few_rows`' FMAs per element of `B` slow it (at 8192 x 28672 its
 /// 224 tiles take 2 waves of 132 SMs: 0.250 at `m = 4` against 0.236, 0.253 at `m = 16`
@@ -496,7 +499,7 @@ pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
 /// assert_eq!(p.kernel(), "matmul_few_rows_1");
 /// # Ok(()) }
 /// ```
-pub const TF32_N16_MIN_M: u32 = 4;
+pub const TF32_N16_MIN_M: u32 = 2;
 /// Fewest elements of `B` for which `auto` takes an `_n16` kernel (`medium` with
 /// [`TF32_N16_MIN_M`]; BF16 and F16 operands with [`N16_MIN_WAVE_FILL`]): the smallest measured,
 /// 4096 x 4096; below it the launch's fixed costs (tensor maps, a pipeline per work item) are
@@ -2136,9 +2139,10 @@ mod tests {
         assert_eq!(auto(256, 256, 256, PrecisionPolicy::High), MatmulVariant::Sgemm);
         assert_eq!(auto(8841, 28, 6665, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(5202, 3876, 1, PrecisionPolicy::Medium), MatmulVariant::FewCols);
-        // m <= 16: TF32 from 4 rows on (wgmma_tf32_n16), few_rows below and for small B.
+        // m <= 16: TF32 from 2 rows on (wgmma_tf32_n16), few_rows for one and for small B.
         assert_eq!(auto(16, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
-        assert_eq!(auto(3, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::FewRows);
+        assert_eq!(auto(2, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
+        assert_eq!(auto(1, 4096, 14336, PrecisionPolicy::Medium), MatmulVariant::FewRows);
         assert_eq!(auto(16, 1024, 1024, PrecisionPolicy::Medium), MatmulVariant::FewRows);
         // ... and only where B's rows are whole 16-byte vectors: other rows would be copied.
         assert_eq!(auto(15, 15_019, 6999, PrecisionPolicy::Medium), MatmulVariant::FewRows);
