@@ -613,3 +613,49 @@ fn wrong_types_short_buffers_and_overlaps_are_refused_before_anything_is_enqueue
     let (left, mut right) = whole.split_at_mut(64);
     plan.launch(&gpu, &left, &b, &mut right, &mut ws).unwrap();
 }
+
+/// Launches `desc`'s plan four times on the same buffers (new `A` each time) and compares `D` bit
+/// for bit with a fresh plan's first launch (a direct one) on the same inputs: the plan's second
+/// launch captures its launches into a graph, the third and fourth replay it.
+fn replays_equal_direct_launches<T: Value>(gpu: &Gpu, rng: &mut impl Rng, desc: GemmDesc) {
+    let s = gpu.stream();
+    let (a_dims, b_dims, d_dims) = (desc.a_rows_cols(), desc.b_rows_cols(), desc.d_rows_cols());
+    let b: Vec<T> = draw(rng, desc.b.needed_elements(b_dims, desc.batch));
+    let c: Vec<f32> = draw(rng, desc.d.needed_elements(d_dims, desc.batch));
+    let a_len = desc.a.needed_elements(a_dims, desc.batch);
+    let plan = GemmPlan::new(gpu, desc).unwrap();
+    let (mut da, db, dc) = (s.alloc_zeros::<T>(a_len).unwrap(), s.clone_htod(&b).unwrap(), s.clone_htod(&c).unwrap());
+    let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+    let (mut replayed, mut direct) = (s.alloc_zeros::<f32>(c.len()).unwrap(), s.alloc_zeros::<f32>(c.len()).unwrap());
+    for launch in 0..4 {
+        let a: Vec<T> = draw(rng, a_len);
+        s.memcpy_htod(&a, &mut da).unwrap();
+        plan.launch_with_c(gpu, &da, &db, &dc, &mut replayed, &mut ws).unwrap();
+        let fresh = GemmPlan::new(gpu, desc).unwrap();
+        let mut fresh_ws = s.alloc_zeros::<u8>(fresh.workspace_bytes().max(1)).unwrap();
+        fresh.launch_with_c(gpu, &da, &db, &dc, &mut direct, &mut fresh_ws).unwrap();
+        let (got, want) = (s.clone_dtoh(&replayed).unwrap(), s.clone_dtoh(&direct).unwrap());
+        let differ = got.iter().zip(&want).position(|(x, y)| x.to_bits() != y.to_bits());
+        assert!(differ.is_none(), "{plan}: launch {launch} differs from a direct launch at element {differ:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_plans_of_several_launches_replay_them_with_the_results_of_direct_launches() {
+    let (gpu, mut rng) = hopper_gpu("hopper_plans_of_several_launches_replay_them");
+    let rows = |t| Layout::row_major(t);
+    // An epilogue (alpha, beta, C) after the tensor-core product.
+    replays_equal_direct_launches::<f32>(&gpu, &mut rng, GemmDesc::new(300, 70, 256).alpha_beta(1.5, -1.0));
+    // BF16 rows of 26 elements, not 16-byte multiples: A and B converted before the product.
+    replays_equal_direct_launches::<bf16>(
+        &gpu,
+        &mut rng,
+        GemmDesc::new(300, 70, 26).a(rows(DType::Bf16)).b(rows(DType::Bf16)),
+    );
+    // One row: few_rows split into partial products, then their reduction.
+    replays_equal_direct_launches::<f32>(&gpu, &mut rng, GemmDesc::new(1, 29, 492));
+    // A batch of three products of one launch each; and split-TF32 with its guard and passes.
+    replays_equal_direct_launches::<f32>(&gpu, &mut rng, GemmDesc::new(64, 96, 128).batch(3));
+    replays_equal_direct_launches::<f32>(&gpu, &mut rng, GemmDesc::new(2048, 2048, 2048));
+}

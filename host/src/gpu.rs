@@ -186,9 +186,13 @@ pub struct Gpu {
     info: Arc<DeviceInfo>,
     ptx_info: ptx::PtxInfo,
     /// Zeroed per-tile counters of the tensor-core kernels' split of `k`
-    /// ([`Gpu::split_counters`]): one buffer per stream, shared by this handle's clones.
-    split_counters: Arc<Mutex<Option<CudaSlice<u32>>>>,
+    /// ([`Gpu::split_counters`]): one buffer per stream, shared by this handle's clones, with its
+    /// address.
+    split_counters: Arc<Mutex<Option<Counters>>>,
 }
+
+/// The split counters' buffer and its device address.
+type Counters = (CudaSlice<u32>, u64);
 
 impl Gpu {
     /// Opens device `ordinal` in a context of its own, loads the embedded PTX and makes a
@@ -494,15 +498,31 @@ impl Gpu {
             .split_counters
             .lock()
             .map_err(|_| Error::InvalidArgument("a thread panicked while it held this GPU's split counters".into()))?;
-        if counters.as_ref().is_none_or(|c| c.len() < len) {
+        if counters.as_ref().is_none_or(|(c, _)| c.len() < len) {
             self.ensure_not_capturing("the split-K tile counters")?;
             // A few spare, so that a slightly larger plan does not allocate again; freed after the
             // launches already on the stream (cudarc frees on the stream).
-            *counters = Some(self.stream.alloc_zeros::<u32>(len.max(1024))?);
+            let buffer = self.stream.alloc_zeros::<u32>(len.max(1024))?;
+            let ptr = buffer.device_ptr(&self.stream).0;
+            *counters = Some((buffer, ptr));
         }
-        let buffer = counters.as_ref().expect("allocated above");
-        let (ptr, _sync) = buffer.device_ptr(&self.stream);
-        Ok(ptr)
+        // The address kept at allocation rather than cudarc's `device_ptr` at every launch (an
+        // event wait and an event record each, a microsecond of the host's time): the buffer is
+        // this stream's alone, so stream order is all its uses need.
+        Ok(counters.as_ref().expect("allocated above").1)
+    }
+
+    /// The address of this stream's split counters ([`Gpu::split_counters`]), 0 before the first
+    /// plan that needs them: what a captured launch that counts on them depends on.
+    pub(crate) fn split_counters_address(&self) -> u64 {
+        let counters = self.split_counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        counters.as_ref().map_or(0, |(_, ptr)| *ptr)
+    }
+
+    /// Whether the stream is being captured into a CUDA graph (by the caller).
+    pub(crate) fn is_capturing(&self) -> Result<bool> {
+        use sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        Ok(self.stream.capture_status()? != CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
     /// Fails with [`Error::NeedsLaunchBeforeCapture`] while the stream is being captured into a

@@ -17,7 +17,12 @@
 //! A batch runs its products one after another on the stream, each at its operands' strides, with
 //! the one workspace. Everything the launch needs is looked up at planning: kernel functions,
 //! their shared-memory attributes, the workspace's layout; tensor maps are encoded once per set
-//! of buffer addresses and kept (they depend on nothing else).
+//! of buffer addresses and kept (they depend on nothing else). A plan of several launches (a
+//! conversion, a split's reduction, the epilogue, split-TF32's passes, or a batch) captures them
+//! into a CUDA graph at its second launch on the same buffers and stream, and from then on
+//! launches that graph: one launch's cost to the host instead of each kernel's, which is what a
+//! small product's time is when launches follow each other. Not while the caller captures the
+//! stream: its graph then takes the kernels themselves.
 
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
@@ -196,10 +201,35 @@ pub struct GemmPlan {
     regions: Regions,
     functions: HashMap<&'static str, CudaFunction>,
     context: std::sync::Arc<cudarc::driver::CudaContext>,
-    /// Tensor maps by the addresses they describe, uploaded once each.
-    maps: Mutex<HashMap<[u64; 3], CudaSlice<u64>>>,
+    /// Tensor maps and replays, by the addresses they were made for.
+    cache: Mutex<LaunchCache>,
     precision: Precision,
 }
+
+/// What a plan keeps between launches, under one lock: a replay's graph holds the device address
+/// of its tensor maps, so both are made and dropped together.
+#[derive(Default)]
+struct LaunchCache {
+    /// Tensor maps by the addresses they describe, uploaded once each, with their device address.
+    maps: HashMap<[u64; 3], (CudaSlice<u64>, u64)>,
+    /// Replay keys launched once directly: the first launch makes what a capture cannot (tensor
+    /// maps, split counters), the second captures.
+    seen: std::collections::HashSet<ReplayKey>,
+    /// A multi-launch plan's launches on one set of addresses and one stream, captured into a
+    /// CUDA graph and launched as one.
+    graphs: HashMap<ReplayKey, Replay>,
+}
+
+/// A captured graph, owned by a plan's [`LaunchCache`].
+struct Replay(cudarc::driver::CudaGraph);
+
+// SAFETY: a CUDA graph's handles belong to no thread; CUDA requires the calls on one graph to be
+// serialized, and every use of a `Replay` is under its plan's `cache` lock.
+unsafe impl Send for Replay {}
+
+/// What a captured launch depends on besides the plan: the addresses of `A`, `B`, `C`, `D`, the
+/// workspace and the stream's split counters, and the stream.
+type ReplayKey = ([u64; 6], usize);
 
 /// Where split-TF32's operands lie in a workspace: byte offsets of `A''` (`m' x ld_a` `f32`),
 /// `B''` (`3k x ld_b`) and the guard's words (`kernels::matmul::tf32x3::GUARD_WORDS` `u32`).
@@ -233,6 +263,8 @@ pub struct Tf32x3Regions {
 
 /// Most sets of buffer addresses whose tensor maps a plan keeps.
 const MAP_CACHE_ENTRIES: usize = 1024;
+/// Most sets of buffer addresses and streams whose launches a plan keeps for replay.
+const REPLAY_CACHE_ENTRIES: usize = 64;
 
 impl GemmPlan {
     /// Checks `desc` (the cuBLASLt/CUTLASS `can_implement`: dimensions, leading dimensions,
@@ -284,7 +316,7 @@ impl GemmPlan {
             regions,
             functions,
             context: gpu.context().clone(),
-            maps: Mutex::new(HashMap::new()),
+            cache: Mutex::new(LaunchCache::default()),
             precision,
         })
     }
@@ -510,21 +542,75 @@ impl GemmPlan {
         };
         ranges.check(c_ptr.as_ref().map(|(p, _)| (*p, c_len * TD::DTYPE.size())))?;
         let c_addr = c_ptr.as_ref().map_or(d_ptr, |(p, _)| *p);
-        for i in 0..batch {
-            let addresses = Addresses {
-                a: a_ptr + (i * desc.a.stride(desc.a_rows_cols()) * TA::DTYPE.size()) as u64,
-                b: b_ptr + (i * desc.b.stride(desc.b_rows_cols()) * TB::DTYPE.size()) as u64,
-                c: c_addr + (i * desc.d.stride(desc.d_rows_cols()) * TD::DTYPE.size()) as u64,
-                d: d_ptr + (i * desc.d.stride(desc.d_rows_cols()) * TD::DTYPE.size()) as u64,
-                workspace: ws_ptr,
-            };
-            self.enqueue_one(gpu, addresses)?;
+        let at = |i: usize| Addresses {
+            a: a_ptr + (i * desc.a.stride(desc.a_rows_cols()) * TA::DTYPE.size()) as u64,
+            b: b_ptr + (i * desc.b.stride(desc.b_rows_cols()) * TB::DTYPE.size()) as u64,
+            c: c_addr + (i * desc.d.stride(desc.d_rows_cols()) * TD::DTYPE.size()) as u64,
+            d: d_ptr + (i * desc.d.stride(desc.d_rows_cols()) * TD::DTYPE.size()) as u64,
+            workspace: ws_ptr,
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if batch * self.launches_per_product() < 2 || gpu.is_capturing()? {
+            return (0..batch).try_for_each(|i| self.enqueue_one(gpu, &mut cache, at(i)));
         }
-        Ok(())
+        let key = ([a_ptr, b_ptr, c_addr, d_ptr, ws_ptr, gpu.split_counters_address()], stream.cu_stream() as usize);
+        if let Some(replay) = cache.graphs.get(&key) {
+            replay.0.launch()?;
+            return Ok(());
+        }
+        if cache.seen.contains(&key) {
+            if let Some(graph) = self.capture(gpu, &mut cache, batch, at)? {
+                graph.launch()?;
+                cache.graphs.insert(key, Replay(graph));
+                return Ok(());
+            }
+        } else {
+            if cache.seen.len() >= REPLAY_CACHE_ENTRIES {
+                // A caller with fresh buffers at every launch: dropping a graph in flight is
+                // safe (the driver frees it when it completes).
+                cache.seen.clear();
+                cache.graphs.clear();
+            }
+            cache.seen.insert(key);
+        }
+        (0..batch).try_for_each(|i| self.enqueue_one(gpu, &mut cache, at(i)))
+    }
+
+    /// Kernel launches of one product: the conversions, the product's kernels (its split-K
+    /// reduction, split-TF32's passes and fallback included) and the epilogue.
+    fn launches_per_product(&self) -> usize {
+        usize::from(self.left.convert.is_some())
+            + usize::from(self.right.convert.is_some())
+            + launch::kernels_of(&self.kernel).len()
+            + usize::from(self.epilogue.is_some())
+    }
+
+    /// The batch's launches on `at`'s addresses captured into a CUDA graph (nothing runs), for a
+    /// plan of several launches: replayed, they cost the host one graph launch instead of each
+    /// kernel's (about 4 us apiece on the H200's host, where a small product's back-to-back time
+    /// is the host's). `None` where the capture did not complete (a launch that needed to allocate
+    /// first, say): the caller launches directly.
+    fn capture(
+        &self,
+        gpu: &Gpu,
+        cache: &mut LaunchCache,
+        batch: usize,
+        at: impl Fn(usize) -> Addresses,
+    ) -> Result<Option<cudarc::driver::CudaGraph>> {
+        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        let stream = gpu.stream();
+        // Thread-local: other threads' work on the context is not drawn into the capture.
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let enqueued = (0..batch).try_for_each(|i| self.enqueue_one(gpu, cache, at(i)));
+        let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+        Ok(match (enqueued, graph) {
+            (Ok(()), Ok(graph)) => graph,
+            _ => None,
+        })
     }
 
     /// One product of the batch, at `at`.
-    fn enqueue_one(&self, gpu: &Gpu, at: Addresses) -> Result<()> {
+    fn enqueue_one(&self, gpu: &Gpu, cache: &mut LaunchCache, at: Addresses) -> Result<()> {
         let operand = |o: &OperandPlan| -> Result<u64> {
             let src = match o.source {
                 Source::A => at.a,
@@ -567,7 +653,7 @@ impl GemmPlan {
             guard: at.workspace + self.regions.guard as u64,
         };
         launch::product(gpu, &self.kernel, &self.functions, &product, self.right_transposed, |addresses, list| {
-            self.tensor_maps(gpu, addresses, list)
+            self.tensor_maps(gpu, cache, addresses, list)
         })?;
         if let Some(e) = self.epilogue {
             let (m, n) = (self.shape.m as u32, self.shape.n as u32);
@@ -588,21 +674,30 @@ impl GemmPlan {
     fn tensor_maps(
         &self,
         gpu: &Gpu,
+        cache: &mut LaunchCache,
         addresses: [u64; 3],
         list: &[(TensorMap2d, u64, CUtensorMapDataType)],
     ) -> Result<u64> {
-        let mut maps = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(m) = maps.get(&addresses) {
-            return Ok(m.device_ptr(gpu.stream()).0);
+        if let Some((m, ptr)) = cache.maps.get(&addresses) {
+            // On the stream that uploaded them, stream order covers the upload and the free, and
+            // the address kept saves cudarc's event wait and record (a microsecond of the host's
+            // time a launch); another stream goes through them.
+            return Ok(if std::sync::Arc::ptr_eq(m.stream(), gpu.stream()) {
+                *ptr
+            } else {
+                m.device_ptr(gpu.stream()).0
+            });
         }
         gpu.ensure_not_capturing("a GEMM plan's tensor maps for new buffer addresses")?;
-        if maps.len() >= MAP_CACHE_ENTRIES {
-            // Stream-ordered frees: a launch in flight keeps reading its maps until it ends.
-            maps.clear();
+        if cache.maps.len() >= MAP_CACHE_ENTRIES {
+            // The replays read these maps, and a replay on another stream than the maps' would
+            // not wait for their stream-ordered free: everything the plan launched ends first.
+            self.context.synchronize()?;
+            *cache = LaunchCache::default();
         }
         let uploaded = wgmma::upload_maps(gpu, list)?;
         let ptr = uploaded.device_ptr(gpu.stream()).0;
-        maps.insert(addresses, uploaded);
+        cache.maps.insert(addresses, (uploaded, ptr));
         Ok(ptr)
     }
 }
@@ -1080,6 +1175,12 @@ mod tests {
 
     fn skeleton(desc: GemmDesc) -> Skeleton {
         Skeleton::new(&desc, MatmulDevice::H200).unwrap()
+    }
+
+    #[test]
+    fn a_plan_can_be_shared_between_threads_with_its_replays() {
+        fn shared<T: Send + Sync>() {}
+        shared::<GemmPlan>();
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub(super) fn product(
     functions: &HashMap<&'static str, CudaFunction>,
     p: &Product,
     right_transposed: bool,
-    maps: impl Fn([u64; 3], &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<u64>,
+    mut maps: impl FnMut([u64; 3], &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<u64>,
 ) -> Result<()> {
     let s = plan.shape();
     let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
@@ -71,7 +71,7 @@ pub(super) fn product(
     // With a split the tile kernels store their partial products in the workspace and add them
     // into C' themselves (the last work item of each tile), counting on per-tile counters.
     let split_out = split.splits > 1;
-    let tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
+    let mut tensor_core = |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool| -> Result<()> {
         let key = [list[0].1, list[1].1, if c_in_maps { p.c } else { 0 }];
         let maps = maps(key, &list)?;
         if plan.cluster_blocks() > 1 {
@@ -292,7 +292,7 @@ pub(super) fn tf32x3_product(
     plan: &MatmulPlan,
     functions: &HashMap<&'static str, CudaFunction>,
     p: &Product,
-    maps: impl Fn([u64; 3], &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<u64>,
+    mut maps: impl FnMut([u64; 3], &[(TensorMap2d, u64, CUtensorMapDataType)]) -> Result<u64>,
     order: Tf32x3Order,
 ) -> Result<()> {
     let fallback = plan.fallback().ok_or_else(|| {
