@@ -212,12 +212,22 @@ pub struct GemmPlan {
 struct LaunchCache {
     /// Tensor maps by the addresses they describe, uploaded once each, with their device address.
     maps: HashMap<[u64; 3], (CudaSlice<u64>, u64)>,
-    /// Replay keys launched once directly: the first launch makes what a capture cannot (tensor
-    /// maps, split counters), the second captures.
-    seen: std::collections::HashSet<ReplayKey>,
+    /// Replay keys launched directly: once (the first launch makes what a capture cannot, tensor
+    /// maps and split counters; the second captures), or always, where a capture failed (a
+    /// stream that cannot be captured, such as the legacy default stream).
+    seen: HashMap<ReplayKey, Seen>,
     /// A multi-launch plan's launches on one set of addresses and one stream, captured into a
     /// CUDA graph and launched as one.
     graphs: HashMap<ReplayKey, Replay>,
+}
+
+/// How a replay key has been launched without a graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// Once: the next launch captures.
+    Once,
+    /// Its capture failed: launched directly from then on.
+    Direct,
 }
 
 /// A captured graph, owned by a plan's [`LaunchCache`].
@@ -558,20 +568,27 @@ impl GemmPlan {
             replay.0.launch()?;
             return Ok(());
         }
-        if cache.seen.contains(&key) {
-            if let Some(graph) = self.capture(gpu, &mut cache, batch, at)? {
-                graph.launch()?;
-                cache.graphs.insert(key, Replay(graph));
-                return Ok(());
+        match cache.seen.get(&key) {
+            Some(Seen::Once) => match self.capture(gpu, &mut cache, batch, at) {
+                Some(graph) => {
+                    graph.launch()?;
+                    cache.graphs.insert(key, Replay(graph));
+                    return Ok(());
+                }
+                None => {
+                    cache.seen.insert(key, Seen::Direct);
+                }
+            },
+            Some(Seen::Direct) => {}
+            None => {
+                if cache.seen.len() >= REPLAY_CACHE_ENTRIES {
+                    // A caller with fresh buffers at every launch: dropping a graph in flight is
+                    // safe (the driver frees it when it completes).
+                    cache.seen.clear();
+                    cache.graphs.clear();
+                }
+                cache.seen.insert(key, Seen::Once);
             }
-        } else {
-            if cache.seen.len() >= REPLAY_CACHE_ENTRIES {
-                // A caller with fresh buffers at every launch: dropping a graph in flight is
-                // safe (the driver frees it when it completes).
-                cache.seen.clear();
-                cache.graphs.clear();
-            }
-            cache.seen.insert(key);
         }
         (0..batch).try_for_each(|i| self.enqueue_one(gpu, &mut cache, at(i)))
     }
@@ -588,25 +605,26 @@ impl GemmPlan {
     /// The batch's launches on `at`'s addresses captured into a CUDA graph (nothing runs), for a
     /// plan of several launches: replayed, they cost the host one graph launch instead of each
     /// kernel's (about 4 us apiece on the H200's host, where a small product's back-to-back time
-    /// is the host's). `None` where the capture did not complete (a launch that needed to allocate
-    /// first, say): the caller launches directly.
+    /// is the host's). `None` where the capture did not begin or complete (a stream that cannot be
+    /// captured, a launch that needed to allocate first): nothing was enqueued, and the caller
+    /// launches directly, which reports any error of the launches themselves.
     fn capture(
         &self,
         gpu: &Gpu,
         cache: &mut LaunchCache,
         batch: usize,
         at: impl Fn(usize) -> Addresses,
-    ) -> Result<Option<cudarc::driver::CudaGraph>> {
+    ) -> Option<cudarc::driver::CudaGraph> {
         use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
         let stream = gpu.stream();
         // Thread-local: other threads' work on the context is not drawn into the capture.
-        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).ok()?;
         let enqueued = (0..batch).try_for_each(|i| self.enqueue_one(gpu, cache, at(i)));
         let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-        Ok(match (enqueued, graph) {
+        match (enqueued, graph) {
             (Ok(()), Ok(graph)) => graph,
             _ => None,
-        })
+        }
     }
 
     /// One product of the batch, at `at`.
@@ -682,11 +700,12 @@ impl GemmPlan {
             // On the stream that uploaded them, stream order covers the upload and the free, and
             // the address kept saves cudarc's event wait and record (a microsecond of the host's
             // time a launch); another stream goes through them.
-            return Ok(if std::sync::Arc::ptr_eq(m.stream(), gpu.stream()) {
-                *ptr
-            } else {
-                m.device_ptr(gpu.stream()).0
-            });
+            if std::sync::Arc::ptr_eq(m.stream(), gpu.stream()) {
+                return Ok(*ptr);
+            }
+            // A capture may not wait on the upload's event, recorded outside it.
+            gpu.ensure_not_capturing("a GEMM plan's tensor maps uploaded on another stream")?;
+            return Ok(m.device_ptr(gpu.stream()).0);
         }
         gpu.ensure_not_capturing("a GEMM plan's tensor maps for new buffer addresses")?;
         if cache.maps.len() >= MAP_CACHE_ENTRIES {
