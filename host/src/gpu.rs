@@ -541,8 +541,7 @@ impl Gpu {
     /// # Ok(()) }
     /// ```
     pub fn ensure_not_capturing(&self, what: &'static str) -> Result<()> {
-        use sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        if self.stream.capture_status()? != CU_STREAM_CAPTURE_STATUS_NONE {
+        if self.is_capturing()? {
             return Err(Error::NeedsLaunchBeforeCapture { what });
         }
         Ok(())

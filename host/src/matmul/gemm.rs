@@ -203,6 +203,10 @@ pub struct GemmPlan {
     context: std::sync::Arc<cudarc::driver::CudaContext>,
     /// Tensor maps and replays, by the addresses they were made for.
     cache: Mutex<LaunchCache>,
+    /// Kernel launches of one product: the conversions, the product's kernels (its split-K
+    /// reduction, split-TF32's passes and fallback included) and the epilogue; a plan of more
+    /// than one (or a batch) replays them.
+    launches_per_product: usize,
     precision: Precision,
 }
 
@@ -212,30 +216,29 @@ pub struct GemmPlan {
 struct LaunchCache {
     /// Tensor maps by the addresses they describe, uploaded once each, with their device address.
     maps: HashMap<[u64; 3], (CudaSlice<u64>, u64)>,
-    /// Replay keys launched directly: once (the first launch makes what a capture cannot, tensor
-    /// maps and split counters; the second captures), or always, where a capture failed (a
-    /// stream that cannot be captured, such as the legacy default stream).
-    seen: HashMap<ReplayKey, Seen>,
-    /// A multi-launch plan's launches on one set of addresses and one stream, captured into a
-    /// CUDA graph and launched as one.
-    graphs: HashMap<ReplayKey, Replay>,
+    /// A multi-launch plan's launches on one set of addresses and one stream: how far their
+    /// replay has come.
+    replays: HashMap<ReplayKey, Replay>,
 }
 
-/// How a replay key has been launched without a graph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Seen {
-    /// Once: the next launch captures.
+/// Where a multi-launch plan's launches on one [`ReplayKey`] stand.
+enum Replay {
+    /// Launched directly once: the first launch makes what a capture cannot (tensor maps, split
+    /// counters), the next captures.
     Once,
-    /// Its capture failed: launched directly from then on.
+    /// Captured into a CUDA graph, launched as one.
+    Graph(Graph),
+    /// The capture failed (a stream that cannot be captured, such as the legacy default stream):
+    /// launched directly from then on.
     Direct,
 }
 
 /// A captured graph, owned by a plan's [`LaunchCache`].
-struct Replay(cudarc::driver::CudaGraph);
+struct Graph(cudarc::driver::CudaGraph);
 
 // SAFETY: a CUDA graph's handles belong to no thread; CUDA requires the calls on one graph to be
-// serialized, and every use of a `Replay` is under its plan's `cache` lock.
-unsafe impl Send for Replay {}
+// serialized, and every use of a `Graph` is under its plan's `cache` lock.
+unsafe impl Send for Graph {}
 
 /// What a captured launch depends on besides the plan: the addresses of `A`, `B`, `C`, `D`, the
 /// workspace and the stream's split counters, and the stream.
@@ -315,6 +318,10 @@ impl GemmPlan {
             )?;
         }
         let Skeleton { desc, shape, kernel, left, right, right_transposed, epilogue, regions, precision } = skeleton;
+        let launches_per_product = usize::from(left.convert.is_some())
+            + usize::from(right.convert.is_some())
+            + launch::kernels_of(&kernel).len()
+            + usize::from(epilogue.is_some());
         Ok(Self {
             desc,
             shape,
@@ -327,6 +334,7 @@ impl GemmPlan {
             functions,
             context: gpu.context().clone(),
             cache: Mutex::new(LaunchCache::default()),
+            launches_per_product,
             precision,
         })
     }
@@ -560,46 +568,44 @@ impl GemmPlan {
             workspace: ws_ptr,
         };
         let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if batch * self.launches_per_product() < 2 || gpu.is_capturing()? {
-            return (0..batch).try_for_each(|i| self.enqueue_one(gpu, &mut cache, at(i)));
+        if batch * self.launches_per_product < 2 || gpu.is_capturing()? {
+            return self.enqueue_batch(gpu, &mut cache, batch, at);
         }
         let key = ([a_ptr, b_ptr, c_addr, d_ptr, ws_ptr, gpu.split_counters_address()], stream.cu_stream() as usize);
-        if let Some(replay) = cache.graphs.get(&key) {
-            replay.0.launch()?;
-            return Ok(());
-        }
-        match cache.seen.get(&key) {
-            Some(Seen::Once) => match self.capture(gpu, &mut cache, batch, at) {
+        match cache.replays.get(&key) {
+            Some(Replay::Graph(graph)) => return Ok(graph.0.launch()?),
+            Some(Replay::Direct) => {}
+            Some(Replay::Once) => match self.capture(gpu, &mut cache, batch, at) {
                 Some(graph) => {
                     graph.launch()?;
-                    cache.graphs.insert(key, Replay(graph));
+                    cache.replays.insert(key, Replay::Graph(Graph(graph)));
                     return Ok(());
                 }
                 None => {
-                    cache.seen.insert(key, Seen::Direct);
+                    cache.replays.insert(key, Replay::Direct);
                 }
             },
-            Some(Seen::Direct) => {}
             None => {
-                if cache.seen.len() >= REPLAY_CACHE_ENTRIES {
+                if cache.replays.len() >= REPLAY_CACHE_ENTRIES {
                     // A caller with fresh buffers at every launch: dropping a graph in flight is
                     // safe (the driver frees it when it completes).
-                    cache.seen.clear();
-                    cache.graphs.clear();
+                    cache.replays.clear();
                 }
-                cache.seen.insert(key, Seen::Once);
+                cache.replays.insert(key, Replay::Once);
             }
         }
-        (0..batch).try_for_each(|i| self.enqueue_one(gpu, &mut cache, at(i)))
+        self.enqueue_batch(gpu, &mut cache, batch, at)
     }
 
-    /// Kernel launches of one product: the conversions, the product's kernels (its split-K
-    /// reduction, split-TF32's passes and fallback included) and the epilogue.
-    fn launches_per_product(&self) -> usize {
-        usize::from(self.left.convert.is_some())
-            + usize::from(self.right.convert.is_some())
-            + launch::kernels_of(&self.kernel).len()
-            + usize::from(self.epilogue.is_some())
+    /// The batch's products at `at(i)`, one after another, launched directly.
+    fn enqueue_batch(
+        &self,
+        gpu: &Gpu,
+        cache: &mut LaunchCache,
+        batch: usize,
+        at: impl Fn(usize) -> Addresses,
+    ) -> Result<()> {
+        (0..batch).try_for_each(|i| self.enqueue_one(gpu, cache, at(i)))
     }
 
     /// The batch's launches on `at`'s addresses captured into a CUDA graph (nothing runs), for a
@@ -619,7 +625,7 @@ impl GemmPlan {
         let stream = gpu.stream();
         // Thread-local: other threads' work on the context is not drawn into the capture.
         stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).ok()?;
-        let enqueued = (0..batch).try_for_each(|i| self.enqueue_one(gpu, cache, at(i)));
+        let enqueued = self.enqueue_batch(gpu, cache, batch, at);
         let graph = stream.end_capture(CUgraphInstantiate_flags(0));
         match (enqueued, graph) {
             (Ok(()), Ok(graph)) => graph,
