@@ -10,7 +10,7 @@
 //! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
-//! | `k <=` [`SHORT_K_MAX`], `k` or `n` not a multiple of 4 | `short_k` | bound by the writing of `C`: each warp stores a whole 128-byte line of a row of `C`, each thread's columns of `B` in registers for its block's 16 rows |
+//! | `k <=` [`SHORT_K_MAX`], `k` or `n` not a multiple of 4 | `short_k` | bound by the writing of `C`: each thread stores four elements of a row of `C` in one 16-byte store (each block on rows that lie alike against 16-byte boundaries), its four columns of `B` in registers for up to 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
 //! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split; for `k <` [`sgemm::SQUARE_MIN_K`] on 64x256 tiles where they put no more blocks on the busiest SM ([`sgemm::tile_on`]) |
@@ -803,11 +803,12 @@ pub const WHOLE_ROWS_ELEMENTS: usize = 8;
 /// The longest `k` `auto` gives `short_k` (the kernel's own limit,
 /// `kernels::matmul::short_k::MAX_K`), where `k` or `n` is not a multiple of 4: at most 16
 /// multiply-adds per element of `C` leave the time to the writing of `C`, which `short_k` does
-/// in whole 128-byte lines of a row. On the H200 (x cuBLAS FP32, `sgemm` before): 150x3x14397
-/// 1.02 (1.59), 3905x4x2614 1.22 (1.46), 2840x1x2119 1.30 (1.48), 7393x1x1103 1.31 (1.42).
-/// Where both are multiples of 4, `sgemm`'s 16-byte stores write `C` faster than `short_k`'s
-/// 4-byte ones: 16384x8x16384 0.270 ms against 0.517 (4.0 TB/s of `C`), 4096x16x4096 0.028
-/// against 0.039.
+/// in 16-byte stores on rows of any length (each block on rows of one alignment). On the H200
+/// (x cuBLAS FP32, `sgemm` beside it): 2840x1x2119 0.96 (1.48), 7393x1x1103 0.79 (1.41),
+/// 3905x4x2614 0.81 (1.44), 5006x6x6049 0.49 (0.61), 150x3x14397 0.95 (0.87). Where both are
+/// multiples of 4, `sgemm` writes `C` faster still, 64 KiB a block against `short_k`'s 32:
+/// 16384x8x16384 0.277 ms against 0.312, 8192x16x8192 0.090 against 0.118, 20000x16x100 0.009
+/// against 0.018.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -1600,8 +1601,8 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         && short_k::plan(shape).is_ok()
     {
         let why = format!(
-            "k = {} <= {SHORT_K_MAX} and k or n not a multiple of 4: writing C bounds the time; whole 128-byte \
-             lines of a row of C stored by consecutive threads",
+            "k = {} <= {SHORT_K_MAX} and k or n not a multiple of 4: writing C bounds the time; 16-byte stores \
+             on rows of any alignment",
             shape.k
         );
         (MatmulVariant::ShortK, why)

@@ -1,11 +1,11 @@
 //! Launch planning for `kernels::matmul::short_k` (`matmul_short_k` and its BF16 and F16 forms):
 //! products with `k <= 16`, whose time is the writing of `C`.
 
-use super::shape::{MatmulShape, grid_over_c};
+use super::shape::{MAX_GRID_Y, MatmulShape};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::element::OperandType;
-use kernels::matmul::short_k::{BLOCK_M, BLOCK_N, KERNELS, MAX_K, THREADS};
+use kernels::matmul::short_k::{KERNELS, MAX_K, THREADS, grid};
 
 /// The kernel on operands of type `t`.
 ///
@@ -19,15 +19,16 @@ pub fn kernel(t: OperandType) -> &'static str {
     KERNELS[t.index()]
 }
 
-/// A block of 256 threads per tile of 16 rows by 512 columns of `C`, columns on x; `k` beyond
-/// 16 is refused ([`Error::Unsupported`]): the kernel holds its columns of `B` in registers.
+/// A block of 128 threads per tile of rows of one residue modulo `row_period(n)` by up to 512
+/// columns of `C`, columns on x ([`kernels::matmul::short_k::grid`]); `k` beyond 16 is refused
+/// ([`Error::Unsupported`]): the kernel holds its columns of `B` in registers.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulShape, short_k};
 /// let cfg = short_k::plan(MatmulShape::new(7393, 1, 1103)?)?;
-/// // ceil(1103 / 512) = 3 tiles across, ceil(7393 / 16) = 463 down.
-/// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((3, 463, 1), (256, 1, 1), 0));
+/// // ceil((1103 + 3) / 512) = 3 tiles across; odd n: 4 residues of ceil(1849 / 16) = 116 down.
+/// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((3, 464, 1), (128, 1, 1), 0));
 /// let err = short_k::plan(MatmulShape::new(64, 17, 64)?).unwrap_err().to_string();
 /// assert!(err.contains("k = 17 > 16"), "{err}");
 /// # Ok(()) }
@@ -39,11 +40,18 @@ pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
             shape.k
         )));
     }
-    Ok(LaunchConfig {
-        grid_dim: grid_over_c(shape, BLOCK_N, BLOCK_M)?,
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    })
+    let (m, n) = (u32::try_from(shape.m), u32::try_from(shape.n));
+    let (gx, gy) = match (m, n) {
+        (Ok(m), Ok(n)) if n < u32::MAX - 3 => grid(m, n),
+        _ => (u32::MAX, u32::MAX),
+    };
+    if gy > MAX_GRID_Y || gx > i32::MAX as u32 {
+        return Err(Error::InvalidArgument(format!(
+            "{shape} needs a short_k grid of {gx} x {gy} blocks; CUDA allows at most {} x {MAX_GRID_Y}",
+            i32::MAX
+        )));
+    }
+    Ok(LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 })
 }
 
 #[cfg(test)]
@@ -51,11 +59,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_k_plan_covers_c_with_16_by_512_tiles_one_past_an_edge_included() {
+    fn short_k_plan_covers_c_with_tiles_of_one_row_residue_up_to_512_columns_wide() {
         let cfg = |m, k, n| plan(MatmulShape::new(m, k, n).unwrap()).unwrap().grid_dim;
-        assert_eq!(cfg(16, 1, 512), (1, 1, 1));
-        assert_eq!(cfg(17, 16, 513), (2, 2, 1));
-        assert_eq!(cfg(150, 3, 14_397), (29, 10, 1));
+        // Small outputs: a row a thread, for blocks enough to fill the GPU.
+        assert_eq!(cfg(16, 1, 508), (1, 16, 1));
+        assert_eq!(cfg(16, 1, 512), (2, 16, 1));
+        assert_eq!(cfg(17, 16, 513), (2, 20, 1));
+        // Four rows a thread give 29 x 40 = 1,160 blocks, eight only 580.
+        assert_eq!(cfg(150, 3, 14_397), (29, 40, 1));
+        // A narrow C: 8 groups of 4 columns, 16 rows at once.
+        assert_eq!(cfg(9807, 3, 28), (1, 613, 1));
         assert!(plan(MatmulShape::new(16, 17, 16).unwrap()).is_err());
     }
 
