@@ -447,16 +447,16 @@ fn short_k_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     vec![matmul::plan_gemm(gpu, MatmulVariant::ShortK, shape, PlanOptions::default()).unwrap()]
 }
 
-/// `short_k` (`k <= 16`, 16 x 512 tiles of `C`): every `k` from 1 to 16, `C` one short of,
-/// exactly on and one past its tiles, a single column and a ragged product; against the float64
-/// product under FP32's bound, reruns bitwise equal; `auto` takes it where the other sides are
-/// wide.
+/// `short_k` (`k <= 32`: four columns a thread up to 16, two above): every `k` from 1 to 32, `C`
+/// one short of, exactly on and one past its tiles of 512 and 256 columns, a single column,
+/// narrow and ragged products (rows of every alignment); against the float64 product under
+/// FP32's bound, reruns bitwise equal; `auto` takes it where the other sides are wide.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn short_k_matches_cpu_for_every_k_up_to_16_on_tile_edges_and_reruns_bitwise_equal() {
+fn short_k_matches_cpu_for_every_k_up_to_32_on_tile_edges_and_reruns_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("short k"));
-    for k in 1..=16 {
-        for (m, n) in [(15, 511), (16, 512), (17, 513), (40, 1), (300, 1103)] {
+    for k in 1..=32 {
+        for (m, n) in [(15, 511), (16, 512), (17, 513), (40, 1), (300, 1103), (33, 255), (1000, 29)] {
             assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), short_k_plans);
         }
     }
@@ -464,6 +464,8 @@ fn short_k_matches_cpu_for_every_k_up_to_16_on_tile_edges_and_reruns_bitwise_equ
     let auto = matmul::plan_gemm(&gpu, MatmulVariant::Auto, shape, PlanOptions::default()).unwrap();
     assert_eq!(auto.kernel_plan().kernel(), "matmul_short_k", "{auto}");
     assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, [&auto]);
+    let shape = MatmulShape::new(2455, 19, 3667).unwrap();
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &short_k_plans(&gpu, shape));
 }
 
 /// The tensor-core tile variants, which split `k` in whole stages of their pipeline.

@@ -49,7 +49,7 @@ pub struct MatmulArgs {
     #[arg(long, requires = "a", value_name = "C.npy")]
     pub out: Option<PathBuf>,
     /// Variants to run: auto (the planner's choice under --precision), naive, tiled16, tiled32,
-    /// sgemm, sgemm_warp_tiled, few_rows, few_cols, short_k (k <= 16), the Hopper tensor-core
+    /// sgemm, sgemm_warp_tiled, few_rows, few_cols, short_k (k <= 32), the Hopper tensor-core
     /// variants wgmma_bf16,
     /// wgmma_f16 (refused for inputs beyond F16's range, |x| >= 65520), wgmma_tf32 and
     /// wgmma_tf32_transposed (each timed against cuBLAS in its precision),

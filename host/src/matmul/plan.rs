@@ -800,8 +800,8 @@ pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
 /// ```
 pub const WHOLE_ROWS_ELEMENTS: usize = 8;
 
-/// The longest `k` `auto` gives `short_k` (the kernel's own limit,
-/// `kernels::matmul::short_k::MAX_K`), where `k` or `n` is not a multiple of 4: at most 16
+/// The longest `k` `auto` gives `short_k` (the kernel's limit for four columns a thread,
+/// `kernels::matmul::short_k::FOUR_COLUMNS_MAX_K`), where `k` or `n` is not a multiple of 4: at most 16
 /// multiply-adds per element of `C` leave the time to the writing of `C`, which `short_k` does
 /// in 16-byte stores on rows of any length (each block on rows of one alignment). On the H200
 /// (x cuBLAS FP32, `sgemm` beside it): 2840x1x2119 0.96 (1.48), 7393x1x1103 0.79 (1.41),
@@ -824,7 +824,7 @@ pub const WHOLE_ROWS_ELEMENTS: usize = 8;
 /// assert_eq!(auto(SHORT_K_MAX + 1, 4097)?.variant(), MatmulVariant::Sgemm);
 /// # Ok(()) }
 /// ```
-pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::MAX_K;
+pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::FOUR_COLUMNS_MAX_K;
 
 /// The most rows of `C` for which `auto` under `medium` leaves a product whose `B` the TF32
 /// tensor cores would take only as a copy (rows not whole 16-byte vectors, the TMA's stride
@@ -2386,7 +2386,7 @@ mod tests {
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {
                 let e = p.unwrap_err().to_string();
-                let refusals = ["at most 16", "few_cols multiplies at most 32", "short_k multiplies k = 64 > 16"];
+                let refusals = ["at most 16", "few_cols multiplies at most 32", "short_k multiplies k = 64 > 32"];
                 assert!(refusals.iter().any(|r| e.contains(r)), "{v}: {e}");
             }
         }

@@ -1,5 +1,5 @@
 //! Launch planning for `kernels::matmul::short_k` (`matmul_short_k` and its BF16 and F16 forms):
-//! products with `k <= 16`, whose time is the writing of `C`.
+//! products with `k <= 32`, whose time is the writing of `C`.
 
 use super::shape::{MAX_GRID_Y, MatmulShape};
 use crate::error::{Error, Result};
@@ -19,8 +19,9 @@ pub fn kernel(t: OperandType) -> &'static str {
     KERNELS[t.index()]
 }
 
-/// A block of 128 threads per tile of rows of one residue modulo `row_period(n)` by up to 512
-/// columns of `C`, columns on x ([`kernels::matmul::short_k::grid`]); `k` beyond 16 is refused
+/// A block of 128 threads per tile of rows of one residue modulo `row_period` by up to 512
+/// columns of `C` (256 for `k` above 16), columns on x ([`kernels::matmul::short_k::grid`]);
+/// `k` beyond 32 is refused
 /// ([`Error::Unsupported`]): the kernel holds its columns of `B` in registers.
 ///
 /// ```
@@ -29,8 +30,8 @@ pub fn kernel(t: OperandType) -> &'static str {
 /// let cfg = short_k::plan(MatmulShape::new(7393, 1, 1103)?)?;
 /// // ceil((1103 + 3) / 512) = 3 tiles across; odd n: 4 residues of ceil(1849 / 16) = 116 down.
 /// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((3, 464, 1), (128, 1, 1), 0));
-/// let err = short_k::plan(MatmulShape::new(64, 17, 64)?).unwrap_err().to_string();
-/// assert!(err.contains("k = 17 > 16"), "{err}");
+/// let err = short_k::plan(MatmulShape::new(64, 33, 64)?).unwrap_err().to_string();
+/// assert!(err.contains("k = 33 > 32"), "{err}");
 /// # Ok(()) }
 /// ```
 pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
@@ -42,7 +43,7 @@ pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
     }
     let (m, n) = (u32::try_from(shape.m), u32::try_from(shape.n));
     let (gx, gy) = match (m, n) {
-        (Ok(m), Ok(n)) if n < u32::MAX - 3 => grid(m, n),
+        (Ok(m), Ok(n)) => grid(m, shape.k as u32, n),
         _ => (u32::MAX, u32::MAX),
     };
     if gy > MAX_GRID_Y || gx > i32::MAX as u32 {
@@ -69,7 +70,9 @@ mod tests {
         assert_eq!(cfg(150, 3, 14_397), (29, 40, 1));
         // A narrow C: 8 groups of 4 columns, 16 rows at once.
         assert_eq!(cfg(9807, 3, 28), (1, 613, 1));
-        assert!(plan(MatmulShape::new(16, 17, 16).unwrap()).is_err());
+        // Above k = 16, two columns a thread: 256 a block, rows of one residue modulo 2.
+        assert_eq!(cfg(8841, 28, 6665), (27, 554, 1));
+        assert!(plan(MatmulShape::new(16, 33, 16).unwrap()).is_err());
     }
 
     #[test]

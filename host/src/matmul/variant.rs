@@ -324,7 +324,7 @@ impl MatmulVariant {
     }
 
     /// Whether the variant multiplies `shape`: the narrow-shape kernels take only their narrow
-    /// side, `short_k` only `k <= 16`; every other variant takes any shape.
+    /// side, `short_k` only `k <= 32`; every other variant takes any shape.
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
