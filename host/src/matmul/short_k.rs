@@ -58,6 +58,82 @@ pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernels::matmul::short_k::{
+        A_TILE_FLOATS, MAX_BLOCK_ROWS, MAX_ROWS_PER_THREAD, a_stride, block_row, block_rows, cols_per_thread,
+        column_groups, group_start, misalignment, row_period, rows_per_thread,
+    };
+
+    /// Replays the kernel's stores over its grid for `(m, k, n)` with `C` starting `c_offset`
+    /// floats past a 16-byte boundary, as its guards and its `whole` decide: every element of
+    /// `C` written exactly once, each vector store on a boundary of its width, every row a
+    /// thread reads of the staged `A` inside its block's tile. The error names the first
+    /// violation.
+    fn replay_stores(m: u32, k: u32, n: u32, c_offset: u32) -> std::result::Result<(), String> {
+        let w = cols_per_thread(k);
+        let (gx, gy) = grid(m, k, n);
+        let (p, groups, rows) = (row_period(n, w), column_groups(n, w), rows_per_thread(m, k, n));
+        let (lanes, block_rows) = (THREADS / groups, block_rows(m, k, n));
+        if block_rows > MAX_BLOCK_ROWS || rows > MAX_ROWS_PER_THREAD || block_rows * a_stride(k) > A_TILE_FLOATS {
+            return Err(format!("{block_rows} rows a block, {rows} a thread: past the staged tile"));
+        }
+        let mut written = vec![0u8; m as usize * n as usize];
+        for y in 0..gy {
+            if block_row(y, 0, p, block_rows) >= m {
+                continue;
+            }
+            let lead = misalignment(c_offset, block_row(y, 0, p, block_rows), n, w);
+            for (x, t) in (0..gx).flat_map(|x| (0..THREADS).map(move |t| (x, t))) {
+                let first = group_start(x, t % groups, groups, lead, w);
+                for r in 0..rows {
+                    let row = block_row(y, r * lanes + t / groups, p, block_rows);
+                    if row >= m {
+                        continue;
+                    }
+                    if misalignment(c_offset, row, n, w) != lead {
+                        return Err(format!("row {row} of block row {y} aligned unlike its first"));
+                    }
+                    let address = c_offset as i64 + row as i64 * n as i64 + first;
+                    if first >= 0 && first + w as i64 <= n as i64 && address % w as i64 != 0 {
+                        return Err(format!("vector store of ({row}, {first}) off its boundary"));
+                    }
+                    for col in (first..first + w as i64).filter(|&c| c >= 0 && c < n as i64) {
+                        written[row as usize * n as usize + col as usize] += 1;
+                    }
+                }
+            }
+        }
+        match written.iter().position(|&w| w != 1) {
+            Some(i) => Err(format!("element {i} written {} times", written[i])),
+            None => Ok(()),
+        }
+    }
+
+    #[test]
+    fn short_k_stores_cover_c_once_on_their_boundaries_on_tile_edges_and_narrow_outputs() {
+        let shapes = [(1, 1), (3, 5), (17, 510), (33, 511), (16, 512), (40, 513), (70, 1103), (5, 2049), (64, 3)];
+        let narrow = [(300, 17), (1000, 28), (999, 29), (513, 66), (2000, 130), (4000, 200)];
+        for (m, n) in shapes.into_iter().chain(narrow) {
+            for k in [1, 16, 17, 32] {
+                for c_offset in 0..4 {
+                    assert_eq!(replay_stores(m, k, n, c_offset), Ok(()), "{m} x {k} x {n}, C {c_offset} floats off");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// For any shape and any 4-byte alignment of `C`, the kernel's grid writes every element
+        /// of `C` once, its 16- and 8-byte stores each on its own boundary.
+        #[test]
+        fn short_k_stores_cover_any_c_once_on_their_boundaries(
+            (m, k, n) in (1u32..=700, 1u32..=32, 1u32..=1500),
+            c_offset in 0u32..4,
+        ) {
+            proptest::prop_assert_eq!(replay_stores(m, k, n, c_offset), Ok(()));
+        }
+    }
 
     #[test]
     fn short_k_plan_covers_c_with_tiles_of_one_row_residue_up_to_512_columns_wide() {
