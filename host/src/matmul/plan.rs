@@ -1433,7 +1433,7 @@ fn plan_forced(
         MatmulVariant::Naive => (naive::plan(shape)?, None, String::new()),
         MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
         MatmulVariant::Tiled32 => (tiled::plan(32, shape)?, None, String::new()),
-        MatmulVariant::ShortK => (short_k::plan(shape)?, None, String::new()),
+        MatmulVariant::ShortK => (short_k::plan(shape)?, None, short_k::layout_reason(shape)),
         MatmulVariant::Sgemm => {
             let (tile, s, why) = sgemm_tile_and_split(shape, sm, split);
             kernel = sgemm::kernel(tile, OperandType::F32);

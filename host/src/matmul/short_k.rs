@@ -5,7 +5,9 @@ use super::shape::{MAX_GRID_Y, MatmulShape};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::element::OperandType;
-use kernels::matmul::short_k::{KERNELS, MAX_K, THREADS, grid};
+use kernels::matmul::short_k::{
+    KERNELS, MAX_K, THREADS, cols_per_thread, column_groups, grid, row_period, rows_per_thread,
+};
 
 /// The kernel on operands of type `t`.
 ///
@@ -55,12 +57,48 @@ pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
     Ok(LaunchConfig { grid_dim: (gx, gy, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 })
 }
 
+/// How the kernel covers `C` for `shape`, in words (the plan's reason): the columns a thread
+/// stores at once, the threads across a tile, the rows a thread, and how many alignments the
+/// rows of `C` take.
+///
+/// ```
+/// use hopper_kernels::matmul::{MatmulShape, short_k};
+/// let why = short_k::layout_reason(MatmulShape::new(5006, 6, 6049).unwrap());
+/// assert_eq!(why, "4 columns a thread in 16-byte stores, 128 threads across 512 columns, 16 rows a thread; rows of 4 alignments against 16 bytes (n = 6049)");
+/// let why = short_k::layout_reason(MatmulShape::new(9807, 3, 28).unwrap());
+/// assert!(why.contains("8 threads across 32 columns, 16 rows at once, 1 row a thread"), "{why}");
+/// ```
+pub fn layout_reason(shape: MatmulShape) -> String {
+    let (m, k, n) = (
+        shape.m.min(u32::MAX as usize) as u32,
+        shape.k.min(MAX_K as usize) as u32,
+        shape.n.min(u32::MAX as usize) as u32,
+    );
+    let w = cols_per_thread(k);
+    let groups = column_groups(n, w);
+    let rows = rows_per_thread(m, k, n);
+    let lanes = THREADS / groups;
+    let at_once = if lanes > 1 { format!(", {lanes} rows at once") } else { String::new() };
+    let period = row_period(n, w);
+    let alignments = if period > 1 {
+        format!("rows of {period} alignments against {} bytes (n = {n})", 4 * w)
+    } else {
+        format!("rows aligned alike (n = {n})")
+    };
+    format!(
+        "{w} columns a thread in {}-byte stores, {groups} {} across {} columns{at_once}, {} a thread; {alignments}",
+        4 * w,
+        if groups == 1 { "thread" } else { "threads" },
+        groups * w,
+        if rows == 1 { "1 row".to_string() } else { format!("{rows} rows") }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use kernels::matmul::short_k::{
-        A_TILE_FLOATS, MAX_BLOCK_ROWS, MAX_ROWS_PER_THREAD, a_stride, block_row, block_rows, cols_per_thread,
-        column_groups, group_start, misalignment, row_period, rows_per_thread,
+        A_TILE_FLOATS, MAX_BLOCK_ROWS, MAX_ROWS_PER_THREAD, a_stride, block_row, block_rows, group_start, misalignment,
     };
 
     /// Replays the kernel's stores over its grid for `(m, k, n)` with `C` starting `c_offset`
