@@ -43,11 +43,10 @@ pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
             shape.k
         )));
     }
-    let (m, n) = (u32::try_from(shape.m), u32::try_from(shape.n));
-    let (gx, gy) = match (m, n) {
-        (Ok(m), Ok(n)) => grid(m, shape.k as u32, n),
-        _ => (u32::MAX, u32::MAX),
-    };
+    // The kernel takes u32 sides: the checked constructor refuses a shape built past them by
+    // its public fields, naming the side.
+    let shape = MatmulShape::new(shape.m, shape.k, shape.n)?;
+    let (gx, gy) = grid(shape.m as u32, shape.k as u32, shape.n as u32);
     if gy > MAX_GRID_Y || gx > i32::MAX as u32 {
         return Err(Error::InvalidArgument(format!(
             "{shape} needs a short_k grid of {gx} x {gy} blocks; CUDA allows at most {} x {MAX_GRID_Y}",
@@ -187,6 +186,9 @@ mod tests {
         // Above k = 16, two columns a thread: 256 a block, rows of one residue modulo 2.
         assert_eq!(cfg(8841, 28, 6665), (27, 554, 1));
         assert!(plan(MatmulShape::new(16, 33, 16).unwrap()).is_err());
+        // Sides past u32, through the public fields: refused, naming the side.
+        let err = plan(MatmulShape { m: 16, k: 4, n: u32::MAX as usize + 1 }).unwrap_err();
+        assert!(matches!(&err, Error::LimitExceeded { what, value: 4_294_967_296, .. } if what == "n"), "{err}");
     }
 
     #[test]
