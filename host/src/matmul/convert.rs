@@ -95,6 +95,23 @@ pub(crate) fn convert_grid(rows: usize, cols: usize, transposed: bool) -> Launch
     LaunchConfig { grid_dim: (x, y, 1), block_dim: (convert::TILE, convert::TILE_ROWS, 1), shared_mem_bytes: 0 }
 }
 
+/// One launch of a pair kernel ([`convert::CONVERT_PAIR_KERNELS`]) for two operands, each `(rows,
+/// cols, transposed)`: the blocks of each one's [`convert_grid`] one after the other along a 1-D
+/// grid, and those grids (`[x_a, y_a, x_b, y_b]`) for the kernel; `None` where their sum passes
+/// CUDA's grid limit (the operands then take a launch each).
+pub(crate) fn convert_pair_grid(a: (usize, usize, bool), b: (usize, usize, bool)) -> Option<(LaunchConfig, [u32; 4])> {
+    let (ga, gb) = (convert_grid(a.0, a.1, a.2).grid_dim, convert_grid(b.0, b.1, b.2).grid_dim);
+    let blocks = ga.0 as u64 * ga.1 as u64 + gb.0 as u64 * gb.1 as u64;
+    (blocks <= i32::MAX as u64).then(|| {
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (convert::TILE, convert::TILE_ROWS, 1),
+            shared_mem_bytes: 0,
+        };
+        (cfg, [ga.0, ga.1, gb.0, gb.1])
+    })
+}
+
 #[cfg(test)]
 mod grid_tests {
     use super::*;
@@ -118,5 +135,17 @@ mod grid_tests {
                 ((convert::TILE, convert::TILE_ROWS, 1), (convert::TILE, convert::TILE_ROWS, 1))
             );
         }
+    }
+
+    #[test]
+    fn the_pair_grid_gives_each_operand_its_own_grid_one_after_the_other() {
+        let (a, b) = ((7700, 26, false), (26, 433, true));
+        let (cfg, [xa, ya, xb, yb]) = convert_pair_grid(a, b).unwrap();
+        assert_eq!((xa, ya), (convert_grid(7700, 26, false).grid_dim.0, convert_grid(7700, 26, false).grid_dim.1));
+        assert_eq!((xb, yb), (convert_grid(26, 433, true).grid_dim.0, convert_grid(26, 433, true).grid_dim.1));
+        assert_eq!(cfg.grid_dim, (xa * ya + xb * yb, 1, 1));
+        assert_eq!(cfg.block_dim, (convert::TILE, convert::TILE_ROWS, 1));
+        // Blocks past a 1-D grid's limit: a launch each.
+        assert!(convert_pair_grid((1 << 20, 1 << 31, false), b).is_none());
     }
 }

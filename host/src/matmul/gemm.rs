@@ -140,6 +140,23 @@ struct OperandPlan {
     convert: Option<(&'static str, usize)>,
 }
 
+/// A pair kernel converting both operands in one launch: its name, launch and each operand's
+/// grid (`[x_a, y_a, x_b, y_b]`).
+type PairConvert = (&'static str, LaunchConfig, [u32; 4]);
+
+/// Where both operands are converted by the same kernel (the same types), the pair kernel that
+/// converts both in one launch (one launch's overhead less a product), unless their blocks
+/// pass a 1-D grid's limit.
+fn pair_convert(left: &OperandPlan, right: &OperandPlan) -> Option<PairConvert> {
+    let ((ka, _), (kb, _)) = (left.convert?, right.convert?);
+    let pair = convert::convert_pair_kernel(ka).filter(|_| ka == kb)?;
+    let (cfg, grids) = super::convert::convert_pair_grid(
+        (left.rows, left.cols, left.transposed),
+        (right.rows, right.cols, right.transposed),
+    )?;
+    Some((pair, cfg, grids))
+}
+
 /// The epilogue `D = alpha C' + beta C`.
 #[derive(Debug, Clone, Copy)]
 struct EpiloguePlan {
@@ -199,6 +216,8 @@ pub struct GemmPlan {
     right_transposed: bool,
     epilogue: Option<EpiloguePlan>,
     regions: Regions,
+    /// Both operands converted by one launch where both are (`pair_convert`).
+    pair_convert: Option<PairConvert>,
     functions: HashMap<&'static str, CudaFunction>,
     context: std::sync::Arc<cudarc::driver::CudaContext>,
     /// Tensor maps and replays, by the addresses they were made for.
@@ -318,8 +337,9 @@ impl GemmPlan {
             )?;
         }
         let Skeleton { desc, shape, kernel, left, right, right_transposed, epilogue, regions, precision } = skeleton;
-        let launches_per_product = usize::from(left.convert.is_some())
-            + usize::from(right.convert.is_some())
+        let pair_convert = pair_convert(&left, &right);
+        let conversions = usize::from(left.convert.is_some()) + usize::from(right.convert.is_some());
+        let launches_per_product = if pair_convert.is_some() { 1 } else { conversions }
             + launch::kernels_of(&kernel).len()
             + usize::from(epilogue.is_some());
         Ok(Self {
@@ -331,6 +351,7 @@ impl GemmPlan {
             right_transposed,
             epilogue,
             regions,
+            pair_convert,
             functions,
             context: gpu.context().clone(),
             cache: Mutex::new(LaunchCache::default()),
@@ -635,33 +656,52 @@ impl GemmPlan {
 
     /// One product of the batch, at `at`.
     fn enqueue_one(&self, gpu: &Gpu, cache: &mut LaunchCache, at: Addresses) -> Result<()> {
-        let operand = |o: &OperandPlan| -> Result<u64> {
+        // Each operand's address for the product kernel, and its conversion's source where it has one.
+        let operand = |o: &OperandPlan| -> Result<(u64, Option<u64>)> {
             let src = match o.source {
                 Source::A => at.a,
                 Source::B => at.b,
             };
-            let Some((kernel, offset)) = o.convert else {
+            let Some((_, offset)) = o.convert else {
                 if !o.format.packed() && !src.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(
                         "{:?}'s address {src:#x} is not 16-byte aligned, which the tensor-core kernels' TMA needs (allocations are; keep views at 16-byte offsets)",
                         o.source
                     )));
                 }
-                return Ok(src);
+                return Ok((src, None));
             };
-            let dst = at.workspace + offset as u64;
-            let (rows, cols, src_ld, ld) = (o.rows as u32, o.cols as u32, o.src_ld as u32, o.ld as u32);
-            let transposed = o.transposed as u32;
-            let mut builder = gpu.stream().launch_builder(&self.functions[kernel]);
-            builder.arg(&src).arg(&dst).arg(&rows).arg(&cols).arg(&src_ld).arg(&transposed).arg(&ld);
-            // SAFETY: the convert kernel's contract: the source holds the rows x cols matrix at
-            // its leading dimension (lengths checked against the descriptor), the destination is
-            // the workspace region the plan laid out for rows x ld elements, disjoint from every
-            // operand (checked); the block is TILE x TILE_ROWS.
-            unsafe { builder.launch(super::convert::convert_grid(o.rows, o.cols, o.transposed)) }?;
-            Ok(dst)
+            Ok((at.workspace + offset as u64, Some(src)))
         };
-        let (a, b) = (operand(&self.left)?, operand(&self.right)?);
+        // The conversion's kernel arguments after its source and destination.
+        let shape_args =
+            |o: &OperandPlan| (o.rows as u32, o.cols as u32, o.src_ld as u32, o.transposed as u32, o.ld as u32);
+        let ((a, a_src), (b, b_src)) = (operand(&self.left)?, operand(&self.right)?);
+        match (a_src, b_src, self.pair_convert) {
+            (Some(a_src), Some(b_src), Some((kernel, cfg, [xa, ya, xb, yb]))) => {
+                let ((ra, ca, la, ta, lda), (rb, cb, lb, tb, ldb)) = (shape_args(&self.left), shape_args(&self.right));
+                let mut builder = gpu.stream().launch_builder(&self.functions[kernel]);
+                builder.arg(&a_src).arg(&a).arg(&ra).arg(&ca).arg(&la).arg(&ta).arg(&lda).arg(&xa).arg(&ya);
+                builder.arg(&b_src).arg(&b).arg(&rb).arg(&cb).arg(&lb).arg(&tb).arg(&ldb).arg(&xb).arg(&yb);
+                // SAFETY: the pair kernel's contract, each operand's as the single kernel's below,
+                // with each one's grid (convert_pair_grid) and a 1-D grid of their blocks.
+                unsafe { builder.launch(cfg) }?;
+            }
+            _ => {
+                for (o, dst, src) in [(&self.left, a, a_src), (&self.right, b, b_src)] {
+                    let (Some(src), Some((kernel, _))) = (src, o.convert) else { continue };
+                    let (rows, cols, src_ld, transposed, ld) = shape_args(o);
+                    let mut builder = gpu.stream().launch_builder(&self.functions[kernel]);
+                    builder.arg(&src).arg(&dst).arg(&rows).arg(&cols).arg(&src_ld).arg(&transposed).arg(&ld);
+                    // SAFETY: the convert kernel's contract: the source holds the rows x cols matrix
+                    // at its leading dimension (lengths checked against the descriptor), the
+                    // destination is the workspace region the plan laid out for rows x ld
+                    // elements, disjoint from every operand (checked); the block is TILE x
+                    // TILE_ROWS.
+                    unsafe { builder.launch(super::convert::convert_grid(o.rows, o.cols, o.transposed)) }?;
+                }
+            }
+        }
         let c = match self.epilogue {
             Some(e) => at.workspace + e.acc as u64,
             None => at.d,
@@ -738,9 +778,10 @@ impl std::fmt::Display for GemmPlan {
         };
         write!(f, "{} product{} of {}", d.batch, if d.batch == 1 { "" } else { "s" }, self.shape)?;
         for (label, o) in [("A'", &self.left), ("B'", &self.right)] {
-            match o.convert {
-                Some((kernel, _)) => write!(f, "; {label} = {} via {kernel}", name(o))?,
-                None => write!(f, "; {label} = {} in place", name(o))?,
+            match (o.convert, self.pair_convert) {
+                (Some(_), Some((pair, _, _))) => write!(f, "; {label} = {} via {pair}", name(o))?,
+                (Some((kernel, _)), None) => write!(f, "; {label} = {} via {kernel}", name(o))?,
+                (None, _) => write!(f, "; {label} = {} in place", name(o))?,
             }
         }
         write!(f, "; {}", self.kernel)?;
@@ -905,7 +946,10 @@ impl Skeleton {
     /// Every kernel a launch of this plan runs.
     fn kernel_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = launch::kernels_of(&self.kernel);
-        names.extend(self.left.convert.iter().chain(&self.right.convert).map(|(k, _)| *k));
+        match pair_convert(&self.left, &self.right) {
+            Some((pair, _, _)) => names.push(pair),
+            None => names.extend(self.left.convert.iter().chain(&self.right.convert).map(|(k, _)| *k)),
+        }
         names.extend(self.epilogue.iter().map(|e| e.kernel));
         names.sort_unstable();
         names.dedup();
@@ -1173,7 +1217,8 @@ fn tile_cluster_blocks(gpu: &Gpu, size: u32) -> Result<u32> {
 /// let desc = GemmDesc::new(300, 200, 100).d(Layout::col_major(DType::F32)).variant(MatmulVariant::Sgemm);
 /// let text = describe_plan(&desc, MatmulDevice::H100)?;
 /// assert!(text.starts_with("1 product(s) of 200x100x300: sgemm: grid 2x4x"), "{text}"); // 64 x 256 tiles
-/// assert!(text.contains("A' via matmul_convert_f32_f32; B' via matmul_convert_f32_f32"), "{text}");
+/// // One launch converts both (the pair kernel of their types).
+/// assert!(text.contains("A' and B' via matmul_convert_pair_f32_f32"), "{text}");
 /// // Refusals are the plan's: operands of two types.
 /// let mixed = GemmDesc::new(64, 64, 64).a(Layout::row_major(DType::Bf16));
 /// assert!(describe_plan(&mixed, MatmulDevice::H100).unwrap_err().to_string().contains("A is bf16 and B is f32"));
@@ -1182,9 +1227,14 @@ fn tile_cluster_blocks(gpu: &Gpu, size: u32) -> Result<u32> {
 pub fn describe_plan(desc: &GemmDesc, device: MatmulDevice) -> Result<String> {
     let s = Skeleton::new(desc, device)?;
     let mut text = format!("{} product(s) of {}: {}", desc.batch, s.shape, s.kernel);
-    for (label, o) in [("A'", &s.left), ("B'", &s.right)] {
-        if let Some((kernel, _)) = o.convert {
-            text += &format!("; {label} via {kernel}");
+    match pair_convert(&s.left, &s.right) {
+        Some((pair, _, _)) => text += &format!("; A' and B' via {pair}"),
+        None => {
+            for (label, o) in [("A'", &s.left), ("B'", &s.right)] {
+                if let Some((kernel, _)) = o.convert {
+                    text += &format!("; {label} via {kernel}");
+                }
+            }
         }
     }
     if let Some(e) = s.epilogue {

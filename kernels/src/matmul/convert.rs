@@ -55,6 +55,19 @@ pub const CONVERT_KERNELS: &[((&str, &str), &str)] = &[
     (("f32", "f16"), "matmul_convert_f32_f16"),
 ];
 
+/// PTX symbols of the pair kernels: a product's two operands converted by one launch, each as
+/// the [`CONVERT_KERNELS`] kernel of the same types would (its grid's blocks first for `A`, then
+/// for `B`, along one dimension), by source and destination element type.
+pub const CONVERT_PAIR_KERNELS: &[((&str, &str), &str)] = &[
+    (("f32", "f32"), "matmul_convert_pair_f32_f32"),
+    (("f32", "bf16"), "matmul_convert_pair_f32_bf16"),
+    (("bf16", "bf16"), "matmul_convert_pair_bf16_bf16"),
+    (("bf16", "f32"), "matmul_convert_pair_bf16_f32"),
+    (("f16", "f16"), "matmul_convert_pair_f16_f16"),
+    (("f16", "f32"), "matmul_convert_pair_f16_f32"),
+    (("f32", "f16"), "matmul_convert_pair_f32_f16"),
+];
+
 /// The epilogues, by the type of `C` and `D`.
 pub const EPILOGUE_KERNELS: &[(&str, &str)] =
     &[("f32", "matmul_epilogue_f32"), ("bf16", "matmul_epilogue_bf16"), ("f16", "matmul_epilogue_f16")];
@@ -64,6 +77,21 @@ pub const EPILOGUE_KERNELS: &[(&str, &str)] =
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn convert_kernel(from: &str, to: &str) -> Option<&'static str> {
     CONVERT_KERNELS.iter().find(|((f, t), _)| *f == from && *t == to).map(|(_, name)| *name)
+}
+
+/// The pair kernel ([`CONVERT_PAIR_KERNELS`]) of the single kernel `single`
+/// ([`CONVERT_KERNELS`]): the same types, both operands in one launch.
+///
+/// ```
+/// use kernels::matmul::convert::{convert_kernel, convert_pair_kernel};
+/// let single = convert_kernel("f32", "bf16").unwrap();
+/// assert_eq!(convert_pair_kernel(single), Some("matmul_convert_pair_f32_bf16"));
+/// assert_eq!(convert_pair_kernel("matmul_epilogue_f32"), None);
+/// ```
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn convert_pair_kernel(single: &str) -> Option<&'static str> {
+    let (types, _) = CONVERT_KERNELS.iter().find(|(_, name)| *name == single)?;
+    CONVERT_PAIR_KERNELS.iter().find(|(t, _)| t == types).map(|(_, name)| *name)
 }
 
 /// The epilogue kernel writing `to` (a type name). (Host only, as [`convert_kernel`].)
@@ -90,17 +118,18 @@ unsafe fn convert<S: Element, D: Element>(
     src_ld: u32,
     transposed: u32,
     dst_ld: u32,
+    (bx, by, gy): (u32, u32, u32),
 ) {
     use crate::device::thread;
     if transposed == 0 {
         // SAFETY: forwarded contract.
-        return unsafe { convert_rows(src, dst, rows, cols, src_ld, dst_ld) };
+        return unsafe { convert_rows(src, dst, rows, cols, src_ld, dst_ld, (bx, by, gy)) };
     }
     // One declaration for every instantiation: each kernel gets its own block-shared copy.
     let tile = crate::shared_array!(MATMUL_CONVERT_TILE: [f32; (TILE * (TILE + 1)) as usize]);
     let (tx, ty) = (thread::thread_idx_x(), thread::thread_idx_y());
-    let c0 = thread::block_idx_x() * TILE;
-    let mut r0 = thread::block_idx_y() * TILE;
+    let c0 = bx * TILE;
+    let mut r0 = by * TILE;
     while r0 < rows {
         // The source's rows run along the destination's columns when transposed: read along
         // whichever is contiguous in the source.
@@ -135,7 +164,7 @@ unsafe fn convert<S: Element, D: Element>(
         }
         // The next tile row overwrites the tile only once every thread has read it.
         thread::sync_threads();
-        r0 += thread::grid_dim_y() * TILE;
+        r0 += gy * TILE;
     }
 }
 
@@ -154,10 +183,11 @@ unsafe fn convert_rows<S: Element, D: Element>(
     cols: u32,
     src_ld: u32,
     dst_ld: u32,
+    (bx, by, gy): (u32, u32, u32),
 ) {
     use crate::device::{mem, thread};
     let size = core::mem::size_of::<D>() as u32;
-    let c = thread::block_idx_x() * (ROW_GROUP * TILE) + ROW_GROUP * thread::thread_idx_x();
+    let c = bx * (ROW_GROUP * TILE) + ROW_GROUP * thread::thread_idx_x();
     // A group's first element sits at a multiple of ROW_GROUP in its row: with the rows and
     // `dst` aligned to a group's bytes (8 for 16-bit types, 16 for f32), so is every group.
     let vector = dst_ld.is_multiple_of(ROW_GROUP) && (dst as usize).is_multiple_of((ROW_GROUP * size) as usize);
@@ -165,7 +195,7 @@ unsafe fn convert_rows<S: Element, D: Element>(
         return;
     }
     let count = (cols - c).min(ROW_GROUP);
-    let mut r = thread::block_idx_y() * TILE_ROWS + thread::thread_idx_y();
+    let mut r = by * TILE_ROWS + thread::thread_idx_y();
     while r < rows {
         let from = src.wrapping_add(r as usize * src_ld as usize + c as usize);
         let to = dst.wrapping_add(r as usize * dst_ld as usize + c as usize);
@@ -193,7 +223,7 @@ unsafe fn convert_rows<S: Element, D: Element>(
                 unsafe { *to.add(e) = x };
             }
         }
-        r += thread::grid_dim_y() * TILE_ROWS;
+        r += gy * TILE_ROWS;
     }
 }
 
@@ -254,12 +284,77 @@ macro_rules! convert_kernels {
                     transposed: u32,
                     dst_ld: u32
                 ) {
+                    use crate::device::thread;
+                    let block = (thread::block_idx_x(), thread::block_idx_y(), thread::grid_dim_y());
                     // SAFETY: forwarded kernel contract.
-                    unsafe { convert::<$s, $d>(src, dst, rows, cols, src_ld, transposed, dst_ld) }
+                    unsafe { convert::<$s, $d>(src, dst, rows, cols, src_ld, transposed, dst_ld, block) }
                 }
             )*
         }
     };
+}
+
+/// The pair kernels: both operands of a product in one launch, each as its single kernel with
+/// its own grid (`blocks_x x blocks_y`), `A`'s blocks first along a 1-D grid of their sum.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! convert_pair_kernels {
+    ($($name:ident: $s:ty => $d:ty),* $(,)?) => {
+        crate::gpu_kernel! {
+            $(
+                /// Two tiled conversions in one launch (`A`'s, then `B`'s blocks); see the
+                /// [module documentation](self).
+                ///
+                /// # Safety
+                /// Each operand's arguments as the single kernel's (module documentation), with
+                /// `blocks_x * blocks_y` its grid, and a 1-D grid of at least their sum.
+                pub unsafe fn $name(
+                    src_a: *const $s,
+                    dst_a: *mut $d,
+                    rows_a: u32,
+                    cols_a: u32,
+                    src_ld_a: u32,
+                    transposed_a: u32,
+                    dst_ld_a: u32,
+                    blocks_x_a: u32,
+                    blocks_y_a: u32,
+                    src_b: *const $s,
+                    dst_b: *mut $d,
+                    rows_b: u32,
+                    cols_b: u32,
+                    src_ld_b: u32,
+                    transposed_b: u32,
+                    dst_ld_b: u32,
+                    blocks_x_b: u32,
+                    blocks_y_b: u32
+                ) {
+                    use crate::device::thread;
+                    let id = thread::block_idx_x();
+                    let a_blocks = blocks_x_a * blocks_y_a;
+                    if id < a_blocks {
+                        let block = (id % blocks_x_a, id / blocks_x_a, blocks_y_a);
+                        // SAFETY: forwarded kernel contract, A's part.
+                        unsafe { convert::<$s, $d>(src_a, dst_a, rows_a, cols_a, src_ld_a, transposed_a, dst_ld_a, block) }
+                    } else if id - a_blocks < blocks_x_b * blocks_y_b {
+                        let id = id - a_blocks;
+                        let block = (id % blocks_x_b, id / blocks_x_b, blocks_y_b);
+                        // SAFETY: forwarded kernel contract, B's part.
+                        unsafe { convert::<$s, $d>(src_b, dst_b, rows_b, cols_b, src_ld_b, transposed_b, dst_ld_b, block) }
+                    }
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+convert_pair_kernels! {
+    matmul_convert_pair_f32_f32: f32 => f32,
+    matmul_convert_pair_f32_bf16: f32 => Bf16,
+    matmul_convert_pair_bf16_bf16: Bf16 => Bf16,
+    matmul_convert_pair_bf16_f32: Bf16 => f32,
+    matmul_convert_pair_f16_f16: F16 => F16,
+    matmul_convert_pair_f16_f32: F16 => f32,
+    matmul_convert_pair_f32_f16: f32 => F16,
 }
 
 #[cfg(target_arch = "nvptx64")]
