@@ -336,8 +336,8 @@ impl GemmPlan {
                 cfg.shared_mem_bytes as i32,
             )?;
         }
-        let Skeleton { desc, shape, kernel, left, right, right_transposed, epilogue, regions, precision } = skeleton;
-        let pair_convert = pair_convert(&left, &right);
+        let Skeleton { desc, shape, kernel, left, right, right_transposed, epilogue, regions, pair_convert, precision } =
+            skeleton;
         let conversions = usize::from(left.convert.is_some()) + usize::from(right.convert.is_some());
         let launches_per_product = if pair_convert.is_some() { 1 } else { conversions }
             + launch::kernels_of(&kernel).len()
@@ -656,13 +656,14 @@ impl GemmPlan {
 
     /// One product of the batch, at `at`.
     fn enqueue_one(&self, gpu: &Gpu, cache: &mut LaunchCache, at: Addresses) -> Result<()> {
-        // Each operand's address for the product kernel, and its conversion's source where it has one.
-        let operand = |o: &OperandPlan| -> Result<(u64, Option<u64>)> {
+        // Each operand's address for the product kernel, and its conversion's kernel and source
+        // where it has one.
+        let operand = |o: &OperandPlan| -> Result<(u64, Option<(&'static str, u64)>)> {
             let src = match o.source {
                 Source::A => at.a,
                 Source::B => at.b,
             };
-            let Some((_, offset)) = o.convert else {
+            let Some((kernel, offset)) = o.convert else {
                 if !o.format.packed() && !src.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(
                         "{:?}'s address {src:#x} is not 16-byte aligned, which the tensor-core kernels' TMA needs (allocations are; keep views at 16-byte offsets)",
@@ -671,14 +672,14 @@ impl GemmPlan {
                 }
                 return Ok((src, None));
             };
-            Ok((at.workspace + offset as u64, Some(src)))
+            Ok((at.workspace + offset as u64, Some((kernel, src))))
         };
         // The conversion's kernel arguments after its source and destination.
         let shape_args =
             |o: &OperandPlan| (o.rows as u32, o.cols as u32, o.src_ld as u32, o.transposed as u32, o.ld as u32);
-        let ((a, a_src), (b, b_src)) = (operand(&self.left)?, operand(&self.right)?);
-        match (a_src, b_src, self.pair_convert) {
-            (Some(a_src), Some(b_src), Some((kernel, cfg, [xa, ya, xb, yb]))) => {
+        let ((a, a_convert), (b, b_convert)) = (operand(&self.left)?, operand(&self.right)?);
+        match (a_convert, b_convert, self.pair_convert) {
+            (Some((_, a_src)), Some((_, b_src)), Some((kernel, cfg, [xa, ya, xb, yb]))) => {
                 let ((ra, ca, la, ta, lda), (rb, cb, lb, tb, ldb)) = (shape_args(&self.left), shape_args(&self.right));
                 let mut builder = gpu.stream().launch_builder(&self.functions[kernel]);
                 builder.arg(&a_src).arg(&a).arg(&ra).arg(&ca).arg(&la).arg(&ta).arg(&lda).arg(&xa).arg(&ya);
@@ -688,8 +689,8 @@ impl GemmPlan {
                 unsafe { builder.launch(cfg) }?;
             }
             _ => {
-                for (o, dst, src) in [(&self.left, a, a_src), (&self.right, b, b_src)] {
-                    let (Some(src), Some((kernel, _))) = (src, o.convert) else { continue };
+                for (o, dst, convert) in [(&self.left, a, a_convert), (&self.right, b, b_convert)] {
+                    let Some((kernel, src)) = convert else { continue };
                     let (rows, cols, src_ld, transposed, ld) = shape_args(o);
                     let mut builder = gpu.stream().launch_builder(&self.functions[kernel]);
                     builder.arg(&src).arg(&dst).arg(&rows).arg(&cols).arg(&src_ld).arg(&transposed).arg(&ld);
@@ -855,6 +856,8 @@ struct Skeleton {
     right_transposed: bool,
     epilogue: Option<EpiloguePlan>,
     regions: Regions,
+    /// Both operands converted by one launch where both are ([`pair_convert`]).
+    pair_convert: Option<PairConvert>,
     precision: Precision,
 }
 
@@ -940,13 +943,25 @@ impl Skeleton {
             regions.guard = alloc.take(4 * kernels::matmul::tf32x3::GUARD_WORDS);
         }
         regions.total = alloc.0;
-        Ok(Self { desc: *desc, shape, kernel, left, right, right_transposed, epilogue, regions, precision })
+        let pair_convert = pair_convert(&left, &right);
+        Ok(Self {
+            desc: *desc,
+            shape,
+            kernel,
+            left,
+            right,
+            right_transposed,
+            epilogue,
+            regions,
+            pair_convert,
+            precision,
+        })
     }
 
     /// Every kernel a launch of this plan runs.
     fn kernel_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = launch::kernels_of(&self.kernel);
-        match pair_convert(&self.left, &self.right) {
+        match self.pair_convert {
             Some((pair, _, _)) => names.push(pair),
             None => names.extend(self.left.convert.iter().chain(&self.right.convert).map(|(k, _)| *k)),
         }
@@ -1227,7 +1242,7 @@ fn tile_cluster_blocks(gpu: &Gpu, size: u32) -> Result<u32> {
 pub fn describe_plan(desc: &GemmDesc, device: MatmulDevice) -> Result<String> {
     let s = Skeleton::new(desc, device)?;
     let mut text = format!("{} product(s) of {}: {}", desc.batch, s.shape, s.kernel);
-    match pair_convert(&s.left, &s.right) {
+    match s.pair_convert {
         Some((pair, _, _)) => text += &format!("; A' and B' via {pair}"),
         None => {
             for (label, o) in [("A'", &s.left), ("B'", &s.right)] {
