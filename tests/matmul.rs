@@ -201,8 +201,8 @@ fn tensor_core_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     plans
 }
 
-/// The tensor-core variants whose kernels come in several tile widths (128 x 256, 128 x 128
-/// and 16 x 128; the 16-bit ones also 128 x 64).
+/// The tensor-core variants whose kernels come in several tile widths (128 x 256 or 256 x 128,
+/// 128 x 128, 128 x 64 and 16 x 128).
 const TILE_WIDTHS: [MatmulVariant; 3] = [MatmulVariant::WgmmaBf16, MatmulVariant::WgmmaF16, MatmulVariant::WgmmaTf32];
 
 /// The tile widths `variant`'s family has a kernel of (the kernels crate's `with_tile`), widest

@@ -222,6 +222,7 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[22],
     matmul::wgmma::KERNEL_NAMES[23],
     matmul::wgmma::KERNEL_NAMES[24],
+    matmul::wgmma::KERNEL_NAMES[25],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -251,6 +252,7 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[14],
     matmul::wgmma::MAX_THREADS[15],
     matmul::wgmma::MAX_THREADS[16],
+    matmul::wgmma::MAX_THREADS[17],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -286,6 +288,7 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[22],
     matmul::wgmma::CHECKED_MAX_THREADS[23],
     matmul::wgmma::CHECKED_MAX_THREADS[24],
+    matmul::wgmma::CHECKED_MAX_THREADS[25],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -388,9 +391,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 25
-        && matmul::wgmma::MAX_THREADS.len() == 17
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 25
+    matmul::wgmma::KERNEL_NAMES.len() == 26
+        && matmul::wgmma::MAX_THREADS.len() == 18
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 26
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

@@ -73,8 +73,8 @@ pub struct MatmulArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub split_k: Option<u32>,
     /// The tile width of wgmma_bf16, wgmma_f16 and wgmma_tf32 (auto's choice among them): n256
-    /// (tiles of 128x256; wgmma_tf32 256x128), n128 (128x128), n64 (128x64; wgmma_bf16 and
-    /// wgmma_f16) or n16 (16x128, for m <= 16), overriding the planner's choice: for measuring it.
+    /// (tiles of 128x256; wgmma_tf32 256x128), n128 (128x128), n64 (128x64) or n16 (16x128, for
+    /// m <= 16), overriding the planner's choice: for measuring it.
     #[arg(long, value_parser = parse_tile)]
     pub tile: Option<TileWidth>,
     /// Print the plan of each selected variant (kernel, grid, split of k, and why) and exit

@@ -69,8 +69,8 @@
 //!   [`WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE`] per value of the tile; the 16-row tiles have no
 //!   cluster form.
 //! - Their tile: `wgmma_bf16`, `wgmma_f16` and `wgmma_tf32` come in several widths, tiles of 128 x
-//!   256 (`wgmma_tf32`: 256 x 128), of 128 x 128 (the `_n128` kernels, [`TileWidth`]) and, for
-//!   the 16-bit kernels, of 128 x 64 (`_n64`). The planner estimates each as above, with its best
+//!   256 (`wgmma_tf32`: 256 x 128), of 128 x 128 (the `_n128` kernels, [`TileWidth`]) and of
+//!   128 x 64 (`_n64`). The planner estimates each as above, with its best
 //!   split, a stage of the narrower tiles costing [`WGMMA_N128_STAGE_COST`] and
 //!   [`WGMMA_N64_STAGE_COST`] of the wide one's, and takes the cheapest (the wider on a tie):
 //!   more tiles fill the SMs where the wide tiles leave most of them idle (1024^3: 32 tiles of
@@ -574,8 +574,8 @@ pub enum TileWidth {
     N256,
     /// The instruction's `n = 128`: tiles of 128 x 128 (the `_n128` kernels).
     N128,
-    /// The instruction's `n = 64`: tiles of 128 x 64 (the 16-bit `_n64` kernels; the TF32
-    /// family, which tiles `C^T`, has none).
+    /// The instruction's `n = 64`: tiles of 128 x 64 (the `_n64` kernels; `wgmma_tf32_n64`,
+    /// which tiles `C^T`, puts both consumer warpgroups on the same 64 columns).
     N64,
     /// The instruction's `n = 16`: the `_n16` kernels' tiles of 16 x 128 of `C` (on `C^T`), for
     /// `m <= 16` (the planner considers them only there).
@@ -1833,8 +1833,8 @@ fn wgmma_tile_and_split(
         choices.push((k, s, why, estimate));
     }
     if choices.is_empty() {
-        // A kernel of one width (wgmma_tf32_transposed), or a width the family lacks (n64 for
-        // TF32): the kernel's own tiles, and the plan says so.
+        // A kernel of one width (wgmma_tf32_transposed): its own tiles, and the plan says so
+        // where another width was asked for.
         let (s, why, _) = match forced {
             Some(s) => (s, "split forced".to_string(), 0.0),
             None => wgmma_split(shape, device, variant, kernel),

@@ -136,6 +136,7 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
 /// assert_eq!(wgmma::tile_of("wgmma_tf32"), (256, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n128"), (128, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n16"), (16, 128));
+/// assert_eq!(wgmma::tile_of("wgmma_tf32_n64"), (128, 64));
 /// assert_eq!(wgmma::tile_of("wgmma_bf16_n16"), (16, 128));
 /// ```
 pub fn tile_of(kernel: &str) -> (u32, u32) {
@@ -143,11 +144,12 @@ pub fn tile_of(kernel: &str) -> (u32, u32) {
         KERNEL_BF16_N16, KERNEL_BF16_N64, KERNEL_BF16_N64_CLUSTER, KERNEL_BF16_N64_ROWS, KERNEL_BF16_N128,
         KERNEL_BF16_N128_CLUSTER, KERNEL_BF16_N128_ROWS, KERNEL_F16_N16, KERNEL_F16_N64, KERNEL_F16_N64_CLUSTER,
         KERNEL_F16_N64_ROWS, KERNEL_F16_N128, KERNEL_F16_N128_CLUSTER, KERNEL_F16_N128_ROWS, KERNEL_TF32,
-        KERNEL_TF32_N16, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_BLOCK_ROWS, N64_BLOCK_N, N128_BLOCK_N,
-        PROMOTED_BLOCK_ROWS,
+        KERNEL_TF32_N16, KERNEL_TF32_N64, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_BLOCK_ROWS, N64_BLOCK_N,
+        N128_BLOCK_N, PROMOTED_BLOCK_ROWS, TF32_N64_BLOCK_COLS, TF32_N64_BLOCK_ROWS,
     };
     match kernel {
         KERNEL_TF32 => (BLOCK_N, BLOCK_M),
+        KERNEL_TF32_N64 => (TF32_N64_BLOCK_ROWS, TF32_N64_BLOCK_COLS),
         KERNEL_TF32_N16 | KERNEL_BF16_N16 | KERNEL_F16_N16 => (N16_BLOCK_ROWS, BLOCK_M),
         KERNEL_TF32_PROMOTED | KERNEL_TF32_N128 => (PROMOTED_BLOCK_ROWS, BLOCK_M),
         KERNEL_BF16_N128
@@ -201,8 +203,8 @@ pub fn tiles(shape: MatmulShape, kernel: &str) -> u64 {
 /// ```
 pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits: u32) -> Result<LaunchConfig> {
     use kernels::matmul::wgmma::{
-        KERNEL_TF32, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_DYNAMIC_SHARED_BYTES, N128_DYNAMIC_SHARED_BYTES,
-        TF32_THREADS,
+        KERNEL_TF32, KERNEL_TF32_N64, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_DYNAMIC_SHARED_BYTES,
+        N128_DYNAMIC_SHARED_BYTES, TF32_N64_DYNAMIC_SHARED_BYTES, TF32_THREADS,
     };
     dim(shape.m, "m")?;
     dim(shape.n, "n")?;
@@ -210,6 +212,7 @@ pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     let (rows, cols) = tile_of(kernel);
     let (threads, shared_mem_bytes) = match kernel {
         KERNEL_TF32 => (TF32_THREADS, DYNAMIC_SHARED_BYTES),
+        KERNEL_TF32_N64 => (TF32_THREADS, TF32_N64_DYNAMIC_SHARED_BYTES),
         _ if rows == kernels::matmul::wgmma::N16_BLOCK_ROWS => (TF32_THREADS, N16_DYNAMIC_SHARED_BYTES),
         KERNEL_TF32_PROMOTED | KERNEL_TF32_N128 => (TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
         _ if cols == kernels::matmul::wgmma::N128_BLOCK_N => (THREADS, N128_DYNAMIC_SHARED_BYTES),

@@ -109,6 +109,11 @@ pub const KERNEL_F16_N128: &str = "wgmma_f16_n128";
 pub const KERNEL_BF16_N128_ROWS: &str = "wgmma_bf16_n128_rows";
 /// PTX symbol of `wgmma_f16_n128` with the row-staged epilogue only.
 pub const KERNEL_F16_N128_ROWS: &str = "wgmma_f16_n128_rows";
+/// PTX symbol of `wgmma_tf32` on tiles of [`TF32_N64_BLOCK_ROWS`] x [`TF32_N64_BLOCK_COLS`] of
+/// `C` (`m64n64k8` on `C^T`, both consumer warpgroups on the same 64 columns, 64 rows each,
+/// [`TF32_N64_STAGES`] stages): outputs at most 64 columns wide, where `wgmma_tf32`'s 128
+/// columns are mostly padding.
+pub const KERNEL_TF32_N64: &str = "wgmma_tf32_n64";
 /// PTX symbol of `wgmma_bf16` on tiles of 128 x [`N64_BLOCK_N`] (`m64n64k16`, [`N64_STAGES`]
 /// stages): narrow outputs and mid-sized products, which the wider tiles leave as too few
 /// tiles for the SMs or as padding columns.
@@ -192,6 +197,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_F16_N64_ROWS,
     KERNEL_BF16_N64_CLUSTER,
     KERNEL_F16_N64_CLUSTER,
+    KERNEL_TF32_N64,
 ];
 /// The cluster-summed kernel for `kernel` (`wgmma_bf16`, `wgmma_f16`, their `_n128` and `_n64` forms, or
 /// any of their `_rows` forms), if it has one.
@@ -236,7 +242,8 @@ pub const fn rows_kernel(kernel: &'static str) -> &'static str {
 
 /// The kernel of the same family and operands as `kernel` whose instruction is `m64n{n}`:
 /// tiles 256 (`n = 256`), 128 (`n = 128`) or, for the 16-bit kernels, 64 wide (`n = 64`), or
-/// for the TF32 kernels, which tile `C^T`, of 256, 128 rows of `C`; `n = 16` is the `_n16`
+/// for the TF32 kernels, which tile `C^T`, of 256, 128 rows of `C` (and `n = 64`: 128 x 64
+/// tiles, [`KERNEL_TF32_N64`]); `n = 16` is the `_n16`
 /// kernels' 16 rows of `C` on `C^T` in every family ([`KERNEL_TF32_N16`], [`KERNEL_BF16_N16`]);
 /// `None` where the family has no such kernel.
 ///
@@ -248,7 +255,7 @@ pub const fn rows_kernel(kernel: &'static str) -> &'static str {
 /// assert_eq!(with_tile(KERNEL_BF16, 16), Some("wgmma_bf16_n16"));
 /// assert_eq!(with_tile(KERNEL_BF16, 64), Some("wgmma_bf16_n64"));
 /// assert_eq!(with_tile(KERNEL_BF16_ROWS, 64), Some(KERNEL_BF16_N64_ROWS));
-/// assert_eq!(with_tile(KERNEL_TF32, 64), None);
+/// assert_eq!(with_tile(KERNEL_TF32, 64), Some("wgmma_tf32_n64"));
 /// assert_eq!(with_tile(KERNEL_TF32_PROMOTED, 128), None);
 /// ```
 pub const fn with_tile(kernel: &str, n: u32) -> Option<&'static str> {
@@ -265,8 +272,8 @@ pub const fn with_tile(kernel: &str, n: u32) -> Option<&'static str> {
         b"wgmma_f16_rows" | b"wgmma_f16_n128_rows" | b"wgmma_f16_n64_rows" => {
             (KERNEL_F16_ROWS, KERNEL_F16_N128_ROWS, Some(KERNEL_F16_N64_ROWS), Some(KERNEL_F16_N16))
         }
-        b"wgmma_tf32" | b"wgmma_tf32_n128" | b"wgmma_tf32_n16" => {
-            (KERNEL_TF32, KERNEL_TF32_N128, None, Some(KERNEL_TF32_N16))
+        b"wgmma_tf32" | b"wgmma_tf32_n128" | b"wgmma_tf32_n64" | b"wgmma_tf32_n16" => {
+            (KERNEL_TF32, KERNEL_TF32_N128, Some(KERNEL_TF32_N64), Some(KERNEL_TF32_N16))
         }
         _ => return None,
     };
@@ -301,6 +308,7 @@ pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_PROMOTED, TF32_THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_TF32_N16, TF32_THREADS),
+    (KERNEL_TF32_N64, TF32_THREADS),
     (KERNEL_BF16_N16, TF32_THREADS),
     (KERNEL_F16_N16, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
@@ -332,6 +340,7 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_F16_N128_ROWS, THREADS),
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_TF32_N16, TF32_THREADS),
+    (KERNEL_TF32_N64, TF32_THREADS),
     (KERNEL_BF16_N16, TF32_THREADS),
     (KERNEL_F16_N16, TF32_THREADS),
     (KERNEL_BF16_CLUSTER, THREADS),
@@ -499,6 +508,28 @@ const _: () = assert!(N16_STAGE_BYTES.is_multiple_of(1024));
 /// ```
 pub const N16_DYNAMIC_SHARED_BYTES: u32 =
     N16_STAGES * N16_STAGE_BYTES + 2 * N16_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
+
+/// Rows of `C` per block tile of [`KERNEL_TF32_N64`]: each consumer warpgroup's 64 (the `n =
+/// 64` of its instruction, on `C^T`).
+pub const TF32_N64_BLOCK_ROWS: u32 = CONSUMERS * 64;
+/// Columns of `C` per block tile of [`KERNEL_TF32_N64`]: one instruction's `m = 64`, shared by
+/// both consumer warpgroups.
+pub const TF32_N64_BLOCK_COLS: u32 = 64;
+/// Ring depth of [`KERNEL_TF32_N64`]: stages of 24 KiB (64 columns of `B` and 128 rows of `A`,
+/// 32 of `k` each).
+pub const TF32_N64_STAGES: u32 = 8;
+/// Bytes per stage of [`KERNEL_TF32_N64`].
+pub const TF32_N64_STAGE_BYTES: u32 = (TF32_N64_BLOCK_COLS + TF32_N64_BLOCK_ROWS) * BLOCK_K_BYTES;
+const _: () = assert!(TF32_N64_STAGE_BYTES.is_multiple_of(1024));
+/// Dynamic shared memory per block of [`KERNEL_TF32_N64`]: the ring, its barriers, the split's
+/// flag and the alignment slack.
+///
+/// ```
+/// use kernels::matmul::wgmma::TF32_N64_DYNAMIC_SHARED_BYTES;
+/// assert!(TF32_N64_DYNAMIC_SHARED_BYTES <= 227 * 1024);
+/// ```
+pub const TF32_N64_DYNAMIC_SHARED_BYTES: u32 =
+    TF32_N64_STAGES * TF32_N64_STAGE_BYTES + 2 * TF32_N64_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
 
 /// Block tiles of `wgmma_tf32_promoted` over `C` (`m x n`).
 pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
@@ -1052,6 +1083,23 @@ mod gpu {
                             if col < n {
                                 let mut r = t / 32;
                                 let mut p = out.wrapping_add((y0 + r) as usize * n as usize + col as usize);
+                                // Four rows' loads before their stores: one at a time, each
+                                // store waited for its load (8841x28x6665: 1.5 TB/s).
+                                while r + 12 < rows {
+                                    let mut v = [0.0f32; 4];
+                                    unroll!(q in [0, 1, 2, 3] {
+                                        // SAFETY: as below, rows r + 4q < rows of the box.
+                                        v[q] = unsafe {
+                                            f32::load_shared(buf + wgmma::swizzle_128b((r + 4 * q as u32) * 128 + lane * 4))
+                                        };
+                                    });
+                                    unroll!(q in [0, 1, 2, 3] {
+                                        // SAFETY: as below, for row y0 + r + 4q < m.
+                                        unsafe { mem::store_global_f32(p.wrapping_add(4 * q * n as usize), v[q]) };
+                                    });
+                                    r += 16;
+                                    p = p.wrapping_add(16 * n as usize);
+                                }
                                 while r < rows {
                                     // SAFETY: a 4-byte aligned element of this warpgroup's box,
                                     // written before the barrier above.
@@ -1366,6 +1414,7 @@ mod gpu_rs {
         const STAGES_: u32,
         const GROUP: u32,
         const PROMOTE: u32,
+        const SHARED_COLUMNS: bool,
     >(
         maps: *const u8,
         c: *mut f32,
@@ -1388,19 +1437,21 @@ mod gpu_rs {
                 crate::matmul::tf32x3::Decision::Fp32 => return,
             }
         };
-        let block_rows = Acc::N;
+        // The tile: both warpgroups on 128 columns (64 each) and the instruction's `Acc::N` rows,
+        // or with SHARED_COLUMNS both on the same 64 columns, `Acc::N` rows each.
+        let (block_rows, block_cols) = if SHARED_COLUMNS { (CONSUMERS * Acc::N, 64) } else { (Acc::N, BLOCK_M) };
         // Registers move from the producer to the consumers only for the wide tiles' 64 or 128
         // accumulators: the 16-row tile's 8 fit what every thread has at entry, and ptxas
         // ignores `setmaxnreg` in a kernel it gives fewer registers than that (C7508).
         let rebalance = Acc::N >= 128;
-        let stage_bytes = (BLOCK_M + block_rows) * BLOCK_K_BYTES;
+        let stage_bytes = (block_cols + block_rows) * BLOCK_K_BYTES;
         // SAFETY: the launch gives the dynamic shared memory of STAGES_ stages (kernel contract).
         let window = unsafe { crate::dynamic_shared_array!(WGMMA_RS_RING: u32, DYNAMIC_SHARED_BYTES as usize / 4) };
         let base = (window.address_of(0) + 1023) & !1023;
-        // Per stage: B's 32 rows of K x 128 columns (four boxes of 32 columns), then A's
+        // Per stage: B's 32 rows of K x `block_cols` columns (boxes of 32 columns), then A's
         // `block_rows` rows x 32 of K.
         let b_stage = |s: u32| base + s * stage_bytes;
-        let a_stage = |s: u32| b_stage(s) + STAGE_A_BYTES;
+        let a_stage = |s: u32| b_stage(s) + block_cols * BLOCK_K_BYTES;
         let full = |s: u32| base + STAGES_ * stage_bytes + s * mbarrier::BYTES;
         let empty = |s: u32| full(STAGES_) + s * mbarrier::BYTES;
         // The last-item flag of a split's work item (after the barriers: FLAG_BYTES).
@@ -1424,7 +1475,7 @@ mod gpu_rs {
         thread::sync_threads();
 
         // The transposed problem: its rows are C's columns.
-        let (tiles_r, tiles_c) = (n.div_ceil(BLOCK_M), m.div_ceil(block_rows));
+        let (tiles_r, tiles_c) = (n.div_ceil(block_cols), m.div_ceil(block_rows));
         let tiles = tiles_r * tiles_c;
         // A stage: 128 bytes of k (32 TF32, 64 BF16 or F16); B's TMA boxes as many columns wide.
         let op = Operand::from_id(OP);
@@ -1455,7 +1506,7 @@ mod gpu_rs {
             while item < work {
                 let (tile, z) = work_item(item, tiles);
                 let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
-                let (col0, row0) = ((tr * BLOCK_M) as i32, (tc * block_rows) as i32);
+                let (col0, row0) = ((tr * block_cols) as i32, (tc * block_rows) as i32);
                 let kt0 = z * per_split;
                 let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
                 for kt in kt0..kt1 {
@@ -1466,7 +1517,7 @@ mod gpu_rs {
                     unsafe {
                         mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
                         mbarrier::arrive_expect_tx(full(s), tx_bytes);
-                        for j in 0..BLOCK_M / block_k {
+                        for j in 0..block_cols / block_k {
                             let dst = b_stage(s) + j * block_k * BLOCK_K_BYTES;
                             tma::load_2d(dst, map_b, col0 + (j * block_k) as i32, k0, full(s));
                         }
@@ -1489,7 +1540,9 @@ mod gpu_rs {
         let t = tid % 128;
         let (fr, fc) = wgmma::a_fragment_position(t);
         // This thread's fragment rows (columns of C, within the tile) and their boxes.
-        let j0 = wg * 64 + fr;
+        let wg_col = if SHARED_COLUMNS { 0 } else { wg * 64 };
+        let wg_row = if SHARED_COLUMNS { wg * Acc::N } else { 0 };
+        let j0 = wg_col + fr;
         let j1 = j0 + 8;
         let box0 = (j0 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j0 % TF32_B_BOX_N) * 4;
         let box1 = (j1 / TF32_B_BOX_N) * TF32_B_BOX_N * 4 * 32 + (j1 % TF32_B_BOX_N) * 4;
@@ -1540,10 +1593,12 @@ mod gpu_rs {
                     // Orders the fragment loads (and the accumulators' last reads) before the
                     // wgmma that read them.
                     wgmma::fence();
-                    let b = wgmma::descriptor(a_stage(s), 16, 1024, Swizzle::B128);
+                    // This warpgroup's rows of A (all of the stage's, or with SHARED_COLUMNS its
+                    // Acc::N of them: whole 1024-byte swizzle atoms).
+                    let b = wgmma::descriptor(a_stage(s) + wg_row * BLOCK_K_BYTES, 16, 1024, Swizzle::B128);
                     // This warpgroup's 64 columns of B, one TMA box of the 16-bit kernels' stage
                     // (M-major: 16 rows of k, 2048 bytes, per instruction).
-                    let a = wgmma::descriptor(bs + wg * 64 * BLOCK_K_BYTES, 64 * BLOCK_K_BYTES, 1024, Swizzle::B128);
+                    let a = wgmma::descriptor(bs + wg_col * BLOCK_K_BYTES, 64 * BLOCK_K_BYTES, 1024, Swizzle::B128);
                     // The first instruction of the tile (or of a promoted run) replaces the
                     // accumulators.
                     let run_start = if PROMOTE > 0 { kt % PROMOTE == 0 } else { kt == 0 };
@@ -1591,8 +1646,8 @@ mod gpu_rs {
             // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
             // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
             // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
-            let row = tc * block_rows + 2 * (t % 4);
-            let col = tr * BLOCK_M + wg * 64 + fr;
+            let row = tc * block_rows + wg_row + 2 * (t % 4);
+            let col = tr * block_cols + wg_col + fr;
             let (col_ok, col8_ok) = (col < n, col + 8 < n);
             // Split z's partial product, or without a split C itself.
             let out = if PROMOTE == 0 && splits > 1 {
@@ -1634,9 +1689,9 @@ mod gpu_rs {
             acc = Acc::zeroed();
             // The promoted kernel never splits k (and passes no partials).
             if PROMOTE == 0 && splits > 1 {
-                let (row0, col0) = (tc * block_rows, tr * BLOCK_M);
+                let (row0, col0) = (tc * block_rows, tr * block_cols);
                 let rows = (m - row0).min(block_rows);
-                let cols = (n - col0).min(BLOCK_M);
+                let cols = (n - col0).min(block_cols);
                 // SAFETY: as in the shared-operand kernels: every consumer stored its share of
                 // split z's partial product above; the counters and partials are the contract's.
                 unsafe {
@@ -1752,11 +1807,11 @@ shared_operand_kernels! {
 /// module documentation's parameters and contract.
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 macro_rules! c_transposed_kernels {
-    ($($(#[$doc:meta])* $name:ident: $acc:ty, $input:expr, $stages:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident: $acc:ty, $input:expr, $stages:expr, $shared:literal;)*) => {
         $(
             tile_kernel! {
                 $(#[$doc])*
-                $name => gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0>, core::ptr::null()
+                $name => gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0, $shared>, core::ptr::null()
             }
         )*
     };
@@ -1771,7 +1826,7 @@ c_transposed_kernels! {
     /// The maps: `A` dims `{k, m}`, box `{32, 256}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; `k_chunk` a multiple of 32 below `k` (or at least `k`: no split); otherwise as
     /// the module documentation.
-    wgmma_tf32: [f32; 128], Operand::Tf32 as u8, STAGES;
+    wgmma_tf32: [f32; 128], Operand::Tf32 as u8, STAGES, false;
     /// `wgmma_tf32` on tiles of 128 x 128 of `C` (`m64n128k8` on `C^T`, [`PROMOTED_STAGES`]
     /// stages as `wgmma_tf32_promoted`, without its promotion); see [`gpu_rs`].
     ///
@@ -1779,7 +1834,7 @@ c_transposed_kernels! {
     /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`PROMOTED_DYNAMIC_SHARED_BYTES`];
     /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
-    wgmma_tf32_n128: [f32; 64], Operand::Tf32 as u8, PROMOTED_STAGES;
+    wgmma_tf32_n128: [f32; 64], Operand::Tf32 as u8, PROMOTED_STAGES, false;
     /// `wgmma_tf32` on tiles of [`N16_BLOCK_ROWS`] x 128 of `C` (`m64n16k8` on `C^T`,
     /// [`N16_STAGES`] stages) for `m <= 16`; see [`gpu_rs`].
     ///
@@ -1787,7 +1842,7 @@ c_transposed_kernels! {
     /// The maps: `A` dims `{k, m}`, box `{32, 16}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`N16_DYNAMIC_SHARED_BYTES`];
     /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
-    wgmma_tf32_n16: [f32; 8], Operand::Tf32 as u8, N16_STAGES;
+    wgmma_tf32_n16: [f32; 8], Operand::Tf32 as u8, N16_STAGES, false;
     /// `C = A * B` from BF16 operands for `m <= 16`: `wgmma_tf32_n16`'s tiles of
     /// [`N16_BLOCK_ROWS`] x 128 of `C` and pipeline, `m64n16k16` on `C^T` with `B` as the
     /// instruction's M-major `A` operand; see [`gpu_rs`].
@@ -1797,12 +1852,21 @@ c_transposed_kernels! {
     /// swizzle; the launch gives [`TF32_THREADS`] threads and [`N16_DYNAMIC_SHARED_BYTES`];
     /// `k_chunk` a multiple of 64 below `k` (or at least `k`: no split); otherwise as the module
     /// documentation.
-    wgmma_bf16_n16: [f32; 8], Operand::Bf16 as u8, N16_STAGES;
+    wgmma_bf16_n16: [f32; 8], Operand::Bf16 as u8, N16_STAGES, false;
     /// `wgmma_bf16_n16` on F16 (IEEE half) operands (`m64n16k16.f32.f16.f16`); see [`gpu_rs`].
     ///
     /// # Safety
     /// As `wgmma_bf16_n16`, with F16 operands.
-    wgmma_f16_n16: [f32; 8], Operand::F16 as u8, N16_STAGES;
+    wgmma_f16_n16: [f32; 8], Operand::F16 as u8, N16_STAGES, false;
+    /// `wgmma_tf32` on tiles of [`TF32_N64_BLOCK_ROWS`] x [`TF32_N64_BLOCK_COLS`] of `C`
+    /// (`m64n64k8` on `C^T`, [`TF32_N64_STAGES`] stages): both consumer warpgroups load the
+    /// same 64 columns of `B` into registers and multiply 64 rows of `A` each; see [`gpu_rs`].
+    ///
+    /// # Safety
+    /// The maps: `A` dims `{k, m}`, box `{32, 128}`; `B` dims `{n, k}`, box `{32, 32}`; 128-byte
+    /// swizzle; the launch gives [`TF32_THREADS`] threads and [`TF32_N64_DYNAMIC_SHARED_BYTES`];
+    /// `k_chunk` as for `wgmma_tf32`; otherwise as the module documentation.
+    wgmma_tf32_n64: [f32; 32], Operand::Tf32 as u8, TF32_N64_STAGES, true;
 }
 
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
@@ -1820,7 +1884,7 @@ crate::hopper_kernel! {
         // SAFETY: the kernel contract is the body's.
         unsafe {
             // One split: all of k.
-            gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES>(
+            gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES, false>(
                 maps,
                 c,
                 core::ptr::null_mut(),
