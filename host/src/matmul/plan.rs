@@ -2504,6 +2504,28 @@ mod tests {
         assert!(bf16.reason.contains("tiles of 128x64: an estimated 17.1 stages"), "{bf16}");
     }
 
+    /// TF32's 128 x 64 tiles (`wgmma_tf32_n64`) where the wider ones are mostly padding or too
+    /// few for the SMs (H200: 463x2443x281 23 µs against 30 on 128 x 128, 1024^3 14 against
+    /// 17), and the 256 x 128 tiles where those already fill the SMs.
+    #[test]
+    fn tf32_takes_128_x_64_tiles_for_narrow_outputs_and_mid_sized_squares() {
+        let tf32 =
+            |m, k, n| plan(MatmulVariant::WgmmaTf32, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap();
+        for (m, k, n) in [(463, 2443, 281), (3156, 871, 86), (8931, 191, 45), (512, 512, 512), (1024, 1024, 1024)] {
+            let p = tf32(m, k, n);
+            assert_eq!(p.kernel, "wgmma_tf32_n64", "{p}");
+            assert!(p.reason.contains("tiles of 128x64"), "{p}");
+        }
+        for (m, k, n) in [(2048, 2048, 2048), (4096, 4096, 4096)] {
+            assert_eq!(tf32(m, k, n).kernel, "wgmma_tf32");
+        }
+        // Asked for, the width is the plan's whatever the estimate.
+        let n64 = PlanOptions { tile: Some(TileWidth::N64), ..PlanOptions::default() };
+        let forced =
+            plan_with(MatmulVariant::WgmmaTf32, MatmulShape::new(4096, 4096, 4096).unwrap(), MatmulDevice::H200, n64);
+        assert_eq!(forced.unwrap().kernel, "wgmma_tf32_n64");
+    }
+
     #[test]
     fn wgmma_keeps_k_whole_where_the_tiles_fill_the_sms_or_k_is_short() {
         for (m, k, n) in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14_336, 4096), (8192, 4096, 28_672)] {
