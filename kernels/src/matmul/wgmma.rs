@@ -1392,9 +1392,11 @@ mod gpu_rs {
     /// from shared memory into registers in the fragment layout (TF32 takes no transpose from
     /// shared memory). With `OP` BF16 or F16 (`wgmma_bf16_n16`, `wgmma_f16_n16`) the same
     /// product with `B` read by the instruction from shared memory as its M-major `A` operand
-    /// (16-bit inputs take the transpose), a stage being 64 of `k`. Block tile: [`BLOCK_M`] = 128 columns of `C` (two warpgroups of 64) x
-    /// `Acc::N` rows (256 for `wgmma_tf32`, 128 for `wgmma_tf32_promoted`), a ring of `STAGES`,
-    /// tiles in bands of `GROUP` tile rows.
+    /// (16-bit inputs take the transpose), a stage being 64 of `k`. Block tile: [`BLOCK_M`] =
+    /// 128 columns of `C` (two warpgroups of 64) x `Acc::N` rows (256 for `wgmma_tf32`, 128 for
+    /// `wgmma_tf32_promoted`), or with `SHARED_COLUMNS` (`wgmma_tf32_n64`) 64 columns, which both
+    /// warpgroups load, x `CONSUMERS * Acc::N` rows, `Acc::N` each; a ring of `STAGES`, tiles in
+    /// bands of `GROUP` tile rows.
     ///
     /// With `PROMOTE > 0`, each run of `PROMOTE` stages starts its accumulators from zero
     /// (`scale-d` 0) and, once waited for, is added into as many `f32` sums per thread, which
@@ -1403,9 +1405,10 @@ mod gpu_rs {
     /// # Safety
     /// The kernel contract of `wgmma_tf32` (`Acc = [f32; 128]`, [`STAGES`], [`GROUP_M`], no
     /// promotion) or of `wgmma_tf32_promoted` (`[f32; 64]`, [`PROMOTED_STAGES`],
-    /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]), `wgmma_tf32_n128` or one of the `_n16`
-    /// kernels: an `A` box of `{128 bytes of k, a_box_rows(m, Acc::N)}`, `B` boxes of `{128
-    /// bytes of n, k of a stage}`, and the dynamic shared memory of `STAGES` stages.
+    /// [`PROMOTED_GROUP_M`], [`PROMOTE_K_TILES`]), `wgmma_tf32_n128`, `wgmma_tf32_n64`
+    /// (`[f32; 32]`, [`TF32_N64_STAGES`], `SHARED_COLUMNS`) or one of the `_n16` kernels: an `A`
+    /// box of `{128 bytes of k, a_box_rows(m, tile rows)}`, `B` boxes of `{128 bytes of n, k of
+    /// a stage}`, and the dynamic shared memory of `STAGES` stages.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the kernels' own parameter list
     pub(super) unsafe fn run<
