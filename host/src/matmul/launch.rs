@@ -124,7 +124,7 @@ pub(super) fn product(
             tensor_core(list, c_map.is_some())
         }
         MatmulVariant::WgmmaTf32 => {
-            // A's boxes span the tile's rows of C (wgmma_tf32: 256, wgmma_tf32_n128: 128).
+            // A's boxes span the tile's rows of C (wgmma_tf32: 256, wgmma_tf32_n128 and _n64: 128).
             let [map_a, map_b] = wgmma::tensor_maps_rs(s, p.ld_a, p.ld_b, wgmma::tile_of(plan.kernel()).0);
             tensor_core(vec![(map_a, p.a, f32_type), (map_b, p.b, f32_type)], false)
         }
