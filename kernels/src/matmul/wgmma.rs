@@ -483,10 +483,20 @@ pub const PROMOTED_GROUP_M: u32 = 2;
 /// Bytes per stage of `wgmma_tf32_promoted`: 32 of `K` of [`BLOCK_M`] columns of `B` and of
 /// [`PROMOTED_BLOCK_ROWS`] rows of `A`.
 pub const PROMOTED_STAGE_BYTES: u32 = (BLOCK_M + PROMOTED_BLOCK_ROWS) * BLOCK_K_BYTES;
-/// Dynamic shared memory of `wgmma_tf32_promoted`: the ring, its barriers, and 1024 bytes to
-/// align the ring to the swizzle pattern.
-pub const PROMOTED_DYNAMIC_SHARED_BYTES: u32 =
-    PROMOTED_STAGES * PROMOTED_STAGE_BYTES + 2 * PROMOTED_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
+/// Dynamic shared memory of a `C^T` kernel (`wgmma_tf32` and its narrower forms, the `_n16`
+/// kernels): `stages` stages of `stage_bytes`, their full and empty barriers, the split's flag,
+/// and 1024 bytes to align the ring to the swizzle pattern (no epilogue boxes: these kernels
+/// store `C` from registers).
+///
+/// ```
+/// use kernels::matmul::wgmma::{c_transposed_shared_bytes, N16_DYNAMIC_SHARED_BYTES, N16_STAGES, N16_STAGE_BYTES};
+/// assert_eq!(c_transposed_shared_bytes(N16_STAGE_BYTES, N16_STAGES), N16_DYNAMIC_SHARED_BYTES);
+/// ```
+pub const fn c_transposed_shared_bytes(stage_bytes: u32, stages: u32) -> u32 {
+    stages * stage_bytes + 2 * stages * mbarrier::BYTES + FLAG_BYTES + 1024
+}
+/// Dynamic shared memory of `wgmma_tf32_promoted` ([`c_transposed_shared_bytes`]).
+pub const PROMOTED_DYNAMIC_SHARED_BYTES: u32 = c_transposed_shared_bytes(PROMOTED_STAGE_BYTES, PROMOTED_STAGES);
 
 /// Rows of `C` per block tile of [`KERNEL_TF32_N16`] (the `n = 16` of its instruction, on
 /// `C^T`); its columns are [`BLOCK_M`], as in `wgmma_tf32`.
@@ -499,15 +509,13 @@ pub const N16_STAGES: u32 = 10;
 /// [`N16_BLOCK_ROWS`] rows of `A` (a multiple of 1024: every stage starts a swizzle pattern).
 pub const N16_STAGE_BYTES: u32 = (BLOCK_M + N16_BLOCK_ROWS) * BLOCK_K_BYTES;
 const _: () = assert!(N16_STAGE_BYTES.is_multiple_of(1024));
-/// Dynamic shared memory of [`KERNEL_TF32_N16`]: the ring, its barriers, the split's flag and
-/// 1024 bytes to align the ring to the swizzle pattern.
+/// Dynamic shared memory of [`KERNEL_TF32_N16`] ([`c_transposed_shared_bytes`]).
 ///
 /// ```
 /// use kernels::matmul::wgmma::N16_DYNAMIC_SHARED_BYTES;
 /// assert!(N16_DYNAMIC_SHARED_BYTES <= 227 * 1024);
 /// ```
-pub const N16_DYNAMIC_SHARED_BYTES: u32 =
-    N16_STAGES * N16_STAGE_BYTES + 2 * N16_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
+pub const N16_DYNAMIC_SHARED_BYTES: u32 = c_transposed_shared_bytes(N16_STAGE_BYTES, N16_STAGES);
 
 /// Rows of `C` per block tile of [`KERNEL_TF32_N64`]: each consumer warpgroup's 64 (the `n =
 /// 64` of its instruction, on `C^T`).
@@ -521,15 +529,13 @@ pub const TF32_N64_STAGES: u32 = 8;
 /// Bytes per stage of [`KERNEL_TF32_N64`].
 pub const TF32_N64_STAGE_BYTES: u32 = (TF32_N64_BLOCK_COLS + TF32_N64_BLOCK_ROWS) * BLOCK_K_BYTES;
 const _: () = assert!(TF32_N64_STAGE_BYTES.is_multiple_of(1024));
-/// Dynamic shared memory per block of [`KERNEL_TF32_N64`]: the ring, its barriers, the split's
-/// flag and the alignment slack.
+/// Dynamic shared memory per block of [`KERNEL_TF32_N64`] ([`c_transposed_shared_bytes`]).
 ///
 /// ```
 /// use kernels::matmul::wgmma::TF32_N64_DYNAMIC_SHARED_BYTES;
 /// assert!(TF32_N64_DYNAMIC_SHARED_BYTES <= 227 * 1024);
 /// ```
-pub const TF32_N64_DYNAMIC_SHARED_BYTES: u32 =
-    TF32_N64_STAGES * TF32_N64_STAGE_BYTES + 2 * TF32_N64_STAGES * mbarrier::BYTES + FLAG_BYTES + 1024;
+pub const TF32_N64_DYNAMIC_SHARED_BYTES: u32 = c_transposed_shared_bytes(TF32_N64_STAGE_BYTES, TF32_N64_STAGES);
 
 /// Block tiles of `wgmma_tf32_promoted` over `C` (`m x n`).
 pub const fn promoted_tiles(m: u32, n: u32) -> u32 {
