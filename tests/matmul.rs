@@ -310,6 +310,83 @@ fn hopper_tensor_core_variants_give_equal_results_on_every_run() {
     assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &tensor_core_plans(&gpu, shape));
 }
 
+/// `wgmma_tf32` on each tile width, unsplit and with `k` forced into about 2, 3 and 7 ranges,
+/// for an `A` whose rows are not 16-byte multiples: the `_unaligned_a` kernels (checked to be
+/// planned so) wherever `A` has four tiles of rows or more, which read it as it lies in four
+/// classes of rows.
+fn unaligned_a_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let mut plans = Vec::new();
+    for tile in [TileWidth::N256, TileWidth::N128, TileWidth::N64] {
+        for split in forced_splits(shape.k, &[2, 3, 7], MatmulVariant::WgmmaTf32.split_granule()) {
+            let options = PlanOptions { split: Some(split), tile: Some(tile), ..PlanOptions::default() };
+            let plan = matmul::plan_gemm(gpu, MatmulVariant::WgmmaTf32, shape, options).unwrap();
+            let rows = matmul::wgmma::tile_of(plan.kernel_plan().kernel()).0 as usize;
+            assert_eq!(plan.kernel_plan().kernel().ends_with("_unaligned_a"), shape.m >= 4 * rows, "{plan}");
+            plans.push(plan);
+        }
+    }
+    plans
+}
+
+/// TF32's tile kernels on `A` rows of 1 to 4001 floats (never a multiple of 4), read as they lie
+/// in four classes of rows: the classes' own tiles, their maps' rows starting up to 3 columns
+/// early with `B`'s rows shifted to match, one stage past `k`, tiles of one class ending the
+/// class's rows, splits ending on `k + 3`; against the float64 product with `C` NaN-poisoned,
+/// then bitwise-equal reruns.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tf32_reads_unaligned_a_in_classes_of_rows_and_matches_cpu() {
+    let (gpu, mut rng) = hopper_gpu("wgmma_tf32 unaligned A");
+    for shape in [(600, 1031, 257), (1025, 97, 64), (513, 33, 130), (2100, 4001, 27), (1100, 5, 300), (1030, 1, 9)] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, unaligned_a_plans);
+    }
+    let shape = MatmulShape::new(1031, 1031, 200).unwrap();
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &unaligned_a_plans(&gpu, shape));
+}
+
+/// A class's map starts its rows up to 3 columns early, in the row before: with an infinity in
+/// the last column of every row 1 apart from a class boundary, each row of `C` of those rows is
+/// that infinity times `B`'s last row (its sign), and every other row is finite and within its
+/// bound (the kernel zeroes those leading columns before the first stage's multiply, so that no
+/// zero row of `B` meets the infinity).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tf32_unaligned_a_keeps_each_rows_infinity_in_its_own_row() {
+    let (gpu, mut rng) = hopper_gpu("wgmma_tf32 unaligned A infinities");
+    let (m, k, n) = (600, 1031, 70);
+    let shape = MatmulShape::new(m, k, n).unwrap();
+    let mut a = random_matrix(&mut rng, m * k);
+    let b = random_matrix(&mut rng, k * n);
+    for r in (0..m).filter(|r| r % 2 == 1) {
+        a[r * k + k - 1] = f32::INFINITY;
+    }
+    let reference = MatmulReference::new(&a, &b, m, k, n);
+    let mut mats = DeviceMatrices::upload(&gpu, shape, &a, &b).unwrap();
+    for plan in unaligned_a_plans(&gpu, shape) {
+        let tolerance = plan.precision().tolerance(k);
+        let c = matmul::run_plan(&gpu, &plan, &mut mats).unwrap();
+        for (i, &got) in c.iter().enumerate() {
+            let (r, j) = (i / n, i % n);
+            if r % 2 == 1 {
+                let last = b[(k - 1) * n + j];
+                let want = if last == 0.0 { f32::NAN } else { f32::INFINITY.copysign(last) };
+                assert!(got == want || (want.is_nan() && got.is_nan()), "{plan}: C[{r}][{j}] = {got}, want {want}");
+            } else {
+                let (want, scale) = (reference.values[i], reference.scales[i]);
+                assert!(
+                    relative_eq!(
+                        got as f64,
+                        want,
+                        epsilon = tolerance * scale,
+                        max_relative = 4.0 * f32::EPSILON as f64
+                    ),
+                    "{plan}: C[{r}][{j}] = {got}, want {want} (scale {scale})"
+                );
+            }
+        }
+    }
+}
+
 /// No split of `k`, then `k` in about each of `wanted` ranges of whole `granule`s where `k` holds
 /// more than one (each split count once).
 fn forced_splits(k: usize, wanted: &[u32], granule: u32) -> Vec<SplitK> {

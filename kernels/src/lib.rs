@@ -223,6 +223,9 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[23],
     matmul::wgmma::KERNEL_NAMES[24],
     matmul::wgmma::KERNEL_NAMES[25],
+    matmul::wgmma::KERNEL_NAMES[26],
+    matmul::wgmma::KERNEL_NAMES[27],
+    matmul::wgmma::KERNEL_NAMES[28],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -253,6 +256,9 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[15],
     matmul::wgmma::MAX_THREADS[16],
     matmul::wgmma::MAX_THREADS[17],
+    matmul::wgmma::MAX_THREADS[18],
+    matmul::wgmma::MAX_THREADS[19],
+    matmul::wgmma::MAX_THREADS[20],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -289,6 +295,9 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[23],
     matmul::wgmma::CHECKED_MAX_THREADS[24],
     matmul::wgmma::CHECKED_MAX_THREADS[25],
+    matmul::wgmma::CHECKED_MAX_THREADS[26],
+    matmul::wgmma::CHECKED_MAX_THREADS[27],
+    matmul::wgmma::CHECKED_MAX_THREADS[28],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -391,9 +400,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 26
-        && matmul::wgmma::MAX_THREADS.len() == 18
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 26
+    matmul::wgmma::KERNEL_NAMES.len() == 29
+        && matmul::wgmma::MAX_THREADS.len() == 21
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 29
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

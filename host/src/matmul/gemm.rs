@@ -54,6 +54,9 @@ enum Format {
     F16Packed,
     /// `f32`, rows a multiple of 16 bytes (the TMA's stride rule).
     F32Rows16,
+    /// `f32` rows of any length, read as they lie (the unaligned-`A` TF32 kernels'
+    /// `A`: one product, not a batch of them).
+    F32RowsAny,
     /// BF16, rows a multiple of 16 bytes.
     Bf16Rows16,
     /// F16, rows a multiple of 16 bytes.
@@ -63,7 +66,7 @@ enum Format {
 impl Format {
     fn dtype(self) -> DType {
         match self {
-            Self::F32Packed | Self::F32Rows16 => DType::F32,
+            Self::F32Packed | Self::F32Rows16 | Self::F32RowsAny => DType::F32,
             Self::Bf16Packed | Self::Bf16Rows16 => DType::Bf16,
             Self::F16Packed | Self::F16Rows16 => DType::F16,
         }
@@ -79,6 +82,7 @@ impl Format {
         match self {
             Self::F32Packed | Self::Bf16Packed | Self::F16Packed => cols,
             Self::F32Rows16 => padded_row_len(cols, 4),
+            Self::F32RowsAny => cols,
             Self::Bf16Rows16 | Self::F16Rows16 => padded_row_len(cols, 2),
         }
     }
@@ -87,6 +91,9 @@ impl Format {
     /// as it lies (its base address checked at launch where the TMA reads it).
     fn takes_in_place(self, dtype: DType, ld: usize, stride: usize, batch: usize) -> bool {
         let bytes = |x: usize| x * dtype.size();
+        if self == Self::F32RowsAny {
+            return dtype == DType::F32 && batch == 1;
+        }
         dtype == self.dtype()
             && (self.packed() || bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16)))
     }
@@ -891,6 +898,16 @@ impl Skeleton {
         let tensor_cores_copy_more = copies(true) > copies(false);
         let (variant, kernel) = choose_kernel(desc, shape, device, inputs, tensor_cores_copy_more)?;
         let (left_format, right_format, right_transposed) = formats(variant, kernel.operand_type());
+        // TF32's tile kernels read an f32 A' whose rows the TMA cannot take as they lie in four
+        // classes of rows instead of copying it, where it has the rows for that.
+        let (left_layout, left_dims) = layout_of(left_src);
+        let unaligned = variant == MatmulVariant::WgmmaTf32
+            && !left_format.reads_in_place(left_layout, left_dims, left_t, k, desc.batch)
+            && Format::F32RowsAny.reads_in_place(left_layout, left_dims, left_t, k, desc.batch);
+        let (kernel, left_format) = match kernel.with_unaligned_a(device).filter(|_| unaligned) {
+            Some(in_place) => (in_place, Format::F32RowsAny),
+            None => (kernel, left_format),
+        };
         let precision = match inputs {
             DType::F32 => kernel.precision(),
             DType::Bf16 if variant.precision() == Precision::Bf16 => Precision::Bf16,
@@ -1331,6 +1348,36 @@ mod tests {
         assert_eq!((s.left.source, s.left.transposed, s.left.convert.is_none()), (Source::B, false, true));
         assert_eq!((s.right.source, s.right.transposed, s.right.convert.is_none()), (Source::A, false, true));
         assert!(s.epilogue.is_none());
+    }
+
+    #[test]
+    fn tf32_reads_an_a_of_unaligned_rows_as_it_lies_where_it_has_four_tiles_of_rows() {
+        let tf32 = |desc: GemmDesc| skeleton(desc.variant(MatmulVariant::WgmmaTf32));
+        // Rows of 11159 floats: A in four classes of rows, not copied; B's rows of 27 are.
+        let s = tf32(GemmDesc::new(6358, 27, 11_159));
+        assert!(s.kernel.kernel().ends_with("_unaligned_a"), "{}", s.kernel);
+        assert!(s.left.convert.is_none() && s.right.convert.is_some());
+        assert_eq!((s.left.format, s.left.ld), (Format::F32RowsAny, 11_159));
+        let text =
+            describe_plan(&GemmDesc::new(6358, 27, 11_159).variant(MatmulVariant::WgmmaTf32), MatmulDevice::H200);
+        assert!(text.unwrap().contains("A read as it lies in four classes of rows"));
+        // Under four tiles of rows, A is copied into 16-byte rows for the usual kernel.
+        let s = tf32(GemmDesc::new(300, 64, 1031));
+        assert_eq!(s.kernel.kernel(), "wgmma_tf32_n64");
+        assert!(s.left.convert.is_some());
+        // 16-byte rows need neither; a leading dimension of any length is read in place.
+        let aligned = tf32(GemmDesc::new(6358, 27, 11_160));
+        assert!(!aligned.kernel.kernel().ends_with("_unaligned_a") && aligned.left.convert.is_none());
+        let s = tf32(GemmDesc::new(6358, 27, 1000).a(Layout::row_major(DType::F32).ld(1001)));
+        assert!(s.kernel.kernel().ends_with("_unaligned_a") && s.left.convert.is_none() && s.left.ld == 1001);
+        // A transposed A, a batch or BF16 operands: the copy.
+        assert!(tf32(GemmDesc::new(6358, 27, 11_159).transpose_a(true)).left.convert.is_some());
+        assert!(tf32(GemmDesc::new(6358, 27, 11_159).batch(2)).left.convert.is_some());
+        // The split of k counts the 3 columns the classes' maps may start early.
+        let s = tf32(GemmDesc::new(6358, 27, 11_159));
+        let split = s.kernel.split().unwrap();
+        assert_eq!(split.splits, (11_159 + 3u32).div_ceil(split.k_chunk));
+        assert_eq!(s.kernel.workspace_floats(), split.splits as usize * 6358 * 27);
     }
 
     #[test]

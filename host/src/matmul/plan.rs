@@ -1124,6 +1124,49 @@ impl MatmulPlan {
         Self { reason, ..self }
     }
 
+    /// The same product on the unaligned-`A` form of its TF32 tile kernel
+    /// ([`KERNEL_TF32_UNALIGNED_A`](kernels::matmul::wgmma::KERNEL_TF32_UNALIGNED_A)), which reads
+    /// an `A` whose rows are not 16-byte multiples as it lies instead of from a copy: its tiles
+    /// (each class of rows apart), and its split of `k` kept in chunks of the same length over the
+    /// `k + 3` columns it counts; `None` for a kernel without that form, or where `A`'s rows are
+    /// fewer than four of its tiles (the classes' tiles would be mostly empty).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let tf32 = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(6358, 11_159, 27)?, MatmulDevice::H200)?;
+    /// let p = tf32.with_unaligned_a(MatmulDevice::H200).unwrap();
+    /// assert_eq!(p.kernel(), "wgmma_tf32_n64_unaligned_a");
+    /// assert!(p.reason().contains("A read as it lies in four classes of rows"), "{}", p.reason());
+    /// // 100 rows: under four tiles of 128.
+    /// let small = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(100, 1031, 300)?, MatmulDevice::H200)?;
+    /// assert!(small.with_unaligned_a(MatmulDevice::H200).is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn with_unaligned_a(&self, device: MatmulDevice) -> Option<Self> {
+        use kernels::matmul::wgmma::{UNALIGNED_A_EXTRA_K, unaligned_a_kernel};
+        let kernel = unaligned_a_kernel(self.kernel)?;
+        let rows = super::wgmma::tile_of(kernel).0 as usize;
+        if self.shape.m < 4 * rows {
+            return None;
+        }
+        let stage_k = self.shape.k as u64 + UNALIGNED_A_EXTRA_K as u64;
+        let split = self.split.map(|s| {
+            if s.splits > 1 {
+                SplitK { splits: stage_k.div_ceil(s.k_chunk as u64) as u32, k_chunk: s.k_chunk }
+            } else {
+                SplitK { splits: 1, k_chunk: s.k_chunk.max(u32::try_from(stage_k).unwrap_or(u32::MAX)) }
+            }
+        });
+        let launch = super::wgmma::plan_split(self.shape, device, kernel, split.map_or(1, |s| s.splits)).ok()?;
+        let reason = format!(
+            "{}; A read as it lies in four classes of rows (rows 4 apart start equally far past a 16-byte \
+             boundary: a tensor map each), not copied",
+            self.reason
+        );
+        Some(Self { kernel, launch, split, reason, ..self.clone() })
+    }
+
     /// The element type of the operands its kernel reads: `f32`, but BF16 or F16 for the
     /// tensor-core kernels of those types and for CUDA-core plans made with
     /// [`MatmulPlan::on_operands`].

@@ -137,6 +137,7 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n128"), (128, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n16"), (16, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n64"), (128, 64));
+/// assert_eq!(wgmma::tile_of("wgmma_tf32_n64_unaligned_a"), (128, 64));
 /// assert_eq!(wgmma::tile_of("wgmma_bf16_n16"), (16, 128));
 /// ```
 pub fn tile_of(kernel: &str) -> (u32, u32) {
@@ -147,7 +148,8 @@ pub fn tile_of(kernel: &str) -> (u32, u32) {
         KERNEL_TF32_N16, KERNEL_TF32_N64, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_BLOCK_ROWS, N64_BLOCK_N,
         N128_BLOCK_N, PROMOTED_BLOCK_ROWS, TF32_N64_BLOCK_COLS, TF32_N64_BLOCK_ROWS,
     };
-    match kernel {
+    // The unaligned-A kernels tile as the kernels they are made of.
+    match kernels::matmul::wgmma::aligned_a_kernel(kernel) {
         KERNEL_TF32 => (BLOCK_N, BLOCK_M),
         KERNEL_TF32_N64 => (TF32_N64_BLOCK_ROWS, TF32_N64_BLOCK_COLS),
         KERNEL_TF32_N16 | KERNEL_BF16_N16 | KERNEL_F16_N16 => (N16_BLOCK_ROWS, BLOCK_M),
@@ -176,11 +178,21 @@ pub fn tile_of(kernel: &str) -> (u32, u32) {
 /// // 24 x 171 of C: one tile of 128 x 256 for wgmma_bf16, two of 256 x 128 for wgmma_tf32.
 /// let shape = MatmulShape::new(24, 13_368, 171)?;
 /// assert_eq!((wgmma::tiles(shape, "wgmma_bf16"), wgmma::tiles(shape, "wgmma_tf32")), (1, 2));
+/// // The unaligned-A kernels tile each of A's four classes of rows apart: 513 rows in 5 tiles of 128.
+/// let tall = MatmulShape::new(513, 1031, 64)?;
+/// assert_eq!((wgmma::tiles(tall, "wgmma_tf32_n64"), wgmma::tiles(tall, "wgmma_tf32_n64_unaligned_a")), (5, 5));
+/// assert_eq!(wgmma::tiles(MatmulShape::new(600, 1031, 64)?, "wgmma_tf32_n64_unaligned_a"), 8);
 /// # Ok(()) }
 /// ```
 pub fn tiles(shape: MatmulShape, kernel: &str) -> u64 {
     let (rows, cols) = tile_of(kernel);
-    (shape.m as u64).div_ceil(rows as u64) * (shape.n as u64).div_ceil(cols as u64)
+    // The unaligned-A kernels tile each class of rows apart (up to 3 more row tiles).
+    let row_tiles = if kernels::matmul::wgmma::aligned_a_kernel(kernel) != kernel && shape.m <= u32::MAX as usize {
+        kernels::matmul::wgmma::class_row_tiles(shape.m as u32, rows) as u64
+    } else {
+        (shape.m as u64).div_ceil(rows as u64)
+    };
+    row_tiles * (shape.n as u64).div_ceil(cols as u64)
 }
 
 /// [`plan`] with `k` split in `splits` ranges: a persistent grid over `tiles x splits` work
@@ -210,7 +222,7 @@ pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     dim(shape.n, "n")?;
     dim(shape.k, "k")?;
     let (rows, cols) = tile_of(kernel);
-    let (threads, shared_mem_bytes) = match kernel {
+    let (threads, shared_mem_bytes) = match kernels::matmul::wgmma::aligned_a_kernel(kernel) {
         KERNEL_TF32 => (TF32_THREADS, DYNAMIC_SHARED_BYTES),
         KERNEL_TF32_N64 => (TF32_THREADS, TF32_N64_DYNAMIC_SHARED_BYTES),
         _ if rows == kernels::matmul::wgmma::N16_BLOCK_ROWS => (TF32_THREADS, N16_DYNAMIC_SHARED_BYTES),
@@ -470,6 +482,48 @@ pub fn tensor_maps_rs(shape: MatmulShape, ld_a: usize, ld_b: usize, tile_rows: u
             elem_bytes: 4,
         },
     ]
+}
+
+/// The maps of the unaligned-`A` TF32 kernels
+/// ([`KERNEL_TF32_UNALIGNED_A`](kernels::matmul::wgmma::KERNEL_TF32_UNALIGNED_A)) for `A` at byte
+/// address `a` with rows `ld_a` elements apart (any length): four of `A`, one per class of rows
+/// ([`class_rows`](kernels::matmul::wgmma::class_rows)), each with the byte address it starts at
+/// (the class's first row, rounded down to 16 bytes); `B`'s as for `wgmma_tf32`; and the
+/// classes' offsets, the kernels' `a_offsets` argument.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, wgmma};
+/// // 600 x 1031 x 257 from A at 0x10000: rows of 1031 floats, class r starting 3r (mod 4) past a boundary.
+/// let (a, b, offsets) = wgmma::tensor_maps_unaligned_a(MatmulShape::new(600, 1031, 257)?, 0x10000, 1031, 260, 128);
+/// assert_eq!(offsets, 0x01_02_03_00);
+/// let (class1, base1) = a[1];
+/// assert_eq!((base1, class1.dims, class1.row_stride_bytes), (0x10000 + 4 * (1031 - 3), [1034, 150], 16 * 1031));
+/// assert!(a.iter().all(|&(map, base)| map.check().is_ok() && base % 16 == 0));
+/// assert_eq!((b.dims, b.box_dims), ([257, 1031], [32, 32]));
+/// # Ok(()) }
+/// ```
+pub fn tensor_maps_unaligned_a(
+    shape: MatmulShape,
+    a: u64,
+    ld_a: usize,
+    ld_b: usize,
+    tile_rows: u32,
+) -> ([(TensorMap2d, u64); 4], TensorMap2d, u32) {
+    use kernels::matmul::wgmma::{class_offsets, class_rows};
+    let offsets = class_offsets(a, ld_a as u64);
+    let [_, map_b] = tensor_maps_rs(shape, ld_a, ld_b, tile_rows);
+    let class = |r: u32| {
+        let offset = (offsets >> (8 * r)) & 3;
+        let map = TensorMap2d {
+            dims: [(shape.k + offset as usize) as u64, class_rows(shape.m as u32, r).max(1) as u64],
+            row_stride_bytes: 16 * ld_a as u64,
+            box_dims: [32, a_box_rows(shape.m as u32, tile_rows)],
+            elem_bytes: 4,
+        };
+        (map, a + 4 * (r as u64 * ld_a as u64) - 4 * offset as u64)
+    };
+    ([class(0), class(1), class(2), class(3)], map_b, offsets)
 }
 
 /// The row lengths of `A'` and `B'` (rows padded to 16 bytes) and the bytes of both.

@@ -114,6 +114,17 @@ pub const KERNEL_F16_N128_ROWS: &str = "wgmma_f16_n128_rows";
 /// [`TF32_N64_STAGES`] stages): outputs at most 64 columns wide, where `wgmma_tf32`'s 128
 /// columns are mostly padding.
 pub const KERNEL_TF32_N64: &str = "wgmma_tf32_n64";
+/// PTX symbol of `wgmma_tf32` reading an `A` whose rows are not 16-byte multiples as it lies:
+/// rows `r, r + 4, r + 8, ...` ("class" `r`, [`class_rows`]) are `16 x ld` bytes apart, so each
+/// class is a tensor map of its own, from its first row's start rounded down to 16 bytes; a
+/// tile takes rows of one class ([`class_tile`]), its map's rows starting the class's offset
+/// ([`class_offsets`]) early, and `B`'s rows of `k` start as many early to match (rows before 0
+/// load as zeros). Where `A` would otherwise be copied into 16-byte rows first.
+pub const KERNEL_TF32_UNALIGNED_A: &str = "wgmma_tf32_unaligned_a";
+/// [`KERNEL_TF32_UNALIGNED_A`] on `wgmma_tf32_n128`'s tiles.
+pub const KERNEL_TF32_N128_UNALIGNED_A: &str = "wgmma_tf32_n128_unaligned_a";
+/// [`KERNEL_TF32_UNALIGNED_A`] on `wgmma_tf32_n64`'s tiles.
+pub const KERNEL_TF32_N64_UNALIGNED_A: &str = "wgmma_tf32_n64_unaligned_a";
 /// PTX symbol of `wgmma_bf16` on tiles of 128 x [`N64_BLOCK_N`] (`m64n64k16`, [`N64_STAGES`]
 /// stages): narrow outputs and mid-sized products, which the wider tiles leave as too few
 /// tiles for the SMs or as padding columns.
@@ -198,6 +209,9 @@ pub const KERNEL_NAMES: &[&str] = &[
     KERNEL_BF16_N64_CLUSTER,
     KERNEL_F16_N64_CLUSTER,
     KERNEL_TF32_N64,
+    KERNEL_TF32_UNALIGNED_A,
+    KERNEL_TF32_N128_UNALIGNED_A,
+    KERNEL_TF32_N64_UNALIGNED_A,
 ];
 /// The cluster-summed kernel for `kernel` (`wgmma_bf16`, `wgmma_f16`, their `_n128` and `_n64` forms, or
 /// any of their `_rows` forms), if it has one.
@@ -285,6 +299,44 @@ pub const fn with_tile(kernel: &str, n: u32) -> Option<&'static str> {
         _ => None,
     }
 }
+/// The form of TF32 tile kernel `kernel` that reads an `A` of any row length as it lies
+/// ([`KERNEL_TF32_UNALIGNED_A`]), if it has one.
+///
+/// ```
+/// use kernels::matmul::wgmma::{unaligned_a_kernel, KERNEL_TF32, KERNEL_TF32_N16, KERNEL_TF32_N64_UNALIGNED_A};
+/// assert_eq!(unaligned_a_kernel(KERNEL_TF32), Some("wgmma_tf32_unaligned_a"));
+/// assert_eq!(unaligned_a_kernel("wgmma_tf32_n64"), Some(KERNEL_TF32_N64_UNALIGNED_A));
+/// assert_eq!(unaligned_a_kernel(KERNEL_TF32_N16), None);
+/// ```
+pub const fn unaligned_a_kernel(kernel: &str) -> Option<&'static str> {
+    match kernel.as_bytes() {
+        b"wgmma_tf32" => Some(KERNEL_TF32_UNALIGNED_A),
+        b"wgmma_tf32_n128" => Some(KERNEL_TF32_N128_UNALIGNED_A),
+        b"wgmma_tf32_n64" => Some(KERNEL_TF32_N64_UNALIGNED_A),
+        _ => None,
+    }
+}
+
+/// The kernel [`unaligned_a_kernel`] made of, for one of its results; `kernel` itself otherwise.
+///
+/// ```
+/// use kernels::matmul::wgmma::aligned_a_kernel;
+/// assert_eq!(aligned_a_kernel("wgmma_tf32_n128_unaligned_a"), "wgmma_tf32_n128");
+/// assert_eq!(aligned_a_kernel("wgmma_bf16"), "wgmma_bf16");
+/// ```
+pub const fn aligned_a_kernel(kernel: &str) -> &str {
+    match kernel.as_bytes() {
+        b"wgmma_tf32_unaligned_a" => KERNEL_TF32,
+        b"wgmma_tf32_n128_unaligned_a" => KERNEL_TF32_N128,
+        b"wgmma_tf32_n64_unaligned_a" => KERNEL_TF32_N64,
+        _ => kernel,
+    }
+}
+
+/// Columns the unaligned-`A` kernels count past `A`'s `k` (their `k` argument is `k` plus this):
+/// a class's rows start up to 3 columns early, so its stages end up to 3 columns late.
+pub const UNALIGNED_A_EXTRA_K: u32 = 3;
+
 /// Threads per block of `wgmma_tf32`: two consumer warpgroups and a producer warpgroup,
 /// whole so that it can give registers to the consumers (`setmaxnreg`).
 pub const TF32_THREADS: u32 = (CONSUMERS + 1) * 128;
@@ -309,6 +361,9 @@ pub const MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_TF32_N16, TF32_THREADS),
     (KERNEL_TF32_N64, TF32_THREADS),
+    (KERNEL_TF32_UNALIGNED_A, TF32_THREADS),
+    (KERNEL_TF32_N128_UNALIGNED_A, TF32_THREADS),
+    (KERNEL_TF32_N64_UNALIGNED_A, TF32_THREADS),
     (KERNEL_BF16_N16, TF32_THREADS),
     (KERNEL_F16_N16, TF32_THREADS),
     (KERNEL_BF16_ROWS, THREADS),
@@ -341,6 +396,9 @@ pub const CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     (KERNEL_TF32_N128, TF32_THREADS),
     (KERNEL_TF32_N16, TF32_THREADS),
     (KERNEL_TF32_N64, TF32_THREADS),
+    (KERNEL_TF32_UNALIGNED_A, TF32_THREADS),
+    (KERNEL_TF32_N128_UNALIGNED_A, TF32_THREADS),
+    (KERNEL_TF32_N64_UNALIGNED_A, TF32_THREADS),
     (KERNEL_BF16_N16, TF32_THREADS),
     (KERNEL_F16_N16, TF32_THREADS),
     (KERNEL_BF16_CLUSTER, THREADS),
@@ -618,6 +676,81 @@ pub const fn tile_coords_in_bands(t: u32, tiles_m: u32, tiles_n: u32, group: u32
     let rows = if tiles_m - first < group { tiles_m - first } else { group };
     let within = t % per_band;
     (first + within % rows, within / rows)
+}
+
+/// Rows of `A` in class `r` of the unaligned-`A` kernels ([`KERNEL_TF32_UNALIGNED_A`]): rows `r,
+/// r + 4, r + 8, ...` below `m`, whose starts are all the same distance past a 16-byte boundary
+/// (rows of `f32` four apart are `16 x` the leading dimension bytes apart).
+///
+/// ```
+/// use kernels::matmul::wgmma::class_rows;
+/// assert_eq!([0, 1, 2, 3].map(|r| class_rows(10, r)), [3, 3, 2, 2]);
+/// assert_eq!(class_rows(2, 3), 0);
+/// ```
+pub const fn class_rows(m: u32, r: u32) -> u32 {
+    if m > r { (m - r).div_ceil(4) } else { 0 }
+}
+
+/// Row tiles of `tile_rows` rows the unaligned-`A` kernels cut `m` rows into: each class's rows
+/// ([`class_rows`]) in tiles of their own.
+///
+/// ```
+/// use kernels::matmul::wgmma::class_row_tiles;
+/// // 600 rows: four classes of 150, two tiles of 128 each.
+/// assert_eq!(class_row_tiles(600, 128), 8);
+/// assert_eq!(class_row_tiles(513, 128), 5);
+/// ```
+pub const fn class_row_tiles(m: u32, tile_rows: u32) -> u32 {
+    let mut tiles = 0;
+    let mut r = 0;
+    while r < 4 {
+        tiles += class_rows(m, r).div_ceil(tile_rows);
+        r += 1;
+    }
+    tiles
+}
+
+/// Row tile `q` of [`class_row_tiles`]: `(class, tile within the class)`, class 0's tiles first.
+///
+/// ```
+/// use kernels::matmul::wgmma::class_tile;
+/// // 513 rows: class 0 has 129 rows (two tiles of 128), classes 1-3 128 each.
+/// assert_eq!([0, 1, 2, 3, 4].map(|q| class_tile(q, 513, 128)), [(0, 0), (0, 1), (1, 0), (2, 0), (3, 0)]);
+/// ```
+pub const fn class_tile(q: u32, m: u32, tile_rows: u32) -> (u32, u32) {
+    let mut q = q;
+    let mut r = 0;
+    while r < 3 {
+        let tiles = class_rows(m, r).div_ceil(tile_rows);
+        if q < tiles {
+            return (r, q);
+        }
+        q -= tiles;
+        r += 1;
+    }
+    (3, q)
+}
+
+/// Where class `r`'s rows of `A` start past a 16-byte boundary, in elements, for `A` at byte
+/// address `a` (4-byte aligned) with leading dimension `ld` (elements): each of the four in a
+/// byte of the unaligned-`A` kernels' `a_offsets` argument.
+///
+/// ```
+/// use kernels::matmul::wgmma::class_offsets;
+/// // Rows of 11159 floats from an aligned base: row r starts 3r elements past a boundary (mod 4).
+/// assert_eq!(class_offsets(0x1000, 11_159), 0x01_02_03_00);
+/// // Rows of 4k floats: every row aligned where the base is.
+/// assert_eq!(class_offsets(0x1004, 64), 0x01_01_01_01);
+/// ```
+pub const fn class_offsets(a: u64, ld: u64) -> u32 {
+    let mut offsets = 0;
+    let mut r = 0;
+    while r < 4 {
+        let c = ((a / 4 + r * ld) % 4) as u32;
+        offsets |= c << (8 * r);
+        r += 1;
+    }
+    offsets
 }
 
 /// The split of `k` a launch with `k_chunk` makes, in stages of `block_k`: `(stages per split,
@@ -1142,7 +1275,7 @@ mod gpu {
                             splits,
                             m,
                             n,
-                            (row0, rows),
+                            (row0, rows, 1),
                             (col0, cols),
                             tid,
                             ring.flag(),
@@ -1257,7 +1390,8 @@ mod split_tail {
     /// stored split `z`'s partial product of the tile at `partials + z * m * n`: the tile's
     /// counter counts the item, and the tile's last item to arrive adds the `splits` partial
     /// products in split order (a fixed order, so that the sum does not depend on which item came
-    /// last) into `C`'s `rows x cols` at `(row0, col0)`, then sets the counter back to zero for
+    /// last) into `C`'s `rows x cols` at `(row0, col0)` (rows `row_step` apart: 4 for the tiles of
+    /// one class of rows of [`KERNEL_TF32_UNALIGNED_A`]), then sets the counter back to zero for
     /// the next launch. No second kernel reads the partials, and they are read while L2 still
     /// holds them.
     ///
@@ -1281,7 +1415,7 @@ mod split_tail {
         splits: u32,
         m: u32,
         n: u32,
-        (row0, rows): (u32, u32),
+        (row0, rows, row_step): (u32, u32, u32),
         (col0, cols): (u32, u32),
         t: u32,
         flag: u32,
@@ -1313,7 +1447,7 @@ mod split_tail {
         const ROWS: usize = 4;
         let mut r = warp;
         while r < rows {
-            let row_at = |q: usize| (row0 + r + q as u32 * warps) as usize * n as usize + col0 as usize;
+            let row_at = |q: usize| (row0 + (r + q as u32 * warps) * row_step) as usize * n as usize + col0 as usize;
             let live = |q: usize| r + (q as u32) * warps < rows;
             if vector {
                 let mut col = lane * 4;
@@ -1424,6 +1558,7 @@ mod gpu_rs {
         const GROUP: u32,
         const PROMOTE: u32,
         const SHARED_COLUMNS: bool,
+        const UNALIGNED_A: bool,
     >(
         maps: *const u8,
         c: *mut f32,
@@ -1434,6 +1569,7 @@ mod gpu_rs {
         n: u32,
         k_chunk: u32,
         guard: *const u32,
+        a_offsets: u32,
     ) {
         // The split-TF32 guard: on its FP32 path another kernel writes C; on its split path C is
         // the scaled operands' product times 2^-(a + b).
@@ -1483,9 +1619,23 @@ mod gpu_rs {
         let tx_bytes = stage_bytes - (block_rows - a_rows) * BLOCK_K_BYTES;
         thread::sync_threads();
 
-        // The transposed problem: its rows are C's columns.
-        let (tiles_r, tiles_c) = (n.div_ceil(block_cols), m.div_ceil(block_rows));
+        // The transposed problem: its rows are C's columns. With UNALIGNED_A, each class of rows
+        // of A (class_rows) in tiles of its own.
+        let tiles_c = if UNALIGNED_A { class_row_tiles(m, block_rows) } else { m.div_ceil(block_rows) };
+        let (tiles_r, tiles_c) = (n.div_ceil(block_cols), tiles_c);
         let tiles = tiles_r * tiles_c;
+        // Row tile tc: its A map, its first row in that map, the columns the map's rows start
+        // before A's rows (the class's offset), and where its rows lie in C: map row r is row
+        // `first + step * r` of C, of `rows` rows in the map.
+        let row_tile = |tc: u32| {
+            if UNALIGNED_A {
+                let (class, ct) = class_tile(tc, m, block_rows);
+                let map = maps.wrapping_add(class as usize * TENSOR_MAP_BYTES);
+                (map, ct * block_rows, (a_offsets >> (8 * class)) & 3, class, 4, class_rows(m, class))
+            } else {
+                (maps, tc * block_rows, 0, 0, 1, m)
+            }
+        };
         // A stage: 128 bytes of k (32 TF32, 64 BF16 or F16); B's TMA boxes as many columns wide.
         let op = Operand::from_id(OP);
         let block_k = op.block_k();
@@ -1493,8 +1643,7 @@ mod gpu_rs {
         let (per_split, splits) = split_k_stages(k, k_chunk, block_k);
         let work = tiles * splits;
         let (first, step) = (thread::block_idx_x(), thread::grid_dim_x());
-        let map_a = maps;
-        let map_b = maps.wrapping_add(TENSOR_MAP_BYTES);
+        let map_b = maps.wrapping_add(if UNALIGNED_A { 4 } else { 1 } * TENSOR_MAP_BYTES);
 
         if warp >= CONSUMERS * 4 {
             // The whole producer warpgroup gives back registers (`.aligned`), then one thread
@@ -1507,7 +1656,9 @@ mod gpu_rs {
             }
             // SAFETY: valid tensor maps in global memory (kernel contract).
             unsafe {
-                tma::prefetch_tensormap(map_a);
+                for class in 0..if UNALIGNED_A { 4 } else { 1 } {
+                    tma::prefetch_tensormap(maps.wrapping_add(class * TENSOR_MAP_BYTES));
+                }
                 tma::prefetch_tensormap(map_b);
             }
             let mut use_index = 0u32;
@@ -1515,7 +1666,8 @@ mod gpu_rs {
             while item < work {
                 let (tile, z) = work_item(item, tiles);
                 let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
-                let (col0, row0) = ((tr * block_cols) as i32, (tc * block_rows) as i32);
+                let (map_a, map_row0, shift, _, _, _) = row_tile(tc);
+                let (col0, row0) = ((tr * block_cols) as i32, map_row0 as i32);
                 let kt0 = z * per_split;
                 let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
                 for kt in kt0..kt1 {
@@ -1526,9 +1678,11 @@ mod gpu_rs {
                     unsafe {
                         mbarrier::wait_parity(empty(s), mbarrier::ring_parity(use_index, STAGES_) ^ 1);
                         mbarrier::arrive_expect_tx(full(s), tx_bytes);
+                        // The class's A map starts its rows `shift` columns early: B's rows
+                        // start as many early (rows before 0 load as zeros).
                         for j in 0..block_cols / block_k {
                             let dst = b_stage(s) + j * block_k * BLOCK_K_BYTES;
-                            tma::load_2d(dst, map_b, col0 + (j * block_k) as i32, k0, full(s));
+                            tma::load_2d(dst, map_b, col0 + (j * block_k) as i32, k0 - shift as i32, full(s));
                         }
                         tma::load_2d(a_stage(s), map_a, k0, row0, full(s));
                     }
@@ -1561,6 +1715,7 @@ mod gpu_rs {
         while item < work {
             let (tile, z) = work_item(item, tiles);
             let (tr, tc) = tile_coords_in_bands(tile, tiles_r, tiles_c, GROUP);
+            let (_, map_row0, shift, first_row, row_step, map_rows) = row_tile(tc);
             // The split's stages, counted from its first (as the producer loads them).
             let kt0 = z * per_split;
             let k_len = if k_tiles - kt0 < per_split { k_tiles - kt0 } else { per_split };
@@ -1580,6 +1735,24 @@ mod gpu_rs {
                     let s = use_index % STAGES_;
                     // SAFETY: an initialised barrier; completes when the stage's bytes landed.
                     unsafe { mbarrier::wait_parity(full(s), mbarrier::ring_parity(use_index, STAGES_)) };
+                    if UNALIGNED_A && z == 0 && kt == 0 && shift > 0 {
+                        // The first stage's first `shift` columns of each row are the end of the
+                        // row before it in memory; B's rows there are zeros, but a zero times an
+                        // infinity there is NaN: zeros in their place before any wgmma reads them.
+                        let mut r = tid;
+                        while r < block_rows {
+                            for col in 0..shift {
+                                // SAFETY: row r < block_rows of the stage's A, 4 bytes at column
+                                // col < 4 (swizzled as the TMA wrote it), which the full barrier
+                                // made visible and no wgmma reads before the barrier below.
+                                unsafe { f32::store_shared(a_stage(s) + wgmma::swizzle_128b(r * 128 + col * 4), 0.0) };
+                            }
+                            r += CONSUMERS * 128;
+                        }
+                        // The instruction reads shared memory through the async proxy.
+                        tma::fence_proxy_async_shared();
+                        thread::sync_named(SPLIT_CONSUMERS_BARRIER, CONSUMERS * 128);
+                    }
                     let bs = b_stage(s);
                     let mut frag = [[0u32; 4]; 4];
                     // The 16-bit kernels read B from shared memory in the instruction.
@@ -1655,7 +1828,8 @@ mod gpu_rs {
             // Accumulator (row, col) is C^T's: C[row0 + col][col0 + row]. Register
             // 4q + 2h + e of this thread is C[row0 + 8q + 2 (t % 4) + e][col0 + fr + 8h]
             // (wgmma::accumulator_position); one row pointer walks down 8 rows per q.
-            let row = tc * block_rows + wg_row + 2 * (t % 4);
+            // Rows of the tile's map: map row r is C's row first_row + row_step * r.
+            let row = map_row0 + wg_row + 2 * (t % 4);
             let col = tr * block_cols + wg_col + fr;
             let (col_ok, col8_ok) = (col < n, col + 8 < n);
             // Split z's partial product, or without a split C itself.
@@ -1664,18 +1838,19 @@ mod gpu_rs {
             } else {
                 c
             };
-            let mut p = out.wrapping_add(row as usize * n as usize + col as usize);
-            let step8 = 8 * n as usize;
+            let mut p = out.wrapping_add((first_row + row_step * row) as usize * n as usize + col as usize);
+            let step8 = 8 * row_step as usize * n as usize;
             unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
                           26, 27, 28, 29, 30, 31] {
                 // The instruction's N / 8 groups of rows.
                 if q < (Acc::N / 8) as usize {
                     let r = row + 8 * q as u32;
                     unroll!(e in [0, 1] {
-                        if r + (e as u32) < m {
-                            let pe = p.wrapping_add(e * n as usize);
-                            // SAFETY: row r + e < m and the column checked: inside C (or split
-                            // z's slice of the contract's partials); one owner per element.
+                        if r + (e as u32) < map_rows {
+                            let pe = p.wrapping_add(e * row_step as usize * n as usize);
+                            // SAFETY: map row r + e < map_rows, so C's row first_row + row_step
+                            // (r + e) < m, and the column checked: inside C (or split z's slice
+                            // of the contract's partials); one owner per element.
                             unsafe {
                                 let out = if PROMOTE > 0 { &sum } else { &acc };
                                 let value = |i: usize| {
@@ -1698,8 +1873,8 @@ mod gpu_rs {
             acc = Acc::zeroed();
             // The promoted kernel never splits k (and passes no partials).
             if PROMOTE == 0 && splits > 1 {
-                let (row0, col0) = (tc * block_rows, tr * block_cols);
-                let rows = (m - row0).min(block_rows);
+                let rows = (map_rows - map_row0).min(block_rows);
+                let (row0, col0) = (first_row + row_step * map_row0, tr * block_cols);
                 let cols = (n - col0).min(block_cols);
                 // SAFETY: as in the shared-operand kernels: every consumer stored its share of
                 // split z's partial product above; the counters and partials are the contract's.
@@ -1711,7 +1886,7 @@ mod gpu_rs {
                         splits,
                         m,
                         n,
-                        (row0, rows),
+                        (row0, rows, row_step),
                         (col0, cols),
                         tid,
                         flag,
@@ -1820,7 +1995,7 @@ macro_rules! c_transposed_kernels {
         $(
             tile_kernel! {
                 $(#[$doc])*
-                $name => gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0, $shared>, core::ptr::null()
+                $name => gpu_rs::run::<$acc, { $input }, $stages, GROUP_M, 0, $shared, false>, core::ptr::null(), 0
             }
         )*
     };
@@ -1893,7 +2068,7 @@ crate::hopper_kernel! {
         // SAFETY: the kernel contract is the body's.
         unsafe {
             // One split: all of k.
-            gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES, false>(
+            gpu_rs::run::<[f32; 64], { Operand::Tf32 as u8 }, PROMOTED_STAGES, PROMOTED_GROUP_M, PROMOTE_K_TILES, false, false>(
                 maps,
                 c,
                 core::ptr::null_mut(),
@@ -1903,9 +2078,72 @@ crate::hopper_kernel! {
                 n,
                 k,
                 guard,
+                0,
             )
         }
     }
+}
+
+/// The unaligned-`A` forms of the TF32 tile kernels, one line each after its documentation: its
+/// name, then the body's accumulators, ring depth and whether both warpgroups share the tile's
+/// columns (`wgmma_tf32_n64`'s tiles).
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+macro_rules! unaligned_a_kernels {
+    ($($(#[$doc:meta])* $name:ident: $acc:ty, $stages:expr, $shared:literal;)*) => {
+        crate::hopper_kernel! {
+            $(
+                $(#[$doc])*
+                ///
+                /// # Safety
+                /// As the kernel on the same tiles (the module documentation), with these maps:
+                /// four of `A`, class `r`'s ([`class_rows`]) from byte address `a + 4 (r ld -
+                /// o_r)` (`o_r` the class's offset, byte `r` of `a_offsets` =
+                /// [`class_offsets`]`(a, ld)`), dims `{k + o_r, class_rows(m, r)}`, rows `16 ld`
+                /// bytes apart, box `{32, a_box_rows(m, tile rows)}`; then `B`'s as for
+                /// `wgmma_tf32`; 128-byte swizzle. `k` is `A`'s columns plus 3 (the stages cover
+                /// the latest-starting class's rows), and `k_chunk` splits that `k` as for
+                /// `wgmma_tf32`.
+                #[allow(clippy::too_many_arguments)]
+                pub unsafe fn $name(
+                    maps: *const u8,
+                    c: *mut f32,
+                    partials: *mut f32,
+                    counters: *mut u32,
+                    m: u32,
+                    k: u32,
+                    n: u32,
+                    k_chunk: u32,
+                    a_offsets: u32,
+                ) {
+                    // SAFETY: the kernel contract is the body's.
+                    unsafe {
+                        gpu_rs::run::<$acc, { Operand::Tf32 as u8 }, $stages, GROUP_M, 0, $shared, true>(
+                            maps,
+                            c,
+                            partials,
+                            counters,
+                            m,
+                            k,
+                            n,
+                            k_chunk,
+                            core::ptr::null(),
+                            a_offsets,
+                        )
+                    }
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
+unaligned_a_kernels! {
+    /// `wgmma_tf32` on an `A` read as it lies in classes of rows ([`KERNEL_TF32_UNALIGNED_A`]).
+    wgmma_tf32_unaligned_a: [f32; 128], STAGES, false;
+    /// `wgmma_tf32_n128` on an `A` read as it lies in classes of rows.
+    wgmma_tf32_n128_unaligned_a: [f32; 64], PROMOTED_STAGES, false;
+    /// `wgmma_tf32_n64` on an `A` read as it lies in classes of rows.
+    wgmma_tf32_n64_unaligned_a: [f32; 32], TF32_N64_STAGES, true;
 }
 
 #[cfg(test)]
