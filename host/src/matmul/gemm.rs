@@ -1373,10 +1373,10 @@ mod tests {
         // A transposed A, a batch or BF16 operands: the copy.
         assert!(tf32(GemmDesc::new(6358, 27, 11_159).transpose_a(true)).left.convert.is_some());
         assert!(tf32(GemmDesc::new(6358, 27, 11_159).batch(2)).left.convert.is_some());
-        // The split of k counts the 3 columns the classes' maps may start early.
+        // The planned split covers the 3 columns the classes' maps may start early.
         let s = tf32(GemmDesc::new(6358, 27, 11_159));
         let split = s.kernel.split().unwrap();
-        assert_eq!(split.splits, (11_159 + 3u32).div_ceil(split.k_chunk));
+        assert!(split.splits * split.k_chunk >= 11_159 + 3);
         assert_eq!(s.kernel.workspace_floats(), split.splits as usize * 6358 * 27);
     }
 

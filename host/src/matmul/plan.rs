@@ -1126,10 +1126,11 @@ impl MatmulPlan {
 
     /// The same product on the unaligned-`A` form of its TF32 tile kernel
     /// ([`KERNEL_TF32_UNALIGNED_A`](kernels::matmul::wgmma::KERNEL_TF32_UNALIGNED_A)), which reads
-    /// an `A` whose rows are not 16-byte multiples as it lies instead of from a copy: its tiles
-    /// (each class of rows apart), and its split of `k` kept in chunks of the same length over the
-    /// `k + 3` columns it counts; `None` for a kernel without that form, or where `A`'s rows are
-    /// fewer than four of its tiles (the classes' tiles would be mostly empty).
+    /// an `A` whose rows are not 16-byte multiples as it lies instead of from a copy, with the same
+    /// tiles and split of `k`; `None` for a kernel without that form, where `A`'s rows are fewer
+    /// than four of its tiles (the classes' tiles would be mostly empty), or where the split's
+    /// chunks do not cover the `k + 3` columns the kernel counts (the classes' maps may start 3
+    /// columns early).
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -1150,14 +1151,15 @@ impl MatmulPlan {
         if self.shape.m < 4 * rows {
             return None;
         }
+        // The split stays the one planned (or asked for): where the 3 columns the classes may
+        // start early would spill into one more chunk, A is copied instead.
         let stage_k = self.shape.k as u64 + UNALIGNED_A_EXTRA_K as u64;
-        let split = self.split.map(|s| {
-            if s.splits > 1 {
-                SplitK { splits: stage_k.div_ceil(s.k_chunk as u64) as u32, k_chunk: s.k_chunk }
-            } else {
-                SplitK { splits: 1, k_chunk: s.k_chunk.max(u32::try_from(stage_k).unwrap_or(u32::MAX)) }
+        if let Some(s) = self.split.filter(|s| s.splits > 1) {
+            if (s.splits as u64) * (s.k_chunk as u64) < stage_k {
+                return None;
             }
-        });
+        }
+        let split = self.split;
         let launch = super::wgmma::plan_split(self.shape, device, kernel, split.map_or(1, |s| s.splits)).ok()?;
         let reason = format!(
             "{}; A read as it lies in four classes of rows (rows 4 apart start equally far past a 16-byte \
@@ -2094,6 +2096,25 @@ mod tests {
         let options =
             PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
         plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100, options).unwrap()
+    }
+
+    #[test]
+    fn unaligned_a_keeps_the_split_asked_for_or_declines_where_its_chunks_miss_three_columns() {
+        let shape = MatmulShape::new(975, 3839, 24).unwrap();
+        let forced = |split| {
+            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+            plan_with(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200, options).unwrap()
+        };
+        // Unsplit: the same split (the launch lets the one chunk run past k).
+        let whole = forced(SplitK::none(3839));
+        let p = whole.with_unaligned_a(MatmulDevice::H200).unwrap();
+        assert_eq!(p.split(), whole.split());
+        // 2 x 1952 columns cover 3839 + 3: kept.
+        let two = forced(SplitK { splits: 2, k_chunk: 1952 });
+        assert_eq!(two.with_unaligned_a(MatmulDevice::H200).unwrap().split(), two.split());
+        // 3 x 1280 = 3840 covers k but not k + 3: A is copied rather than a fourth chunk added.
+        let tight = forced(SplitK { splits: 3, k_chunk: 1280 });
+        assert!(tight.with_unaligned_a(MatmulDevice::H200).is_none());
     }
 
     #[test]
