@@ -1154,10 +1154,8 @@ impl MatmulPlan {
         // The split stays the one planned (or asked for): where the 3 columns the classes may
         // start early would spill into one more chunk, A is copied instead.
         let stage_k = self.shape.k as u64 + UNALIGNED_A_EXTRA_K as u64;
-        if let Some(s) = self.split.filter(|s| s.splits > 1) {
-            if (s.splits as u64) * (s.k_chunk as u64) < stage_k {
-                return None;
-            }
+        if self.split.is_some_and(|s| s.splits > 1 && (s.splits as u64) * (s.k_chunk as u64) < stage_k) {
+            return None;
         }
         let split = self.split;
         let launch = super::wgmma::plan_split(self.shape, device, kernel, split.map_or(1, |s| s.splits)).ok()?;
