@@ -232,17 +232,16 @@ fn decode_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<Ge
 /// `decode_bf16` and `decode_f16` on the decode shapes: `m` in {1, 2, 7, 8, 15, 16} (one and
 /// both halves of the 16-row tile, and one short of each) times `(k, n)` from one element to LLM
 /// weights, ragged ones included (`k` not a multiple of the 16- and 48-row steps, `n` not of the
-/// 64-column strips); `C` poisoned, against the float64 product of the inputs rounded to the
+/// 64-column strips; 2552 x 784 planned into 6 splits of one super-step per warp); `C` poisoned, against the float64 product of the inputs rounded to the
 /// kernel's type under its bound; then every plan rerun for bitwise equality. The reference of
 /// each `(k, n)` is computed once for 16 rows: a product of fewer rows is its first rows.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn hopper_decode_kernels_match_cpu_on_decode_shapes_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = hopper_gpu("decode_bf16");
-    for (variant, (k, n)) in [MatmulVariant::DecodeBf16, MatmulVariant::DecodeF16]
-        .into_iter()
-        .flat_map(|v| [(1, 1), (17, 33), (4096, 4096), (4096, 14336), (14336, 4096), (4095, 4097)].map(|s| (v, s)))
-    {
+    for (variant, (k, n)) in [MatmulVariant::DecodeBf16, MatmulVariant::DecodeF16].into_iter().flat_map(|v| {
+        [(1, 1), (17, 33), (2552, 784), (4096, 4096), (4096, 14336), (14336, 4096), (4095, 4097)].map(|s| (v, s))
+    }) {
         let (a, b) = (random_matrix(&mut rng, 16 * k), random_matrix(&mut rng, k * n));
         let precision = variant.precision();
         let (ar, br) = (precision.reference_inputs(&a), precision.reference_inputs(&b));

@@ -16,17 +16,19 @@ use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::decode::{BLOCKS_PER_SM, MAX_M, THREADS, strips};
 
-/// Shortest split: two super-steps of `B` for each of the block's warps (`8 x 2 x 48` rows, so
-/// that the loads of a warp overlap), and long enough that the partial sums a split adds (`m x
-/// n x 4` bytes written and read back) stay under 1/12 of the `B` it reads (`k_chunk x n x 2`)
-/// at `m = 16`.
+/// Shortest split: one super-step of `B` for each of the block's warps (`8 x 48` rows), which is
+/// long enough that the partial sums a split adds (`m x n x 4` bytes written and read back) stay
+/// under 1/12 of the `B` it reads (`k_chunk x n x 2`) at `m = 16`. Two super-steps per warp (the
+/// earlier floor, so that a warp's loads overlap) left short-`k` products with few column strips
+/// in too few blocks: 6x2552x784 in BF16 ran in 0.014 ms on 3 splits and 0.009 ms on 8 (cuBLASLt
+/// 0.009) on the H200.
 ///
 /// ```
 /// use hopper_kernels::matmul::decode::MIN_CHUNK;
 /// use kernels::matmul::decode::{SUPER_K, WARPS};
-/// assert_eq!(MIN_CHUNK, 2 * WARPS * SUPER_K);
+/// assert_eq!(MIN_CHUNK, WARPS * SUPER_K);
 /// ```
-pub const MIN_CHUNK: u32 = 2 * kernels::matmul::decode::WARPS * kernels::matmul::decode::SUPER_K;
+pub const MIN_CHUNK: u32 = kernels::matmul::decode::WARPS * kernels::matmul::decode::SUPER_K;
 
 /// The split of `k` for `shape` on `sm` SMs, and why: none when the column strips alone give
 /// every SM a block; otherwise as many splits as fit the strips into one wave of
@@ -142,7 +144,8 @@ mod tests {
             ((4095, 4097), 4),  // 65 strips: 4 x 65 = 260
             ((17, 33), 1),      // too short to split
             ((1, 1), 1),
-            ((65_536, 64), 85), // one strip: 264 wanted, k / MIN_CHUNK = 85
+            ((65_536, 64), 168), // one strip: 264 wanted, at most k / MIN_CHUNK = 170 (chunks of 392)
+            ((2552, 784), 6),    // 13 strips: 20 wanted, k / MIN_CHUNK = 6
         ] {
             let (s, why) = choose_split(shape(16, k, n), 132);
             assert_eq!(s.splits, want, "k = {k}, n = {n}: {why}");
