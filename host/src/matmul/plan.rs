@@ -1128,9 +1128,10 @@ impl MatmulPlan {
     /// ([`KERNEL_TF32_UNALIGNED_A`](kernels::matmul::wgmma::KERNEL_TF32_UNALIGNED_A)), which reads
     /// an `A` whose rows are not 16-byte multiples as it lies instead of from a copy, with the same
     /// tiles and split of `k`; `None` for a kernel without that form, where `A`'s rows are fewer
-    /// than four of its tiles (the classes' tiles would be mostly empty), or where the split's
-    /// chunks do not cover the `k + 3` columns the kernel counts (the classes' maps may start 3
-    /// columns early).
+    /// than four of its tiles (the classes' tiles would be mostly empty), where the classes' extra
+    /// tiles would add a wave of work items on the device's SMs, or where the split's chunks do
+    /// not cover the `k + 3` columns the kernel counts (the classes' maps may start 3 columns
+    /// early).
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -1158,6 +1159,16 @@ impl MatmulPlan {
             return None;
         }
         let split = self.split;
+        // The classes' tiles (up to 3 more rows of tiles) must not add a wave of work items: on
+        // the H200 604x1975x2142 (136 items of 128x128 against 85) ran 0.070 ms as it lies
+        // against 0.041 through the copy, 7188x613x1600 (416 against 377 on 132 SMs) 0.077
+        // against 0.066; 6358x11159x27 (52 against 50) 0.107 against 0.232.
+        let splits = split.map_or(1, |s| s.splits as u64);
+        let sms = device.sm_count.max(1) as u64;
+        let waves = |tiles: u64| (tiles * splits).div_ceil(sms);
+        if waves(super::wgmma::tiles(self.shape, kernel)) > waves(super::wgmma::tiles(self.shape, self.kernel)) {
+            return None;
+        }
         let launch = super::wgmma::plan_split(self.shape, device, kernel, split.map_or(1, |s| s.splits)).ok()?;
         let reason = format!(
             "{}; A read as it lies in four classes of rows (rows 4 apart start equally far past a 16-byte \
@@ -2113,6 +2124,22 @@ mod tests {
         // 3 x 1280 = 3840 covers k but not k + 3: A is copied rather than a fourth chunk added.
         let tight = forced(SplitK { splits: 3, k_chunk: 1280 });
         assert!(tight.with_unaligned_a(MatmulDevice::H200).is_none());
+    }
+
+    #[test]
+    fn unaligned_a_declines_where_the_classes_tiles_add_a_wave() {
+        let tf32 =
+            |m, k, n| plan(MatmulVariant::WgmmaTf32, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap();
+        // 604 rows: 8 class tiles of 128 rows against 5, 136 work items against 85 on 132 SMs.
+        assert!(tf32(604, 1975, 2142).with_unaligned_a(MatmulDevice::H200).is_none());
+        // 7188 rows: 416 work items against 377, four waves against three.
+        assert!(tf32(7188, 613, 1600).with_unaligned_a(MatmulDevice::H200).is_none());
+        // Two more row tiles within the same wave: A read as it lies.
+        assert!(tf32(6358, 11_159, 27).with_unaligned_a(MatmulDevice::H200).is_some());
+        assert!(tf32(4741, 945, 826).with_unaligned_a(MatmulDevice::H200).is_some());
+        for (m, k, n) in [(3156, 871, 86), (6750, 1483, 39), (975, 3821, 24), (5344, 181, 381), (2455, 19, 3667)] {
+            assert!(tf32(m, k, n).with_unaligned_a(MatmulDevice::H200).is_some(), "{m}x{k}x{n}");
+        }
     }
 
     #[test]
