@@ -103,9 +103,9 @@ pub(super) fn product(
             // tile at least, which launches on this stream (one at a time) leave zero; k_chunk is
             // the plan's, a multiple of the kernel's stage below k or at least k (check_split and
             // the planner's granule check), so the kernel's splits are the plan's (for the
-            // unaligned-A kernels the plan split k + 3, the k they take, with their classes'
-            // offsets, the maps' own); the launch config
-            // and its dynamic shared memory are the planner's, allowed when the plan was made.
+            // unaligned-A kernels the plan's chunks cover k + 3, the k they take, and unsplit
+            // they get a chunk past it; their classes' offsets are the maps' own); the launch
+            // config and its dynamic shared memory are the planner's, allowed when the plan was made.
             unsafe { builder.launch(plan.launch_config()) }?;
             Ok(())
         };

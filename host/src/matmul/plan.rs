@@ -1163,13 +1163,13 @@ impl MatmulPlan {
         // the H200 604x1975x2142 (136 items of 128x128 against 85) ran 0.070 ms as it lies
         // against 0.041 through the copy, 7188x613x1600 (416 against 377 on 132 SMs) 0.077
         // against 0.066; 6358x11159x27 (52 against 50) 0.107 against 0.232.
-        let splits = split.map_or(1, |s| s.splits as u64);
+        let splits = split.map_or(1, |s| s.splits);
         let sms = device.sm_count.max(1) as u64;
-        let waves = |tiles: u64| (tiles * splits).div_ceil(sms);
+        let waves = |tiles: u64| (tiles * splits as u64).div_ceil(sms);
         if waves(super::wgmma::tiles(self.shape, kernel)) > waves(super::wgmma::tiles(self.shape, self.kernel)) {
             return None;
         }
-        let launch = super::wgmma::plan_split(self.shape, device, kernel, split.map_or(1, |s| s.splits)).ok()?;
+        let launch = super::wgmma::plan_split(self.shape, device, kernel, splits).ok()?;
         let reason = format!(
             "{}; A read as it lies in four classes of rows (rows 4 apart start equally far past a 16-byte \
              boundary: a tensor map each), not copied",

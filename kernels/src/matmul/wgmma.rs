@@ -1898,10 +1898,11 @@ mod gpu_rs {
     }
 }
 
-/// One tile kernel: the module documentation's parameters, handed to `$body` (then `$extra`).
+/// One tile kernel: the module documentation's parameters (then `$param`s of its own, if any),
+/// handed to `$body` (then `$extra`).
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 macro_rules! tile_kernel {
-    ($(#[$doc:meta])* $name:ident => $body:path $(, $extra:expr)*) => {
+    ($(#[$doc:meta])* $name:ident $(($($param:ident: $ty:ty),*))? => $body:path $(, $extra:expr)*) => {
         crate::hopper_kernel! {
             $(#[$doc])*
             pub unsafe fn $name(
@@ -1913,6 +1914,7 @@ macro_rules! tile_kernel {
                 k: u32,
                 n: u32,
                 k_chunk: u32,
+                $($($param: $ty),*)?
             ) {
                 // SAFETY: the kernel contract is the body's.
                 unsafe { $body(maps, c, partials, counters, m, k, n, k_chunk $(, $extra)*) }
@@ -2090,8 +2092,8 @@ crate::hopper_kernel! {
 #[cfg(all(target_arch = "nvptx64", feature = "hopper"))]
 macro_rules! unaligned_a_kernels {
     ($($(#[$doc:meta])* $name:ident: $acc:ty, $stages:expr, $shared:literal;)*) => {
-        crate::hopper_kernel! {
-            $(
+        $(
+            tile_kernel! {
                 $(#[$doc])*
                 ///
                 /// # Safety
@@ -2104,35 +2106,12 @@ macro_rules! unaligned_a_kernels {
                 /// the latest-starting class's rows), and `k_chunk` splits that `k` as for
                 /// `wgmma_tf32`.
                 #[allow(clippy::too_many_arguments)]
-                pub unsafe fn $name(
-                    maps: *const u8,
-                    c: *mut f32,
-                    partials: *mut f32,
-                    counters: *mut u32,
-                    m: u32,
-                    k: u32,
-                    n: u32,
-                    k_chunk: u32,
-                    a_offsets: u32,
-                ) {
-                    // SAFETY: the kernel contract is the body's.
-                    unsafe {
-                        gpu_rs::run::<$acc, { Operand::Tf32 as u8 }, $stages, GROUP_M, 0, $shared, true>(
-                            maps,
-                            c,
-                            partials,
-                            counters,
-                            m,
-                            k,
-                            n,
-                            k_chunk,
-                            core::ptr::null(),
-                            a_offsets,
-                        )
-                    }
-                }
-            )*
-        }
+                $name(a_offsets: u32)
+                    => gpu_rs::run::<$acc, { Operand::Tf32 as u8 }, $stages, GROUP_M, 0, $shared, true>,
+                    core::ptr::null(),
+                    a_offsets
+            }
+        )*
     };
 }
 
