@@ -27,7 +27,7 @@
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
     M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType,
-    PlanOptions, TileWidth, one_pass_cuda_core_reason_with, packed_rows_copied, plan_with, plan_with_copies, wave_fill,
+    PlanOptions, TileWidth, narrow_or_short_reason, packed_rows_copied, plan_with, plan_with_copies, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -1045,11 +1045,12 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`),
 /// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, which `few_rows` streams
 /// faster on the CUDA cores,
-/// unless [`one_pass_cuda_core_reason_with`] gives a reason (its rule for small products
-/// decided by the descriptor's layouts: `tensor_cores_copy_more`, the tensor-core plan would
-/// convert more operands before its launch than the CUDA-core kernels would), and otherwise the
-/// CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound); `f32`
-/// under `medium` leaves its one TF32 pass for the FP32 kernels by that rule or by its shape's. A named 16-bit kernel takes its
+/// unless [`narrow_or_short_reason`] gives a reason (a side or `k` of at most 16), and otherwise
+/// the CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound);
+/// `f32` under `medium` leaves its one TF32 pass for the FP32 kernels by that rule, by the rule
+/// for small products (decided by the descriptor's layouts: `tensor_cores_copy_more`, the
+/// tensor-core plan would convert more operands before its launch than the CUDA-core kernels
+/// would) or by its shape's. A named 16-bit kernel takes its
 /// own type or `f32` (rounded to it on the GPU), never the other 16-bit type; a named CUDA-core
 /// kernel that reads 16-bit operands (`sgemm`, `few_rows`, `few_cols`, `short_k`) reads them as they lie.
 fn choose_kernel(
@@ -1096,7 +1097,9 @@ fn choose_kernel(
         return Ok((plan.variant(), plan));
     }
     let t = sixteen_bit.expect("f32 operands are planned above");
-    let cuda_cores = one_pass_cuda_core_reason_with(shape, device, tensor_cores_copy_more);
+    // No rule for small products here: a 16-bit copy is cheap and the tensor cores beat sgemm on
+    // 16-bit operands at every small size measured (plan::CUDA_CORE_MAX_MACS).
+    let cuda_cores = narrow_or_short_reason(shape, device);
     let (tiles_variant, decode_variant, kind) = if inputs == DType::Bf16 {
         (MatmulVariant::WgmmaBf16, MatmulVariant::DecodeBf16, "BF16")
     } else {
@@ -1412,20 +1415,18 @@ mod tests {
     }
 
     #[test]
-    fn small_and_narrow_16_bit_products_run_on_the_cuda_cores_reading_the_operands_as_they_lie() {
+    fn narrow_and_short_16_bit_products_run_on_the_cuda_cores_reading_the_operands_as_they_lie() {
         let bf16 = Layout::row_major(DType::Bf16);
         let plan = |m, n, k| skeleton(GemmDesc::new(m, n, k).a(bf16).b(bf16));
         // (m, n, k) as GemmDesc takes them, and the kernel auto runs.
         for ((m, n, k), kernel) in [
             // k = 2 and n = 326 off the 16-byte path: short_k.
             ((49, 326, 2), "matmul_short_k_bf16"),
-            // A narrow side and k >= 256: a narrow tile.
-            ((49, 326, 300), "sgemm_bf16_64x256"),
-            // k = 250 < 512, rows of 250 BF16 not whole 16-byte vectors: 64 x 256 tiles, as many
-            // as 128 x 128 ...
-            ((256, 256, 250), "sgemm_bf16_64x256"),
-            // ... where whole 16-byte rows keep the tensor cores (tiles of 128 x 64: the most
-            // blocks).
+            // Small products with no side of 16 or less take the tensor cores, rows of 326 or 250
+            // BF16 copied into 16-byte rows (tiles of 128 x 64: the most blocks) ...
+            ((49, 326, 300), "wgmma_bf16_n64_rows"),
+            ((256, 256, 250), "wgmma_bf16_n64"),
+            // ... as do whole 16-byte rows, in place.
             ((256, 256, 256), "wgmma_bf16_n64"),
             ((64, 64, 64), "wgmma_bf16_n64"),
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
@@ -1463,55 +1464,47 @@ mod tests {
         let none = MatmulDevice { tensor_cores: false, ..MatmulDevice::H200 };
         let s = Skeleton::new(&GemmDesc::new(4096, 4096, 4096).a(bf16).b(bf16), none).unwrap();
         assert_eq!(s.kernel.kernel(), "sgemm_bf16");
-        // A forced split of k stays with the CUDA-core plan.
+        // A forced split of k stays with the plan auto chose: here the tensor cores, in clusters
+        // of the split's blocks.
         let split = crate::matmul::SplitK { splits: 4, k_chunk: 64 };
         let s = skeleton(GemmDesc::new(100, 100, 256).a(bf16).b(bf16).split_k(Some(split)));
-        assert_eq!((s.kernel.kernel(), s.kernel.split()), ("sgemm_bf16_64x256", Some(split)));
+        assert_eq!((s.kernel.kernel(), s.kernel.split()), ("wgmma_bf16_n64_cluster", Some(split)));
     }
 
     #[test]
-    fn small_products_leave_the_tensor_cores_only_where_those_would_copy_more_operands() {
+    fn small_tf32_products_leave_the_tensor_cores_only_where_those_would_copy_more_operands() {
         let bf16 = Layout::row_major(DType::Bf16);
         let variant = |d: GemmDesc| skeleton(d).kernel.variant();
-        // Packed rows of 256 BF16 (512 bytes): both paths read them as they lie.
+        // 16-bit operands take the tensor cores at every small size, copies or not.
         let s = skeleton(GemmDesc::new(256, 256, 256).a(bf16).b(bf16));
         assert_eq!(s.kernel.variant(), MatmulVariant::WgmmaBf16, "{}", s.kernel);
         assert!(s.left.convert.is_none() && s.right.convert.is_none());
-        // Both paths copy a transposed A, or rows 520 bytes apart (the CUDA-core kernels read packed
-        // rows, the TMA 16-byte ones), or both operands of a column-major D: the tensor cores.
-        assert_eq!(variant(GemmDesc::new(256, 256, 256).a(bf16).b(bf16).transpose_a(true)), MatmulVariant::WgmmaBf16);
-        assert_eq!(variant(GemmDesc::new(256, 256, 256).a(bf16.ld(260)).b(bf16)), MatmulVariant::WgmmaBf16);
-        let col_major_d = GemmDesc::new(256, 256, 256).a(bf16).b(bf16).d(Layout::col_major(DType::F32));
-        assert_eq!(variant(col_major_d), MatmulVariant::WgmmaBf16);
-        // Packed rows of 250 BF16 (500 bytes): the tensor cores alone would copy A.
-        let s = skeleton(GemmDesc::new(256, 256, 250).a(bf16).b(bf16));
-        assert_eq!(s.kernel.variant(), MatmulVariant::Sgemm, "{}", s.kernel);
-        assert!(s.kernel.reason().contains("would first copy into 16-byte rows"), "{}", s.kernel.reason());
-        assert!(s.left.convert.is_none() && s.right.convert.is_none(), "read as they lie");
-        // The same rows 512 bytes apart: the CUDA-core kernels alone would copy A.
-        let strided = skeleton(GemmDesc::new(256, 256, 250).a(bf16.ld(256)).b(bf16));
-        assert_eq!(strided.kernel.variant(), MatmulVariant::WgmmaBf16, "{}", strided.kernel);
-        assert!(strided.left.convert.is_none(), "the TMA reads rows 512 bytes apart");
-        // Above 2^25 multiply-adds the copy pays for itself.
-        assert_eq!(variant(GemmDesc::new(1024, 1024, 1000).a(bf16).b(bf16)), MatmulVariant::WgmmaBf16);
-        // f32 under medium: one TF32 pass where it copies no more, the FP32 kernels where it does.
+        assert_eq!(variant(GemmDesc::new(100, 250, 256).a(bf16).b(bf16)), MatmulVariant::WgmmaBf16);
+        assert_eq!(variant(GemmDesc::new(256, 256, 250).a(bf16).b(bf16).transpose_a(true)), MatmulVariant::WgmmaBf16);
+        // f32 under medium: one TF32 pass where it copies no more, the FP32 kernels where it does
+        // and the product is small with fewer than 128 rows or 32 columns.
         let medium = |d: GemmDesc| skeleton(d.policy(PrecisionPolicy::Medium));
         assert_eq!(medium(GemmDesc::new(256, 256, 256)).kernel.variant(), MatmulVariant::WgmmaTf32);
         assert_eq!(medium(GemmDesc::new(256, 256, 256).transpose_a(true)).kernel.variant(), MatmulVariant::WgmmaTf32);
-        let s = medium(GemmDesc::new(256, 256, 250));
+        assert_eq!(medium(GemmDesc::new(256, 256, 250)).kernel.variant(), MatmulVariant::WgmmaTf32);
+        // Packed rows of 250 f32 (1000 bytes): the tensor cores alone would copy B.
+        let s = medium(GemmDesc::new(100, 256, 250));
         assert_eq!(s.kernel.variant(), MatmulVariant::Sgemm, "{}", s.kernel);
-        assert!(s.kernel.reason().starts_with("medium, not TF32 (16384000 multiply-adds"), "{}", s.kernel.reason());
+        assert!(s.kernel.reason().starts_with("medium, not TF32 (6400000 multiply-adds"), "{}", s.kernel.reason());
         assert!(s.kernel.reason().contains("FP32 FMA"), "{}", s.kernel.reason());
+        // 128 rows or more: the tensor cores, copies and all.
+        assert_eq!(medium(GemmDesc::new(128, 256, 250)).kernel.variant(), MatmulVariant::WgmmaTf32);
+        // Above 2^25 multiply-adds the copy pays for itself.
+        assert_eq!(medium(GemmDesc::new(100, 1024, 1000)).kernel.variant(), MatmulVariant::WgmmaTf32);
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
 
-        /// The rule's count of copies is the plans' own: over random layouts, a small 16-bit
-        /// product runs on the tensor cores exactly where their plan converts no more operands
-        /// than the CUDA-core plan of the same descriptor.
+        /// Small 16-bit products whose every side is above 16 run on the tensor cores whatever
+        /// their layouts (copies included).
         #[test]
-        fn small_16_bit_products_leave_the_tensor_cores_exactly_where_those_convert_more_operands(
+        fn small_16_bit_products_with_no_narrow_side_run_on_the_tensor_cores_in_every_layout(
             (m, n, k) in (17usize..=300, 17usize..=300, 17usize..=300),
             f16 in proptest::bool::ANY,
             (ta, tb, col_d) in (proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
@@ -1529,19 +1522,9 @@ mod tests {
                 .a(layout(m, k, ta, pad_a))
                 .b(layout(k, n, tb, pad_b))
                 .d(d);
-            let converts = |s: &Skeleton| [s.left.convert, s.right.convert].iter().filter(|c| c.is_some()).count();
             let tiles = if f16 { MatmulVariant::WgmmaF16 } else { MatmulVariant::WgmmaBf16 };
-            let tensor_cores = converts(&skeleton(desc.variant(tiles)));
-            let cuda_cores = converts(&skeleton(desc.variant(MatmulVariant::Sgemm)));
             let auto = skeleton(desc);
-            proptest::prop_assert_eq!(
-                auto.kernel.variant() == tiles,
-                tensor_cores <= cuda_cores,
-                "{} (converts: tensor cores {}, CUDA cores {})",
-                auto.kernel,
-                tensor_cores,
-                cuda_cores
-            );
+            proptest::prop_assert_eq!(auto.kernel.variant(), tiles, "{}", auto.kernel);
         }
     }
 

@@ -770,26 +770,54 @@ pub const SPLIT_TF32_MIN_SIDE: usize = 65;
 /// ```
 pub const SPLIT_TF32_MIN_MACS: u64 = 1 << 31;
 
-/// The most multiply-adds (`m * k * n`) a product with one pass on the tensor cores (TF32 under
-/// `medium`, BF16 and F16 operands under `auto`) leaves to the CUDA-core kernels. Below it a
-/// tensor-core plan's fixed costs (its operand copies into 16-byte rows for the TMA, tensor maps,
-/// 128 x 256 tiles mostly padding, more launches) outweigh its arithmetic: in a 200-shape sweep
-/// on the H200 (`results/h200-sweep.txt`, 2026-11-24) the 141 shapes whose tensor-core BF16 plan
-/// ran under 20 µs took 1.49x cuBLASLt BF16's time (geometric mean) on the tensor cores and 0.91x
-/// on the CUDA-core kernels, in `f32`; over all 200, taking the CUDA cores up to 2^25
-/// multiply-adds and for a side of at most 16 made 0.94x (BF16) and 0.89x (TF32) of those runs.
-/// The rule holds where those costs are paid: shapes whose `k` and `n` are multiples of
-/// [`WHOLE_ROWS_ELEMENTS`] have rows of `A` and `B` that are whole 16-byte vectors in every operand
-/// type, the TMA reads them as they lie, and one tile or a few beat the CUDA cores at every size
-/// (H200, 2026-11-28, ms: TF32 64x64x64 0.008 against `sgemm`'s 0.012, 128x128x128 0.009 against
-/// 0.012, 256x256x256 0.007 against 0.010 (cuBLASLt TF32 0.008), 384x256x320 0.009 against 0.013;
-/// BF16 the same within 0.001 ms).
+/// The most multiply-adds (`m * k * n`) a product with one TF32 pass on the tensor cores (under
+/// `medium`) leaves to the FP32 kernels, where its plan would copy operands
+/// ([`small_product_reason`], with [`TF32_SMALL_MIN_M`] and [`TF32_SMALL_MIN_N`]). Below it a
+/// tensor-core plan's fixed costs (its `f32` operand copies into 16-byte rows for the TMA, tiles
+/// mostly padding, more launches) can outweigh its arithmetic. BF16 and F16 operands have no
+/// such rule: their copies are half the bytes and `sgemm` on 16-bit operands is slower than on
+/// `f32`. Measured on the H200 in one run of `host bench --sweep-shapes` on the 22 shapes of the
+/// 200-shape sweep that the rule had left to `sgemm` (2026-11-29, two rounds, us, `sgemm` against
+/// the tensor cores with their copies): BF16 950x108x270 15.7 against 6.4, 388x97x540 12.7
+/// against 6.3, 190x578x277 16.1 against 8.6, 56x3192x89 14.4 against 8.4, 21x51x4834 8.8
+/// against 6.0, the tensor cores faster on 20 of 22 (12426x33x19 8.6 against 9.6, 28x392x35
+/// even), F16 the same; TF32 950x108x270 12.2 against 6.6, 148x548x249 12.8 against 10.8,
+/// 8830x45x55 10.4 against 8.5, but 56x3192x89 12.8 against 17.6, 105x1610x52 11.1 against
+/// 14.1, 48x363x75 6.5 against 9.3 and 12426x33x19 7.9 against 8.7 (fewer than 128 rows or 32
+/// columns).
 ///
 /// ```
 /// use hopper_kernels::matmul::plan::CUDA_CORE_MAX_MACS;
 /// assert_eq!(CUDA_CORE_MAX_MACS, 1 << 25);
 /// ```
 pub const CUDA_CORE_MAX_MACS: u64 = 1 << 25;
+
+/// Fewest rows of `C` for which a TF32 product of at most [`CUDA_CORE_MAX_MACS`] multiply-adds
+/// whose plan copies operands takes the tensor cores (with at least [`TF32_SMALL_MIN_N`]
+/// columns): fewer rows leave a 128-row tile mostly padding while `k` is long (measurements at
+/// [`CUDA_CORE_MAX_MACS`]).
+///
+/// ```
+/// use hopper_kernels::matmul::plan::{small_product_reason, TF32_SMALL_MIN_M};
+/// use hopper_kernels::matmul::MatmulShape;
+/// let shape = |m| MatmulShape::new(m, 548, 249).unwrap();
+/// assert!(small_product_reason(shape(TF32_SMALL_MIN_M - 1), true).is_some());
+/// assert_eq!(small_product_reason(shape(TF32_SMALL_MIN_M), true), None);
+/// ```
+pub const TF32_SMALL_MIN_M: usize = 128;
+
+/// Fewest columns of `C` for which a small TF32 product whose plan copies operands takes the
+/// tensor cores (with at least [`TF32_SMALL_MIN_M`] rows): on the H200 12426x33x19 ran 0.0079 ms
+/// on `sgemm` against 0.0087 on the tensor cores.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::{small_product_reason, TF32_SMALL_MIN_N};
+/// use hopper_kernels::matmul::MatmulShape;
+/// let shape = |n| MatmulShape::new(8830, 45, n).unwrap();
+/// assert!(small_product_reason(shape(TF32_SMALL_MIN_N - 1), true).is_some());
+/// assert_eq!(small_product_reason(shape(55), true), None);
+/// ```
+pub const TF32_SMALL_MIN_N: usize = 32;
 
 /// Elements a row of `A` (`k`) and of `B` (`n`) must be a multiple of for [`CUDA_CORE_MAX_MACS`]
 /// to leave no product to the CUDA cores: 8 makes whole 16-byte rows of BF16, F16 and `f32`.
@@ -841,13 +869,10 @@ pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::FOUR_COLUMNS_MAX_K;
 /// ```
 pub const COPIED_B_MAX_M: usize = 32;
 
-/// Why a product that one tensor-core pass could take (TF32, BF16, F16) is left to the CUDA-core
-/// kernels: no tensor cores, a side of at most 16 (memory-bound: the narrow kernels stream the
-/// large operand once), `k` of at most [`SHORT_K_MAX`] (writing `C` bounds the time) or at most
-/// [`CUDA_CORE_MAX_MACS`] multiply-adds where rows of `A` or `B` are not whole 16-byte vectors
-/// (`k` or `n` not a multiple of [`WHOLE_ROWS_ELEMENTS`]); `None` where the tensor cores take it. The `k` rule, on
-/// the H200 against the tensor cores (ms): BF16 5006x6x6049 0.066 against 0.089, 1397x5x5919
-/// 0.021 against 0.030; TF32 1397x5x5919 0.020 against 0.025.
+/// Why a product that one TF32 pass on the tensor cores could take is left to the FP32 kernels:
+/// the reasons of [`narrow_or_short_reason`], or [`small_product_reason`] where rows of `A` or
+/// `B` are not whole 16-byte vectors (`k` or `n` not a multiple of [`WHOLE_ROWS_ELEMENTS`]);
+/// `None` where the tensor cores take it.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -858,10 +883,11 @@ pub const COPIED_B_MAX_M: usize = 32;
 /// assert!(why(8841, 28, 6665).is_none(), "1.6e9 multiply-adds: the tensor cores");
 /// assert!(why(5202, 3876, 1).unwrap().contains("n = 1 <= 16"));
 /// assert!(why(5006, 6, 6049).unwrap().contains("k = 6 <= 16"));
-/// assert!(why(255, 257, 255).unwrap().contains("16711425 multiply-adds"));
+/// assert!(why(100, 257, 255).unwrap().contains("6553500 multiply-adds"));
+/// assert_eq!(why(255, 257, 255), None, "128 rows or more: the tensor cores");
 /// assert_eq!(why(256, 256, 256), None, "whole 16-byte rows: the tensor cores at any size");
 /// assert_eq!(why(64, 64, 64), None);
-/// assert!(why(256, 256, 252).unwrap().contains("multiply-adds"), "n = 252: rows of B copied");
+/// assert!(why(100, 256, 252).unwrap().contains("multiply-adds"), "n = 252: rows of B copied");
 /// // Counted in u128: the largest shapes (sides up to u32::MAX) do not overflow.
 /// let big = u32::MAX as usize;
 /// assert_eq!(why(big, big, big), None);
@@ -869,6 +895,35 @@ pub const COPIED_B_MAX_M: usize = 32;
 /// ```
 pub fn one_pass_cuda_core_reason(shape: MatmulShape, device: MatmulDevice) -> Option<String> {
     one_pass_cuda_core_reason_with(shape, device, packed_rows_copied(shape))
+}
+
+/// Why a product that one tensor-core pass could take (TF32, BF16, F16) is left to the CUDA-core
+/// kernels whatever its size: no tensor cores, a side of at most 16 (memory-bound: the narrow
+/// kernels stream the large operand once), or `k` of at most [`SHORT_K_MAX`] (writing `C` bounds
+/// the time); `None` otherwise. The `k` rule, on the H200 against the tensor cores (ms): BF16
+/// 5006x6x6049 0.066 against 0.089, 1397x5x5919 0.021 against 0.030; TF32 1397x5x5919 0.020
+/// against 0.025.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::narrow_or_short_reason;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape};
+/// let why = |m, k, n| narrow_or_short_reason(MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+/// assert!(why(16, 4096, 4096).unwrap().contains("m = 16 <= 16"));
+/// assert!(why(5006, 6, 6049).unwrap().contains("k = 6 <= 16"));
+/// assert_eq!(why(100, 257, 255), None, "small, but no narrow side");
+/// ```
+pub fn narrow_or_short_reason(shape: MatmulShape, device: MatmulDevice) -> Option<String> {
+    if !device.tensor_cores {
+        Some("no tensor-core kernels on this device".into())
+    } else if shape.m <= FEW_ROWS_MAX_M as usize {
+        Some(format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound", shape.m))
+    } else if shape.n <= FEW_COLS_MAX_N as usize {
+        Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
+    } else if shape.k <= SHORT_K_MAX as usize {
+        Some(format!("k = {} <= {SHORT_K_MAX}: writing C bounds the time", shape.k))
+    } else {
+        None
+    }
 }
 
 /// Whether the tensor-core plan copies packed row-major operands of `shape` before its launch
@@ -886,7 +941,7 @@ pub(super) fn packed_rows_copied(shape: MatmulShape) -> bool {
 /// ```
 /// use hopper_kernels::matmul::plan::one_pass_cuda_core_reason_with;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape};
-/// let shape = MatmulShape::new(256, 256, 256).unwrap();
+/// let shape = MatmulShape::new(100, 256, 256).unwrap();
 /// assert!(one_pass_cuda_core_reason_with(shape, MatmulDevice::H200, true).is_some());
 /// assert_eq!(one_pass_cuda_core_reason_with(shape, MatmulDevice::H200, false), None);
 /// ```
@@ -895,37 +950,31 @@ pub fn one_pass_cuda_core_reason_with(
     device: MatmulDevice,
     tensor_cores_copy_more: bool,
 ) -> Option<String> {
-    if !device.tensor_cores {
-        Some("no tensor-core kernels on this device".into())
-    } else if shape.m <= FEW_ROWS_MAX_M as usize {
-        Some(format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound", shape.m))
-    } else if shape.n <= FEW_COLS_MAX_N as usize {
-        Some(format!("n = {} <= {FEW_COLS_MAX_N}: memory-bound", shape.n))
-    } else if shape.k <= SHORT_K_MAX as usize {
-        Some(format!("k = {} <= {SHORT_K_MAX}: writing C bounds the time", shape.k))
-    } else {
-        small_product_reason(shape, tensor_cores_copy_more)
-    }
+    narrow_or_short_reason(shape, device).or_else(|| small_product_reason(shape, tensor_cores_copy_more))
 }
 
-/// Why a product of at most [`CUDA_CORE_MAX_MACS`] multiply-adds is left to the CUDA cores where
-/// the tensor-core plan would convert more operands before its launch
-/// (`tensor_cores_copy_more`) than the CUDA-core kernels; `None` otherwise.
+/// Why a TF32 product of at most [`CUDA_CORE_MAX_MACS`] multiply-adds, with fewer than
+/// [`TF32_SMALL_MIN_M`] rows or [`TF32_SMALL_MIN_N`] columns, is left to the FP32 kernels where
+/// the tensor-core plan would convert more operands before its launch than the CUDA-core kernels
+/// (`tensor_cores_copy_more`); `None` otherwise.
 ///
 /// ```
 /// use hopper_kernels::matmul::plan::small_product_reason;
 /// use hopper_kernels::matmul::MatmulShape;
-/// let shape = MatmulShape::new(256, 250, 256).unwrap();
-/// assert!(small_product_reason(shape, true).unwrap().starts_with("16384000 multiply-adds <= 33554432"));
+/// let shape = MatmulShape::new(100, 250, 256).unwrap();
+/// assert!(small_product_reason(shape, true).unwrap().starts_with("6400000 multiply-adds <= 33554432"));
 /// assert_eq!(small_product_reason(shape, false), None);
+/// assert_eq!(small_product_reason(MatmulShape::new(256, 250, 256).unwrap(), true), None);
 /// assert_eq!(small_product_reason(MatmulShape::new(1024, 1024, 1024).unwrap(), true), None);
 /// ```
 pub fn small_product_reason(shape: MatmulShape, tensor_cores_copy_more: bool) -> Option<String> {
     let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
-    (tensor_cores_copy_more && macs <= CUDA_CORE_MAX_MACS as u128).then(|| {
+    let narrow = shape.m < TF32_SMALL_MIN_M || shape.n < TF32_SMALL_MIN_N;
+    (tensor_cores_copy_more && narrow && macs <= CUDA_CORE_MAX_MACS as u128).then(|| {
         format!(
-            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS} on operands the tensor-core plan would first copy into \
-             16-byte rows: its fixed costs outweigh its arithmetic"
+            "{macs} multiply-adds <= {CUDA_CORE_MAX_MACS} with {} rows and {} columns on operands the tensor-core \
+             plan would first copy into 16-byte rows: its fixed costs outweigh its arithmetic",
+            shape.m, shape.n
         )
     })
 }
@@ -2224,7 +2273,8 @@ mod tests {
         };
         assert_eq!(auto(512, 512, 512, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(512, 512, 512, PrecisionPolicy::High), MatmulVariant::Sgemm);
-        assert_eq!(auto(256, 250, 256, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
+        assert_eq!(auto(100, 250, 256, PrecisionPolicy::Medium), MatmulVariant::Sgemm);
+        assert_eq!(auto(256, 250, 256, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(256, 256, 256, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
         assert_eq!(auto(256, 256, 256, PrecisionPolicy::High), MatmulVariant::Sgemm);
         assert_eq!(auto(8841, 28, 6665, PrecisionPolicy::Medium), MatmulVariant::WgmmaTf32);
