@@ -102,6 +102,43 @@ __device__ __noinline__ void wrap_fix(unsigned* w, unsigned old, unsigned l, uns
   }
 }
 // add 1 to local bin l of the counters at c (local shared or a DSMEM pointer); r = owner rank
+// this thread's V values of the tile starting at value `base`: 16-byte vectors NPT threads
+// apart, values at or past n read as -1 (outside every bin range: skipped)
+template <int V, int NPT>
+DEV void load_tile(unsigned (&val)[V], const int* __restrict__ in, long long n, long long base, int pt) {
+#pragma unroll
+  for (int q = 0; q < V / 4; q++) {
+    const long long idx = base + ((long long)q * NPT + pt) * 4;
+    int4 x;
+    if (idx + 3 < n) {
+      x = __ldcs(reinterpret_cast<const int4*>(in + idx));
+    } else {
+      x.x = idx < n ? in[idx] : -1, x.y = idx + 1 < n ? in[idx + 1] : -1;
+      x.z = idx + 2 < n ? in[idx + 2] : -1, x.w = idx + 3 < n ? in[idx + 3] : -1;
+    }
+    val[4 * q] = x.x, val[4 * q + 1] = x.y, val[4 * q + 2] = x.z, val[4 * q + 3] = x.w;
+  }
+}
+// zeroes the first `bytes` (a multiple of 16) of the block's shared memory
+DEV void zero_shared(unsigned char* sm, int bytes, int tid, int nt) {
+  uint4* z = reinterpret_cast<uint4*>(sm);
+  for (int i = tid; i < bytes / 16; i += nt) z[i] = make_uint4(0u, 0u, 0u, 0u);
+}
+// the consumers' side of the exchange: phase 0 (every block running), then per tile step i the
+// inbox of step i-1 counted (when `count`) before arriving, so that producers may refill it;
+// the last step's inbox after the last phase
+template <class F>
+DEV void consumer_phases(int steps, bool count, F consume) {
+  cluster_arrive();
+  cluster_wait();
+  for (int i = 0; i < steps; i++) {
+    if (i > 0 && count) consume((i - 1) & 1);
+    cluster_arrive();  // phase i+1: done with inbox[(i-1)&1], producers may refill it
+    cluster_wait();
+  }
+  if (count) consume((steps - 1) & 1);
+}
+
 template <bool PACKED>
 DEV void count_add(unsigned* c, unsigned l, unsigned* g, unsigned C, unsigned r) {
   if constexpr (!PACKED) {
@@ -218,11 +255,7 @@ __global__ void __launch_bounds__(X::NT, 1)
   // hotmode: bins below (hotmode & 255) are counted by the producers; diagnostic mode bits
   // (hotmode >> 8, results then wrong): 1 = consumers count nothing, 2 = producers rank nothing
   const int hot = hotmode & 255, mode = hotmode >> 8;
-  {
-    const int n16 = (X::O_CNT + nwords * 4) / 16;
-    uint4* z = reinterpret_cast<uint4*>(sm);
-    for (int i = tid; i < n16; i += NT) z[i] = make_uint4(0u, 0u, 0u, 0u);
-  }
+  zero_shared(sm, X::O_CNT + nwords * 4, tid, NT);
   __syncthreads();
 
   if (warp < NPW) {
@@ -232,21 +265,7 @@ __global__ void __launch_bounds__(X::NT, 1)
     const unsigned ltm = lanemask_lt();
     unsigned val[V];
     // tile i of this block: values [(i*G + blockIdx.x) * T, +T); outside n -> SENT (skipped)
-    auto load = [&](int i) {
-      const long long base = ((long long)i * G + blockIdx.x) * (long long)T;
-#pragma unroll
-      for (int q = 0; q < V / 4; q++) {
-        const long long idx = base + ((long long)q * NPT + pt) * 4;
-        int4 x;
-        if (idx + 3 < n) {
-          x = __ldcs(reinterpret_cast<const int4*>(in + idx));
-        } else {
-          x.x = idx < n ? in[idx] : -1, x.y = idx + 1 < n ? in[idx + 1] : -1;
-          x.z = idx + 2 < n ? in[idx + 2] : -1, x.w = idx + 3 < n ? in[idx + 3] : -1;
-        }
-        val[4 * q] = x.x, val[4 * q + 1] = x.y, val[4 * q + 2] = x.z, val[4 * q + 3] = x.w;
-      }
-    };
+    auto load = [&](int i) { load_tile<V, NPT>(val, in, n, ((long long)i * G + blockIdx.x) * (long long)T, pt); };
     // rare path: a run longer than the inbox slot goes straight to the owner's counters
     auto remote_add = [&](unsigned r, unsigned l) {
       count_add<PK>(cluster.map_shared_rank(cw, r), l, g, C, r);
@@ -451,14 +470,7 @@ __global__ void __launch_bounds__(X::NT, 1)
         }
       }
     };
-    cluster_arrive();
-    cluster_wait();
-    for (int i = 0; i < steps; i++) {
-      if (i > 0 && !(mode & 1)) consume((i - 1) & 1);
-      cluster_arrive();  // phase i+1: done with inbox[(i-1)&1], producers may refill it
-      cluster_wait();
-    }
-    if (!(mode & 1)) consume((steps - 1) & 1);
+    consumer_phases(steps, !(mode & 1), consume);
   }
   __syncthreads();  // all DSMEM traffic into this block ended before the last cluster phase
   flush_counters<PK>(cw, nwords, g, C, rank, tid, NT);
@@ -523,11 +535,7 @@ __global__ void __launch_bounds__(X::NT, 1)
   // diagnostic mode bits (hotmode >> 8, results then wrong): 1 = consumers count nothing,
   // 2 = producers rank nothing (send empty runs), 4 = producers rank but send empty runs
   const int mode = hotmode >> 8;
-  {
-    const int n16 = (X::O_CNT + nwords * 4) / 16;
-    uint4* z = reinterpret_cast<uint4*>(sm);
-    for (int i = tid; i < n16; i += NT) z[i] = make_uint4(0u, 0u, 0u, 0u);
-  }
+  zero_shared(sm, X::O_CNT + nwords * 4, tid, NT);
   __syncthreads();
 
   if (warp < NPW) {
@@ -544,21 +552,7 @@ __global__ void __launch_bounds__(X::NT, 1)
     const unsigned hbase = mapa_u32(smem_addr(hdr + slot), d);
     unsigned val[V];
     unsigned c = 0;  // lanes < C: count of owner d in this tile; lanes C..2C-1: hot bin d (total)
-    auto load = [&](int i) {
-      const long long base = ((long long)i * G + blockIdx.x) * (long long)T;
-#pragma unroll
-      for (int q = 0; q < V / 4; q++) {
-        const long long idx = base + ((long long)q * NPT + pt) * 4;
-        int4 x;
-        if (idx + 3 < n) {
-          x = __ldcs(reinterpret_cast<const int4*>(in + idx));
-        } else {
-          x.x = idx < n ? in[idx] : -1, x.y = idx + 1 < n ? in[idx + 1] : -1;
-          x.z = idx + 2 < n ? in[idx + 2] : -1, x.w = idx + 3 < n ? in[idx + 3] : -1;
-        }
-        val[4 * q] = x.x, val[4 * q + 1] = x.y, val[4 * q + 2] = x.z, val[4 * q + 3] = x.w;
-      }
-    };
+    auto load = [&](int i) { load_tile<V, NPT>(val, in, n, ((long long)i * G + blockIdx.x) * (long long)T, pt); };
     // one pass over the tile's values; SLOW: values whose slot is >= CAPW go to their owner's
     // counters by remote atomics; fast pass: they only raise `ovf` (no branch in the loop)
     auto rank_pass = [&](auto slow_tag, bool& ovf) {
@@ -680,14 +674,7 @@ __global__ void __launch_bounds__(X::NT, 1)
       }
       __syncwarp();  // the list is rewritten by the next consume
     };
-    cluster_arrive();
-    cluster_wait();
-    for (int i = 0; i < steps; i++) {
-      if (i > 0 && !(mode & 1)) consume((i - 1) & 1);
-      cluster_arrive();  // phase i+1: done with inbox[(i-1)&1], producers may refill it
-      cluster_wait();
-    }
-    if (!(mode & 1)) consume((steps - 1) & 1);
+    consumer_phases(steps, !(mode & 1), consume);
   }
   __syncthreads();  // all DSMEM traffic into this block ended before the last cluster phase
   flush_counters<PK>(cw, nwords, g, C, rank, tid, NT);
