@@ -614,6 +614,64 @@ fn wrong_types_short_buffers_and_overlaps_are_refused_before_anything_is_enqueue
     plan.launch(&gpu, &left, &b, &mut right, &mut ws).unwrap();
 }
 
+/// `D` as a view one float into its allocation, off a 16-byte boundary, written by the product
+/// kernel itself (`f32`, packed, alpha 1, beta 0): `wgmma_bf16` and `wgmma_f16`, which store `C`
+/// through the TMA where its rows are 16-byte multiples, take their row-staged form there
+/// instead (as they do for other rows); against the float64 product, the floats on either side of
+/// the view left as they were.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_d_off_a_16_byte_boundary_is_stored_by_the_row_staged_epilogue() {
+    let (gpu, mut rng) = hopper_gpu("gemm unaligned d");
+    let s = gpu.stream();
+    for (m, n, k) in [(130, 300, 70), (130, 259, 70)] {
+        for (variant, dtype) in [(MatmulVariant::WgmmaBf16, DType::Bf16), (MatmulVariant::WgmmaF16, DType::F16)] {
+            let desc = GemmDesc::new(m, n, k).variant(variant).a(Layout::row_major(dtype)).b(Layout::row_major(dtype));
+            let plan = GemmPlan::new(&gpu, desc).unwrap_or_else(|e| panic!("{desc:?}: {e}"));
+            let a: Vec<f32> = draw(&mut rng, m * k);
+            let b: Vec<f32> = draw(&mut rng, k * n);
+            let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+            let mut d = s.clone_htod(&vec![f32::NAN; m * n + 2]).unwrap();
+            let mut view = d.slice_mut(1..1 + m * n);
+            let (a, b): (Vec<f64>, Vec<f64>) = if dtype == DType::Bf16 {
+                let (da, db) = (s.clone_htod(&to::<bf16>(&a)).unwrap(), s.clone_htod(&to::<bf16>(&b)).unwrap());
+                plan.launch(&gpu, &da, &db, &mut view, &mut ws).unwrap_or_else(|e| panic!("{plan}: {e}"));
+                (widen::<bf16>(&a), widen::<bf16>(&b))
+            } else {
+                let (da, db) = (s.clone_htod(&to::<f16>(&a)).unwrap(), s.clone_htod(&to::<f16>(&b)).unwrap());
+                plan.launch(&gpu, &da, &db, &mut view, &mut ws).unwrap_or_else(|e| panic!("{plan}: {e}"));
+                (widen::<f16>(&a), widen::<f16>(&b))
+            };
+            let got = s.clone_dtoh(&d).unwrap();
+            assert!(got[0].is_nan() && got[m * n + 1].is_nan(), "{plan}: a float beside the view changed");
+            let bound = plan.precision().tolerance(k);
+            for r in 0..m {
+                for col in 0..n {
+                    let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
+                    for kk in 0..k {
+                        let p = a[r * k + kk] * b[kk * n + col];
+                        sum += p;
+                        magnitude += p.abs();
+                    }
+                    let g = got[1 + r * n + col] as f64;
+                    let tol = bound * magnitude + 4.0 * f32::EPSILON as f64 * magnitude + 1e-30;
+                    assert!((g - sum).abs() <= tol, "{plan}: D[{r}][{col}] = {g}, want {sum}");
+                }
+            }
+        }
+    }
+}
+
+/// `x` rounded to `T`.
+fn to<T: Value>(x: &[f32]) -> Vec<T> {
+    x.iter().map(|&v| T::from_f32(v)).collect()
+}
+
+/// `x` rounded to `T` and widened to `f64`: the operands the GPU multiplies.
+fn widen<T: Value>(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|&v| T::from_f32(v).to_f64()).collect()
+}
+
 /// Launches `desc`'s plan four times on the same buffers (new `A` each time) and compares `D` bit
 /// for bit with a fresh plan's first launch (a direct one) on the same inputs: the plan's second
 /// launch captures its launches into a graph, the third and fourth replay it.

@@ -337,11 +337,15 @@ impl GemmPlan {
         // The tensor-core kernels take more than 48 KiB of dynamic shared memory: allowed once.
         let cfg = skeleton.kernel.launch_config();
         if skeleton.kernel.variant().needs_tensor_cores() {
-            let f = &functions[skeleton.kernel.kernel()];
-            f.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                cfg.shared_mem_bytes as i32,
-            )?;
+            // The plan's kernel and the row-staged form its launch may take instead (the same
+            // shared memory).
+            let kernel = skeleton.kernel.kernel();
+            for name in [kernel, kernels::matmul::wgmma::rows_kernel(kernel)] {
+                functions[name].set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    cfg.shared_mem_bytes as i32,
+                )?;
+            }
         }
         let Skeleton { desc, shape, kernel, left, right, right_transposed, epilogue, regions, pair_convert, precision } =
             skeleton;

@@ -38,6 +38,12 @@ pub(super) struct Product {
 /// Every kernel `plan` launches.
 pub(super) fn kernels_of(plan: &MatmulPlan) -> Vec<&'static str> {
     let mut names = vec![plan.kernel()];
+    // A kernel that stores C through the TMA runs its row-staged form where C's address is not
+    // 16-byte aligned (`product`).
+    let rows = kernels::matmul::wgmma::rows_kernel(plan.kernel());
+    if rows != plan.kernel() {
+        names.push(rows);
+    }
     if plan.reduce().is_some() {
         names.push(kernels::matmul::split_k::KERNEL);
     }
@@ -73,42 +79,45 @@ pub(super) fn product(
     let split_out = split.splits > 1;
     // The maps in `list`, C' among them where `c_in_maps`; `a_offsets` for the unaligned-A
     // kernels (their maps of A's classes of rows first).
-    let mut tensor_core =
-        |list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>, c_in_maps: bool, a_offsets: Option<u32>| -> Result<()> {
-            let key = [p.a, p.b, if c_in_maps { p.c } else { 0 }];
-            let maps = maps(key, &list)?;
-            if plan.cluster_blocks() > 1 {
-                return cluster_product(gpu, plan, &functions[plan.kernel()], maps, p.c, split.k_chunk);
-            }
-            let (partials, counters) = if split_out {
-                let tiles = usize::try_from(wgmma::tiles(s, plan.kernel())).unwrap_or(usize::MAX);
-                (p.split_k, gpu.split_counters(tiles)?)
-            } else {
-                (0, 0)
-            };
-            // The unaligned-A kernels count k past A's by the classes' largest offset.
-            let stage_k = if a_offsets.is_some() { k + kernels::matmul::wgmma::UNALIGNED_A_EXTRA_K } else { k };
-            let mut builder = gpu.stream().launch_builder(&functions[plan.kernel()]);
-            // Unsplit, a chunk past the k they count (the planner's covers A's k only).
-            let k_chunk = if a_offsets.is_some() && !split_out { u32::MAX } else { split.k_chunk };
-            builder.arg(&maps).arg(&p.c).arg(&partials).arg(&counters).arg(&m).arg(&stage_k).arg(&n).arg(&k_chunk);
-            if let Some(offsets) = &a_offsets {
-                builder.arg(offsets);
-            }
-            // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe A' and B' (and
-            // C' where listed, never with a split) as the plan laid them out, in the boxes and
-            // swizzle the kernel takes; the output is C' (m*n f32); with a split, the partials are
-            // the workspace region of splits*m*n f32 the plan laid out, overlapping neither operand
-            // nor C' (checked by the plan), and the counters are this stream's, one zero u32 per
-            // tile at least, which launches on this stream (one at a time) leave zero; k_chunk is
-            // the plan's, a multiple of the kernel's stage below k or at least k (check_split and
-            // the planner's granule check), so the kernel's splits are the plan's (for the
-            // unaligned-A kernels the plan's chunks cover k + 3, the k they take, and unsplit
-            // they get a chunk past it; their classes' offsets are the maps' own); the launch
-            // config and its dynamic shared memory are the planner's, allowed when the plan was made.
-            unsafe { builder.launch(plan.launch_config()) }?;
-            Ok(())
+    let mut tensor_core = |kernel: &str,
+                           list: Vec<(TensorMap2d, u64, CUtensorMapDataType)>,
+                           c_in_maps: bool,
+                           a_offsets: Option<u32>|
+     -> Result<()> {
+        let key = [p.a, p.b, if c_in_maps { p.c } else { 0 }];
+        let maps = maps(key, &list)?;
+        if plan.cluster_blocks() > 1 {
+            return cluster_product(gpu, plan, &functions[plan.kernel()], maps, p.c, split.k_chunk);
+        }
+        let (partials, counters) = if split_out {
+            let tiles = usize::try_from(wgmma::tiles(s, plan.kernel())).unwrap_or(usize::MAX);
+            (p.split_k, gpu.split_counters(tiles)?)
+        } else {
+            (0, 0)
         };
+        // The unaligned-A kernels count k past A's by the classes' largest offset.
+        let stage_k = if a_offsets.is_some() { k + kernels::matmul::wgmma::UNALIGNED_A_EXTRA_K } else { k };
+        let mut builder = gpu.stream().launch_builder(&functions[kernel]);
+        // Unsplit, a chunk past the k they count (the planner's covers A's k only).
+        let k_chunk = if a_offsets.is_some() && !split_out { u32::MAX } else { split.k_chunk };
+        builder.arg(&maps).arg(&p.c).arg(&partials).arg(&counters).arg(&m).arg(&stage_k).arg(&n).arg(&k_chunk);
+        if let Some(offsets) = &a_offsets {
+            builder.arg(offsets);
+        }
+        // SAFETY: the kernel contract (kernels::matmul::wgmma): the maps describe A' and B' (and
+        // C' where listed, never with a split) as the plan laid them out, in the boxes and
+        // swizzle the kernel takes; the output is C' (m*n f32); with a split, the partials are
+        // the workspace region of splits*m*n f32 the plan laid out, overlapping neither operand
+        // nor C' (checked by the plan), and the counters are this stream's, one zero u32 per
+        // tile at least, which launches on this stream (one at a time) leave zero; k_chunk is
+        // the plan's, a multiple of the kernel's stage below k or at least k (check_split and
+        // the planner's granule check), so the kernel's splits are the plan's (for the
+        // unaligned-A kernels the plan's chunks cover k + 3, the k they take, and unsplit
+        // they get a chunk past it; their classes' offsets are the maps' own); the launch
+        // config and its dynamic shared memory are the planner's, allowed when the plan was made.
+        unsafe { builder.launch(plan.launch_config()) }?;
+        Ok(())
+    };
     match plan.variant() {
         MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 => {
             let (op, data_type) = if plan.variant() == MatmulVariant::WgmmaF16 {
@@ -121,19 +130,20 @@ pub(super) fn product(
             // The 16-row kernels store C' directly.
             let n16 = tile_rows == kernels::matmul::wgmma::N16_BLOCK_ROWS;
             let mut list = vec![(map_a, p.a, data_type), (map_b, p.b, data_type)];
-            // A split's partials are stored directly (no map); C' through the TMA where it can.
+            // A split's partials are stored directly (no map); C' through the TMA where it can:
+            // where C' does not start on a 16-byte boundary (a view into a larger matrix), which
+            // the TMA's stores need, the planned kernel's row-staged form stores it instead (the
+            // same launch: block, grid and shared memory).
             let c_map = wgmma::c_map(s).filter(|_| !split_out && !n16);
+            let kernel = match c_map {
+                Some(_) if !p.c.is_multiple_of(16) => kernels::matmul::wgmma::rows_kernel(plan.kernel()),
+                _ => plan.kernel(),
+            };
+            let c_map = c_map.filter(|_| kernel == plan.kernel());
             if let Some(map_c) = c_map {
-                if !p.c.is_multiple_of(16) {
-                    return Err(Error::Unsupported(format!(
-                        "D's address {:#x} is not 16-byte aligned, which {}'s TMA store needs",
-                        p.c,
-                        plan.variant()
-                    )));
-                }
                 list.push((map_c, p.c, f32_type));
             }
-            tensor_core(list, c_map.is_some(), None)
+            tensor_core(kernel, list, c_map.is_some(), None)
         }
         MatmulVariant::WgmmaTf32 if kernels::matmul::wgmma::aligned_a_kernel(plan.kernel()) != plan.kernel() => {
             // A as it lies, in four classes of rows, each a map from its own 16-byte aligned base.
@@ -141,17 +151,17 @@ pub(super) fn product(
             let (classes, map_b, offsets) = wgmma::tensor_maps_unaligned_a(s, p.a, p.ld_a, p.ld_b, tile_rows);
             let mut list: Vec<_> = classes.iter().map(|&(map, base)| (map, base, f32_type)).collect();
             list.push((map_b, p.b, f32_type));
-            tensor_core(list, false, Some(offsets))
+            tensor_core(plan.kernel(), list, false, Some(offsets))
         }
         MatmulVariant::WgmmaTf32 => {
             // A's boxes span the tile's rows of C (wgmma_tf32: 256, wgmma_tf32_n128 and _n64: 128).
             let [map_a, map_b] = wgmma::tensor_maps_rs(s, p.ld_a, p.ld_b, wgmma::tile_of(plan.kernel()).0);
-            tensor_core(vec![(map_a, p.a, f32_type), (map_b, p.b, f32_type)], false, None)
+            tensor_core(plan.kernel(), vec![(map_a, p.a, f32_type), (map_b, p.b, f32_type)], false, None)
         }
         MatmulVariant::WgmmaTf32Transposed => {
             debug_assert!(right_transposed, "the plan gives wgmma_tf32_transposed B'^T");
             let [map_a, map_bt] = wgmma::tensor_maps(s, Operand::Tf32, p.ld_a, p.ld_b, wgmma::tile_of(plan.kernel()).0);
-            tensor_core(vec![(map_a, p.a, f32_type), (map_bt, p.b, f32_type)], false, None)
+            tensor_core(plan.kernel(), vec![(map_a, p.a, f32_type), (map_bt, p.b, f32_type)], false, None)
         }
         MatmulVariant::WgmmaTf32x3 => tf32x3_product(gpu, plan, functions, p, maps, Tf32x3Order::DEFAULT),
         MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => decode(gpu, plan, functions, p),
