@@ -982,6 +982,9 @@ impl Skeleton {
     /// Every kernel a launch of this plan runs.
     fn kernel_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = launch::kernels_of(&self.kernel);
+        // A kernel that stores C' through the TMA runs its row-staged form instead where D's
+        // address is not 16-byte aligned (`launch::product`).
+        names.push(kernels::matmul::wgmma::rows_kernel(self.kernel.kernel()));
         match self.pair_convert {
             Some((pair, _, _)) => names.push(pair),
             None => names.extend(self.left.convert.iter().chain(&self.right.convert).map(|(k, _)| *k)),

@@ -38,12 +38,6 @@ pub(super) struct Product {
 /// Every kernel `plan` launches.
 pub(super) fn kernels_of(plan: &MatmulPlan) -> Vec<&'static str> {
     let mut names = vec![plan.kernel()];
-    // A kernel that stores C through the TMA runs its row-staged form where C's address is not
-    // 16-byte aligned (`product`).
-    let rows = kernels::matmul::wgmma::rows_kernel(plan.kernel());
-    if rows != plan.kernel() {
-        names.push(rows);
-    }
     if plan.reduce().is_some() {
         names.push(kernels::matmul::split_k::KERNEL);
     }
