@@ -979,7 +979,7 @@ impl Skeleton {
         })
     }
 
-    /// Every kernel a launch of this plan runs.
+    /// Every kernel a launch of this plan may run.
     fn kernel_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = launch::kernels_of(&self.kernel);
         // A kernel that stores C' through the TMA runs its row-staged form instead where D's

@@ -128,12 +128,10 @@ pub(super) fn product(
             // where C' does not start on a 16-byte boundary (a view into a larger matrix), which
             // the TMA's stores need, the planned kernel's row-staged form stores it instead (the
             // same launch: block, grid and shared memory).
-            let c_map = wgmma::c_map(s).filter(|_| !split_out && !n16);
-            let kernel = match c_map {
-                Some(_) if !p.c.is_multiple_of(16) => kernels::matmul::wgmma::rows_kernel(plan.kernel()),
-                _ => plan.kernel(),
+            let (kernel, c_map) = match wgmma::c_map(s).filter(|_| !split_out && !n16) {
+                Some(_) if !p.c.is_multiple_of(16) => (kernels::matmul::wgmma::rows_kernel(plan.kernel()), None),
+                c_map => (plan.kernel(), c_map),
             };
-            let c_map = c_map.filter(|_| kernel == plan.kernel());
             if let Some(map_c) = c_map {
                 list.push((map_c, p.c, f32_type));
             }
