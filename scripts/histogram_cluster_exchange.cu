@@ -101,7 +101,6 @@ __device__ __noinline__ void wrap_fix(unsigned* w, unsigned old, unsigned l, uns
     if ((o2 >> 16) == 0u) atomicAdd(g + (l + 1) * C + r, 0xffff0000u);
   }
 }
-// add 1 to local bin l of the counters at c (local shared or a DSMEM pointer); r = owner rank
 // this thread's V values of the tile starting at value `base`: 16-byte vectors NPT threads
 // apart, values at or past n read as -1 (outside every bin range: skipped)
 template <int V, int NPT>
@@ -139,6 +138,7 @@ DEV void consumer_phases(int steps, bool count, F consume) {
   if (count) consume((steps - 1) & 1);
 }
 
+// add 1 to local bin l of the counters at c (local shared or a DSMEM pointer); r = owner rank
 template <bool PACKED>
 DEV void count_add(unsigned* c, unsigned l, unsigned* g, unsigned C, unsigned r) {
   if constexpr (!PACKED) {
