@@ -648,6 +648,25 @@ fn hopper_d_off_a_16_byte_boundary_is_stored_by_the_row_staged_epilogue() {
     }
 }
 
+/// One row of `f32` on `matmul_gemv` with `D` a view 1, 2 and 3 floats into its allocation, off
+/// a 16-byte boundary: unsplit the kernel writes `D` itself and takes its scalar path (every
+/// eighth column a thread, 4-byte loads and stores); split, the reduction writes it. Against the
+/// float64 product, the floats on either side of the view left as they were.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn one_row_with_d_off_a_16_byte_boundary_takes_the_gemv_scalar_path() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemv unaligned d"));
+    for (n, k, splits) in [(4224, 4096, 1), (4256, 4099, 1), (1024, 4096, 4)] {
+        let desc = GemmDesc::new(1, n, k).variant(MatmulVariant::FewRows);
+        let plan = GemmPlan::new(&gpu, desc).unwrap();
+        assert_eq!(plan.kernel_plan().kernel(), "matmul_gemv", "{plan}");
+        assert_eq!(plan.kernel_plan().split().map_or(1, |s| s.splits), splits, "{plan}");
+        for d_offset in [1, 2, 3] {
+            check_at::<f32, f32>(&gpu, &mut rng, desc, d_offset);
+        }
+    }
+}
+
 /// Launches `desc`'s plan four times on the same buffers (new `A` each time) and compares `D` bit
 /// for bit with a fresh plan's first launch (a direct one) on the same inputs: the plan's second
 /// launch captures its launches into a graph, the third and fourth replay it.

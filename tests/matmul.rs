@@ -443,6 +443,32 @@ fn hopper_sixteen_row_tiles_match_cpu_on_decode_shapes_and_rerun_bitwise_equal()
     assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &n16_plans(&gpu, shape));
 }
 
+/// `few_rows` on one row of `f32` with `k` of `GEMV_MIN_K` or more (`matmul_gemv`, `k` split
+/// among each block's row groups), unsplit and split ([`forced_split_plans`]).
+fn gemv_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
+    let plans = forced_split_plans(gpu, MatmulVariant::FewRows, shape);
+    for plan in &plans {
+        assert_eq!(plan.kernel_plan().kernel(), "matmul_gemv", "{plan}");
+    }
+    plans
+}
+
+/// One row of `f32` (`matmul_gemv`) on the smallest `B` it takes and around it: `n` a multiple
+/// of its blocks' 32 columns and ragged past them (a block's last columns outside `C`), `k` odd,
+/// a long `k` on two blocks, a weight matrix; unsplit and split into 2, 3 and 7, against the
+/// float64 product, and every plan rerun bitwise equal. (Its scalar path: `tests/gemm.rs`, a
+/// `D` off a 16-byte boundary.)
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn one_row_of_f32_splits_k_inside_the_block_and_matches_cpu() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemv"));
+    for shape in [(1, 8192, 512), (1, 4099, 1028), (1, 65_536, 64), (1, 1024, 4100), (1, 4096, 4096)] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, gemv_plans);
+    }
+    let shape = MatmulShape::new(1, 5001, 1032).unwrap();
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &gemv_plans(&gpu, shape));
+}
+
 /// `variant` planned for the shape unsplit and with `k` forced into about 2, 3 and 7 ranges
 /// where `k` holds them.
 fn forced_split_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
@@ -1022,7 +1048,7 @@ fn cublas_bf16_fp16_and_tf32_baselines_match_cpu_under_their_bounds() {
 #[ignore = "needs an NVIDIA GPU"]
 fn split_k_plans_give_bitwise_equal_results_on_every_run() {
     let (gpu, mut rng) = (gpu(), fresh_rng("split-k determinism"));
-    for (m, k, n) in [(1024, 1024, 1024), (64, 8192, 64), (3, 100_000, 5), (1, 4096, 65_536), (16, 16_384, 300)] {
+    for (m, k, n) in [(1024, 1024, 1024), (64, 8192, 64), (3, 100_000, 5), (1, 4096, 1024), (16, 16_384, 300)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let highest =
             PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };

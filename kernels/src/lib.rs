@@ -42,6 +42,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::skinny::FEW_ROWS_KERNELS[2].1,
     matmul::skinny::FEW_ROWS_KERNELS[3].1,
     matmul::skinny::FEW_ROWS_KERNELS[4].1,
+    matmul::skinny::GEMV_KERNEL,
     matmul::skinny::FEW_COLS_KERNELS[0].1,
     matmul::skinny::FEW_COLS_KERNELS[1].1,
     matmul::skinny::FEW_COLS_KERNELS[2].1,
@@ -315,6 +316,9 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
 /// - `matmul_few_cols_shared` on each operand type, its block size
 ///   (`matmul::skinny::few_cols_shared_threads`): 512 for `_8` (at most 128 registers, a block an
 ///   SM) and 384 for `_16` and `_32` (at most 170);
+/// - `matmul_gemv`, twice its 512 threads: the cap holds ptxas at 64 registers, so that two
+///   blocks share an SM (72 uncapped, one block an SM: 448 blocks at `n` = 14,336 would take
+///   four waves instead of two);
 /// - `sgemm` on each operand type, 512 threads although its blocks have 256: the cap holds ptxas
 ///   at 128 registers a thread (65,536 / 512), so that two blocks stay resident on an SM; the
 ///   generic body over `f32`, BF16 and F16 operands came out at 129 registers uncapped, which
@@ -348,6 +352,7 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[0].1, matmul::skinny::few_cols_shared_threads(8)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[1].1, matmul::skinny::few_cols_shared_threads(16)),
     (matmul::skinny::FEW_COLS_SHARED_KERNELS_F16[2].1, matmul::skinny::few_cols_shared_threads(32)),
+    (matmul::skinny::GEMV_KERNEL, 2 * matmul::skinny::GEMV_THREADS),
     SGEMM_MAX_THREADS[0],
     SGEMM_MAX_THREADS[1],
     SGEMM_MAX_THREADS[2],

@@ -9,7 +9,7 @@
 //! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 (`high`: both sides at least [`SPLIT_TF32_MIN_SIDE`] and at least [`SPLIT_TF32_MIN_MACS`] multiply-adds) | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
 //! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
-//! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` |
+//! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` (on `f32` with `m = 1`, `n % 4 == 0`, `k >=` [`GEMV_MIN_K`] and `k x n >=` [`GEMV_MIN_B_ELEMENTS`], `matmul_gemv`: a block's 64 row groups share `k`, so that no split across blocks is needed from 4,096 columns) |
 //! | `k <=` [`SHORT_K_MAX`], `k` or `n` not a multiple of 4 | `short_k` | bound by the writing of `C`: each thread stores four elements of a row of `C` in one 16-byte store (each block on rows that lie alike against 16-byte boundaries), its four columns of `B` in registers for up to 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
@@ -89,8 +89,8 @@ use cudarc::driver::LaunchConfig;
 pub use kernels::matmul::element::OperandType;
 use kernels::matmul::sgemm::Tile;
 use kernels::matmul::skinny::{
-    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, few_cols_kernel_for, few_rows_blocks_per_sm,
-    few_rows_kernel, few_rows_kernel_of,
+    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, GEMV_KERNEL, GEMV_STEP_ROWS,
+    few_cols_kernel_for, few_rows_blocks_per_sm, few_rows_kernel, few_rows_kernel_of,
 };
 use kernels::matmul::wgmma as wgmma_tiles;
 
@@ -124,6 +124,18 @@ pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// Shortest split of `matmul_few_cols_shared`: four of its steps (128 columns of `A` each), so
 /// that a split's loads of the next step overlap more than one step's products.
 pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 512;
+
+/// Shortest `k` for which `few_rows` on one row of `f32` operands runs `matmul_gemv`, which
+/// splits `k` among the 64 row groups of each block: one step of a block (eight rows a group).
+/// Shorter rows leave most of its loads idle, where `matmul_few_rows_1`'s threads each take
+/// every row of their four columns.
+pub const GEMV_MIN_K: usize = GEMV_STEP_ROWS as usize;
+
+/// Fewest elements of `B` for which one row of `f32` runs `matmul_gemv` (16 MiB, 4096 x 1024):
+/// below that `matmul_few_rows_1`'s many short splits, each a few loads deep, finish as soon
+/// (H200, ms: 1 x 673 x 88 0.0049 on `matmul_few_rows_1` against 0.006-0.008 on `matmul_gemv`;
+/// 1 x 4096 x 1024 0.009 on `matmul_gemv` against cuBLASLt's 0.013).
+pub const GEMV_MIN_B_ELEMENTS: u64 = 1 << 22;
 
 /// Shortest split of `few_rows_{1,2,4}`: 4 steps of 4 rows of `B` per thread. A thread's steps
 /// wait on memory one after another, so a product with few blocks per split runs in about
@@ -496,7 +508,7 @@ pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
 /// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(16, 4096, 14336)?, MatmulDevice::H200, medium)?;
 /// assert_eq!(p.kernel(), "wgmma_tf32_n16");
 /// let p = plan_with(MatmulVariant::Auto, MatmulShape::new(1, 4096, 14336)?, MatmulDevice::H200, medium)?;
-/// assert_eq!(p.kernel(), "matmul_few_rows_1");
+/// assert_eq!(p.kernel(), "matmul_gemv"); // few_rows on one row of f32
 /// # Ok(()) }
 /// ```
 pub const TF32_N16_MIN_M: u32 = 2;
@@ -1245,15 +1257,20 @@ impl MatmulPlan {
 
     /// The same plan on operands of type `t`: the CUDA-core kernels (`sgemm`, `few_rows`,
     /// `few_cols`) read BF16 and F16 operands as they lie and widen them exactly, so the launch
-    /// grid, the split and the FP32 error bound stay the same (plan with
-    /// [`PlanOptions::operands`] set to `t` for the split `few_rows` takes on that type). Other kernels read one type only:
-    /// for another `t` an [`Error::Unsupported`].
+    /// split and the FP32 error bound stay the same, and so does the grid but for one row of
+    /// `f32` on `matmul_gemv`, which becomes `matmul_few_rows_*_1` on its own grid (plan with
+    /// [`PlanOptions::operands`] set to `t` for the split `few_rows` takes on that type). Other
+    /// kernels read one type only: for another `t` an [`Error::Unsupported`].
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
     /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, OperandType, plan};
     /// let p = plan(MatmulVariant::Auto, MatmulShape::new(3, 4096, 4096)?, MatmulDevice::H200)?;
     /// assert_eq!(p.on_operands(OperandType::F16)?.kernel(), "matmul_few_rows_f16_4");
+    /// let one = plan(MatmulVariant::FewRows, MatmulShape::new(1, 4096, 4096)?, MatmulDevice::H200)?;
+    /// assert_eq!((one.kernel(), one.launch_config().block_dim), ("matmul_gemv", (512, 1, 1)));
+    /// let bf16 = one.on_operands(OperandType::Bf16)?;
+    /// assert_eq!((bf16.kernel(), bf16.launch_config().block_dim), ("matmul_few_rows_bf16_1", (128, 1, 1)));
     /// let wgmma = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(256, 256, 256)?, MatmulDevice::H200)?;
     /// assert!(wgmma.on_operands(OperandType::Bf16).is_err());
     /// # Ok(()) }
@@ -1278,7 +1295,14 @@ impl MatmulPlan {
                 self.operands.name()
             ))
         })?;
-        Ok(Self { kernel, operands: t, ..self })
+        // matmul_gemv reads f32 only: its plan becomes few_rows_*_1's, on that kernel's grid
+        // (same split and arguments).
+        let launch = if self.kernel == GEMV_KERNEL {
+            skinny::plan_few_rows(self.shape, self.split.unwrap_or(SplitK::none(self.shape.k)))?
+        } else {
+            self.launch
+        };
+        Ok(Self { kernel, operands: t, launch, ..self })
     }
 
     /// The precision of the planned kernel's products.
@@ -1545,6 +1569,12 @@ fn plan_forced(
         MatmulVariant::SgemmWarpTiled => {
             let (s, why) = split.map_or_else(|| warp_tiled_split(shape, sm), forced);
             (sgemm_warp_tiled::plan(shape, s)?, Some(s), why)
+        }
+        MatmulVariant::FewRows if takes_gemv(shape, options.operands) => {
+            kernel = GEMV_KERNEL;
+            let blocks = skinny::gemv_blocks(shape);
+            let (s, why) = split.map_or_else(|| gemv_split(shape.k, blocks, sm), forced);
+            (skinny::plan_gemv(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewRows => {
             let blocks = skinny::few_rows_blocks(shape);
@@ -1835,6 +1865,40 @@ fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Opti
     } else {
         format!("{} per split: no split", count(blocks as u64, "block"))
     };
+    (s, why)
+}
+
+/// Whether `few_rows` runs `matmul_gemv` on `shape`: one row of `f32` operands, rows of `B` that
+/// start 16-byte aligned (`n % 4 == 0`), `k` of at least [`GEMV_MIN_K`] and `B` of at least
+/// [`GEMV_MIN_B_ELEMENTS`]. Its scalar path, for other rows (and views off 16-byte boundaries),
+/// ran behind `matmul_few_rows_1`'s on the H200 (ms: 1 x 3978 x 5845 0.031-0.033 against 0.030,
+/// 1 x 4344 x 10925 0.056-0.061 against 0.052). (On BF16 and F16 operands `matmul_few_rows_*_1` keeps its measured
+/// planning: its rows of `B` are 8-byte loads, and `matmul_gemv`'s row groups would read 64
+/// bytes of a row each.)
+fn takes_gemv(shape: MatmulShape, operands: OperandType) -> bool {
+    shape.m == 1
+        && operands == OperandType::F32
+        && shape.n.is_multiple_of(4)
+        && shape.k >= GEMV_MIN_K
+        && shape.k as u128 * shape.n as u128 >= GEMV_MIN_B_ELEMENTS as u128
+}
+
+/// `matmul_gemv`'s split of `k`: none where its blocks (one per 32 columns) give every SM one;
+/// otherwise as many as give every SM about one block, each split at least one step of the
+/// block ([`GEMV_STEP_ROWS`] rows). One block an SM keeps 64 KiB of `B` in flight there; on the
+/// H200 two (1 x 4096 x 4096 in two splits) took 0.025 ms against 0.023 unsplit.
+fn gemv_split(k: usize, blocks: usize, sm: u32) -> (SplitK, String) {
+    let wanted = (sm as usize / blocks.max(1)).clamp(1, u32::MAX as usize) as u32;
+    let s = SplitK::about(k, wanted, GEMV_STEP_ROWS);
+    let why = format!(
+        "m = 1: matmul_gemv, k split among each block's 64 row groups; {}{}",
+        count(blocks as u64, "block"),
+        if s.splits > 1 {
+            format!(" per split, about one per SM: {} splits of k", s.splits)
+        } else {
+            ": no split".into()
+        }
+    );
     (s, why)
 }
 
@@ -2378,10 +2442,20 @@ mod tests {
 
     #[test]
     fn auto_streams_b_for_short_outputs() {
-        let p = auto_fp32(1, 4096, 65_536);
+        let p = auto_fp32(1, 256, 65_536);
         assert_eq!((p.variant, p.kernel), (MatmulVariant::FewRows, "matmul_few_rows_1"));
         assert_eq!(auto_fp32(5, 4096, 1000).kernel, "matmul_few_rows_8");
         assert!(p.launch.grid_dim.0 as u64 * p.split.unwrap().splits as u64 >= 4 * 132);
+        // One row with k of a block's step or more: matmul_gemv, unsplit from 132 blocks of 32
+        // columns (4,224 columns), otherwise split to about one block per SM.
+        for (k, n, grid) in [(4096, 65_536, (2048, 1, 1)), (4096, 4096, (128, 1, 1)), (4096, 1024, (32, 1, 4))] {
+            let p = auto_fp32(1, k, n);
+            assert_eq!((p.variant, p.kernel, p.launch.grid_dim), (MatmulVariant::FewRows, "matmul_gemv", grid), "{p}");
+            assert_eq!(p.reduce.is_some(), grid.2 > 1, "{p}");
+        }
+        assert_eq!(auto_fp32(1, 511, 16_384).kernel, "matmul_few_rows_1");
+        assert_eq!(auto_fp32(1, 4096, 1020).kernel, "matmul_few_rows_1");
+        assert_eq!(auto_fp32(1, 4096, 4097).kernel, "matmul_few_rows_1");
         let p = auto_fp32(16, 16_384, 16_384);
         assert_eq!(p.variant, MatmulVariant::FewRows);
         assert!(p.split.unwrap().splits > 1);
@@ -2399,7 +2473,7 @@ mod tests {
         assert_eq!(auto_fp32(4, 2605, 269).split.unwrap(), SplitK { splits: 109, k_chunk: 24 });
         assert!(auto_fp32(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
         // The register-only kernels round up on f32: 128 blocks per split, 5 splits.
-        assert_eq!(auto_fp32(1, 4096, 65_536).split.unwrap().splits, 5);
+        assert_eq!(auto_fp32(2, 4096, 65_536).split.unwrap().splits, 5);
         assert_eq!(auto_fp32(4, 4096, 65_536).split.unwrap().splits, 5);
         // On 16-bit operands they fill one wave of their blocks: 16 per SM for few_rows_1, 8
         // for few_rows_4.

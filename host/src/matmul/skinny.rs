@@ -5,8 +5,8 @@ use super::split_k::SplitK;
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
-    FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS,
-    few_cols_shared_rows_per_block, few_cols_shared_threads, few_cols_shares_b,
+    FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS, GEMV_BLOCK_COLS,
+    GEMV_THREADS, few_cols_shared_rows_per_block, few_cols_shared_threads, few_cols_shares_b,
 };
 
 /// Blocks along x of `matmul_few_rows` for `shape`: one per `FEW_ROWS_BLOCK_COLS` columns.
@@ -73,6 +73,43 @@ fn grid_x(blocks: usize, what: &str, shape: MatmulShape) -> Result<u32> {
 pub fn plan_few_rows(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
     let blocks = narrow_blocks(shape.m, FEW_ROWS_MAX_M, "few_rows", "rows", "m", few_rows_blocks(shape), shape)?;
     Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (FEW_ROWS_THREADS, 1, 1), shared_mem_bytes: 0 })
+}
+
+/// Blocks along x of `matmul_gemv` for `shape`: one per `GEMV_BLOCK_COLS` columns.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, skinny};
+/// // 32 columns of C per block.
+/// assert_eq!(skinny::gemv_blocks(MatmulShape::new(1, 4096, 4096)?), 128);
+/// assert_eq!(skinny::gemv_blocks(MatmulShape::new(1, 4096, 33)?), 2);
+/// # Ok(()) }
+/// ```
+pub fn gemv_blocks(shape: MatmulShape) -> usize {
+    shape.n.div_ceil(GEMV_BLOCK_COLS as usize)
+}
+
+/// `matmul_gemv`: one `GEMV_THREADS`-thread block per `GEMV_BLOCK_COLS` columns of `C`, one z
+/// index per split; no dynamic shared memory. Refuses `m > 1`.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, SplitK, skinny};
+/// let cfg = skinny::plan_gemv(MatmulShape::new(1, 4096, 1024)?, SplitK { splits: 4, k_chunk: 1024 })?;
+/// assert_eq!((cfg.grid_dim, cfg.block_dim), ((32, 1, 4), (512, 1, 1)));
+/// let err = skinny::plan_gemv(MatmulShape::new(2, 4, 4)?, SplitK::none(4)).unwrap_err().to_string();
+/// assert!(err.contains("gemv multiplies one row"), "{err}");
+/// # Ok(()) }
+/// ```
+pub fn plan_gemv(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
+    if shape.m != 1 {
+        return Err(Error::InvalidArgument(format!(
+            "gemv multiplies one row of A; {shape} has m = {}: use few_rows or auto",
+            shape.m
+        )));
+    }
+    let blocks = grid_x(gemv_blocks(shape), "gemv", shape)?;
+    Ok(LaunchConfig { grid_dim: (blocks, 1, split.splits), block_dim: (GEMV_THREADS, 1, 1), shared_mem_bytes: 0 })
 }
 
 /// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per

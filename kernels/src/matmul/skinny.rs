@@ -39,6 +39,23 @@
 //!   longer than one panel takes several, each behind a barrier. Threads past the last column
 //!   take part in the copies and barriers only.
 //!
+//! # `matmul_gemv` (`m = 1`, `f32`): streams `B`, `k` split inside the block
+//! Block [`GEMV_THREADS`] threads, grid `(ceil(n / GEMV_BLOCK_COLS), 1, splits)`; the arguments
+//! of `matmul_few_rows`. A block owns [`GEMV_BLOCK_COLS`] columns of `C`: groups of
+//! [`GEMV_LANES_PER_ROW`] lanes read a row of them (128 bytes of `f32`, a whole line; a warp
+//! four rows), and the block's [`GEMV_ROW_GROUPS`] groups take every `GEMV_ROW_GROUPS`-th row
+//! of its split of `k`, [`GEMV_LOADS`] rows in flight per thread (each with its element of `A`,
+//! a load the four row groups of a warp serve from L1). Where rows of `B` are not 16-byte
+//! aligned (`n % 4 != 0`) a thread takes every eighth column instead of four adjacent ones, so
+//! that each 4-byte load has its group's lanes on 32 contiguous bytes, and four rows in flight. At the end two rounds of shuffles add a
+//! warp's four groups, and the first eight threads add the warps' sums from shared memory in
+//! warp order and store them: the block needs no split of `k` across blocks to keep the memory
+//! busy, so that `n` of 4,096 and up (128 blocks or more) runs in one launch, where
+//! `matmul_few_rows_1` took 64 splits and a reduction kernel (H200, CUDA C model of the kernel
+//! against cuBLAS SGEMM in one process, ms: 1 x 4096 x 4096 0.023 against 0.026, 1 x 4096 x
+//! 14336 0.061 against 0.064, 1 x 8192 x 28672 0.221 against 0.232; of the shapes tried, 32
+//! columns and 512 threads with 8 loads a thread were within 4% of the best everywhere).
+//!
 //! # `matmul_few_cols_{1,2,4,8,16}` (`n <=` the suffix): streams `A`
 //! Block [`FEW_COLS_THREADS`] threads (8 warps), grid `(ceil(m / FEW_COLS_ROWS_PER_BLOCK), 1,
 //! splits)`. Warp `w` of block `bx` owns row `bx * 8 + w` of `C`. Each step a lane issues eight
@@ -355,6 +372,25 @@ pub const FEW_ROWS_PANEL: u32 = 8192;
 /// Columns of `C` per block of `matmul_few_rows`.
 pub const FEW_ROWS_BLOCK_COLS: u32 = FEW_ROWS_THREADS * FEW_ROWS_COLS_PER_THREAD;
 
+/// PTX symbol of `matmul_gemv`, the one-row kernel on `f32` operands that splits `k` inside the
+/// block.
+pub const GEMV_KERNEL: &str = "matmul_gemv";
+/// Threads per block of `matmul_gemv`.
+pub const GEMV_THREADS: u32 = 512;
+/// Lanes of `matmul_gemv` that share a row of `B`, four columns each: 128 contiguous bytes of
+/// `f32`, a whole line.
+pub const GEMV_LANES_PER_ROW: u32 = 8;
+/// Columns of `C` per block of `matmul_gemv`.
+pub const GEMV_BLOCK_COLS: u32 = GEMV_LANES_PER_ROW * 4;
+/// Rows of `B` a `matmul_gemv` block reads at once, one per group of [`GEMV_LANES_PER_ROW`]
+/// lanes: the block's split of `k` is dealt to them row by row.
+pub const GEMV_ROW_GROUPS: u32 = GEMV_THREADS / GEMV_LANES_PER_ROW;
+/// Rows of `B` each thread of `matmul_gemv` has in flight per step on its vector path (one
+/// 16-byte load each); the scalar path (`n % 4 != 0`) takes half as many, four 4-byte loads a row.
+pub const GEMV_LOADS: u32 = 8;
+/// Rows of `B` one step of a `matmul_gemv` block covers on its vector path.
+pub const GEMV_STEP_ROWS: u32 = GEMV_ROW_GROUPS * GEMV_LOADS;
+
 /// Largest `n` `matmul_few_cols` takes (its accumulators are `FEW_COLS_MAX_N` registers).
 pub const FEW_COLS_MAX_N: u32 = 16;
 /// Threads per block of `matmul_few_cols`.
@@ -373,6 +409,9 @@ const _: () = assert!(FEW_ROWS_PANEL.is_multiple_of(4 * FEW_ROWS_MAX_M) && FEW_R
 // The `unroll!` lists of `matmul_few_cols` spell out 0..FEW_COLS_LOADS, and those of
 // `matmul_few_cols_shared` its 4 rows a warp, 4 elements a lane per step and 64 accumulators.
 const _: () = assert!(FEW_COLS_LOADS == 8);
+// `matmul_gemv`'s `unroll!` lists spell out its 8 loads; its warps hold 32 / 8 row groups, summed
+// by two rounds of shuffles (lanes 8 and 16 apart).
+const _: () = assert!(GEMV_LOADS == 8 && GEMV_LANES_PER_ROW == 8 && GEMV_THREADS.is_multiple_of(32));
 const _: () = assert!(
     FEW_COLS_SHARED_STEP == 4 * 32
         && FEW_COLS_SHARED_ACCUMULATORS == 64
@@ -409,6 +448,7 @@ mod device_code {
     use super::{
         FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_STEP, few_cols_shared_rows_per_warp, few_cols_shared_threads,
     };
+    use super::{GEMV_BLOCK_COLS, GEMV_LANES_PER_ROW, GEMV_ROW_GROUPS, GEMV_THREADS};
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
     use crate::matmul::element::{Bf16, Element, F16};
@@ -518,6 +558,172 @@ mod device_code {
         matmul_few_cols_shared_f16_16 = 16,
         matmul_few_cols_shared_f16_32 = 32
     );
+
+    gpu_kernel! {
+                    /// `C = A * B` on `f32` operands for `m = 1`, `k` split inside the block; see
+                    /// the [module documentation](super). The arguments of `matmul_few_rows`, so
+                    /// that a plan launches either alike.
+                    ///
+                    /// # Safety
+                    /// `a`, `b` hold `k`, `k*n` elements and `c` `gridDim.z*n` `f32` on the
+                    /// device, `c` overlaps neither input, `m` is 1, `k_chunk` is a positive
+                    /// multiple of 4, the block is `GEMV_THREADS` x 1 x 1, and `guard` is null or
+                    /// the guard of a finished split-TF32 scan of `a` and `b`.
+                    #[allow(clippy::too_many_arguments)]
+                    pub unsafe fn matmul_gemv(
+                        a: *const f32,
+                        b: *const f32,
+                        c: *mut f32,
+                        m: u32,
+                        k: u32,
+                        n: u32,
+                        k_chunk: u32,
+                        guard: *const u32,
+                    ) {
+                        let _ = m;
+                        // SAFETY: forwarded contract; the guard is null or a finished scan's.
+                        unsafe {
+                            if crate::matmul::tf32x3::split_path_taken(guard) {
+                                return;
+                            }
+                            gemv::<f32>(a, b, c, k, n, k_chunk)
+                        }
+                    }
+    }
+
+    /// Warps of a `matmul_gemv` block (a module item: `shared_array!` sizes from it).
+    const GEMV_WARPS: u32 = GEMV_THREADS / 32;
+
+    /// `matmul_gemv`'s body: each group of `GEMV_LANES_PER_ROW` lanes multiplies every
+    /// `GEMV_ROW_GROUPS`-th row of the block's split of `k` into its four columns, eight rows in
+    /// flight; the groups' sums meet through shuffles and shared memory in a fixed order.
+    ///
+    /// # Safety
+    /// As `matmul_gemv`.
+    #[inline(always)]
+    unsafe fn gemv<T: Element>(a: *const T, b: *const T, c: *mut f32, k: u32, n: u32, k_chunk: u32) {
+        let z = thread::block_idx_z();
+        let (k_begin, k_len) = split_k_range(z, k_chunk, k);
+        let out = c.wrapping_add(z as usize * n as usize);
+        let tid = thread::thread_idx_x();
+        let group = tid / GEMV_LANES_PER_ROW;
+        // Rows of B (and of the output) start 16-byte aligned where n % 4 == 0; A is read an
+        // element at a time, so k may be anything.
+        let vector =
+            n.is_multiple_of(4) && (b as usize).is_multiple_of(T::VECTOR_BYTES) && (out as usize).is_multiple_of(16);
+        // A thread's four columns: on the vector path four adjacent ones (one 16-byte load),
+        // otherwise every eighth, so that each of its 4-byte loads has the row group's eight
+        // lanes on 32 contiguous bytes.
+        let (col, col_step) = {
+            let (block, lane) = (thread::block_idx_x() * GEMV_BLOCK_COLS, tid % GEMV_LANES_PER_ROW);
+            if vector { (block + 4 * lane, 1) } else { (block + lane, GEMV_LANES_PER_ROW) }
+        };
+        let rows = (k_begin.saturating_add(group), k_begin + k_len);
+        let mut acc = if col >= n {
+            [0.0; 4]
+        } else if vector {
+            // SAFETY: forwarded contract; n % 4 == 0 and aligned bases; col < n.
+            unsafe { gemv_rows::<T, true>(a, b, n, col, rows) }
+        } else {
+            // SAFETY: forwarded contract; col < n.
+            unsafe { gemv_rows::<T, false>(a, b, n, col, rows) }
+        };
+        // A warp holds four row groups of the same columns, lanes 8 apart; every lane reaches
+        // the shuffles and the barrier (none has returned).
+        unroll!(j in [0, 1, 2, 3] {
+            // SAFETY: all 32 lanes of the warp take part.
+            acc[j] += unsafe { warp::shuffle_xor_f32(acc[j], 8) };
+            // SAFETY: as above.
+            acc[j] += unsafe { warp::shuffle_xor_f32(acc[j], 16) };
+        });
+        let partial = shared_array!(MATMUL_GEMV_PARTIAL: [f32; (GEMV_WARPS * GEMV_BLOCK_COLS) as usize]);
+        let lane = tid % 32;
+        if lane < GEMV_LANES_PER_ROW {
+            // SAFETY: (tid / 32) * 32 + lane * 4 + 3 < GEMV_WARPS * GEMV_BLOCK_COLS; 16-byte aligned.
+            unsafe { partial.store4(((tid / 32) * GEMV_BLOCK_COLS + lane * 4) as usize, acc) };
+        }
+        thread::sync_threads();
+        if tid < GEMV_LANES_PER_ROW && col < n {
+            let mut sum = [0.0f32; 4];
+            for w in 0..GEMV_WARPS {
+                // SAFETY: w * GEMV_BLOCK_COLS + tid * 4 + 3 < GEMV_WARPS * GEMV_BLOCK_COLS, written
+                // before the barrier.
+                let p = unsafe { partial.load4((w * GEMV_BLOCK_COLS + tid * 4) as usize) };
+                unroll!(j in [0, 1, 2, 3] {
+                    sum[j] += p[j];
+                });
+            }
+            let at = out.wrapping_add(col as usize);
+            if vector {
+                // SAFETY: the 4 columns < n (n % 4 == 0), 16-byte aligned; this thread alone
+                // writes them.
+                unsafe { mem::store_global_v4_f32(at, sum) };
+            } else {
+                unroll!(j in [0, 1, 2, 3] {
+                    let c = col + j as u32 * col_step;
+                    if c < n {
+                        // SAFETY: column c < n; this thread alone writes it.
+                        unsafe { mem::store_global_f32(out.wrapping_add(c as usize), sum[j]) };
+                    }
+                });
+            }
+        }
+    }
+
+    /// One row group's sum over rows `first, first + GEMV_ROW_GROUPS, ..` below `end` of `B`'s
+    /// four columns from `col` (with `VEC` adjacent, otherwise `GEMV_LANES_PER_ROW` apart; those
+    /// at or past `n` left at 0), each times `A`'s element of that row.
+    ///
+    /// # Safety
+    /// `a` holds `end` elements or more, `b` `end` rows of `n`; `col < n`; with `VEC`, `n % 4 ==
+    /// 0` and `b` aligned for four elements.
+    #[inline(always)]
+    unsafe fn gemv_rows<T: Element, const VEC: bool>(
+        a: *const T,
+        b: *const T,
+        n: u32,
+        col: u32,
+        (first, end): (u32, u32),
+    ) -> [f32; 4] {
+        // Eight rows a step on the vector path, four on the scalar one (16 loads of 4 bytes,
+        // whose addresses would take ptxas past 64 registers with eight).
+        let loads: usize = if VEC { 8 } else { 4 };
+        let mut acc = [0.0f32; 4];
+        let mut row = first;
+        while row < end {
+            let mut rows = [[0.0f32; 4]; 8];
+            let mut x = [0.0f32; 8];
+            unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let r = row.saturating_add(u as u32 * GEMV_ROW_GROUPS);
+                if u < loads && r < end {
+                    if VEC {
+                        // SAFETY: r < end rows of B; col < n, n % 4 == 0, aligned.
+                        rows[u] = unsafe { load_b_row::<T, true>(b, r, n, col) };
+                    } else {
+                        let at = b.wrapping_add(r as usize * n as usize);
+                        unroll!(j in [0, 1, 2, 3] {
+                            let c = col + j as u32 * GEMV_LANES_PER_ROW;
+                            if c < n {
+                                // SAFETY: row r < end, column c < n.
+                                rows[u][j] = unsafe { T::load_nc(at.add(c as usize)) };
+                            }
+                        });
+                    }
+                    // SAFETY: r < end elements of A.
+                    x[u] = unsafe { T::load_nc(a.wrapping_add(r as usize)) };
+                }
+            });
+            unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if u < loads {
+                    unroll!(j in [0, 1, 2, 3] {
+                        acc[j] = fma(x[u], rows[u][j], acc[j]);
+                    });
+                }
+            });
+            row = row.saturating_add(loads as u32 * GEMV_ROW_GROUPS);
+        }
+        acc
+    }
 
     /// The body of `matmul_few_cols_shared_<NC>` (module documentation).
     ///
