@@ -335,13 +335,17 @@ pub const SGEMM_REDUCE_K_PER_VALUE: f64 = 3.5e-5;
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
-/// use hopper_kernels::matmul::plan::WGMMA_MIN_CHUNK_STAGES;
-/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-/// // One TF32 tile of 24 x 100 and k = 8192 (256 stages of 32): 64 splits of the shortest split,
-/// // 4 stages, on 64 SMs.
+/// use hopper_kernels::matmul::plan::{PlanOptions, WGMMA_MIN_CHUNK_STAGES, plan_with};
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, SplitK, plan};
+/// // Two TF32 tiles of 128 x 64 for 24 x 100 and k = 8192 (256 stages of 32): whole stages, none
+/// // under the shortest split; 7 splits of 37 stages, where each tile's last work item sums them.
 /// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 8192, 100)?, MatmulDevice::H200)?;
 /// let s = p.split().unwrap();
-/// assert_eq!((s.splits, s.k_chunk), (64, WGMMA_MIN_CHUNK_STAGES * 32));
+/// assert!(s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * 32 && s.k_chunk % 32 == 0);
+/// assert_eq!((s.splits, s.k_chunk), (7, 37 * 32));
+/// // Forced, a split may be as short as that.
+/// let options = PlanOptions { split: Some(SplitK { splits: 64, k_chunk: WGMMA_MIN_CHUNK_STAGES * 32 }), ..PlanOptions::default() };
+/// assert!(plan_with(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 8192, 100)?, MatmulDevice::H200, options).is_ok());
 /// # Ok(()) }
 /// ```
 pub const WGMMA_MIN_CHUNK_STAGES: u32 = 4;
@@ -374,6 +378,19 @@ pub const WGMMA_REDUCE_FIXED_STAGES: f64 = 1.0;
 /// assert!(100.0 * 1024.0 * 1024.0 * WGMMA_REDUCE_STAGES_PER_VALUE > 400.0);
 /// ```
 pub const WGMMA_REDUCE_STAGES_PER_VALUE: f64 = 4.5e-6;
+/// The cost of a split summed by each tile's last work item, per split and value of the tile,
+/// in stages of one block: that work item reads every split's partial tile through its one SM,
+/// one after another, after its own stages. Fitted on the H200 at 975x3821x24 on `wgmma_tf32`'s
+/// 128 x 64 tiles (8 tiles; `host matmul`, median of 10): 14 splits 0.022 ms, 8 splits 0.018,
+/// where [`WGMMA_REDUCE_STAGES_PER_VALUE`] alone (the memory's bandwidth over `m x n`) had
+/// charged 14 splits under two stages of sum and chosen them.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::WGMMA_TILE_SUM_STAGES_PER_VALUE;
+/// // A split of a 128 x 64 tile adds about 1.4 stages to its tile's last work item.
+/// assert!((128.0 * 64.0 * WGMMA_TILE_SUM_STAGES_PER_VALUE - 1.4f64).abs() < 0.1);
+/// ```
+pub const WGMMA_TILE_SUM_STAGES_PER_VALUE: f64 = 1.7e-4;
 /// The cost of a cluster-summed split (the `_cluster` kernels) per value of its tile, in stages
 /// of one block: every block stores its partial product in its shared memory and reads its share
 /// of the tile's rows from every block of the cluster, a tile's worth whatever the split count,
@@ -481,9 +498,9 @@ pub const WGMMA_N64_STAGE_COST: f64 = 0.4;
 /// // m = 16: the tiles of 16 rows, as many as the 128-row tiles but a seventh of their bytes.
 /// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(16, 4096, 4096)?, MatmulDevice::H200)?;
 /// assert_eq!(p.kernel(), "wgmma_tf32_n16");
-/// // m = 17 does not fit them.
+/// // m = 17 does not fit them: tiles of 128 rows (here 128 x 64, in 2 splits).
 /// let p = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(17, 4096, 4096)?, MatmulDevice::H200)?;
-/// assert_eq!(p.kernel(), "wgmma_tf32_n128");
+/// assert_eq!(p.kernel(), "wgmma_tf32_n64");
 /// # Ok(()) }
 /// ```
 pub const WGMMA_N16_STAGE_COST: f64 = 0.375;
@@ -1108,9 +1125,10 @@ impl MatmulPlan {
     /// let auto = plan(MatmulVariant::Auto, shape, MatmulDevice::H100)?;
     /// assert_eq!(auto.split(), Some(SplitK { splits: 8, k_chunk: 64 }));
     /// assert_eq!(plan(MatmulVariant::Tiled16, shape, MatmulDevice::H100)?.split(), None); // takes no split
-    /// // Two 128 x 128 tiles of wgmma_tf32 and a long k: 60 splits of 7 stages of 32.
+    /// // Three 128 x 64 tiles of wgmma_tf32 and a long k: 9 splits of 47 stages of 32 (each
+    /// // tile's last work item reads every split's partial tile).
     /// let long = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
-    /// assert_eq!(long.split(), Some(SplitK { splits: 60, k_chunk: 224 }));
+    /// assert_eq!(long.split(), Some(SplitK { splits: 9, k_chunk: 1504 }));
     /// # Ok(()) }
     /// ```
     pub fn split(&self) -> Option<SplitK> {
@@ -1330,9 +1348,9 @@ impl MatmulPlan {
     /// // 64 tiles of 128 x 64 in 2 splits: 64 clusters of 2 blocks, no workspace.
     /// let p = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(128, 4096, 4096)?, MatmulDevice::H200)?;
     /// assert_eq!((p.kernel(), p.cluster_blocks(), p.workspace_floats()), ("wgmma_bf16_n64_cluster", 2, 0));
-    /// // TF32 has no cluster kernel: each tile's last work item adds its 60 splits.
+    /// // TF32 has no cluster kernel: each tile's last work item adds its 9 splits.
     /// let long = plan(MatmulVariant::WgmmaTf32, MatmulShape::new(24, 13_368, 171)?, MatmulDevice::H200)?;
-    /// assert_eq!((long.kernel(), long.cluster_blocks()), ("wgmma_tf32_n128", 1));
+    /// assert_eq!((long.kernel(), long.cluster_blocks()), ("wgmma_tf32_n64", 1));
     /// # Ok(()) }
     /// ```
     pub fn cluster_blocks(&self) -> u32 {
@@ -2079,7 +2097,11 @@ fn wgmma_estimate(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     let reduce = if cluster_form(shape, device, kernel, splits).is_some() {
         WGMMA_REDUCE_FIXED_STAGES + rows as f64 * cols as f64 * WGMMA_CLUSTER_SUM_STAGES_PER_TILE_VALUE
     } else if splits > 1 {
-        WGMMA_REDUCE_FIXED_STAGES + splits as f64 * values * WGMMA_REDUCE_STAGES_PER_VALUE
+        // The tile's last work item reads every split's partial tile through its one SM; with
+        // many tiles the memory's bandwidth bounds the reads of all of them together.
+        let per_split =
+            (rows as f64 * cols as f64 * WGMMA_TILE_SUM_STAGES_PER_VALUE).max(values * WGMMA_REDUCE_STAGES_PER_VALUE);
+        WGMMA_REDUCE_FIXED_STAGES + splits as f64 * per_split
     } else {
         0.0
     };
@@ -2680,12 +2702,14 @@ mod tests {
                 assert!(s.k_chunk.is_multiple_of(granule) && s.k_chunk >= WGMMA_MIN_CHUNK_STAGES * granule, "{p}");
                 assert_eq!(s.splits as usize, k.div_ceil(s.k_chunk as usize), "{p}");
                 // One wave at most, and at least a quarter of the SMs busy (or every split the
-                // shortest chunk allows, or the most a cluster sums).
+                // shortest chunk allows, the most a cluster sums, or four splits or more).
                 let items = tiles * s.splits as u64;
                 assert!(items <= 132, "{p}");
                 let most = (k as u64).div_ceil((WGMMA_MIN_CHUNK_STAGES * granule) as u64) * tiles;
                 let full_cluster = p.cluster_blocks() == kernels::matmul::wgmma::MAX_CLUSTER_SPLITS;
-                assert!(items >= 33 || items == most || full_cluster || s.splits > 4 && m * n > 4000, "{p}");
+                // Each tile's last work item reads every split's partial tile through one SM
+                // (WGMMA_TILE_SUM_STAGES_PER_VALUE), so a lone tile stops at fewer splits.
+                assert!(items >= 33 || items == most || full_cluster || s.splits >= 4, "{p}");
                 assert_eq!(p.launch.grid_dim, (items as u32, 1, 1), "{p}");
                 // The partials are in the workspace, or with at most a cluster's splits in
                 // the cluster's shared memory, and the plan says why.
@@ -2702,14 +2726,15 @@ mod tests {
             }
         }
         // 24x13368x171 on the wide tiles: BF16 in a cluster of 8 splits of 27 stages of 64 (one
-        // tile; the 16-bit kernels split only into clusters), TF32 in 60 of 7 stages of 32 (on
-        // C^T: two tiles of 256 x 128, each tile's last work item adding them).
+        // tile; the 16-bit kernels split only into clusters), TF32 in 7 of 60 stages of 32 (on
+        // C^T: two tiles of 256 x 128, each tile's last work item adding them, a tile's worth of
+        // partial sums through one SM per split).
         let shape = MatmulShape::new(24, 13_368, 171).unwrap();
         let wide = PlanOptions { tile: Some(TileWidth::N256), ..PlanOptions::default() };
         let bf16 = plan_with(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200, wide).unwrap();
         assert_eq!((bf16.kernel, bf16.split), ("wgmma_bf16_cluster", Some(SplitK { splits: 8, k_chunk: 1728 })));
         let tf32 = plan_with(MatmulVariant::WgmmaTf32, shape, MatmulDevice::H200, wide).unwrap();
-        assert_eq!((tf32.split, tf32.launch.grid_dim.0), (Some(SplitK { splits: 60, k_chunk: 224 }), 120));
+        assert_eq!((tf32.split, tf32.launch.grid_dim.0), (Some(SplitK { splits: 7, k_chunk: 1920 }), 14));
         // The planner's: three tiles of 128 x 64 in clusters of 8 cost less than two of 128 x 128
         // or one of 128 x 256 (their cluster sums cost with the tile's area).
         let bf16 = plan(MatmulVariant::WgmmaBf16, shape, MatmulDevice::H200).unwrap();
@@ -2848,10 +2873,11 @@ mod tests {
             let err = forced(v, SplitK { splits: 2, k_chunk: 64 }).unwrap_err().to_string();
             assert!(err.contains("cover 128 of k = 1000"), "{err}");
         }
-        // The most splits: every stage its own split, 32 of 32 for TF32 at k = 1000, on the 3
-        // tiles of 256 x 128 of C^T: 96 work items.
+        // The most splits: every stage its own split, 32 of 32 for TF32 at k = 1000. Each tile's
+        // last work item then reads 32 partial tiles, so the narrowest tiles cost least: 5 of
+        // 128 x 64, 160 work items on 132 persistent blocks.
         let p = forced(MatmulVariant::WgmmaTf32, SplitK { splits: 32, k_chunk: 32 }).unwrap();
-        assert_eq!(p.launch.grid_dim.0, 96);
+        assert_eq!((p.kernel, p.launch.grid_dim.0), ("wgmma_tf32_n64", 132), "{p}");
     }
 
     #[test]
