@@ -2742,6 +2742,29 @@ mod tests {
         assert!(bf16.reason.contains("tiles of 128x64: an estimated 17.1 stages"), "{bf16}");
     }
 
+    /// Each tile's last work item reads every split's partial tile through its one SM: the
+    /// estimate charges that, so few tiles take fewer splits and narrower tiles (H200, TF32:
+    /// 975x3821x24 0.022 ms in 14 splits against 0.018 in 8; 79x8453x1077 0.050 on 13 splits of
+    /// 128 x 128 tiles against 0.043 on 128 x 64).
+    #[test]
+    fn tensor_core_splits_summed_in_one_sm_pay_for_a_tile_per_split() {
+        let tf32 = |m, k, n| plan(MatmulVariant::WgmmaTf32, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+        let p = tf32(975, 3821, 24).unwrap();
+        assert_eq!(p.kernel, "wgmma_tf32_n64", "{p}");
+        assert!((2..=8).contains(&p.split.unwrap().splits), "{p}");
+        let p = tf32(79, 8453, 1077).unwrap();
+        assert_eq!(p.kernel, "wgmma_tf32_n64", "{p}");
+        assert!(p.split.unwrap().splits < 13, "{p}");
+        // The charge per split grows with the tile's area.
+        let device = MatmulDevice::H200;
+        let shape = MatmulShape::new(24, 13_368, 171).unwrap();
+        let sum = |kernel, splits| {
+            wgmma_estimate(shape, device, kernel, splits, 16) - wgmma_estimate(shape, device, kernel, 1, 16)
+        };
+        assert!(sum("wgmma_tf32_n64", 8) < sum("wgmma_tf32_n128", 8));
+        assert!(sum("wgmma_tf32_n128", 8) < sum("wgmma_tf32", 8));
+    }
+
     /// TF32's 128 x 64 tiles (`wgmma_tf32_n64`) where the wider ones are mostly padding or too
     /// few for the SMs (H200: 463x2443x281 23 µs against 30 on 128 x 128, 1024^3 14 against
     /// 17), and the 256 x 128 tiles where those already fill the SMs.
