@@ -560,35 +560,35 @@ mod device_code {
     );
 
     gpu_kernel! {
-                    /// `C = A * B` on `f32` operands for `m = 1`, `k` split inside the block; see
-                    /// the [module documentation](super). The arguments of `matmul_few_rows`, so
-                    /// that a plan launches either alike.
-                    ///
-                    /// # Safety
-                    /// `a`, `b` hold `k`, `k*n` elements and `c` `gridDim.z*n` `f32` on the
-                    /// device, `c` overlaps neither input, `m` is 1, `k_chunk` is a positive
-                    /// multiple of 4, the block is `GEMV_THREADS` x 1 x 1, and `guard` is null or
-                    /// the guard of a finished split-TF32 scan of `a` and `b`.
-                    #[allow(clippy::too_many_arguments)]
-                    pub unsafe fn matmul_gemv(
-                        a: *const f32,
-                        b: *const f32,
-                        c: *mut f32,
-                        m: u32,
-                        k: u32,
-                        n: u32,
-                        k_chunk: u32,
-                        guard: *const u32,
-                    ) {
-                        let _ = m;
-                        // SAFETY: forwarded contract; the guard is null or a finished scan's.
-                        unsafe {
-                            if crate::matmul::tf32x3::split_path_taken(guard) {
-                                return;
-                            }
-                            gemv::<f32>(a, b, c, k, n, k_chunk)
-                        }
-                    }
+        /// `C = A * B` on `f32` operands for `m = 1`, `k` split inside the block; see
+        /// the [module documentation](super). The arguments of `matmul_few_rows`, so
+        /// that a plan launches either alike.
+        ///
+        /// # Safety
+        /// `a`, `b` hold `k`, `k*n` elements and `c` `gridDim.z*n` `f32` on the
+        /// device, `c` overlaps neither input, `m` is 1, `k_chunk` is a positive
+        /// multiple of 4, the block is `GEMV_THREADS` x 1 x 1, and `guard` is null or
+        /// the guard of a finished split-TF32 scan of `a` and `b`.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn matmul_gemv(
+            a: *const f32,
+            b: *const f32,
+            c: *mut f32,
+            m: u32,
+            k: u32,
+            n: u32,
+            k_chunk: u32,
+            guard: *const u32,
+        ) {
+            let _ = m;
+            // SAFETY: forwarded contract; the guard is null or a finished scan's.
+            unsafe {
+                if crate::matmul::tf32x3::split_path_taken(guard) {
+                    return;
+                }
+                gemv::<f32>(a, b, c, k, n, k_chunk)
+            }
+        }
     }
 
     /// Warps of a `matmul_gemv` block (a module item: `shared_array!` sizes from it).
