@@ -339,8 +339,7 @@ impl GemmPlan {
         if skeleton.kernel.variant().needs_tensor_cores() {
             // The plan's kernel and the row-staged form its launch may take instead (the same
             // shared memory).
-            let kernel = skeleton.kernel.kernel();
-            for name in [kernel, kernels::matmul::wgmma::rows_kernel(kernel)] {
+            for name in std::iter::once(skeleton.kernel.kernel()).chain(skeleton.row_staged_form()) {
                 functions[name].set_attribute(
                     cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     cfg.shared_mem_bytes as i32,
@@ -979,12 +978,18 @@ impl Skeleton {
         })
     }
 
+    /// The row-staged form of a kernel that stores C' through the TMA, which a launch runs
+    /// instead where D's address is not 16-byte aligned (`launch::product`); `None` for a kernel
+    /// that has none (it is its own).
+    fn row_staged_form(&self) -> Option<&'static str> {
+        let kernel = self.kernel.kernel();
+        Some(kernels::matmul::wgmma::rows_kernel(kernel)).filter(|&rows| rows != kernel)
+    }
+
     /// Every kernel a launch of this plan may run.
     fn kernel_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = launch::kernels_of(&self.kernel);
-        // A kernel that stores C' through the TMA runs its row-staged form instead where D's
-        // address is not 16-byte aligned (`launch::product`).
-        names.push(kernels::matmul::wgmma::rows_kernel(self.kernel.kernel()));
+        names.extend(self.row_staged_form());
         match self.pair_convert {
             Some((pair, _, _)) => names.push(pair),
             None => names.extend(self.left.convert.iter().chain(&self.right.convert).map(|(k, _)| *k)),

@@ -89,7 +89,7 @@ use cudarc::driver::LaunchConfig;
 pub use kernels::matmul::element::OperandType;
 use kernels::matmul::sgemm::Tile;
 use kernels::matmul::skinny::{
-    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, GEMV_KERNEL, GEMV_STEP_ROWS,
+    FEW_COLS_KERNELS, FEW_COLS_MAX_N, FEW_ROWS_KERNELS, FEW_ROWS_MAX_M, GEMV_KERNEL, GEMV_ROW_GROUPS, GEMV_STEP_ROWS,
     few_cols_kernel_for, few_rows_blocks_per_sm, few_rows_kernel, few_rows_kernel_of,
 };
 use kernels::matmul::wgmma as wgmma_tiles;
@@ -1909,7 +1909,7 @@ fn gemv_split(k: usize, blocks: usize, sm: u32) -> (SplitK, String) {
     let wanted = (sm as usize / blocks.max(1)).clamp(1, u32::MAX as usize) as u32;
     let s = SplitK::about(k, wanted, GEMV_STEP_ROWS);
     let why = format!(
-        "m = 1: matmul_gemv, k split among each block's 64 row groups; {}{}",
+        "m = 1: matmul_gemv, k split among each block's {GEMV_ROW_GROUPS} row groups; {}{}",
         count(blocks as u64, "block"),
         if s.splits > 1 {
             format!(" per split, about one per SM: {} splits of k", s.splits)

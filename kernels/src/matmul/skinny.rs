@@ -448,7 +448,7 @@ mod device_code {
     use super::{
         FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_STEP, few_cols_shared_rows_per_warp, few_cols_shared_threads,
     };
-    use super::{GEMV_BLOCK_COLS, GEMV_LANES_PER_ROW, GEMV_ROW_GROUPS, GEMV_THREADS};
+    use super::{GEMV_BLOCK_COLS, GEMV_LANES_PER_ROW, GEMV_LOADS, GEMV_ROW_GROUPS, GEMV_THREADS};
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
     use crate::matmul::element::{Bf16, Element, F16};
@@ -653,11 +653,10 @@ mod device_code {
                     sum[j] += p[j];
                 });
             }
-            let at = out.wrapping_add(col as usize);
             if vector {
                 // SAFETY: the 4 columns < n (n % 4 == 0), 16-byte aligned; this thread alone
                 // writes them.
-                unsafe { mem::store_global_v4_f32(at, sum) };
+                unsafe { mem::store_global_v4_f32(out.wrapping_add(col as usize), sum) };
             } else {
                 unroll!(j in [0, 1, 2, 3] {
                     let c = col + j as u32 * col_step;
@@ -685,9 +684,9 @@ mod device_code {
         col: u32,
         (first, end): (u32, u32),
     ) -> [f32; 4] {
-        // Eight rows a step on the vector path, four on the scalar one (16 loads of 4 bytes,
-        // whose addresses would take ptxas past 64 registers with eight).
-        let loads: usize = if VEC { 8 } else { 4 };
+        // GEMV_LOADS rows a step on the vector path, half as many on the scalar one (16 loads of
+        // 4 bytes, whose addresses would take ptxas past 64 registers with eight rows).
+        let loads = if VEC { GEMV_LOADS } else { GEMV_LOADS / 2 } as usize;
         let mut acc = [0.0f32; 4];
         let mut row = first;
         while row < end {
