@@ -103,16 +103,27 @@ fn check_at<TA: Value, TD: Value>(gpu: &Gpu, rng: &mut impl Rng, desc: GemmDesc,
     let got = whole[d_offset..d_offset + start.len()].to_vec();
     let k = desc.k;
     let bound = plan.precision().tolerance(k);
-    // Rows of every product in parallel: the float64 reference is most of the test's time.
+    // The float64 reference is most of the test's time: op(A)'s rows and op(B)'s columns are
+    // gathered once into contiguous float64 runs of k, so that its inner loop walks memory in order
+    // (a column of a long row-major B is one cache miss per element), and rows run in parallel.
+    let gather = |len: usize, value: &(dyn Fn(usize, usize, usize) -> f64 + Sync)| -> Vec<f64> {
+        (0..desc.batch * len * k).into_par_iter().map(|j| value(j / (len * k), j / k % len, j % k)).collect()
+    };
+    let op_a = gather(desc.m, &|i, r, kk| {
+        let ra = if desc.transpose_a { (kk, r) } else { (r, kk) };
+        a[at(desc.a, a_dims, i, ra)].to_f64()
+    });
+    let op_b = gather(desc.n, &|i, col, kk| {
+        let rb = if desc.transpose_b { (col, kk) } else { (kk, col) };
+        b[at(desc.b, b_dims, i, rb)].to_f64()
+    });
     (0..desc.batch * desc.m).into_par_iter().for_each(|row| {
         let (i, r) = (row / desc.m, row % desc.m);
+        let a_row = &op_a[row * k..(row + 1) * k];
         for col in 0..desc.n {
             let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
-            for kk in 0..k {
-                let ra = if desc.transpose_a { (kk, r) } else { (r, kk) };
-                let rb = if desc.transpose_b { (col, kk) } else { (kk, col) };
-                let x = a[at(desc.a, a_dims, i, ra)].to_f64();
-                let y = b[at(desc.b, b_dims, i, rb)].to_f64();
+            let b_col = &op_b[(i * desc.n + col) * k..(i * desc.n + col + 1) * k];
+            for (&x, &y) in a_row.iter().zip(b_col) {
                 sum += x * y;
                 magnitude += (x * y).abs();
             }
