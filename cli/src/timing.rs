@@ -40,6 +40,44 @@ impl Timing {
     }
 }
 
+/// cudarc's event tracking off while this lives, back on when it drops (if it was on).
+///
+/// With tracking on and more than one stream in the context (`Gpu::open` makes one of its own),
+/// every buffer a launch or a cuBLAS call takes costs the host an event wait and an event record:
+/// a GEMM of a few microseconds then runs as fast as the host can enqueue it, and its samples
+/// measure the host (in one 200-shape sweep the same `few_rows` launch on the same shape read
+/// 7.6 µs in one section and 5.1 in the next). Buffers made while it lives record no events.
+pub struct UntrackedEvents {
+    ctx: std::sync::Arc<cudarc::driver::CudaContext>,
+    was_on: bool,
+}
+
+impl UntrackedEvents {
+    /// Turns `gpu`'s context's event tracking off until the guard drops.
+    ///
+    /// # Safety
+    ///
+    /// While the guard lives, each buffer of the context is used on one stream only, or its uses
+    /// on several streams are ordered by the caller: cudarc no longer orders them.
+    pub unsafe fn new(gpu: &Gpu) -> Self {
+        let ctx = gpu.context().clone();
+        let was_on = ctx.is_event_tracking();
+        // SAFETY: the caller keeps every buffer's uses on one stream while the guard lives.
+        unsafe { ctx.disable_event_tracking() };
+        Self { ctx, was_on }
+    }
+}
+
+impl Drop for UntrackedEvents {
+    fn drop(&mut self) {
+        if self.was_on {
+            // SAFETY: buffers made while tracking was off stay untracked, as they were; the
+            // caller's guarantee covered their uses, and the others' tracking resumes.
+            unsafe { self.ctx.enable_event_tracking() };
+        }
+    }
+}
+
 /// Warm-up lasts at least this long. A GPU that idled (while the CPU computed a reference, say)
 /// has lowered its clocks, and a few launches of a 0.1 ms kernel do not bring them back: measured
 /// on an H100, the first tier timed after a CPU histogram had a median 15% above its minimum. It

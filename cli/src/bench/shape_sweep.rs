@@ -19,6 +19,7 @@ use crate::gpu::Gpu;
 use crate::inputs::InputSets;
 use crate::matmul::{DType, GemmDesc, Layout, MatmulShape, Precision, PrecisionPolicy};
 use crate::reference::SampledMatmulReference;
+use crate::timing::UntrackedEvents;
 use anyhow::Context;
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
@@ -169,6 +170,9 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
         None => (draw_shapes(count, config.seed, MAX_MACS), draw_rule()),
     };
     let count = shapes.len();
+    // SAFETY: the sweep's buffers, launches and cuBLAS calls all go on gpu's one stream, which
+    // orders them; the guard outlives them (declared before them, dropped after).
+    let _one_stream = unsafe { UntrackedEvents::new(gpu) };
     // Inputs from a stream of their own, so that they do not depend on the shapes' draws.
     let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed ^ 0x5357_4545_5000);
     let sgemm = Sgemm::new(gpu).map_err(|e| e.to_string());
