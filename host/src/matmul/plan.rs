@@ -1901,23 +1901,13 @@ fn takes_gemv(shape: MatmulShape, operands: OperandType) -> bool {
         && shape.k as u128 * shape.n as u128 >= GEMV_MIN_B_ELEMENTS as u128
 }
 
-/// `matmul_gemv`'s split of `k`: none where its blocks (one per 32 columns) give every SM one;
-/// otherwise as many as give every SM about one block, each split at least one step of the
-/// block ([`GEMV_STEP_ROWS`] rows). One block an SM keeps 64 KiB of `B` in flight there; on the
-/// H200 two (1 x 4096 x 4096 in two splits) took 0.025 ms against 0.023 unsplit.
+/// `matmul_gemv`'s split of `k`: [`narrow_split`] at one block an SM (none where its blocks, one
+/// per 32 columns, give every SM one), each split at least one step of the block
+/// ([`GEMV_STEP_ROWS`] rows). One block an SM keeps 64 KiB of `B` in flight there; on the H200
+/// two (1 x 4096 x 4096 in two splits) took 0.025 ms against 0.023 unsplit.
 fn gemv_split(k: usize, blocks: usize, sm: u32) -> (SplitK, String) {
-    let wanted = (sm as usize / blocks.max(1)).clamp(1, u32::MAX as usize) as u32;
-    let s = SplitK::about(k, wanted, GEMV_STEP_ROWS);
-    let why = format!(
-        "m = 1: matmul_gemv, k split among each block's {GEMV_ROW_GROUPS} row groups; {}{}",
-        count(blocks as u64, "block"),
-        if s.splits > 1 {
-            format!(" per split, about one per SM: {} splits of k", s.splits)
-        } else {
-            ": no split".into()
-        }
-    );
-    (s, why)
+    let (s, why) = narrow_split(k, blocks, sm, GEMV_STEP_ROWS, Some(1));
+    (s, format!("m = 1: matmul_gemv, k split among each block's {GEMV_ROW_GROUPS} row groups; {why}"))
 }
 
 /// `sgemm`'s tile and split of `k` (a forced split, or the planner's): the tile
