@@ -65,7 +65,7 @@ pub fn plan(shape: MatmulShape) -> Result<LaunchConfig> {
 /// let why = short_k::layout_reason(MatmulShape::new(5006, 6, 6049).unwrap());
 /// assert_eq!(why, "4 columns a thread in 16-byte stores, 128 threads across 512 columns, 16 rows a thread; rows of 4 alignments against 16 bytes (n = 6049)");
 /// let why = short_k::layout_reason(MatmulShape::new(9807, 3, 28).unwrap());
-/// assert!(why.contains("8 threads across 32 columns, 16 rows at once, 1 row a thread"), "{why}");
+/// assert!(why.contains("8 threads across 32 columns, 16 rows at once, 2 rows a thread"), "{why}");
 /// ```
 pub fn layout_reason(shape: MatmulShape) -> String {
     let (m, k, n) = (
@@ -179,10 +179,11 @@ mod tests {
         assert_eq!(cfg(16, 1, 508), (1, 16, 1));
         assert_eq!(cfg(16, 1, 512), (2, 16, 1));
         assert_eq!(cfg(17, 16, 513), (2, 20, 1));
-        // Four rows a thread give 29 x 40 = 1,160 blocks, eight only 580.
-        assert_eq!(cfg(150, 3, 14_397), (29, 40, 1));
-        // A narrow C: 8 groups of 4 columns, 16 rows at once.
-        assert_eq!(cfg(9807, 3, 28), (1, 613, 1));
+        // Sixteen rows a thread still give 29 x 12 = 348 blocks, more than the 256 the grid
+        // reaches for: one wave of latency-bound blocks.
+        assert_eq!(cfg(150, 3, 14_397), (29, 12, 1));
+        // A narrow C: 8 groups of 4 columns, 16 rows at once, 2 rows a thread (307 blocks).
+        assert_eq!(cfg(9807, 3, 28), (1, 307, 1));
         // Above k = 16, two columns a thread: 256 a block, rows of one residue modulo 2.
         assert_eq!(cfg(8841, 28, 6665), (27, 554, 1));
         assert!(plan(MatmulShape::new(16, 33, 16).unwrap()).is_err());

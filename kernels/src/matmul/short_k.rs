@@ -56,9 +56,12 @@ pub const MAX_ROWS_PER_THREAD: u32 = 16;
 pub const MAX_BLOCK_ROWS: u32 = 256;
 /// Floats of the shared tile of `A`: [`MAX_BLOCK_ROWS`] rows of [`MAX_K`].
 pub const A_TILE_FLOATS: u32 = MAX_BLOCK_ROWS * MAX_K;
-/// Blocks the grid reaches for before a thread takes fewer rows ([`rows_per_thread`]): about
-/// two waves of four blocks on each of an H100's or H200's 132 SMs.
-pub const TARGET_BLOCKS: u32 = 1024;
+/// Blocks the grid reaches for before a thread takes fewer rows ([`rows_per_thread`]): two on
+/// each of an H100's or H200's 132 SMs, under one wave of the four an SM holds (its registers
+/// bound it). A block's time is mostly the latency of its loads of `A` and `B`, not its rows, so
+/// fewer waves of longer blocks finish sooner: at 1024 (two waves' worth), 7220 x 8 x 74 took
+/// 1806 blocks of one row a thread, 3.4 waves, 12.6 us on the H200 against cuBLASLt's 5.4.
+pub const TARGET_BLOCKS: u32 = 256;
 
 /// Consecutive columns of `C` per thread for inner dimension `k`: 4 (one 16-byte store a row)
 /// up to [`FOUR_COLUMNS_MAX_K`], else 2 (8 bytes), so that `B`'s columns fit in registers.
@@ -164,8 +167,11 @@ const fn grid_of(m: u32, n: u32, w: u32, rows: u32) -> (u32, u32) {
 /// ```
 /// use kernels::matmul::short_k::rows_per_thread;
 /// assert_eq!(rows_per_thread(5006, 6, 6049), 16);
-/// assert_eq!(rows_per_thread(2840, 1, 2119), 8);
-/// assert_eq!(rows_per_thread(9807, 3, 28), 1);
+/// assert_eq!(rows_per_thread(2840, 1, 2119), 16);
+/// // 16 row lanes of 8 groups: 2 rows a thread give 307 blocks, 4 would give 154.
+/// assert_eq!(rows_per_thread(9807, 3, 28), 2);
+/// assert_eq!(rows_per_thread(7220, 8, 74), 4);
+/// assert_eq!(rows_per_thread(3, 8, 74), 1);
 /// ```
 pub const fn rows_per_thread(m: u32, k: u32, n: u32) -> u32 {
     let w = cols_per_thread(k);
@@ -195,8 +201,8 @@ pub const fn block_rows(m: u32, k: u32, n: u32) -> u32 {
 /// ```
 /// use kernels::matmul::short_k::grid;
 /// assert_eq!(grid(5006, 6, 6049), (12, 4 * 79));
-/// // 8 groups of 4 columns, 16 row lanes of one row each.
-/// assert_eq!(grid(9807, 3, 28), (1, 613));
+/// // 8 groups of 4 columns, 16 row lanes of two rows each.
+/// assert_eq!(grid(9807, 3, 28), (1, 307));
 /// assert_eq!(grid(7393, 1, 1103), (3, 4 * 116));
 /// // k = 28: two columns a thread, 256 a block; odd n, two residues.
 /// assert_eq!(grid(8841, 28, 6665), (27, 2 * 277));
