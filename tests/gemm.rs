@@ -327,8 +327,11 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
 fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n), as the matmul tests name them.
-    let shapes: [(usize, usize, usize); 21] = [
+    let shapes: [(usize, usize, usize); 23] = [
         (1, 1, 1),
+        // One row, rows of A and B off 8-byte boundaries: few_rows' unguarded loads of B.
+        (1, 673, 88),
+        (1, 302, 75),
         (3, 7, 5),
         (2, 4096, 13),
         (4, 300, 8),

@@ -26,8 +26,9 @@
 
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
-    M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS, N16_MIN_WAVE_FILL, OperandType,
-    PlanOptions, TileWidth, narrow_or_short_reason, packed_rows_copied, plan_with, plan_with_copies, wave_fill,
+    M1_DECODE_MIN_B_ELEMENTS, M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS,
+    N16_MIN_WAVE_FILL, OperandType, PlanOptions, TileWidth, narrow_or_short_reason, packed_rows_copied, plan_with,
+    plan_with_copies, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -1055,8 +1056,8 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// type. `f32` plans under its policy. BF16 and F16 take the tensor cores (`wgmma_bf16`,
 /// `wgmma_f16`; with `m' <= 16` and rows of `B'` in whole 16-byte vectors their 16-row tiles
 /// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`),
-/// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, which `few_rows` streams
-/// faster on the CUDA cores,
+/// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, or of fewer than
+/// [`M1_DECODE_MIN_B_ELEMENTS`], which `few_rows` streams faster on the CUDA cores,
 /// unless [`narrow_or_short_reason`] gives a reason (a side or `k` of at most 16), and otherwise
 /// the CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound);
 /// `f32` under `medium` leaves its one TF32 pass for the FP32 kernels by that rule, by the rule
@@ -1127,6 +1128,8 @@ fn choose_kernel(
     let decode_rows = shape.n.is_multiple_of(8);
     let b_elements = shape.k as u128 * shape.n as u128;
     let large_b = b_elements >= N16_MIN_B_ELEMENTS as u128;
+    // One row of a small B: the CUDA-core kernels below (few_rows, or few_cols for n <= 16).
+    let m1_small_b = shape.m == 1 && b_elements < M1_DECODE_MIN_B_ELEMENTS as u128;
     if shape.m == 1 && b_elements >= M1_FEW_ROWS_MIN_B_ELEMENTS as u128 && desc.tile.is_none() {
         let plan = plan_with(
             MatmulVariant::FewRows,
@@ -1142,7 +1145,7 @@ fn choose_kernel(
         let plan = plan.on_operands(t)?.with_reason(why);
         return Ok((plan.variant(), plan));
     }
-    if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows {
+    if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows && !m1_small_b {
         // The TMA pipeline of the 16-row tensor-core tiles streams B faster where its work items
         // fill the SMs (plan::N16_MIN_WAVE_FILL).
         let n16 = PlanOptions { tile: Some(TileWidth::N16), ..options };
@@ -1173,6 +1176,12 @@ fn choose_kernel(
         return Ok((plan.variant(), plan));
     }
     let policy = PrecisionPolicy::Highest;
+    let cuda_cores = cuda_cores.map(|why| match m1_small_b && decode_rows && device.tensor_cores {
+        true => {
+            format!("{why}; B of {b_elements} elements < {M1_DECODE_MIN_B_ELEMENTS}: too few for the decode kernel")
+        }
+        false => why,
+    });
     let Some(why) = cuda_cores else {
         let plan = plan_with(tiles_variant, shape, device, PlanOptions { policy, ..options })?;
         let split_why = chosen_by_auto(&plan, tiles_variant);
@@ -1443,10 +1452,14 @@ mod tests {
             ((64, 64, 64), "wgmma_bf16_n64"),
             ((5202, 1, 3876), "matmul_few_cols_bf16_1"),
             ((1, 10_925, 4344), "matmul_few_rows_bf16_1"),
+            // One row of a small B (2^16 elements): few_rows, not the decode kernel's two
+            // column strips after a copy of A's row of 673 BF16.
+            ((1, 88, 673), "matmul_few_rows_bf16_1"),
             ((15, 6999, 15_019), "matmul_few_rows_bf16_16"),
             // n a multiple of 8: decode_bf16 reads B's rows as they lie where B is too small
-            // for the 16-row tiles' launch ...
-            ((1, 2048, 4096), kernels::matmul::decode::KERNEL),
+            // for the 16-row tiles' launch (one row of it: few_rows) ...
+            ((2, 2048, 4096), kernels::matmul::decode::KERNEL),
+            ((1, 2048, 4096), "matmul_few_rows_bf16_1"),
             // ... and so does the 16-row tensor-core kernel, whose 32 tiles in 4 splits fill the
             // SMs, as do 112 tiles unsplit ...
             ((1, 4096, 4096), "wgmma_bf16_n16"),
@@ -1594,9 +1607,16 @@ mod tests {
         assert!(s.left.convert.is_none() && s.right.convert.is_none(), "BF16 read in place");
         assert_eq!(s.precision, Precision::Bf16);
         assert!(s.kernel.reason().contains("m = 16 <= 16"), "{}", s.kernel.reason());
-        let text = describe_plan(&GemmDesc::new(1, 2048, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
+        let text = describe_plan(&GemmDesc::new(2, 2048, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
         assert!(text.contains("decode_bf16: grid "), "{text}");
-        assert!(text.contains("auto: BF16 operands, m = 1 <= 16") && !text.contains("requested"), "{text}");
+        assert!(text.contains("auto: BF16 operands, m = 2 <= 16") && !text.contains("requested"), "{text}");
+        // One row of it: few_rows, whose split fills the SMs where the decode kernel's 32
+        // column strips would not.
+        let text = describe_plan(&GemmDesc::new(1, 2048, 4096).a(bf16).b(bf16), MatmulDevice::H200).unwrap();
+        assert!(text.contains("few_rows: grid ") && text.contains("B of 8388608 elements < 16777216"), "{text}");
+        // One row of a small B with at most 16 columns: few_cols, as the CUDA-core plan has it.
+        let s = skeleton(GemmDesc::new(1, 8, 8340).a(bf16).b(bf16));
+        assert_eq!(s.kernel.kernel(), "matmul_few_cols_bf16_8");
         // 14336 columns: 112 tiles of the 16-row kernel, unsplit, 85% of the SMs.
         let s = skeleton(GemmDesc::new(16, 14336, 4096).a(bf16).b(bf16));
         assert_eq!((s.kernel.kernel(), s.kernel.split().map(|s| s.splits)), ("wgmma_bf16_n16", Some(1)));

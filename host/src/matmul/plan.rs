@@ -30,7 +30,8 @@
 //!
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
-//!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] long.
+//!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] long ([`FEW_COLS_FEW_BLOCKS_MIN_CHUNK`]
+//!   on grids of fewer blocks than SMs).
 //! - `few_rows`: for `_8` and `_16` (`m > 4`), and on BF16 or F16 operands for all, the splits
 //!   aim at the blocks an SM holds (`few_rows_blocks_per_sm`: 16 for `_1` on 16-bit operands
 //!   down to 3 for `_16`; its documentation has the measurements) and round down instead of up,
@@ -108,19 +109,43 @@ use kernels::matmul::wgmma as wgmma_tiles;
 /// # Ok(()) }
 /// ```
 pub const NARROW_BLOCKS_PER_SM: u32 = 4;
-/// Shortest split of `few_cols`: one step of its warps (1024 columns of `A`).
+/// Shortest split of `few_cols` (one warp a row): one step of its warps (1024 columns of `A`),
+/// except on grids of fewer blocks than SMs ([`FEW_COLS_FEW_BLOCKS_MIN_CHUNK`]). A second launch
+/// for the partial sums costs more than a split gains where the blocks nearly fill the SMs: on
+/// the H200 3133 x 1711 x 1 (392 blocks) took 0.0120 ms unsplit and 0.0143 in 2 splits of 856.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::plan::FEW_COLS_MIN_CHUNK;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
-/// // Three rows of A cannot fill the GPU: k is split as finely as the shortest split allows.
-/// let p = plan(MatmulVariant::Auto, MatmulShape::new(3, 100_000, 5)?, MatmulDevice::H100)?;
-/// assert_eq!(p.variant(), MatmulVariant::FewCols);
-/// assert_eq!(p.split().map(|s| (s.splits, s.k_chunk >= FEW_COLS_MIN_CHUNK)), Some((97, true)));
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(3133, 1711, 1)?, MatmulDevice::H200)?;
+/// assert_eq!(p.split().map(|s| s.splits), Some(1));
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(600, 100_000, 3)?, MatmulDevice::H200)?;
+/// assert!(p.split().is_some_and(|s| s.splits > 1 && s.k_chunk >= FEW_COLS_MIN_CHUNK));
 /// # Ok(()) }
 /// ```
 pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
+/// Shortest split of `few_cols` (one warp a row) on a grid of fewer blocks than SMs: 64 columns
+/// of `A`, half a warp's 16-byte loads. Each element of `A` costs its lane `n` loads of `B` from
+/// L1, so on a product of few rows (a block per 8) splits much shorter than a warp's step still
+/// gain. On the H200 (ms, `few_cols` on `f32`, same process): 11 x 305 x 14 (2 blocks) 0.0109
+/// unsplit, 0.0097 in 2 splits and 0.0077 in 4; 2 x 805 x 15 (1 block) 0.0132 unsplit, 0.0090
+/// in 4 and 0.0077 in 8.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::plan::FEW_COLS_FEW_BLOCKS_MIN_CHUNK;
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// // Three rows of A cannot fill the GPU: k is split as finely as the most splits allow.
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(3, 100_000, 5)?, MatmulDevice::H100)?;
+/// assert_eq!(p.variant(), MatmulVariant::FewCols);
+/// assert_eq!(p.split().map(|s| (s.splits, s.k_chunk >= FEW_COLS_FEW_BLOCKS_MIN_CHUNK)), Some((256, true)));
+/// // Eleven rows of 305: 4 splits of at least 64.
+/// let p = plan(MatmulVariant::Auto, MatmulShape::new(11, 305, 14)?, MatmulDevice::H200)?;
+/// assert_eq!(p.split().map(|s| s.splits), Some(4));
+/// # Ok(()) }
+/// ```
+pub const FEW_COLS_FEW_BLOCKS_MIN_CHUNK: u32 = 64;
 /// Shortest split of `matmul_few_cols_shared`: four of its steps (128 columns of `A` each), so
 /// that a split's loads of the next step overlap more than one step's products.
 pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 512;
@@ -549,6 +574,21 @@ pub const N16_MIN_B_ELEMENTS: u64 = 1 << 24;
 /// assert!(M1_FEW_ROWS_MIN_B_ELEMENTS > N16_MIN_B_ELEMENTS);
 /// ```
 pub const M1_FEW_ROWS_MIN_B_ELEMENTS: u64 = 1 << 27;
+/// Fewest elements of `B` for which `auto` on BF16 or F16 operands with one row (`m' = 1`)
+/// takes a tensor-core kernel (the 16-row tiles where they fill the SMs, else the decode kernel)
+/// over `few_rows`' 16-bit kernel: the least of the 16-row tiles, [`N16_MIN_B_ELEMENTS`]. Below
+/// it the decode kernel's column strips of 64 are too few to keep loads in flight, and a copy
+/// of a row of `A` not in whole 16-byte vectors is a second launch, where `few_rows` reads both
+/// as they lie, split into one wave of its blocks. Measured on the H200 (us, against cuBLASLt
+/// BF16 in the same run): the decode kernel at 1 x 673 x 88 10.1 (8.0 in its best split)
+/// against 7.7, 1 x 1166 x 64 7.7 (6.8) against 6.8, 1 x 2048 x 2048 10.3 against 6.8;
+/// `few_rows` on `f32` at 1 x 673 x 88 5.1, on BF16 at 1 x 1024 x 2048 7.9 against 6.6.
+///
+/// ```
+/// use hopper_kernels::matmul::plan::{M1_DECODE_MIN_B_ELEMENTS, N16_MIN_B_ELEMENTS};
+/// assert_eq!(M1_DECODE_MIN_B_ELEMENTS, N16_MIN_B_ELEMENTS);
+/// ```
+pub const M1_DECODE_MIN_B_ELEMENTS: u64 = N16_MIN_B_ELEMENTS;
 /// Least fill of the SMs' last wave by an `_n16` plan's work items (tiles times splits) for
 /// which `auto` takes it over `decode_bf16` (`decode_f16`) on BF16 (F16) operands with `m <=
 /// 16`. The `_n16` kernels stream `B` at the pace of the blocks that run, about 32 GB/s each
@@ -1614,6 +1654,8 @@ fn plan_forced(
             let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
             let min_chunk = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
                 FEW_COLS_SHARED_MIN_CHUNK
+            } else if blocks < sm as usize {
+                FEW_COLS_FEW_BLOCKS_MIN_CHUNK
             } else {
                 FEW_COLS_MIN_CHUNK
             };
