@@ -329,7 +329,8 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
     // (m, k, n), as the matmul tests name them.
     let shapes: [(usize, usize, usize); 23] = [
         (1, 1, 1),
-        // One row, rows of A and B off 8-byte boundaries: few_rows' unguarded loads of B.
+        // One row, rows of A and B off 8-byte boundaries: few_rows' guarded scalar loads, where
+        // auto took the decode kernel before.
         (1, 673, 88),
         (1, 302, 75),
         (3, 7, 5),

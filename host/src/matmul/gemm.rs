@@ -1056,8 +1056,9 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// type. `f32` plans under its policy. BF16 and F16 take the tensor cores (`wgmma_bf16`,
 /// `wgmma_f16`; with `m' <= 16` and rows of `B'` in whole 16-byte vectors their 16-row tiles
 /// where those fill the SMs ([`N16_MIN_WAVE_FILL`]), else `decode_bf16` or `decode_f16`),
-/// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, or of fewer than
-/// [`M1_DECODE_MIN_B_ELEMENTS`], which `few_rows` streams faster on the CUDA cores,
+/// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, which `few_rows` streams
+/// faster on the CUDA cores, and one row of fewer than [`M1_DECODE_MIN_B_ELEMENTS`], which
+/// takes the CUDA-core plan below,
 /// unless [`narrow_or_short_reason`] gives a reason (a side or `k` of at most 16), and otherwise
 /// the CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound);
 /// `f32` under `medium` leaves its one TF32 pass for the FP32 kernels by that rule, by the rule
@@ -1128,8 +1129,9 @@ fn choose_kernel(
     let decode_rows = shape.n.is_multiple_of(8);
     let b_elements = shape.k as u128 * shape.n as u128;
     let large_b = b_elements >= N16_MIN_B_ELEMENTS as u128;
-    // One row of a small B: the CUDA-core kernels below (few_rows, or few_cols for n <= 16).
-    let m1_small_b = shape.m == 1 && b_elements < M1_DECODE_MIN_B_ELEMENTS as u128;
+    let decode_shape = device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows;
+    // One row of a small B: the CUDA-core plan below (few_rows, or few_cols for n <= 16).
+    let too_small_for_decode = decode_shape && shape.m == 1 && b_elements < M1_DECODE_MIN_B_ELEMENTS as u128;
     if shape.m == 1 && b_elements >= M1_FEW_ROWS_MIN_B_ELEMENTS as u128 && desc.tile.is_none() {
         let plan = plan_with(
             MatmulVariant::FewRows,
@@ -1145,7 +1147,7 @@ fn choose_kernel(
         let plan = plan.on_operands(t)?.with_reason(why);
         return Ok((plan.variant(), plan));
     }
-    if device.tensor_cores && shape.m <= kernels::matmul::decode::MAX_M as usize && decode_rows && !m1_small_b {
+    if decode_shape && !too_small_for_decode {
         // The TMA pipeline of the 16-row tensor-core tiles streams B faster where its work items
         // fill the SMs (plan::N16_MIN_WAVE_FILL).
         let n16 = PlanOptions { tile: Some(TileWidth::N16), ..options };
@@ -1176,11 +1178,12 @@ fn choose_kernel(
         return Ok((plan.variant(), plan));
     }
     let policy = PrecisionPolicy::Highest;
-    let cuda_cores = cuda_cores.map(|why| match m1_small_b && decode_rows && device.tensor_cores {
-        true => {
+    let cuda_cores = cuda_cores.map(|why| {
+        if too_small_for_decode {
             format!("{why}; B of {b_elements} elements < {M1_DECODE_MIN_B_ELEMENTS}: too few for the decode kernel")
+        } else {
+            why
         }
-        false => why,
     });
     let Some(why) = cuda_cores else {
         let plan = plan_with(tiles_variant, shape, device, PlanOptions { policy, ..options })?;
