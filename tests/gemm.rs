@@ -320,8 +320,9 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
 /// BF16 and F16 operands on the CUDA-core kernels (`sgemm`, `few_rows`, `few_cols`), read as they
 /// lie: `auto` takes them for small and narrow shapes, and the kernels named take 16-bit operands
 /// without a conversion. Every accumulator width of the narrow kernels, the vector path (`k` and
-/// `n` multiples of 4) and the scalar one, every tile of `sgemm` (128 x 128 and the narrow
-/// 512 x 32, 256 x 64, 64 x 256 and 32 x 512), forced splits of `k`, a batch of three; `D`
+/// `n` multiples of 4) and the scalar one, every tile of `sgemm` (128 x 128, the narrow 512 x
+/// 32, 256 x 64, 64 x 256 and 32 x 512, the small 64 x 128 and 64 x 64), forced splits of `k`,
+/// a batch of three; `D`
 /// NaN-poisoned, against the float64 product under the FP32 bound (the products are exact);
 /// reruns bitwise equal.
 fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {

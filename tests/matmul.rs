@@ -541,23 +541,61 @@ fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
 }
 
 /// `sgemm`'s 64 x 256 tiles, which it takes for `k` under 512 where they leave no SM more blocks
-/// than 128 x 128 (`sgemm::tile_on`): `k` from 1 to 511, one past a tile's rows and columns,
-/// on the 16-byte path and off it, split and not; against the float64 product under FP32's
-/// bound, and reruns bitwise equal.
+/// than 128 x 128 (`sgemm::tile_on`) and the grid fills the SMs: `k` from 1 to 300, one past a
+/// tile's rows and columns, on the 16-byte path and off it, split and not; against the float64
+/// product under FP32's bound, and reruns bitwise equal.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm wide tiles"));
     for (m, k, n) in
-        [(1000, 8, 1000), (65, 1, 257), (300, 17, 700), (1000, 100, 1000), (2000, 331, 300), (129, 511, 513)]
+        [(3000, 8, 2000), (1500, 1, 2600), (2001, 17, 3001), (7700, 26, 433), (4042, 65, 1243), (1000, 300, 2000)]
     {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
         assert_eq!(plan.kernel_plan().kernel(), "sgemm_64x256", "{plan}");
         assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
     }
-    let shape = MatmulShape::new(2000, 331, 300).unwrap();
+    let shape = MatmulShape::new(4042, 65, 1243).unwrap();
     assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
+}
+
+/// `sgemm`'s small tiles, which the planner takes where 128 x 128 tiles leave the SMs few warps
+/// (`plan::SGEMM_MIN_WARPS`): 64 x 128 (128 threads) and 64 x 64 (64 threads), one past and
+/// one short of a tile's rows and columns, `k` whole slices or ragged, on the 16-byte path and
+/// off it, split and not; against the float64 product under FP32's bound, and reruns bitwise
+/// equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sgemm_small_tiles_match_cpu_on_small_grids_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("sgemm small tiles"));
+    let mut seen = std::collections::BTreeSet::new();
+    for (m, k, n) in [
+        (486, 114, 1008),
+        (129, 75, 129),
+        (100, 129, 100),
+        (300, 12, 700),
+        (65, 17, 257),
+        (854, 334, 3510),
+        (1008, 114, 486),
+        (700, 12, 300),
+        (131, 129, 100),
+        (200, 40, 150),
+        (1001, 203, 67),
+        (1000, 60, 200),
+    ] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
+        let kernel = plan.kernel_plan().kernel();
+        assert!(["sgemm_64x128", "sgemm_64x64"].contains(&kernel), "{plan}");
+        seen.insert(kernel);
+        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for (m, k, n) in [(486, 114, 1008), (1001, 203, 67)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
+    }
 }
 
 /// `short_k` alone, as planned.

@@ -92,6 +92,12 @@ pub const KERNEL_NAMES: &[&str] = &[
     matmul::sgemm::TILE_KERNELS[4].1[0],
     matmul::sgemm::TILE_KERNELS[4].1[1],
     matmul::sgemm::TILE_KERNELS[4].1[2],
+    matmul::sgemm::TILE_KERNELS[5].1[0],
+    matmul::sgemm::TILE_KERNELS[5].1[1],
+    matmul::sgemm::TILE_KERNELS[5].1[2],
+    matmul::sgemm::TILE_KERNELS[6].1[0],
+    matmul::sgemm::TILE_KERNELS[6].1[1],
+    matmul::sgemm::TILE_KERNELS[6].1[2],
     matmul::short_k::KERNELS[0],
     matmul::short_k::KERNELS[1],
     matmul::short_k::KERNELS[2],
@@ -366,13 +372,17 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     SGEMM_MAX_THREADS[10],
     SGEMM_MAX_THREADS[11],
     SGEMM_MAX_THREADS[12],
+    SGEMM_MAX_THREADS[13],
+    SGEMM_MAX_THREADS[14],
+    SGEMM_MAX_THREADS[15],
 ];
 
 /// `sgemm`'s caps, the last entries of [`MAIN_MAX_THREADS`] (release only): 128 registers, so
-/// two blocks of 256 threads share an SM, for every tile's kernels that fit them without
-/// spilling. `sgemm_bf16_256x64` and `sgemm_f16_256x64` spill 8 bytes under the cap and run
-/// uncapped (129 registers, one block an SM).
-const SGEMM_MAX_THREADS: [(&str, u32); 13] = {
+/// two blocks of 256 threads share an SM (four of the 64 x 128 tile's 128), for every tile's
+/// kernels that fit them without spilling. `sgemm_bf16_256x64` and `sgemm_f16_256x64` spill 8
+/// bytes under the cap and run uncapped (129 registers, one block an SM), as do the 64 x 64
+/// tile's (128 registers for `f32`, 149 for BF16 and F16: six blocks an SM).
+const SGEMM_MAX_THREADS: [(&str, u32); 16] = {
     use matmul::sgemm::TILE_KERNELS as T;
     let two = 2 * matmul::sgemm::THREADS;
     [
@@ -389,6 +399,9 @@ const SGEMM_MAX_THREADS: [(&str, u32); 13] = {
         (T[4].1[0], two),
         (T[4].1[1], two),
         (T[4].1[2], two),
+        (T[5].1[0], two),
+        (T[5].1[1], two),
+        (T[5].1[2], two),
     ]
 };
 

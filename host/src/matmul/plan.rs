@@ -13,7 +13,7 @@
 //! | `k <=` [`SHORT_K_MAX`], `k` or `n` not a multiple of 4 | `short_k` | bound by the writing of `C`: each thread stores four elements of a row of `C` in one 16-byte store (each block on rows that lie alike against 16-byte boundaries), its four columns of `B` in registers for up to 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
-//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, 8 warps per block, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split; for `k <` [`sgemm::SQUARE_MIN_K`] on 64x256 tiles where they put no more blocks on the busiest SM ([`sgemm::tile_on`]) |
+//! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split; 128x128 tiles, for `k <` [`sgemm::SQUARE_MIN_K`] 64x256 where they put no more blocks on the busiest SM ([`sgemm::tile_on`]), or 64x128 (128 threads) and 64x64 (64 threads) where the warps they put on the busiest SM are estimated to finish first ([`SGEMM_MIN_WARPS`]) |
 //!
 //! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill of `t`
 //! blocks is `t / (slots * ceil(t / slots))`. `sgemm_warp_tiled` needs full waves more than
@@ -318,12 +318,42 @@ pub const SGEMM_SPLIT_SLACK: f64 = 1.0;
 /// use hopper_kernels::matmul::plan::SGEMM_WIDE_COST;
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
 /// assert_eq!(SGEMM_WIDE_COST, 0.93);
-/// let kernel = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap().kernel();
-/// assert_eq!(kernel(15_128, 344, 177), "sgemm_64x256");
+/// let kernel = |m, k, n| plan(MatmulVariant::Sgemm, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap().kernel();
+/// assert_eq!(kernel(4042, 65, 1243), "sgemm_64x256");
 /// assert_eq!(kernel(1935, 396, 547), "sgemm");
 /// # Ok(()) }
 /// ```
 pub const SGEMM_WIDE_COST: f64 = 0.93;
+/// The time of `sgemm`'s 64 x 128 tiles as a multiple of 128 x 128 tiles' for as many warps on
+/// the busiest SM, in the planner's comparison of tiles ([`SGEMM_MIN_WARPS`]): the same loads
+/// per multiply-add along `k` for half the rows. Fitted on the H200 with the other tile costs on
+/// the 58 shapes of the 200-shape sweep where `auto` runs `sgemm`, each timed on every tile: 854x334x3510
+/// 0.0614 ms on 64 x 128 against 0.0754 on 64 x 256, 486x114x1008 0.0132 against 0.0183 on 128
+/// x 128. Only `C` at least as wide as tall is offered it: 128 x 64 tiles (135-141 registers,
+/// three blocks an SM) ran slower than 64 x 64 on every taller shape measured but one
+/// (5344x181x381 0.0370 ms against 0.0349 and 128 x 128's 0.0311; 15128x344x177 0.0671 against
+/// 0.0681), and were left out.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let kernel = |m, k, n| plan(MatmulVariant::Sgemm, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap().kernel();
+/// assert_eq!(kernel(854, 334, 3510), "sgemm_64x128");
+/// assert_eq!(kernel(4096, 4096, 4096), "sgemm");
+/// # Ok(()) }
+/// ```
+pub const SGEMM_HALF_COST: f64 = 1.0;
+/// The time of `sgemm`'s 64 x 64 tiles as a multiple of 128 x 128 tiles' for as many warps on the
+/// busiest SM: twice the loads per multiply-add (H200: 5344x181x381 0.0349 ms against 0.0311,
+/// eight warps an SM either way; 486x114x1008, one block an SM either way, 0.0128 against
+/// 0.0183).
+pub const SGEMM_QUARTER_COST: f64 = 1.12;
+/// Fewest warps the planner charges an SM in its comparison of `sgemm` tiles: an SM with fewer
+/// takes about as long as one with this many (each thread's 8 x 8 multiply-adds are a chain of
+/// loads and FMAs whose latency fewer warps leave exposed). With it a block of 64 x 128 alone on
+/// an SM is estimated at 3/4 of a 128 x 128 one's time (486x114x1008: 0.0132 against 0.0183 ms
+/// on the H200).
+pub const SGEMM_MIN_WARPS: f64 = 6.0;
 /// An `sgemm` block's cost besides its columns of `k` (prologue, epilogue, scheduling), in
 /// columns of `k`: fitted at 512^3 (about 3.6 us, at 0.097 us per column).
 ///
@@ -1811,7 +1841,10 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         );
         (MatmulVariant::Sgemm, why)
     } else if shape.k < WARP_TILED_MIN_K {
-        (MatmulVariant::Sgemm, format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8 warps per block", shape.k))
+        (
+            MatmulVariant::Sgemm,
+            format!("compute-bound, k = {} < {WARP_TILED_MIN_K}: 8x8 accumulators a thread", shape.k),
+        )
     } else {
         let tiles = sgemm_warp_tiled::tiles(shape) as u64;
         let slots = sgemm_warp_tiled::BLOCKS_PER_SM as u64 * sm as u64;
@@ -1826,7 +1859,10 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
         if fill >= WARP_TILED_MIN_FILL {
             (MatmulVariant::SgemmWarpTiled, format!("compute-bound, k = {} and {waves}: warp-tiled", shape.k))
         } else {
-            (MatmulVariant::Sgemm, format!("compute-bound, too few tiles to warp-tile ({waves}): 8 warps per block"))
+            (
+                MatmulVariant::Sgemm,
+                format!("compute-bound, too few tiles to warp-tile ({waves}): 8x8 accumulators a thread"),
+            )
         }
     }
 }
@@ -1952,49 +1988,96 @@ fn gemv_split(k: usize, blocks: usize, sm: u32) -> (SplitK, String) {
     (s, format!("m = 1: matmul_gemv, k split among each block's {GEMV_ROW_GROUPS} row groups; {why}"))
 }
 
-/// `sgemm`'s tile and split of `k` (a forced split, or the planner's): the tile
-/// [`sgemm::tile_on`] offers and, where that is 64 x 256, the square tile instead unless 64 x
-/// 256's best split is estimated at most [`SGEMM_WIDE_COST`] of its time.
+/// `sgemm`'s tile and split of `k` (a forced split, or the planner's): where [`sgemm::tile_for`]
+/// gives a narrow tile, that one; otherwise, each with its best split ([`sgemm_split`]), the
+/// least [`sgemm_tile_time`] of the 128 x 128 tile, the 64 x 256 one [`sgemm::tile_on`] offers
+/// (times [`SGEMM_WIDE_COST`]), the 64 x 128 one where `C` is at least as wide as tall (times
+/// [`SGEMM_HALF_COST`]) and the 64 x 64 one (times [`SGEMM_QUARTER_COST`]).
 fn sgemm_tile_and_split(shape: MatmulShape, sm: u32, forced: Option<SplitK>) -> (Tile, SplitK, String) {
     let offered = sgemm::tile_on(shape, sm);
-    if let Some(s) = forced {
-        return (offered, s, "split forced".to_string());
-    }
-    let (s, why, estimate) = sgemm_split(shape, sm, offered);
     let square = sgemm::tile_for(shape);
-    if offered == square {
-        return (offered, s, why);
+    let split_of = |tile: Tile| match forced {
+        Some(s) => (s, "split forced".to_string()),
+        None => {
+            let (s, why, _) = sgemm_split(shape, sm, tile);
+            (s, why)
+        }
+    };
+    let (square_split, square_why) = split_of(square);
+    if square != Tile::SQUARE {
+        return (square, square_split, square_why);
     }
-    let (square_split, square_why, square_estimate) = sgemm_split(shape, sm, square);
-    if SGEMM_WIDE_COST * estimate <= square_estimate {
-        let why = format!(
-            "64x256 tiles, no more blocks on the busiest SM than 128x128's and half the transposing stores of A; {why}"
-        );
-        (offered, s, why)
-    } else {
-        (square, square_split, square_why)
+    let square_time = sgemm_tile_time(shape, sm, square, square_split);
+    let mut others = vec![];
+    if offered == Tile::WIDE_64 {
+        let note = "half the transposing stores of A";
+        others.push((offered, SGEMM_WIDE_COST, note));
     }
+    if shape.n >= shape.m {
+        others.push((Tile::HALF_WIDE, SGEMM_HALF_COST, "four blocks an SM"));
+    }
+    others.push((Tile::QUARTER, SGEMM_QUARTER_COST, "eight blocks an SM"));
+    // A tile whose grid CUDA cannot launch (too many rows of tiles) is no candidate.
+    let best = others
+        .into_iter()
+        .filter(|(tile, ..)| sgemm::plan(shape, *tile, SplitK::none(shape.k)).is_ok())
+        .map(|(tile, factor, note)| {
+            let (s, why) = split_of(tile);
+            (tile, s, why, factor * sgemm_tile_time(shape, sm, tile, s), note)
+        })
+        .min_by(|a, b| a.3.total_cmp(&b.3));
+    match best {
+        Some((tile, s, why, time, note)) if time < square_time => {
+            let why = format!(
+                "{}x{} tiles ({note}): {:.0}% of 128x128's estimated time; {why}",
+                tile.block_m(),
+                tile.block_n(),
+                100.0 * time / square_time
+            );
+            (tile, s, why)
+        }
+        _ => (square, square_split, square_why),
+    }
+}
+
+/// The estimated time of `sgemm` on `tile` with the split `s` (module documentation), in
+/// columns of `k` of one wave of 128 x 128 tiles.
+fn sgemm_estimate(shape: MatmulShape, sm: u32, tile: Tile, s: SplitK) -> f64 {
+    let tiles = sgemm::tiles(shape, tile) as u64;
+    let slots = sgemm::blocks_per_sm(tile) as u64 * sm as u64;
+    let values = (shape.m * shape.n) as f64;
+    let waves = (tiles * s.splits as u64).div_ceil(slots) as f64;
+    waves * (s.k_chunk.min(shape.k as u32) as f64 + SGEMM_BLOCK_OVERHEAD_K)
+        + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE } else { 0.0 }
+}
+
+/// The time of `sgemm` on `tile` with the split `s` relative to other tiles', before the tile's
+/// cost factor: the warps on the busiest SM (at least [`SGEMM_MIN_WARPS`]) times each block's
+/// columns of `k` and fixed cost, plus the reduction of the splits. Where the wave estimate
+/// ([`sgemm_split`]) counts a wave of 128 x 128 tiles as one however few of its slots are
+/// filled, this counts the warps an SM runs, which is what sets a small grid's time.
+fn sgemm_tile_time(shape: MatmulShape, sm: u32, tile: Tile, s: SplitK) -> f64 {
+    let blocks = sgemm::tiles(shape, tile) as u64 * s.splits as u64;
+    let warps = (blocks.div_ceil(sm.max(1) as u64) * (tile.threads() / 32) as u64) as f64;
+    let values = (shape.m * shape.n) as f64;
+    warps.max(SGEMM_MIN_WARPS) * (s.k_chunk.min(shape.k as u32) as f64 + SGEMM_BLOCK_OVERHEAD_K)
+        + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE * 16.0 } else { 0.0 }
 }
 
 /// The `sgemm` split of `tile`'s blocks with the fewest estimated waves-times-depth (module
 /// documentation), and that estimate.
 fn sgemm_split(shape: MatmulShape, sm: u32, tile: Tile) -> (SplitK, String, f64) {
     let tiles = sgemm::tiles(shape, tile) as u64;
-    let slots = sgemm::BLOCKS_PER_SM as u64 * sm as u64;
+    let slots = sgemm::blocks_per_sm(tile) as u64 * sm as u64;
     if tiles >= slots {
         // A full wave: a split only evens out the last wave, and its pass over splits x m x n
         // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
         // splits, 1.22 ms without).
-        let estimate = tiles.div_ceil(slots) as f64 * (shape.k as f64 + SGEMM_BLOCK_OVERHEAD_K);
+        let estimate = sgemm_estimate(shape, sm, tile, SplitK::none(shape.k));
         let why = format!("{} fill the {slots} block slots: no split", count(tiles, "tile"));
         return (SplitK::none(shape.k), why, estimate);
     }
-    let values = (shape.m * shape.n) as f64;
-    let cost = |s: SplitK| {
-        let waves = (tiles * s.splits as u64).div_ceil(slots) as f64;
-        waves * (s.k_chunk as f64 + SGEMM_BLOCK_OVERHEAD_K)
-            + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE } else { 0.0 }
-    };
+    let cost = |s: SplitK| sgemm_estimate(shape, sm, tile, s);
     let rule = SplitRule {
         min_chunk: SGEMM_MIN_CHUNK,
         max_splits: super::split_k::MAX_SPLITS,

@@ -164,6 +164,22 @@ pub fn kernel(tile: Tile, t: OperandType) -> &'static str {
 /// ```
 pub const BLOCKS_PER_SM: u32 = 2;
 
+/// Blocks of `tile`'s kernels one SM keeps resident, as the planner counts them: at 128 registers
+/// a thread, [`BLOCKS_PER_SM`] of 256 threads, four of the 64 x 128 tile's 128, eight of the 64
+/// x 64 tile's 64 (its BF16 and F16 kernels take 149 registers, six an SM: a difference the
+/// planner leaves to its cost factor).
+///
+/// ```
+/// use hopper_kernels::matmul::sgemm;
+/// use kernels::matmul::sgemm::Tile;
+/// assert_eq!(sgemm::blocks_per_sm(Tile::SQUARE), sgemm::BLOCKS_PER_SM);
+/// assert_eq!(sgemm::blocks_per_sm(Tile::HALF_WIDE), 4);
+/// assert_eq!(sgemm::blocks_per_sm(Tile::QUARTER), 8);
+/// ```
+pub const fn blocks_per_sm(tile: Tile) -> u32 {
+    BLOCKS_PER_SM * THREADS / tile.threads()
+}
+
 /// Tiles of `C` the grid's x and y cover with `tile`.
 ///
 /// ```
@@ -186,7 +202,8 @@ pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> 
     shape.m.div_ceil(block_m as usize) * shape.n.div_ceil(block_n as usize)
 }
 
-/// One block of `THREADS` threads per `tile` ([`tile_on`]) of `C`, columns on x, one z index per
+/// One block of [`Tile::threads`](kernels::matmul::sgemm::Tile::threads) threads per `tile`
+/// ([`tile_on`]) of `C`, columns on x, one z index per
 /// split of `k`; the tiles live in static shared memory
 /// ([`Tile::shared_bytes`](kernels::matmul::sgemm::Tile::shared_bytes)), so no dynamic shared
 /// memory.
@@ -201,13 +218,15 @@ pub(super) fn tile_count(shape: MatmulShape, (block_m, block_n): (u32, u32)) -> 
 /// assert_eq!((cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes), ((10, 8, 3), (256, 1, 1), 0));
 /// // CUDA allows at most 65,535 blocks along y.
 /// assert!(sgemm::plan(MatmulShape::new(128 * 65_536, 1, 65)?, Tile::SQUARE, SplitK::none(1)).is_err());
+/// // 64 x 64 tiles: a block of 64 threads each.
+/// assert_eq!(sgemm::plan(shape, Tile::QUARTER, SplitK::none(800))?.block_dim, (64, 1, 1));
 /// // 16,384 rows of 32 columns: 32 tiles of 512 x 32.
 /// let narrow = MatmulShape::new(16_384, 4096, 32)?;
 /// assert_eq!(sgemm::plan(narrow, Tile::TALL_32, SplitK::none(4096))?.grid_dim, (1, 32, 1));
 /// # Ok(()) }
 /// ```
 pub fn plan(shape: MatmulShape, tile: Tile, split: SplitK) -> Result<LaunchConfig> {
-    tile_plan(shape, split, (tile.block_m(), tile.block_n()), THREADS)
+    tile_plan(shape, split, (tile.block_m(), tile.block_n()), tile.threads())
 }
 
 /// One block of `threads` threads per `block_m x block_n` tile of `C`, columns on x, one z index

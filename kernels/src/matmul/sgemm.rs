@@ -16,6 +16,13 @@
 //! keeps it at 128 registers. The sections below describe the square tile; the narrow ones differ
 //! only in these counts.
 //!
+//! # Small tiles
+//! The same body on 64 x 128 (`sgemm_64x128`, 128 threads) and 64 x 64 (`sgemm_64x64`, 64
+//! threads) tiles, each thread still an 8 x 8 register tile and whole vectors of the slices
+//! ([`Tile::threads`]), for grids whose 128 x 128 tiles would leave the SMs few warps: four or
+//! eight blocks share an SM, so one block's barrier no longer stalls the SM, and a small grid
+//! spreads over more SMs.
+//!
 //! # Parameters
 //! Row-major `A[m x k]`, `B[k x n]`, `C[m x n]` (`C = A * B`), any `m, k, n >= 1`; `A` and `B`
 //! of `f32` (`sgemm`), BF16 (`sgemm_bf16`) or F16 (`sgemm_f16`), widened exactly to `f32` as
@@ -124,21 +131,24 @@ const _: () = assert!(THREADS * 4 == BLOCK_M * BLOCK_K && THREADS * 4 == BLOCK_K
 const _: () = assert!(THREAD_M == 8 && THREAD_N == 8 && BLOCK_K == 8);
 const _: () = assert!(A_TILE_STRIDE.is_multiple_of(4) && SHARED_BYTES <= 48 * 1024);
 
-/// A block tile of the kernel family: [`THREADS`] threads, each an 8 x 8 register tile of `C`
-/// in two halves per dimension, so `block_m * block_n` is always 128 x 128's area and one width
-/// fixes the tile. [`Tile::SQUARE`] is `sgemm`'s; the narrow tiles put the block's 256 threads
-/// along the long side of a product whose other side is 32 or 64 wide, where a square tile
-/// would multiply padding ([`TILE_KERNELS`]).
+/// A block tile of the kernel family: one thread per 8 x 8 register tile of `C` (in two halves
+/// per dimension), so a tile of 128 x 128's area has [`THREADS`] threads. [`Tile::SQUARE`] is
+/// `sgemm`'s; the narrow tiles put the block's 256 threads along the long side of a product
+/// whose other side is 32 or 64 wide, where a square tile would multiply padding; the small
+/// tiles ([`Tile::HALF_WIDE`], [`Tile::QUARTER`]) have half or a quarter of its area and
+/// threads, for grids too small to fill the SMs with 128 x 128 tiles ([`TILE_KERNELS`]).
 ///
 /// ```
 /// use kernels::matmul::sgemm::Tile;
-/// assert_eq!((Tile::SQUARE.block_m(), Tile::SQUARE.block_n()), (128, 128));
+/// assert_eq!((Tile::SQUARE.block_m(), Tile::SQUARE.block_n(), Tile::SQUARE.threads()), (128, 128, 256));
 /// assert_eq!((Tile::TALL_32.block_m(), Tile::TALL_32.block_n()), (512, 32));
 /// // 512 rows x 8 of k: four 16-byte vectors of A per thread and slice; B's 8 x 32 takes 64 threads.
 /// assert_eq!((Tile::TALL_32.a_vectors(), Tile::TALL_32.b_vectors()), (1024, 64));
+/// // 64 x 64 on 64 threads: two vectors of each operand per thread and slice.
+/// assert_eq!((Tile::QUARTER.threads(), Tile::QUARTER.a_vectors(), Tile::QUARTER.b_vectors()), (64, 128, 128));
 /// ```
 ///
-/// The five constants are the only tiles (the fields are private): a kernel exists for each.
+/// The seven constants are the only tiles (the fields are private): a kernel exists for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tile {
     /// Rows of `C` per block.
@@ -158,10 +168,19 @@ impl Tile {
     pub const WIDE_64: Self = Self::of_width(256);
     /// 32 x 512, for products at most 32 rows tall.
     pub const WIDE_32: Self = Self::of_width(512);
+    /// 64 x 128 on 128 threads: half the square's area.
+    pub const HALF_WIDE: Self = Self::new(64, 128);
+    /// 64 x 64 on 64 threads: a quarter of the square's area.
+    pub const QUARTER: Self = Self::new(64, 64);
 
-    /// The tile `block_n` wide (32, 64, 128, 256 or 512: the kernels' widths).
+    /// The tile of 128 x 128's area `block_n` wide (32, 64, 128, 256 or 512).
     pub(crate) const fn of_width(block_n: u32) -> Self {
-        Self { block_m: BLOCK_M * BLOCK_N / block_n, block_n }
+        Self::new(BLOCK_M * BLOCK_N / block_n, block_n)
+    }
+
+    /// The tile `block_m x block_n`.
+    pub(crate) const fn new(block_m: u32, block_n: u32) -> Self {
+        Self { block_m, block_n }
     }
 
     /// Rows of `C` per block.
@@ -177,6 +196,11 @@ impl Tile {
     /// Threads along a row of the tile (each 2 x 4 of its columns).
     pub const fn threads_x(self) -> u32 {
         self.block_n / THREAD_N
+    }
+
+    /// Threads of a block: one per 8 x 8 of the tile.
+    pub const fn threads(self) -> u32 {
+        (self.block_m / THREAD_M) * (self.block_n / THREAD_N)
     }
 
     /// Floats between consecutive `k` rows of the transposed `A` tile: `block_m` plus 4 of
@@ -201,7 +225,7 @@ impl Tile {
     }
 
     /// 4-float vectors of one slice of `A` (`block_m x BLOCK_K`): vector `f` is loaded by thread
-    /// `f % THREADS`, its `f / THREADS`-th.
+    /// `f % threads`, its `f / threads`-th.
     pub const fn a_vectors(self) -> u32 {
         self.block_m * BLOCK_K / 4
     }
@@ -212,8 +236,9 @@ impl Tile {
     }
 
     /// Vectors of a slice of `vectors` one thread loads (threads past `vectors` load none).
-    pub const fn per_thread(vectors: u32) -> u32 {
-        if vectors > THREADS { vectors / THREADS } else { 1 }
+    pub const fn per_thread(self, vectors: u32) -> u32 {
+        let threads = self.threads();
+        if vectors > threads { vectors / threads } else { 1 }
     }
 
     /// Parts a slice is prefetched in: one per vector of `A` where a thread loads four (the
@@ -224,7 +249,7 @@ impl Tile {
     /// whole multiply to arrive: the 32 x 512 tile (four vectors of `B` a thread) ran 29 x 3987
     /// x 15107 in 0.160 ms in one part and 0.256 in four (H200).
     pub const fn parts(self) -> u32 {
-        let a = Self::per_thread(self.a_vectors());
+        let a = self.per_thread(self.a_vectors());
         if a > 2 { a } else { 1 }
     }
 
@@ -268,26 +293,31 @@ impl Tile {
 /// use kernels::matmul::sgemm::{TILE_KERNELS, Tile};
 /// assert_eq!(TILE_KERNELS[1], (Tile::TALL_64, ["sgemm_256x64", "sgemm_bf16_256x64", "sgemm_f16_256x64"]));
 /// ```
-pub const TILE_KERNELS: [(Tile, [&str; 3]); 5] = [
+pub const TILE_KERNELS: [(Tile, [&str; 3]); 7] = [
     (Tile::SQUARE, KERNELS),
     (Tile::TALL_64, ["sgemm_256x64", "sgemm_bf16_256x64", "sgemm_f16_256x64"]),
     (Tile::TALL_32, ["sgemm_512x32", "sgemm_bf16_512x32", "sgemm_f16_512x32"]),
     (Tile::WIDE_64, ["sgemm_64x256", "sgemm_bf16_64x256", "sgemm_f16_64x256"]),
     (Tile::WIDE_32, ["sgemm_32x512", "sgemm_bf16_32x512", "sgemm_f16_32x512"]),
+    (Tile::HALF_WIDE, ["sgemm_64x128", "sgemm_bf16_64x128", "sgemm_f16_64x128"]),
+    (Tile::QUARTER, ["sgemm_64x64", "sgemm_bf16_64x64", "sgemm_f16_64x64"]),
 ];
 
 /// Most 4-float vectors of `A` or `B` one thread loads per slice, over every tile.
 pub const MAX_VECTORS_PER_THREAD: u32 = 4;
 
-// Each thread loads whole vectors of both slices, at most MAX_VECTORS_PER_THREAD of either.
+// Each thread loads whole vectors of both slices, at most MAX_VECTORS_PER_THREAD of either; a
+// block is whole warps.
 const _: () = {
     let mut i = 0;
     while i < TILE_KERNELS.len() {
         let t = TILE_KERNELS[i].0;
-        assert!(t.block_m * t.block_n == BLOCK_M * BLOCK_N && t.threads_x() * (t.block_m / THREAD_M) == THREADS);
-        assert!(t.a_vectors() <= MAX_VECTORS_PER_THREAD * THREADS && t.b_vectors() <= MAX_VECTORS_PER_THREAD * THREADS);
-        assert!(t.a_vectors().is_multiple_of(THREADS) || t.a_vectors() < THREADS);
-        assert!(t.b_vectors().is_multiple_of(THREADS) || t.b_vectors() < THREADS);
+        let threads = t.threads();
+        assert!(threads * THREAD_M * THREAD_N == t.block_m * t.block_n && threads.is_multiple_of(32));
+        assert!(threads <= THREADS && t.block_m.is_multiple_of(2 * 4) && t.block_n.is_multiple_of(2 * 4));
+        assert!(t.a_vectors() <= MAX_VECTORS_PER_THREAD * threads && t.b_vectors() <= MAX_VECTORS_PER_THREAD * threads);
+        assert!(t.a_vectors().is_multiple_of(threads) || t.a_vectors() < threads);
+        assert!(t.b_vectors().is_multiple_of(threads) || t.b_vectors() < threads);
         assert!(t.a_stride() % 32 == 4 && t.shared_bytes() <= 48 * 1024);
         i += 1;
     }
@@ -349,7 +379,7 @@ pub const fn vector_path(k: u32, n: u32) -> bool {
 
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
-    use super::{BLOCK_K, MAX_VECTORS_PER_THREAD, STAGES, THREADS, Tile, grouped_tile, vector_path};
+    use super::{BLOCK_K, MAX_VECTORS_PER_THREAD, STAGES, Tile, grouped_tile, vector_path};
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, thread};
     use crate::matmul::element::{Bf16, Element, F16};
@@ -357,48 +387,51 @@ mod device_code {
     use crate::matmul::split_k::split_k_range;
     use crate::{gpu_kernel, shared_array};
 
-    /// Floats of both stages of the transposed `A` tile of the tile `block_n` wide.
-    const fn a_floats(block_n: u32) -> usize {
-        (STAGES * Tile::of_width(block_n).a_stage_floats()) as usize
+    /// Floats of both stages of the transposed `A` tile of the tile `block_m x block_n`.
+    const fn a_floats(block_m: u32, block_n: u32) -> usize {
+        (STAGES * Tile::new(block_m, block_n).a_stage_floats()) as usize
     }
 
-    /// Floats of both stages of the `B` tile of the tile `block_n` wide.
-    const fn b_floats(block_n: u32) -> usize {
-        (STAGES * Tile::of_width(block_n).b_stage_floats()) as usize
+    /// Floats of both stages of the `B` tile of the tile `block_m x block_n`.
+    const fn b_floats(block_m: u32, block_n: u32) -> usize {
+        (STAGES * Tile::new(block_m, block_n).b_stage_floats()) as usize
     }
 
-    /// Declares `$get()`, the static shared tiles of the tile `$bn` wide, under the PTX symbols
-    /// `$a` and `$b`: one pair per width, which the kernels of all three operand types use.
+    /// Declares `$get()`, the static shared tiles of the tile `$bm x $bn`, under the PTX symbols
+    /// `$a` and `$b`: one pair per tile, which the kernels of all three operand types use.
     macro_rules! tile_storage {
-        ($($get:ident: $bn:literal, $a:ident, $b:ident;)*) => {
+        ($($get:ident: $bm:literal x $bn:literal, $a:ident, $b:ident;)*) => {
             $(
                 #[inline(always)]
-                fn $get() -> (SharedArray<f32, { a_floats($bn) }>, SharedArray<f32, { b_floats($bn) }>) {
-                    (shared_array!($a: [f32; a_floats($bn)]), shared_array!($b: [f32; b_floats($bn)]))
+                fn $get() -> (SharedArray<f32, { a_floats($bm, $bn) }>, SharedArray<f32, { b_floats($bm, $bn) }>) {
+                    (shared_array!($a: [f32; a_floats($bm, $bn)]), shared_array!($b: [f32; b_floats($bm, $bn)]))
                 }
             )*
         };
     }
     tile_storage! {
-        square_tiles: 128, SGEMM_A, SGEMM_B;
-        tall_64_tiles: 64, SGEMM_256X64_A, SGEMM_256X64_B;
-        tall_32_tiles: 32, SGEMM_512X32_A, SGEMM_512X32_B;
-        wide_64_tiles: 256, SGEMM_64X256_A, SGEMM_64X256_B;
-        wide_32_tiles: 512, SGEMM_32X512_A, SGEMM_32X512_B;
+        square_tiles: 128 x 128, SGEMM_A, SGEMM_B;
+        tall_64_tiles: 256 x 64, SGEMM_256X64_A, SGEMM_256X64_B;
+        tall_32_tiles: 512 x 32, SGEMM_512X32_A, SGEMM_512X32_B;
+        wide_64_tiles: 64 x 256, SGEMM_64X256_A, SGEMM_64X256_B;
+        wide_32_tiles: 32 x 512, SGEMM_32X512_A, SGEMM_32X512_B;
+        half_wide_tiles: 64 x 128, SGEMM_64X128_A, SGEMM_64X128_B;
+        quarter_tiles: 64 x 64, SGEMM_64X64_A, SGEMM_64X64_B;
     }
 
     /// Declares the kernel for each operand type and tile: `$name(a, b, ...)` on `*const $t`
-    /// operands with the tile `$bn` wide, whose shared memory `$tiles()` declares.
+    /// operands with the tile `$bm x $bn`, whose shared memory `$tiles()` declares.
     macro_rules! sgemm_kernels {
-        ($($name:ident: $t:ty, $bn:literal, $tiles:ident;)*) => {
+        ($($name:ident: $t:ty, $bm:literal x $bn:literal, $tiles:ident;)*) => {
             gpu_kernel! {
                 $(
-                    #[doc = concat!("`C = A * B` on `", stringify!($t), "` operands with block tiles ", stringify!($bn), " wide")]
+                    #[doc = concat!("`C = A * B` on `", stringify!($t), "` operands with block tiles of ", stringify!($bm), " x ", stringify!($bn))]
                     /// and 8 x 8 thread tiles; see the [module documentation](super).
                     ///
                     /// # Safety
                     /// `a`, `b` hold `m*k`, `k*n` elements and `c` `gridDim.z*m*n` `f32` on the
-                    /// device, `c` overlaps neither input, the block is `THREADS` x 1 x 1, and
+                    /// device, `c` overlaps neither input, the block is the tile's
+                    /// [`Tile::threads`](super::Tile::threads) x 1 x 1, and
                     /// `k_chunk` is a positive multiple of `BLOCK_K`; `guard` is null (the kernel
                     /// runs) or the guard of a finished split-TF32 scan of `a` and `b`
                     /// (`crate::matmul::tf32x3`: the kernel runs only on its FP32 path).
@@ -419,37 +452,43 @@ mod device_code {
                         }
                         let (tile_a, tile_b) = $tiles();
                         // SAFETY: forwarded kernel contract.
-                        unsafe { sgemm_body::<$t, $bn, _, _>(tile_a, tile_b, a, b, c, m, k, n, k_chunk) }
+                        unsafe { sgemm_body::<$t, $bm, $bn, _, _>(tile_a, tile_b, a, b, c, m, k, n, k_chunk) }
                     }
                 )*
             }
         };
     }
     sgemm_kernels! {
-        sgemm: f32, 128, square_tiles;
-        sgemm_bf16: Bf16, 128, square_tiles;
-        sgemm_f16: F16, 128, square_tiles;
-        sgemm_256x64: f32, 64, tall_64_tiles;
-        sgemm_bf16_256x64: Bf16, 64, tall_64_tiles;
-        sgemm_f16_256x64: F16, 64, tall_64_tiles;
-        sgemm_512x32: f32, 32, tall_32_tiles;
-        sgemm_bf16_512x32: Bf16, 32, tall_32_tiles;
-        sgemm_f16_512x32: F16, 32, tall_32_tiles;
-        sgemm_64x256: f32, 256, wide_64_tiles;
-        sgemm_bf16_64x256: Bf16, 256, wide_64_tiles;
-        sgemm_f16_64x256: F16, 256, wide_64_tiles;
-        sgemm_32x512: f32, 512, wide_32_tiles;
-        sgemm_bf16_32x512: Bf16, 512, wide_32_tiles;
-        sgemm_f16_32x512: F16, 512, wide_32_tiles;
+        sgemm: f32, 128 x 128, square_tiles;
+        sgemm_bf16: Bf16, 128 x 128, square_tiles;
+        sgemm_f16: F16, 128 x 128, square_tiles;
+        sgemm_256x64: f32, 256 x 64, tall_64_tiles;
+        sgemm_bf16_256x64: Bf16, 256 x 64, tall_64_tiles;
+        sgemm_f16_256x64: F16, 256 x 64, tall_64_tiles;
+        sgemm_512x32: f32, 512 x 32, tall_32_tiles;
+        sgemm_bf16_512x32: Bf16, 512 x 32, tall_32_tiles;
+        sgemm_f16_512x32: F16, 512 x 32, tall_32_tiles;
+        sgemm_64x256: f32, 64 x 256, wide_64_tiles;
+        sgemm_bf16_64x256: Bf16, 64 x 256, wide_64_tiles;
+        sgemm_f16_64x256: F16, 64 x 256, wide_64_tiles;
+        sgemm_32x512: f32, 32 x 512, wide_32_tiles;
+        sgemm_bf16_32x512: Bf16, 32 x 512, wide_32_tiles;
+        sgemm_f16_32x512: F16, 32 x 512, wide_32_tiles;
+        sgemm_64x128: f32, 64 x 128, half_wide_tiles;
+        sgemm_bf16_64x128: Bf16, 64 x 128, half_wide_tiles;
+        sgemm_f16_64x128: F16, 64 x 128, half_wide_tiles;
+        sgemm_64x64: f32, 64 x 64, quarter_tiles;
+        sgemm_bf16_64x64: Bf16, 64 x 64, quarter_tiles;
+        sgemm_f16_64x64: F16, 64 x 64, quarter_tiles;
     }
 
-    /// The kernels' body on operands of type `T` with the tile `BN` wide.
+    /// The kernels' body on operands of type `T` with the tile `BM x BN`.
     ///
     /// # Safety
     /// As the kernels'.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn sgemm_body<T: Element, const BN: u32, const AF: usize, const BF: usize>(
+    unsafe fn sgemm_body<T: Element, const BM: u32, const BN: u32, const AF: usize, const BF: usize>(
         tile_a: SharedArray<f32, AF>,
         tile_b: SharedArray<f32, BF>,
         a: *const T,
@@ -467,25 +506,25 @@ mod device_code {
         // Uniform across the launch: every thread takes the same path.
         if vector_path(k, n) && aligned {
             // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.
-            unsafe { block_product::<T, true, BN, AF, BF>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
+            unsafe { block_product::<T, true, BM, BN, AF, BF>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
         } else {
             // SAFETY: forwarded kernel contract.
-            unsafe { block_product::<T, false, BN, AF, BF>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
+            unsafe { block_product::<T, false, BM, BN, AF, BF>(tile_a, tile_b, a, b, c, m, k, n, k_begin, k_len) }
         }
     }
 
     /// This thread's loads of one slice: up to [`MAX_VECTORS_PER_THREAD`] vectors of each operand.
     type Slice = ([[f32; 4]; MAX_VECTORS_PER_THREAD as usize], [[f32; 4]; MAX_VECTORS_PER_THREAD as usize]);
 
-    /// Whether this thread loads its `v`-th vector of a slice of `vectors` vectors in `part` of
-    /// `parts`.
+    /// Whether this thread of `tile`'s block loads its `v`-th vector of a slice of `vectors`
+    /// vectors in `part` of `parts`.
     #[inline(always)]
-    fn loads(tid: u32, v: usize, vectors: u32, part: u32, parts: u32) -> bool {
+    fn loads(tile: Tile, tid: u32, v: usize, vectors: u32, part: u32, parts: u32) -> bool {
         // Tiles with fewer vectors than threads leave the higher threads idle; with more, every
-        // thread loads vectors / THREADS. All but tid are compile-time constants.
-        let per_thread = Tile::per_thread(vectors);
+        // thread loads vectors / threads. All but tid are compile-time constants.
+        let per_thread = tile.per_thread(vectors);
         let in_part = (v as u32) * parts / per_thread == part;
-        in_part && (v as u32) < per_thread && (vectors >= THREADS || tid < vectors)
+        in_part && (v as u32) < per_thread && (vectors >= tile.threads() || tid < vectors)
     }
 
     /// The block's whole product over columns `k_begin .. k_begin + k_len` of `A` (rows of `B`),
@@ -493,7 +532,14 @@ mod device_code {
     /// `vector_path(k, n)`, `a` and `b` aligned to `T::VECTOR_BYTES` and `c` to 16 bytes.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn block_product<T: Element, const VEC: bool, const BN: u32, const AF: usize, const BF: usize>(
+    unsafe fn block_product<
+        T: Element,
+        const VEC: bool,
+        const BM: u32,
+        const BN: u32,
+        const AF: usize,
+        const BF: usize,
+    >(
         tile_a: SharedArray<f32, AF>,
         tile_b: SharedArray<f32, BF>,
         a: *const T,
@@ -505,7 +551,7 @@ mod device_code {
         k_begin: u32,
         k_len: u32,
     ) {
-        let tile = Tile::of_width(BN);
+        let tile = Tile::new(BM, BN);
         let tid = thread::thread_idx_x();
         let (tile_row, tile_col) =
             grouped_tile(thread::block_idx_x(), thread::block_idx_y(), thread::grid_dim_x(), thread::grid_dim_y());
@@ -514,13 +560,13 @@ mod device_code {
         // the rows and columns of C from the tile's corner to the edge, and never underflow.
         let (rows_left, cols_left) = (m - block_row, n - block_col);
 
-        // Vector v of this thread is vector tid + v * THREADS of the slice; its first row of A
+        // Vector v of this thread is vector tid + v * threads of the slice; its first row of A
         // (column of B) and its k, for the guards and the shared stores.
         let (a_row, a_k) = tile.a_load_slot(tid);
         let (b_k, b_col) = tile.b_load_slot(tid);
-        // Vectors of one thread are THREADS apart: whole rows of A further down, whole k rows of B.
-        let a_rows_apart = THREADS / (BLOCK_K / 4);
-        let b_ks_apart = THREADS / (tile.block_n / 4);
+        // Vectors of one thread are threads apart: whole rows of A further down, whole k rows of B.
+        let a_rows_apart = tile.threads() / (BLOCK_K / 4);
+        let b_ks_apart = tile.threads() / (tile.block_n / 4);
         // Only dereferenced where the load guards hold; wrapping arithmetic keeps the
         // out-of-range pointers of edge threads free of undefined behaviour.
         let mut a_next = a.wrapping_add((block_row + a_row) as usize * k as usize + (k_begin + a_k) as usize);
@@ -538,13 +584,13 @@ mod device_code {
         let load = |a_next: *const T, b_next: *const T, k_left: u32, part: u32| -> Slice {
             let mut s: Slice = ([[0.0; 4]; 4], [[0.0; 4]; 4]);
             unroll!(v in [0, 1, 2, 3] {
-                if loads(tid, v, tile.a_vectors(), part, parts) {
+                if loads(tile, tid, v, tile.a_vectors(), part, parts) {
                     let row = a_row + v as u32 * a_rows_apart;
                     s.0[v] = unsafe {
                         guarded::load4::<_, VEC>(a_next.wrapping_add(v * a_apart), row < rows_left, a_k, k_left)
                     };
                 }
-                if loads(tid, v, tile.b_vectors(), part, parts) {
+                if loads(tile, tid, v, tile.b_vectors(), part, parts) {
                     let kb = b_k + v as u32 * b_ks_apart;
                     s.1[v] = unsafe {
                         guarded::load4::<_, VEC>(b_next.wrapping_add(v * b_apart), kb < k_left, b_col, cols_left)
@@ -560,14 +606,14 @@ mod device_code {
         let store = |stage: usize, s: &Slice, part: u32| {
             let (a_at, b_at) = (stage * tile.a_stage_floats() as usize, stage * tile.b_stage_floats() as usize);
             unroll!(v in [0, 1, 2, 3] {
-                if loads(tid, v, tile.a_vectors(), part, parts) {
+                if loads(tile, tid, v, tile.a_vectors(), part, parts) {
                     let at = a_at + a_store + v * a_rows_apart as usize;
                     unroll!(i in [0, 1, 2, 3] {
                         // SAFETY: (a_k + i, row) of the stage: in bounds, this thread's own slot.
                         unsafe { tile_a.store(at + i * tile.a_stride() as usize, s.0[v][i]) };
                     });
                 }
-                if loads(tid, v, tile.b_vectors(), part, parts) {
+                if loads(tile, tid, v, tile.b_vectors(), part, parts) {
                     let at = b_at + b_store + v * (b_ks_apart * tile.block_n) as usize;
                     // SAFETY: a multiple of 4 inside the stage, this thread's own 4 slots.
                     unsafe { tile_b.store4(at, s.1[v]) };
@@ -723,13 +769,14 @@ mod tests {
     use std::vec;
     use std::vec::Vec;
 
-    const TILES: [Tile; 5] = [Tile::SQUARE, Tile::TALL_64, Tile::TALL_32, Tile::WIDE_64, Tile::WIDE_32];
+    const TILES: [Tile; 7] =
+        [Tile::SQUARE, Tile::TALL_64, Tile::TALL_32, Tile::WIDE_64, Tile::WIDE_32, Tile::HALF_WIDE, Tile::QUARTER];
 
     #[test]
     fn every_tile_has_a_kernel_per_operand_type() {
         for tile in TILES {
             assert_eq!(TILE_KERNELS.iter().filter(|(t, _)| *t == tile).count(), 1, "{tile:?}");
-            assert_eq!(tile.block_m() * tile.block_n(), BLOCK_M * BLOCK_N, "{tile:?}");
+            assert_eq!(tile.block_m() * tile.block_n(), tile.threads() * THREAD_M * THREAD_N, "{tile:?}");
         }
         assert_eq!(TILE_KERNELS.len(), TILES.len());
     }
@@ -742,17 +789,20 @@ mod tests {
         assert_eq!(Tile::SQUARE.shared_bytes(), SHARED_BYTES);
         assert_eq!(Tile::TALL_32.shared_bytes(), 2 * (8 * 516 + 8 * 32) * 4);
         assert_eq!(Tile::WIDE_32.shared_bytes(), 2 * (8 * 36 + 8 * 512) * 4);
+        assert_eq!(Tile::QUARTER.shared_bytes(), 2 * (8 * 68 + 8 * 64) * 4);
         assert_eq!(TILE_KERNELS.map(|(t, _)| t), TILES);
+        // The narrow tiles keep the square's 256 threads; the small ones have half or a quarter.
+        assert_eq!(TILES.map(Tile::threads), [256, 256, 256, 256, 256, 128, 64]);
         // Only the tiles whose threads load four vectors of an operand prefetch in parts.
-        assert_eq!(TILES.map(Tile::parts), [1, 1, 4, 1, 1]);
+        assert_eq!(TILES.map(Tile::parts), [1, 1, 4, 1, 1, 1, 1]);
     }
 
-    /// The indices of the vectors of a slice of `vectors` that the threads load, each thread its
-    /// first [`Tile::per_thread`] at `tid + v * THREADS`, as the kernel's `loads` admits them.
-    fn loaded(vectors: u32) -> Vec<u32> {
-        let per_thread = Tile::per_thread(vectors);
-        (0..THREADS)
-            .flat_map(|tid| (0..per_thread.min(MAX_VECTORS_PER_THREAD)).map(move |v| tid + v * THREADS))
+    /// The indices of the vectors of a slice of `vectors` that `t`'s threads load, each thread
+    /// its first [`Tile::per_thread`] at `tid + v * threads`, as the kernel's `loads` admits them.
+    fn loaded(t: Tile, vectors: u32) -> Vec<u32> {
+        let (per_thread, threads) = (t.per_thread(vectors), t.threads());
+        (0..threads)
+            .flat_map(|tid| (0..per_thread.min(MAX_VECTORS_PER_THREAD)).map(move |v| tid + v * threads))
             .filter(|&f| f < vectors)
             .collect()
     }
@@ -760,10 +810,10 @@ mod tests {
     #[test]
     fn load_slots_cover_each_slice_exactly_once_in_vectors_of_four() {
         for t in TILES {
-            let a: Vec<(u32, u32)> = loaded(t.a_vectors()).into_iter().map(|f| t.a_load_slot(f)).collect();
+            let a: Vec<(u32, u32)> = loaded(t, t.a_vectors()).into_iter().map(|f| t.a_load_slot(f)).collect();
             assert!(a.iter().all(|&(_, k)| k.is_multiple_of(4)));
             assert_partition(t.block_m, BLOCK_K, a.into_iter().flat_map(|(row, k)| (0..4).map(move |i| (row, k + i))));
-            let b: Vec<(u32, u32)> = loaded(t.b_vectors()).into_iter().map(|f| t.b_load_slot(f)).collect();
+            let b: Vec<(u32, u32)> = loaded(t, t.b_vectors()).into_iter().map(|f| t.b_load_slot(f)).collect();
             assert!(b.iter().all(|&(_, col)| col.is_multiple_of(4)));
             assert_partition(BLOCK_K, t.block_n, b.into_iter().flat_map(|(k, col)| (0..4).map(move |i| (k, col + i))));
         }
@@ -771,17 +821,18 @@ mod tests {
 
     #[test]
     fn a_threads_vectors_are_whole_rows_of_a_and_k_rows_of_b_apart() {
-        // The kernel steps a thread's vectors by THREADS / 2 rows of A and THREADS / (block_n / 4)
+        // The kernel steps a thread's vectors by threads / 2 rows of A and threads / (block_n / 4)
         // k rows of B from its first.
         for t in TILES {
-            for tid in 0..THREADS {
+            let threads = t.threads();
+            for tid in 0..threads {
                 let (row, k) = t.a_load_slot(tid);
                 let (kb, col) = t.b_load_slot(tid);
-                for v in 1..Tile::per_thread(t.a_vectors()) {
-                    assert_eq!(t.a_load_slot(tid + v * THREADS), (row + v * THREADS / 2, k));
+                for v in 1..t.per_thread(t.a_vectors()) {
+                    assert_eq!(t.a_load_slot(tid + v * threads), (row + v * threads / 2, k));
                 }
-                for v in 1..Tile::per_thread(t.b_vectors()) {
-                    assert_eq!(t.b_load_slot(tid + v * THREADS), (kb + v * THREADS / (t.block_n / 4), col));
+                for v in 1..t.per_thread(t.b_vectors()) {
+                    assert_eq!(t.b_load_slot(tid + v * threads), (kb + v * threads / (t.block_n / 4), col));
                 }
             }
         }
@@ -793,13 +844,13 @@ mod tests {
             assert_partition(
                 t.block_m,
                 t.block_n,
-                (0..THREADS).flat_map(|tid| {
+                (0..t.threads()).flat_map(|tid| {
                     (0..THREAD_M).flat_map(move |i| (0..THREAD_N).map(move |j| (t.c_row(tid, i), t.c_col(tid, j))))
                 }),
             );
             // Each half of a thread tile is 4 consecutive rows / columns starting at a multiple
             // of 4, so `ld.shared.v4.f32` reads it.
-            for tid in 0..THREADS {
+            for tid in 0..t.threads() {
                 for half in 0..2 {
                     assert!(t.c_row(tid, 4 * half).is_multiple_of(4) && t.c_col(tid, 4 * half).is_multiple_of(4));
                     for i in 1..4 {
@@ -835,10 +886,11 @@ mod tests {
         }
     }
 
-    /// Asserts that 16-byte reads at `index` by each group of 8 lanes (one wavefront's share)
-    /// are conflict-free: distinct 16-byte chunks on distinct banks, equal ones broadcast.
-    fn assert_conflict_free(index: impl Fn(u32) -> u32) {
-        for lanes in (0..THREADS).collect::<Vec<_>>().chunks(8) {
+    /// Asserts that 16-byte reads at `index` by each group of 8 lanes (one wavefront's share) of
+    /// `threads` are conflict-free: distinct 16-byte chunks on distinct banks, equal ones
+    /// broadcast.
+    fn assert_conflict_free(threads: u32, index: impl Fn(u32) -> u32) {
+        for lanes in (0..threads).collect::<Vec<_>>().chunks(8) {
             let mut chunks: Vec<u32> = lanes.iter().map(|&t| index(t)).collect();
             chunks.sort_unstable();
             chunks.dedup();
@@ -852,10 +904,11 @@ mod tests {
     #[test]
     fn operand_reads_of_eight_lanes_are_one_conflict_free_wavefront() {
         for t in TILES {
-            assert_conflict_free(|tid| t.b_tile_index(0, t.c_col(tid, 0)));
-            assert_conflict_free(|tid| t.b_tile_index(3, t.c_col(tid, 4)));
-            assert_conflict_free(|tid| t.a_tile_index(0, t.c_row(tid, 0)));
-            assert_conflict_free(|tid| t.a_tile_index(5, t.c_row(tid, 4)));
+            let threads = t.threads();
+            assert_conflict_free(threads, |tid| t.b_tile_index(0, t.c_col(tid, 0)));
+            assert_conflict_free(threads, |tid| t.b_tile_index(3, t.c_col(tid, 4)));
+            assert_conflict_free(threads, |tid| t.a_tile_index(0, t.c_row(tid, 0)));
+            assert_conflict_free(threads, |tid| t.a_tile_index(5, t.c_row(tid, 4)));
         }
     }
 
@@ -891,11 +944,11 @@ mod tests {
         let mut c = vec![f32::NAN; (m * n) as usize];
         for block_row in (0..m).step_by(t.block_m as usize) {
             for block_col in (0..n).step_by(t.block_n as usize) {
-                let mut acc = vec![[[0.0f32; 8]; 8]; THREADS as usize];
+                let mut acc = vec![[[0.0f32; 8]; 8]; t.threads() as usize];
                 for k0 in (0..k).step_by(BLOCK_K as usize) {
                     let mut tile_a = vec![f32::NAN; t.a_stage_floats() as usize];
                     let mut tile_b = vec![f32::NAN; t.b_stage_floats() as usize];
-                    for f in loaded(t.a_vectors()) {
+                    for f in loaded(t, t.a_vectors()) {
                         let (row, ka) = t.a_load_slot(f);
                         for i in 0..4 {
                             let (r, kk) = (block_row + row, k0 + ka + i);
@@ -903,7 +956,7 @@ mod tests {
                             tile_a[t.a_tile_index(ka + i, row) as usize] = v;
                         }
                     }
-                    for f in loaded(t.b_vectors()) {
+                    for f in loaded(t, t.b_vectors()) {
                         let (kb, col) = t.b_load_slot(f);
                         for i in 0..4 {
                             let (kk, cc) = (k0 + kb, block_col + col + i);
