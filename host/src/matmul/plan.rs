@@ -2045,7 +2045,7 @@ fn sgemm_tile_and_split(shape: MatmulShape, sm: u32, forced: Option<SplitK>) -> 
 fn sgemm_estimate(shape: MatmulShape, sm: u32, tile: Tile, s: SplitK) -> f64 {
     let tiles = sgemm::tiles(shape, tile) as u64;
     let slots = sgemm::blocks_per_sm(tile) as u64 * sm as u64;
-    let values = (shape.m * shape.n) as f64;
+    let values = shape.m as f64 * shape.n as f64;
     let waves = (tiles * s.splits as u64).div_ceil(slots) as f64;
     waves * (s.k_chunk.min(shape.k as u32) as f64 + SGEMM_BLOCK_OVERHEAD_K)
         + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE } else { 0.0 }
@@ -2057,9 +2057,10 @@ fn sgemm_estimate(shape: MatmulShape, sm: u32, tile: Tile, s: SplitK) -> f64 {
 /// ([`sgemm_split`]) counts a wave of 128 x 128 tiles as one however few of its slots are
 /// filled, this counts the warps an SM runs, which is what sets a small grid's time.
 fn sgemm_tile_time(shape: MatmulShape, sm: u32, tile: Tile, s: SplitK) -> f64 {
-    let blocks = sgemm::tiles(shape, tile) as u64 * s.splits as u64;
-    let warps = (blocks.div_ceil(sm.max(1) as u64) * (tile.threads() / 32) as u64) as f64;
-    let values = (shape.m * shape.n) as f64;
+    // In f64: the planner meets shapes whose m * n overflows an integer before it refuses them.
+    let blocks = sgemm::tiles(shape, tile) as f64 * s.splits as f64;
+    let warps = (blocks / sm.max(1) as f64).ceil() * (tile.threads() / 32) as f64;
+    let values = shape.m as f64 * shape.n as f64;
     warps.max(SGEMM_MIN_WARPS) * (s.k_chunk.min(shape.k as u32) as f64 + SGEMM_BLOCK_OVERHEAD_K)
         + if s.splits > 1 { s.splits as f64 * values * SGEMM_REDUCE_K_PER_VALUE * 16.0 } else { 0.0 }
 }
