@@ -328,7 +328,7 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
 fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n), as the matmul tests name them.
-    let shapes: [(usize, usize, usize); 23] = [
+    let shapes: [(usize, usize, usize); 25] = [
         (1, 1, 1),
         // One row, rows of A and B off 8-byte boundaries: few_rows' guarded scalar loads, where
         // auto took the decode kernel before.
@@ -354,6 +354,10 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
         (2000, 260, 40),
         (300, 12, 700),
         (17, 1, 513),
+        // k of 17 to 32 on rows of any alignment: short_k's two columns a thread, which auto
+        // takes for small outputs instead of copying both operands for the tensor cores.
+        (1812, 27, 494),
+        (300, 19, 701),
     ];
     for (m, k, n) in shapes {
         let mut variants = vec![MatmulVariant::Auto, MatmulVariant::Sgemm];
@@ -363,7 +367,7 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
         if n <= 16 || (m > 16 && n <= 32) {
             variants.push(MatmulVariant::FewCols);
         }
-        if k <= 16 {
+        if k <= kernels::matmul::short_k::MAX_K as usize {
             variants.push(MatmulVariant::ShortK);
         }
         for variant in variants {

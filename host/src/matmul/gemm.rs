@@ -27,8 +27,8 @@
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
     M1_DECODE_MIN_B_ELEMENTS, M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS,
-    N16_MIN_WAVE_FILL, OperandType, PlanOptions, TileWidth, narrow_or_short_reason, packed_rows_copied, plan_with,
-    plan_with_copies, wave_fill,
+    N16_MIN_WAVE_FILL, OperandType, PlanOptions, SHORT_K_MAX, SHORT_K_TWO_COLUMNS_MAX_OUTPUTS, TileWidth,
+    narrow_or_short_reason, packed_rows_copied, plan_with, plan_with_copies, takes_short_k, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -1059,7 +1059,8 @@ fn check(desc: &GemmDesc) -> Result<()> {
 /// except one row of a `B'` of [`M1_FEW_ROWS_MIN_B_ELEMENTS`] or more, which `few_rows` streams
 /// faster on the CUDA cores, and one row of fewer than [`M1_DECODE_MIN_B_ELEMENTS`], which
 /// takes the CUDA-core plan below,
-/// unless [`narrow_or_short_reason`] gives a reason (a side or `k` of at most 16), and otherwise
+/// unless [`narrow_or_short_reason`] gives a reason (a side or `k` of at most 16) or `short_k`
+/// takes `k` of 17 to 32 on rows the tensor-core plan alone would copy ([`takes_short_k`]), and otherwise
 /// the CUDA-core kernels on the 16-bit operands as they lie (exact products, the FP32 bound);
 /// `f32` under `medium` leaves its one TF32 pass for the FP32 kernels by that rule, by the rule
 /// for small products (decided by the descriptor's layouts: `tensor_cores_copy_more`, the
@@ -1113,7 +1114,18 @@ fn choose_kernel(
     let t = sixteen_bit.expect("f32 operands are planned above");
     // No rule for small products here: a 16-bit copy is cheap and the tensor cores beat sgemm on
     // 16-bit operands at every small size measured (plan::CUDA_CORE_MAX_MACS).
-    let cuda_cores = narrow_or_short_reason(shape, device);
+    // Past narrow_or_short_reason's k, short_k still takes rows the tensor cores would copy first.
+    let cuda_cores = narrow_or_short_reason(shape, device).or_else(|| {
+        let copied_short_k = tensor_cores_copy_more && shape.k > SHORT_K_MAX as usize && takes_short_k(shape);
+        (device.tensor_cores && copied_short_k).then(|| {
+            format!(
+                "k = {} <= {}, k or n not a multiple of 4 and C of at most {SHORT_K_TWO_COLUMNS_MAX_OUTPUTS} elements: \
+                 short_k writes C in one launch where the tensor cores would first copy both operands",
+                shape.k,
+                kernels::matmul::short_k::MAX_K
+            )
+        })
+    });
     let (tiles_variant, decode_variant, kind) = if inputs == DType::Bf16 {
         (MatmulVariant::WgmmaBf16, MatmulVariant::DecodeBf16, "BF16")
     } else {
@@ -1408,6 +1420,24 @@ mod tests {
     }
 
     #[test]
+    fn sixteen_bit_short_k_on_unaligned_rows_stays_on_the_cuda_cores_up_to_its_output_bound() {
+        for dtype in [DType::Bf16, DType::F16] {
+            let rows = Layout::row_major(dtype);
+            // GemmDesc takes (m, n, k).
+            let plan = |m, n, k| skeleton(GemmDesc::new(m, n, k).a(rows).b(rows)).kernel;
+            for (m, n, k) in [(2455, 3667, 19), (1812, 494, 27), (7700, 433, 26)] {
+                let p = plan(m, n, k);
+                assert_eq!(p.variant(), MatmulVariant::ShortK, "{p}");
+                assert!(p.reason().contains("short_k writes C in one launch"), "{p}");
+            }
+            // Past 2^24 elements of C, or on 16-byte rows, or past k = 32: the tensor cores.
+            for (m, n, k) in [(8841, 6665, 28), (2456, 3672, 24), (2455, 3667, 33)] {
+                assert_ne!(plan(m, n, k).variant(), MatmulVariant::ShortK, "{m}x{k}x{n}");
+            }
+        }
+    }
+
+    #[test]
     fn transposes_leading_dimensions_and_other_types_go_through_the_workspace() {
         let s = skeleton(GemmDesc::new(64, 32, 128).transpose_a(true).variant(MatmulVariant::Sgemm));
         assert!(s.left.transposed && s.left.convert.unwrap().0 == "matmul_convert_f32_f32");
@@ -1530,7 +1560,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
 
         /// Small 16-bit products whose every side is above 16 run on the tensor cores whatever
-        /// their layouts (copies included).
+        /// their layouts (copies included), but for `k` of at most 32 where `short_k` takes them
+        /// ([`takes_short_k`]: rows the tensor cores alone would copy).
         #[test]
         fn small_16_bit_products_with_no_narrow_side_run_on_the_tensor_cores_in_every_layout(
             (m, n, k) in (17usize..=300, 17usize..=300, 17usize..=300),
@@ -1552,7 +1583,8 @@ mod tests {
                 .d(d);
             let tiles = if f16 { MatmulVariant::WgmmaF16 } else { MatmulVariant::WgmmaBf16 };
             let auto = skeleton(desc);
-            proptest::prop_assert_eq!(auto.kernel.variant(), tiles, "{}", auto.kernel);
+            let short_k = auto.kernel.variant() == MatmulVariant::ShortK && k <= kernels::matmul::short_k::MAX_K as usize;
+            proptest::prop_assert!(auto.kernel.variant() == tiles || short_k, "{}", auto.kernel);
         }
     }
 

@@ -953,6 +953,45 @@ pub const WHOLE_ROWS_ELEMENTS: usize = 8;
 /// ```
 pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::FOUR_COLUMNS_MAX_K;
 
+/// Elements of `C` up to which `short_k` also takes `k` of 17 to 32 (its two-columns-a-thread
+/// form) where `k` or `n` is not a multiple of 4. Measured on the H200 (`f32` operands, ms),
+/// `short_k` against `sgemm` and the BF16 tensor cores (which first copy such operands into
+/// 16-byte rows): 2455x19x3667 (9.0M elements) 0.0244 against 0.0279 and 0.0318, 1812x27x494
+/// 0.0075 against 0.0105 and 0.0080, 7700x26x433 0.0158 against 0.0151 and 0.0158; above it
+/// 8841x28x6665 (58.9M) 0.1636 against 0.1568 and 0.1525. Planned so (H200, `auto` x cuBLASLt
+/// in one run, before and after): BF16 2455x19x3667 1.58x to 1.36x, F16 1.56x to 1.26x, FP32
+/// 1.01x to 0.88x; 1812x27x494 F16 8.3 to 7.7 us, FP32 10.2 to 7.6; 7700x26x433 a little slower
+/// (BF16 15.7 to 16.7 us, FP32 14.9 to 15.7). TF32 keeps its tensor cores, which read such rows
+/// in place (2455x19x3667 0.0237).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan::takes_short_k};
+/// let takes = |m, k, n| takes_short_k(MatmulShape::new(m, k, n).unwrap());
+/// assert!(takes(2455, 19, 3667) && takes(1812, 27, 494));
+/// assert!(!takes(8841, 28, 6665), "58.9M elements of C");
+/// assert!(!takes(2456, 20, 3668), "sgemm's 16-byte path");
+/// assert!(!takes(2455, 33, 3667), "k > 32");
+/// # Ok(()) }
+/// ```
+pub const SHORT_K_TWO_COLUMNS_MAX_OUTPUTS: u64 = 1 << 24;
+
+/// Whether `short_k` is the CUDA-core kernel for `shape`: `k` at most [`SHORT_K_MAX`], or at most
+/// 32 with `C` of at most [`SHORT_K_TWO_COLUMNS_MAX_OUTPUTS`] elements, and `k` or `n` not a
+/// multiple of 4 (rows of any alignment, where `sgemm` has no 16-byte path), on a grid CUDA can
+/// launch.
+pub fn takes_short_k(shape: MatmulShape) -> bool {
+    let outputs = shape.m as u128 * shape.n as u128;
+    let short = shape.k <= SHORT_K_MAX as usize
+        || (shape.k <= kernels::matmul::short_k::MAX_K as usize && outputs <= SHORT_K_TWO_COLUMNS_MAX_OUTPUTS as u128);
+    short
+        && !kernels::matmul::sgemm::vector_path(
+            shape.k.min(u32::MAX as usize) as u32,
+            shape.n.min(u32::MAX as usize) as u32,
+        )
+        && short_k::plan(shape).is_ok()
+}
+
 /// The most rows of `C` for which `auto` under `medium` leaves a product whose `B` the TF32
 /// tensor cores would take only as a copy (rows not whole 16-byte vectors, the TMA's stride
 /// rule) to the FP32 kernels, which read `B` once as it lies ([`copied_b_reason`]): the copy
@@ -1819,14 +1858,19 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
-    } else if shape.k <= SHORT_K_MAX as usize
-        && !kernels::matmul::sgemm::vector_path(shape.k as u32, shape.n as u32)
-        && short_k::plan(shape).is_ok()
-    {
+    } else if takes_short_k(shape) {
+        let bound = if shape.k <= SHORT_K_MAX as usize {
+            format!("k = {} <= {SHORT_K_MAX}", shape.k)
+        } else {
+            format!(
+                "k = {} <= {} and {} elements of C <= {SHORT_K_TWO_COLUMNS_MAX_OUTPUTS}",
+                shape.k,
+                kernels::matmul::short_k::MAX_K,
+                shape.m as u128 * shape.n as u128
+            )
+        };
         let why = format!(
-            "k = {} <= {SHORT_K_MAX} and k or n not a multiple of 4: writing C bounds the time; 16-byte stores \
-             on rows of any alignment",
-            shape.k
+            "{bound}, k or n not a multiple of 4: writing C bounds the time; 16-byte stores on rows of any alignment"
         );
         (MatmulVariant::ShortK, why)
     } else if sgemm::tile_for(shape) != Tile::SQUARE {
