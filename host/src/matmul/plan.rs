@@ -966,7 +966,7 @@ pub const SHORT_K_MAX: u32 = kernels::matmul::short_k::FOUR_COLUMNS_MAX_K;
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
-/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan::takes_short_k};
+/// use hopper_kernels::matmul::{MatmulShape, plan::takes_short_k};
 /// let takes = |m, k, n| takes_short_k(MatmulShape::new(m, k, n).unwrap());
 /// assert!(takes(2455, 19, 3667) && takes(1812, 27, 494));
 /// assert!(!takes(8841, 28, 6665), "58.9M elements of C");
