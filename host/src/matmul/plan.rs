@@ -2403,6 +2403,28 @@ mod tests {
     }
 
     #[test]
+    fn sgemm_takes_small_tiles_only_where_larger_ones_leave_the_sms_few_warps() {
+        let sgemm =
+            |m, k, n| plan(MatmulVariant::Sgemm, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap();
+        // 32 tiles of 128 x 128 leave 100 SMs idle and the rest one block of 8 warps each.
+        let p = sgemm(486, 114, 1008);
+        assert_eq!((p.kernel(), p.launch_config().block_dim.0), ("sgemm_64x128", 128), "{p}");
+        assert!(p.reason().contains("64x128 tiles (four blocks an SM)"), "{p}");
+        assert_eq!(sgemm(12_426, 33, 19).kernel(), "sgemm_64x64");
+        assert_eq!(sgemm(12_426, 33, 19).launch_config().block_dim.0, 64);
+        // Full waves of the larger tiles keep them: the small tiles' loads per multiply-add cost more.
+        assert_eq!(sgemm(16_165, 300, 415).kernel(), "sgemm_64x256");
+        assert_eq!(sgemm(2048, 2048, 2048).kernel(), "sgemm");
+        // Narrow outputs keep their narrow tiles.
+        assert_eq!(sgemm(16_384, 1000, 32).kernel(), "sgemm_512x32");
+        // A forced split is kept whatever the tile.
+        let forced = SplitK::about(114, 3, SGEMM_MIN_CHUNK);
+        let options = PlanOptions { split: Some(forced), ..PlanOptions::default() };
+        let shape = MatmulShape::new(486, 114, 1008).unwrap();
+        assert_eq!(plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H200, options).unwrap().split(), Some(forced));
+    }
+
+    #[test]
     fn unaligned_a_keeps_the_split_asked_for_or_declines_where_its_chunks_miss_three_columns() {
         let shape = MatmulShape::new(975, 3839, 24).unwrap();
         let forced = |split| {
