@@ -1115,9 +1115,14 @@ fn choose_kernel(
     // No rule for small products here: a 16-bit copy is cheap and the tensor cores beat sgemm on
     // 16-bit operands at every small size measured (plan::CUDA_CORE_MAX_MACS).
     // Past narrow_or_short_reason's k, short_k still takes rows the tensor cores would copy first.
+    // Only where the CUDA-core planner then takes short_k itself (few_cols comes first for n <= 32).
     let cuda_cores = narrow_or_short_reason(shape, device).or_else(|| {
         let copied_short_k = tensor_cores_copy_more && shape.k > SHORT_K_MAX as usize && takes_short_k(shape);
-        (device.tensor_cores && copied_short_k).then(|| {
+        let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, ..options };
+        let short_k_planned = device.tensor_cores
+            && copied_short_k
+            && plan_with(MatmulVariant::Auto, shape, device, fp32).is_ok_and(|p| p.variant() == MatmulVariant::ShortK);
+        short_k_planned.then(|| {
             format!(
                 "k = {} <= {}, k or n not a multiple of 4 and C of at most {SHORT_K_TWO_COLUMNS_MAX_OUTPUTS} elements: \
                  short_k writes C in one launch where the tensor cores would first copy both operands",
