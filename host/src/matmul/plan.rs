@@ -2038,20 +2038,15 @@ fn gemv_split(k: usize, blocks: usize, sm: u32) -> (SplitK, String) {
 /// (times [`SGEMM_WIDE_COST`]), the 64 x 128 one where `C` is at least as wide as tall (times
 /// [`SGEMM_HALF_COST`]) and the 64 x 64 one (times [`SGEMM_QUARTER_COST`]).
 fn sgemm_tile_and_split(shape: MatmulShape, sm: u32, forced: Option<SplitK>) -> (Tile, SplitK, String) {
-    let offered = sgemm::tile_on(shape, sm);
     let square = sgemm::tile_for(shape);
-    let split_of = |tile: Tile| match forced {
-        Some(s) => (s, "split forced".to_string()),
-        None => {
-            let (s, why, _) = sgemm_split(shape, sm, tile);
-            (s, why)
-        }
-    };
+    let split_of =
+        |tile: Tile| forced.map_or_else(|| sgemm_split(shape, sm, tile), |s| (s, "split forced".to_string()));
     let (square_split, square_why) = split_of(square);
     if square != Tile::SQUARE {
         return (square, square_split, square_why);
     }
     let square_time = sgemm_tile_time(shape, sm, square, square_split);
+    let offered = sgemm::tile_on(shape, sm);
     let mut others = vec![];
     if offered == Tile::WIDE_64 {
         let note = "half the transposing stores of A";
@@ -2110,17 +2105,16 @@ fn sgemm_tile_time(shape: MatmulShape, sm: u32, tile: Tile, s: SplitK) -> f64 {
 }
 
 /// The `sgemm` split of `tile`'s blocks with the fewest estimated waves-times-depth (module
-/// documentation), and that estimate.
-fn sgemm_split(shape: MatmulShape, sm: u32, tile: Tile) -> (SplitK, String, f64) {
+/// documentation).
+fn sgemm_split(shape: MatmulShape, sm: u32, tile: Tile) -> (SplitK, String) {
     let tiles = sgemm::tiles(shape, tile) as u64;
     let slots = sgemm::blocks_per_sm(tile) as u64 * sm as u64;
     if tiles >= slots {
         // A full wave: a split only evens out the last wave, and its pass over splits x m x n
         // partial sums ate that gain where measured (512x4096x11008, 344 tiles: 1.23 ms with 3
         // splits, 1.22 ms without).
-        let estimate = sgemm_estimate(shape, sm, tile, SplitK::none(shape.k));
         let why = format!("{} fill the {slots} block slots: no split", count(tiles, "tile"));
-        return (SplitK::none(shape.k), why, estimate);
+        return (SplitK::none(shape.k), why);
     }
     let cost = |s: SplitK| sgemm_estimate(shape, sm, tile, s);
     let rule = SplitRule {
@@ -2129,8 +2123,7 @@ fn sgemm_split(shape: MatmulShape, sm: u32, tile: Tile) -> (SplitK, String, f64)
         slack: SGEMM_SPLIT_SLACK,
         gain: SGEMM_SPLIT_GAIN,
     };
-    let (s, why) = best_split(shape, tiles, slots, rule, cost, " (reduction included)");
-    (s, why, cost(s))
+    best_split(shape, tiles, slots, rule, cost, " (reduction included)")
 }
 
 /// The `sgemm_warp_tiled` split with the fewest estimated waves-times-depth (module
