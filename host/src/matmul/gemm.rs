@@ -27,8 +27,8 @@
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
     M1_DECODE_MIN_B_ELEMENTS, M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS,
-    N16_MIN_WAVE_FILL, OperandType, PlanOptions, SHORT_K_MAX, SHORT_K_TWO_COLUMNS_MAX_OUTPUTS, TileWidth,
-    narrow_or_short_reason, packed_rows_copied, plan_with, plan_with_copies, takes_short_k, wave_fill,
+    N16_MIN_WAVE_FILL, OperandType, PlanOptions, SHORT_K_TWO_COLUMNS_MAX_OUTPUTS, TileWidth, narrow_or_short_reason,
+    packed_rows_copied, plan_with, plan_with_copies, takes_short_k, wave_fill,
 };
 use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
@@ -1114,15 +1114,19 @@ fn choose_kernel(
     let t = sixteen_bit.expect("f32 operands are planned above");
     // No rule for small products here: a 16-bit copy is cheap and the tensor cores beat sgemm on
     // 16-bit operands at every small size measured (plan::CUDA_CORE_MAX_MACS).
-    // Past narrow_or_short_reason's k, short_k still takes rows the tensor cores would copy first.
-    // Only where the CUDA-core planner then takes short_k itself (few_cols comes first for n <= 32).
-    let cuda_cores = narrow_or_short_reason(shape, device).or_else(|| {
-        let copied_short_k = tensor_cores_copy_more && shape.k > SHORT_K_MAX as usize && takes_short_k(shape);
-        let fp32 = PlanOptions { policy: PrecisionPolicy::Highest, ..options };
-        let short_k_planned = device.tensor_cores
-            && copied_short_k
-            && plan_with(MatmulVariant::Auto, shape, device, fp32).is_ok_and(|p| p.variant() == MatmulVariant::ShortK);
-        short_k_planned.then(|| {
+    // The CUDA-core plan of the 16-bit operands: the FP32 planner's kernel on them.
+    let policy = PrecisionPolicy::Highest;
+    let cuda_core_plan = || plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy, ..options });
+    let narrow_or_short = narrow_or_short_reason(shape, device);
+    // Past narrow_or_short_reason's k (and only with tensor cores, which it also decides), short_k
+    // still takes rows the tensor cores alone would copy first, where the CUDA-core planner then
+    // takes it itself (few_cols comes first for n <= 32).
+    let short_k_plan = (narrow_or_short.is_none() && tensor_cores_copy_more && takes_short_k(shape))
+        .then(cuda_core_plan)
+        .and_then(Result::ok)
+        .filter(|p| p.variant() == MatmulVariant::ShortK);
+    let cuda_cores = narrow_or_short.or_else(|| {
+        short_k_plan.as_ref().map(|_| {
             format!(
                 "k = {} <= {}, k or n not a multiple of 4 and C of at most {SHORT_K_TWO_COLUMNS_MAX_OUTPUTS} elements: \
                  short_k writes C in one launch where the tensor cores would first copy both operands",
@@ -1194,7 +1198,6 @@ fn choose_kernel(
         let plan = plan.with_reason(why);
         return Ok((plan.variant(), plan));
     }
-    let policy = PrecisionPolicy::Highest;
     let cuda_cores = cuda_cores.map(|why| {
         if too_small_for_decode {
             format!("{why}; B of {b_elements} elements < {M1_DECODE_MIN_B_ELEMENTS}: too few for the decode kernel")
@@ -1212,7 +1215,10 @@ fn choose_kernel(
     };
     // The CUDA cores: the FP32 planner's kernel on the 16-bit operands. Its warp-tiled kernel
     // reads f32 only; sgemm takes its shapes.
-    let mut plan = plan_with(MatmulVariant::Auto, shape, device, PlanOptions { policy, ..options })?;
+    let mut plan = match short_k_plan {
+        Some(plan) => plan,
+        None => cuda_core_plan()?,
+    };
     if plan.variant() == MatmulVariant::SgemmWarpTiled {
         plan = plan_with(MatmulVariant::Sgemm, shape, device, PlanOptions { policy, ..options })?;
     }
