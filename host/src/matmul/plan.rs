@@ -6,7 +6,7 @@
 //!
 //! | shape | kernel | why |
 //! | --- | --- | --- |
-//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 (`high`: both sides at least [`SPLIT_TF32_MIN_SIDE`] and at least [`SPLIT_TF32_MIN_MACS`] multiply-adds) | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
+//! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 (`high`: both sides at least [`SPLIT_TF32_MIN_SIDE`], at least [`SPLIT_TF32_MIN_MACS`] multiply-adds and tiles filling [`SPLIT_TF32_MIN_WAVE_FILL`] of their waves) | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
 //! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` (on `f32` with `m = 1`, `n % 4 == 0`, `k >=` [`GEMV_MIN_K`] and `k x n >=` [`GEMV_MIN_B_ELEMENTS`], `matmul_gemv`: a block's 64 row groups share `k`, so that no split across blocks is needed from 4,096 columns) |
@@ -813,14 +813,16 @@ pub const SPLIT_TF32_MIN_K: usize = 128;
 /// Fewest tiles of `wgmma_tf32x3` (128 x 128, one block per SM) for which `auto` runs it: with
 /// fewer, too many SMs idle (measured, x cuBLAS FP32, against the FP32 kernels' choice: 1000x800x1200,
 /// 80 tiles, 0.78 against 0.91; at 64 tiles a draw, 1024^3 0.93 against 0.96 and
-/// 1024x4096x1024 1.06 against 1.03; 512^3, 16 tiles, 1.94 against 1.15).
+/// 1024x4096x1024 1.06 against 1.03; 512^3, 16 tiles, 1.94 against 1.15). Under `high`
+/// [`SPLIT_TF32_MIN_WAVE_FILL`] also asks that the tiles fill their waves (on 132 SMs, at least
+/// 99 tiles in one wave); `medium`'s one TF32 pass keeps this bound alone.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
 /// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 4096, n).unwrap(), MatmulDevice::H100);
-/// // 8 x 10 tiles of 128 x 128 run split-TF32; 8 x 8 run the FP32 kernels.
-/// assert_eq!(auto(1000, 1200)?.variant(), MatmulVariant::WgmmaTf32x3);
+/// // 10 x 10 tiles of 128 x 128 run split-TF32; 8 x 8 run the FP32 kernels.
+/// assert_eq!(auto(1280, 1280)?.variant(), MatmulVariant::WgmmaTf32x3);
 /// let small = auto(1024, 1024)?;
 /// assert!(small.reason().contains("64 tiles of 128x128 < 80"), "{}", small.reason());
 /// # Ok(()) }
@@ -831,7 +833,12 @@ pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 /// 128-row tile of `wgmma_tf32_promoted` is at least half padding, and its three products cost
 /// more than FP32 FMA on the CUDA cores. On the H200: 29x3987x15107 took 1.23 ms split-TF32
 /// against `sgemm_warp_tiled`'s 0.37 (cuBLAS FP32 0.18), 64x16384x16384 2.07 against 1.45 and
-/// 16384x16384x64 2.23 against 1.49; `sgemm`'s narrow tiles now take 0.13, 0.83 and 0.86.
+/// 16384x16384x64 2.23 against 1.49; `sgemm`'s narrow tiles now take 0.13, 0.83 and 0.86. At a
+/// side of 65 to 128 (one row of tiles) the split of the long operand, which reads it once and
+/// writes it three times, costs more than the tensor cores save: 128x4096x14336 0.456 ms against
+/// `sgemm_warp_tiled`'s 0.346 (cuBLAS FP32 0.333) and 128x8192x28672 1.785 against 1.307 (1.323),
+/// where 256 rows keep split-TF32 ahead (256x4096x14336 0.573 against 0.673; 256x8192x28672 2.197
+/// against 2.579; H200, 2026-11-30).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -840,11 +847,11 @@ pub const SPLIT_TF32_MIN_TILES: u32 = 80;
 /// let auto = |m, n| plan(MatmulVariant::Auto, MatmulShape::new(m, 16_384, n).unwrap(), MatmulDevice::H200);
 /// assert_eq!(auto(SPLIT_TF32_MIN_SIDE, 16_384)?.variant(), MatmulVariant::WgmmaTf32x3);
 /// let narrow = auto(SPLIT_TF32_MIN_SIDE - 1, 16_384)?;
-/// assert_eq!((narrow.variant(), narrow.kernel()), (MatmulVariant::Sgemm, "sgemm_64x256"));
-/// assert!(narrow.reason().contains("a side of 64 <= 64"), "{}", narrow.reason());
+/// assert_ne!(narrow.variant(), MatmulVariant::WgmmaTf32x3);
+/// assert!(narrow.reason().contains("a side of 128 <= 128"), "{}", narrow.reason());
 /// # Ok(()) }
 /// ```
-pub const SPLIT_TF32_MIN_SIDE: usize = 65;
+pub const SPLIT_TF32_MIN_SIDE: usize = 129;
 
 /// Fewest multiply-adds (`m * k * n`) for which `auto` runs `wgmma_tf32x3` under `high`: below
 /// them its fixed costs (the guard's scan of `A` and `B`, the split into two TF32 parts, a product
@@ -868,6 +875,28 @@ pub const SPLIT_TF32_MIN_SIDE: usize = 65;
 /// # Ok(()) }
 /// ```
 pub const SPLIT_TF32_MIN_MACS: u64 = 1 << 31;
+
+/// The least fraction of its waves (one block an SM) that `wgmma_tf32x3`'s tiles of 128x128
+/// must fill for `auto` to run it under `high` ([`wave_fill`]): its tiles are four times the
+/// FP32 kernels' 64x64 ones, so a last wave that leaves SMs idle costs it more than them. On the
+/// H200 (2026-11-30, x cuBLAS FP32, split-TF32 against the FP32 plan): 604x1975x2142, 85 tiles
+/// filling 64%, 1.20 against `sgemm`'s 1.11; 4741x945x826, 266 tiles filling 67%, 1.48 against
+/// 1.28; 1955x11446x1438, 192 filling 73%, 1.38 against `sgemm_warp_tiled`'s 1.27; from 80% on
+/// split-TF32 wins: 13490x3616x637 (80%) 0.62 against 1.16, 14062x3788x394 (83%) 1.25 against
+/// 1.38, 256x4096x14336 (85%) 0.86 against 1.01, 7134x405x1598 (92%) 0.89 against 1.16.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let auto = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+/// // 38 x 7 tiles: two full waves of 132 SMs and 2 tiles.
+/// let ragged = auto(4741, 945, 826)?;
+/// assert_ne!(ragged.variant(), MatmulVariant::WgmmaTf32x3);
+/// assert!(ragged.reason().contains("266 tiles of 128x128 fill 67% of their 3 waves"), "{}", ragged.reason());
+/// assert_eq!(auto(7134, 405, 1598)?.variant(), MatmulVariant::WgmmaTf32x3); // 728 tiles: 92%
+/// # Ok(()) }
+/// ```
+pub const SPLIT_TF32_MIN_WAVE_FILL: f64 = 0.75;
 
 /// The most multiply-adds (`m * k * n`) a product with one TF32 pass on the tensor cores (under
 /// `medium`) leaves to the FP32 kernels, where its plan would copy operands
@@ -1929,6 +1958,7 @@ fn choose_tensor_core(
     // `wgmma_tf32_promoted` tiles `C^T`: BLOCK_M of `n` by PROMOTED_BLOCK_ROWS of `m`.
     let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
+    let slots = device.sm_count.max(1) as u64;
     let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
     let b_elements = shape.k as u128 * shape.n as u128;
     if kernel == MatmulVariant::WgmmaTf32
@@ -1967,6 +1997,15 @@ fn choose_tensor_core(
         format!("a side of {} <= {}: the FP32 kernels are faster there", shape.m.min(shape.n), SPLIT_TF32_MIN_SIDE - 1)
     } else if kernel == MatmulVariant::WgmmaTf32x3 && macs < SPLIT_TF32_MIN_MACS as u128 {
         format!("{macs} multiply-adds < {SPLIT_TF32_MIN_MACS}: the split's fixed costs outweigh its gain")
+    } else if kernel == MatmulVariant::WgmmaTf32x3 && wave_fill(tiles, slots) < SPLIT_TF32_MIN_WAVE_FILL {
+        format!(
+            "{} of 128x128 fill {:.0}% of their {} on {slots} SMs, under {:.0}%: the FP32 kernels' smaller tiles fill them \
+             better",
+            count(tiles, "tile"),
+            100.0 * wave_fill(tiles, slots),
+            count(tiles.div_ceil(slots), "wave"),
+            100.0 * SPLIT_TF32_MIN_WAVE_FILL
+        )
     } else {
         let why = format!(
             "{policy}: compute-bound on tensor cores, k = {} and {} of 128x128: {arithmetic}",
@@ -2455,9 +2494,10 @@ mod tests {
     #[test]
     fn auto_runs_guarded_split_tf32_on_wide_products_of_many_tiles_with_the_fp32_plan_as_fallback() {
         let h100 = |m, k, n| plan(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100);
-        // 80 to 4096 tiles of 128x128; k from 128; from 2^31 multiply-adds.
+        // 100 to 4096 tiles of 128x128 filling 76-97% of their waves; k from 128; from 2^31
+        // multiply-adds.
         for (m, k, n) in [
-            (1000, 2048, 1200),
+            (1280, 2048, 1280),
             (2048, 2048, 2048),
             (512, 4096, 11008),
             (3000, 3000, 3000),
@@ -2478,9 +2518,13 @@ mod tests {
             assert!(p.to_string().contains("Where the guard refuses the inputs"), "{p}");
             assert_eq!(p.workspace_floats(), fp32.workspace_floats());
         }
-        // Too few tiles (64, 16, 1), k too short, a narrow side: the FP32 planner's choice and why not.
+        // Too few tiles (64, 16, 1) or too ragged a last wave, k too short, a narrow side: the FP32
+        // planner's choice and why not.
         for (m, k, n, why) in [
             (1024, 1024, 1024, "64 tiles of 128x128 < 80"),
+            (1000, 2048, 1200, "80 tiles of 128x128 fill 61% of their 1 wave"),
+            (4741, 945, 826, "266 tiles of 128x128 fill 67% of their 3 waves"),
+            (128, 4096, 14_336, "a side of 128 <= 128"),
             (512, 512, 512, "16 tiles of 128x128 < 80"),
             (64, 8192, 64, "1 tile of"),
             (128, 65_536, 128, "1 tile of"),
@@ -2489,9 +2533,9 @@ mod tests {
             (16, 16_384, 16_384, "narrow"),
             (65_536, 4096, 1, "narrow"),
             (3, 100_000, 5, "narrow"),
-            (64, 16_384, 16_384, "a side of 64 <= 64"),
-            (16_384, 16_384, 64, "a side of 64 <= 64"),
-            (29, 3987, 15_107, "a side of 29 <= 64"),
+            (64, 16_384, 16_384, "a side of 64 <= 128"),
+            (16_384, 16_384, 64, "a side of 64 <= 128"),
+            (29, 3987, 15_107, "a side of 29 <= 128"),
             (1000, 800, 1200, "960000000 multiply-adds < 2147483648"),
             (5344, 181, 381, "multiply-adds < 2147483648"),
         ] {
