@@ -876,9 +876,10 @@ pub const SPLIT_TF32_MIN_SIDE: usize = 129;
 /// ```
 pub const SPLIT_TF32_MIN_MACS: u64 = 1 << 31;
 
-/// The least fraction of its waves (one block an SM) that `wgmma_tf32x3`'s tiles of 128x128
-/// must fill for `auto` to run it under `high` ([`wave_fill`]): its tiles are four times the
-/// FP32 kernels' 64x64 ones, so a last wave that leaves SMs idle costs it more than them. On the
+/// The least fraction of its waves that `wgmma_tf32x3`'s tiles of 128x128 must fill for `auto`
+/// to run it under `high`: `tiles / (ceil(tiles / SMs) * SMs)`, one block an SM. Its tiles are
+/// four times the FP32 kernels' 64x64 ones, so a last wave that leaves SMs idle costs it more
+/// than them. On the
 /// H200 (2026-11-30, x cuBLAS FP32, split-TF32 against the FP32 plan): 604x1975x2142, 85 tiles
 /// filling 64%, 1.20 against `sgemm`'s 1.11; 4741x945x826, 266 tiles filling 67%, 1.48 against
 /// 1.28; 1955x11446x1438, 192 filling 73%, 1.38 against `sgemm_warp_tiled`'s 1.27; from 80% on
