@@ -2430,9 +2430,13 @@ mod tests {
 
     /// `auto` under `highest`: the FP32 CUDA-core planner.
     fn auto_fp32(m: usize, k: usize, n: usize) -> MatmulPlan {
+        auto_fp32_on(m, k, n, MatmulDevice::H100)
+    }
+
+    fn auto_fp32_on(m: usize, k: usize, n: usize, device: MatmulDevice) -> MatmulPlan {
         let options =
             PlanOptions { policy: PrecisionPolicy::Highest, split: None, tile: None, ..PlanOptions::default() };
-        plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H100, options).unwrap()
+        plan_with(MatmulVariant::Auto, MatmulShape::new(m, k, n).unwrap(), device, options).unwrap()
     }
 
     #[test]
@@ -3063,6 +3067,34 @@ mod tests {
                 proptest::prop_assert_eq!(p.workspace_floats(), 0);
             } else {
                 proptest::prop_assert!(!p.kernel.ends_with("_cluster"), "{}", p);
+            }
+        }
+
+        /// `auto` under `high` runs split-TF32 only on products it can fill: both sides over
+        /// [`SPLIT_TF32_MIN_SIDE`] - 1, `k` from [`SPLIT_TF32_MIN_K`], at least
+        /// [`SPLIT_TF32_MIN_MACS`] multiply-adds, [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 that
+        /// fill [`SPLIT_TF32_MIN_WAVE_FILL`] of their waves; everywhere else its plan is the FP32
+        /// planner's, with no fallback.
+        #[test]
+        fn high_runs_split_tf32_only_on_wide_products_whose_tiles_fill_their_waves(
+            (m, k, n) in (1usize..=20_000, 1usize..=20_000, 1usize..=20_000),
+            h100 in proptest::bool::ANY,
+        ) {
+            let device = if h100 { MatmulDevice::H100 } else { MatmulDevice::H200 };
+            let shape = MatmulShape::new(m, k, n).unwrap();
+            let p = plan(MatmulVariant::Auto, shape, device).unwrap();
+            let tiles = (n as u64).div_ceil(128) * (m as u64).div_ceil(128);
+            let fill = wave_fill(tiles, device.sm_count as u64);
+            if p.variant == MatmulVariant::WgmmaTf32x3 {
+                proptest::prop_assert!(m.min(n) >= SPLIT_TF32_MIN_SIDE && k >= SPLIT_TF32_MIN_K, "{}", p);
+                proptest::prop_assert!((m * k * n) as u64 >= SPLIT_TF32_MIN_MACS, "{}", p);
+                proptest::prop_assert!(tiles >= SPLIT_TF32_MIN_TILES as u64, "{}", p);
+                proptest::prop_assert!(fill >= SPLIT_TF32_MIN_WAVE_FILL, "{} tiles fill {}: {}", tiles, fill, p);
+                proptest::prop_assert!(p.fallback().is_some(), "{}", p);
+            } else {
+                let fp32 = auto_fp32_on(m, k, n, device);
+                proptest::prop_assert_eq!((p.variant, p.kernel, p.split), (fp32.variant, fp32.kernel, fp32.split));
+                proptest::prop_assert!(p.fallback().is_none(), "{}", p);
             }
         }
 
