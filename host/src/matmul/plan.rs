@@ -1960,6 +1960,7 @@ fn choose_tensor_core(
     let tiles = (shape.n as u64).div_ceil(wgmma_tiles::BLOCK_M as u64)
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
     let slots = device.sm_count.max(1) as u64;
+    let fill = wave_fill(tiles, slots);
     let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
     let b_elements = shape.k as u128 * shape.n as u128;
     if kernel == MatmulVariant::WgmmaTf32
@@ -1998,12 +1999,12 @@ fn choose_tensor_core(
         format!("a side of {} <= {}: the FP32 kernels are faster there", shape.m.min(shape.n), SPLIT_TF32_MIN_SIDE - 1)
     } else if kernel == MatmulVariant::WgmmaTf32x3 && macs < SPLIT_TF32_MIN_MACS as u128 {
         format!("{macs} multiply-adds < {SPLIT_TF32_MIN_MACS}: the split's fixed costs outweigh its gain")
-    } else if kernel == MatmulVariant::WgmmaTf32x3 && wave_fill(tiles, slots) < SPLIT_TF32_MIN_WAVE_FILL {
+    } else if kernel == MatmulVariant::WgmmaTf32x3 && fill < SPLIT_TF32_MIN_WAVE_FILL {
         format!(
             "{} of 128x128 fill {:.0}% of their {} on {slots} SMs, under {:.0}%: the FP32 kernels' smaller tiles fill them \
              better",
             count(tiles, "tile"),
-            100.0 * wave_fill(tiles, slots),
+            100.0 * fill,
             count(tiles.div_ceil(slots), "wave"),
             100.0 * SPLIT_TF32_MIN_WAVE_FILL
         )
