@@ -204,4 +204,16 @@ mod tests {
         let main = embedded().unwrap();
         assert!(entry_body(main, "matmul_convert_f32_f16").contains("cvt.rn.f16.f32"));
     }
+
+    #[test]
+    fn the_16_bit_few_rows_kernels_load_ragged_columns_of_b_predicated() {
+        // A guarded 16-bit load in a branch of its own held the next load back until its
+        // widening (kernels::matmul::skinny's load_b_row); every form keeps them predicated.
+        let ptx = embedded().unwrap_or_else(|e| panic!("the library was built without its PTX: {e}"));
+        for kernel in ["matmul_few_rows_bf16_1", "matmul_few_rows_f16_1", "matmul_few_rows_bf16_4"] {
+            let body = entry_body(ptx, kernel);
+            assert!(body.contains("@p ld.global.nc.u16"), "{kernel} has no predicated 16-bit load");
+        }
+        assert!(!entry_body(ptx, "matmul_few_rows_1").contains("@p ld.global.nc"), "f32 keeps its measured loads");
+    }
 }

@@ -209,6 +209,39 @@ pub unsafe fn load_global_nc_u16(ptr: *const u8) -> u32 {
     v
 }
 
+/// `@p ld.global.nc.u16`: the 2-byte element at `ptr` zero-extended where `inside`, else 0,
+/// as one predicated load, with no branch around it:
+///
+/// ```text
+/// { .reg .pred p; setp.ne.u32 p, inside, 0; mov.u32 v, 0; @p ld.global.nc.u16 v, [ptr]; }
+/// ```
+///
+/// A guarded load written as an `if` puts the load in a branch of its own, and LLVM sinks
+/// whatever uses the value (a BF16 or F16 widening) into that branch, so a warp waits for each
+/// load before the next one issues; a predicated load keeps every use after all the loads.
+///
+/// # Safety
+/// Where `inside`, `ptr` is valid and 2-byte aligned and nothing writes it while the kernel
+/// runs; elsewhere `ptr` is not dereferenced and may be anything.
+///
+/// ```ignore
+/// let bits = unsafe { nvptx_std::mem::load_global_nc_u16_if(row.add(2 * j), j < n) };
+/// ```
+#[inline(always)]
+pub unsafe fn load_global_nc_u16_if(ptr: *const u8, inside: bool) -> u32 {
+    let v: u32;
+    // SAFETY: the load runs only where `inside`, where the caller guarantees validity,
+    // alignment and read-only use.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {c}, 0; mov.u32 {v}, 0; @p ld.global.nc.u16 {v}, [{p}]; }}",
+            v = out(reg32) v, p = in(reg64) ptr, c = in(reg32) u32::from(inside),
+            options(readonly, nostack, preserves_flags)
+        )
+    };
+    v
+}
+
 /// `ld.global.nc.u32`: reads one 4-byte word through the read-only data cache.
 ///
 /// # Safety

@@ -113,6 +113,22 @@ mod device_code {
         /// `p` is a valid, naturally aligned element of global memory that nothing writes while
         /// the kernel runs.
         unsafe fn load_raw_nc(p: *const Self) -> u32;
+        /// [`Element::load_raw_nc`] where `inside`, else 0. The 16-bit types load through one
+        /// predicated instruction ([`mem::load_global_nc_u16_if`]), so that a widening after it
+        /// stays out of a branch and off the next load's path; `f32`, whose widening is no
+        /// instruction, keeps the branch its kernels were measured with.
+        ///
+        /// # Safety
+        /// As [`Element::load_raw_nc`] where `inside`; elsewhere `p` is not dereferenced.
+        #[inline(always)]
+        unsafe fn load_raw_nc_if(p: *const Self, inside: bool) -> u32 {
+            if inside {
+                // SAFETY: forwarded contract.
+                unsafe { Self::load_raw_nc(p) }
+            } else {
+                0
+            }
+        }
         /// The value of bits from [`Element::load_raw_nc`], widened exactly; 0 widens to `+0.0`.
         fn widen_raw(bits: u32) -> f32;
         /// The four elements from `p`, one vector load, not widened ([`Element::widen4`]).
@@ -207,6 +223,11 @@ mod device_code {
             unsafe { mem::load_global_nc_u16(p as *const u8) }
         }
         #[inline(always)]
+        unsafe fn load_raw_nc_if(p: *const Self, inside: bool) -> u32 {
+            // SAFETY: forwarded contract (2-byte aligned where inside).
+            unsafe { mem::load_global_nc_u16_if(p as *const u8, inside) }
+        }
+        #[inline(always)]
         fn widen_raw(bits: u32) -> f32 {
             // BF16 is the high half of the f32 with the same bits.
             f32::from_bits(bits << 16)
@@ -254,6 +275,11 @@ mod device_code {
         unsafe fn load_raw_nc(p: *const Self) -> u32 {
             // SAFETY: forwarded contract (2-byte aligned).
             unsafe { mem::load_global_nc_u16(p as *const u8) }
+        }
+        #[inline(always)]
+        unsafe fn load_raw_nc_if(p: *const Self, inside: bool) -> u32 {
+            // SAFETY: forwarded contract (2-byte aligned where inside).
+            unsafe { mem::load_global_nc_u16_if(p as *const u8, inside) }
         }
         #[inline(always)]
         fn widen_raw(bits: u32) -> f32 {
