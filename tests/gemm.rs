@@ -10,7 +10,7 @@ use half::{bf16, f16};
 use hopper_kernels::Gpu;
 use hopper_kernels::matmul::{
     DType, GemmDesc, GemmElement, GemmPlan, Layout, MatmulDevice, MatmulVariant, OperandType, Order, Precision,
-    PrecisionPolicy, SplitK, describe_plan,
+    PrecisionPolicy, SplitK, TileWidth, describe_plan,
 };
 use rand::Rng;
 use rayon::prelude::*;
@@ -314,6 +314,67 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
             let again = s.clone_dtoh(&d).unwrap();
             assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
         }
+    }
+}
+
+/// BF16 and F16 operands whose rows are not 16-byte multiples (which the TMA cannot read) on the
+/// tensor cores without a copy: the `_ld` forms of the 128 x 64 and 128 x 128 tile kernels load
+/// them as they lie, from any 2-byte boundary (leading dimensions past the row, odd ones, a batch
+/// of two whose second product starts mid-row); ragged `m`, `k` and `n`, `k` of one stage of 64
+/// and of two (the most they take); `D` NaN-poisoned, against the float64 product; reruns
+/// bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sixteen_bit_rows_of_any_length_run_on_the_tensor_cores_as_they_lie() {
+    let (gpu, mut rng) = hopper_gpu("gemm 16-bit rows as they lie");
+    // (m, k, n) as the matmul tests name them.
+    // k of one stage of 64 and of two (the planner's LD_MAX_K).
+    for (m, k, n) in [(1000, 39, 102), (129, 20, 65), (300, 128, 257), (17, 101, 130), (5, 77, 77), (2000, 65, 1001)] {
+        for tile in [TileWidth::N64, TileWidth::N128] {
+            for (dtype, variant) in [(DType::Bf16, MatmulVariant::WgmmaBf16), (DType::F16, MatmulVariant::WgmmaF16)] {
+                let rows = Layout::row_major(dtype);
+                let named = GemmDesc::new(m, n, k).a(rows).b(rows).variant(variant).tile(Some(tile));
+                let views = named.a(rows.ld(k + 3)).b(rows.ld(n + 1)).batch(2);
+                for desc in [named, views] {
+                    let plan = GemmPlan::new(&gpu, desc).unwrap_or_else(|e| panic!("{desc:?}: {e}"));
+                    assert!(plan.kernel_plan().kernel().ends_with("_ld"), "{plan}");
+                    match dtype {
+                        DType::Bf16 => check::<bf16, f32>(&gpu, &mut rng, desc),
+                        _ => check::<f16, f32>(&gpu, &mut rng, desc),
+                    };
+                }
+                if dtype != DType::Bf16 {
+                    continue;
+                }
+                let s = gpu.stream();
+                let (a, b): (Vec<bf16>, Vec<bf16>) = (draw(&mut rng, m * k), draw(&mut rng, k * n));
+                let plan = GemmPlan::new(&gpu, named).unwrap();
+                let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+                let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+                let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
+                plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
+                let first = s.clone_dtoh(&d).unwrap();
+                plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
+                let again = s.clone_dtoh(&d).unwrap();
+                assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
+            }
+        }
+    }
+}
+
+#[test]
+fn sixteen_bit_operands_with_unaligned_rows_plan_the_ld_kernels_and_no_copy() {
+    for dtype in [DType::Bf16, DType::F16] {
+        let rows = Layout::row_major(dtype);
+        // Rows of 39 and 102 elements: neither a 16-byte multiple.
+        let text = describe_plan(&GemmDesc::new(6185, 102, 39).a(rows).b(rows), MatmulDevice::H200).unwrap();
+        assert!(text.contains("_n64_ld") && text.contains("read as they lie") && !text.contains(" via "), "{text}");
+        // Rows of 16-byte multiples keep the TMA, and so does a k of more than two stages of 64
+        // (the copy and the TMA outpace the producer's 2-byte loads there).
+        let aligned = describe_plan(&GemmDesc::new(1000, 1000, 1000).a(rows).b(rows), MatmulDevice::H200).unwrap();
+        assert!(!aligned.contains("_ld"), "{aligned}");
+        let long = describe_plan(&GemmDesc::new(333, 555, 777).a(rows).b(rows), MatmulDevice::H200).unwrap();
+        assert!(!long.contains("_ld") && long.contains(" via "), "{long}");
     }
 }
 

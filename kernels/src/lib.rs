@@ -233,6 +233,10 @@ pub const HOPPER_KERNEL_NAMES: &[&str] = &[
     matmul::wgmma::KERNEL_NAMES[26],
     matmul::wgmma::KERNEL_NAMES[27],
     matmul::wgmma::KERNEL_NAMES[28],
+    matmul::wgmma::KERNEL_NAMES[29],
+    matmul::wgmma::KERNEL_NAMES[30],
+    matmul::wgmma::KERNEL_NAMES[31],
+    matmul::wgmma::KERNEL_NAMES[32],
     matmul::decode::KERNEL,
     matmul::decode::KERNEL_F16,
 ];
@@ -266,6 +270,10 @@ pub const HOPPER_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::MAX_THREADS[18],
     matmul::wgmma::MAX_THREADS[19],
     matmul::wgmma::MAX_THREADS[20],
+    matmul::wgmma::MAX_THREADS[21],
+    matmul::wgmma::MAX_THREADS[22],
+    matmul::wgmma::MAX_THREADS[23],
+    matmul::wgmma::MAX_THREADS[24],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -305,6 +313,10 @@ pub const HOPPER_CHECKED_MAX_THREADS: &[(&str, u32)] = &[
     matmul::wgmma::CHECKED_MAX_THREADS[26],
     matmul::wgmma::CHECKED_MAX_THREADS[27],
     matmul::wgmma::CHECKED_MAX_THREADS[28],
+    matmul::wgmma::CHECKED_MAX_THREADS[29],
+    matmul::wgmma::CHECKED_MAX_THREADS[30],
+    matmul::wgmma::CHECKED_MAX_THREADS[31],
+    matmul::wgmma::CHECKED_MAX_THREADS[32],
     (matmul::decode::KERNEL, matmul::decode::DECLARED_MAX_THREADS),
     (matmul::decode::KERNEL_F16, matmul::decode::DECLARED_MAX_THREADS),
 ];
@@ -418,9 +430,9 @@ pub const MAIN_CHECKED_MAX_THREADS: &[(&str, u32)] =
 
 // The lists above name every element of the lists they copy.
 const _: () = assert!(
-    matmul::wgmma::KERNEL_NAMES.len() == 29
-        && matmul::wgmma::MAX_THREADS.len() == 21
-        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 29
+    matmul::wgmma::KERNEL_NAMES.len() == 33
+        && matmul::wgmma::MAX_THREADS.len() == 25
+        && matmul::wgmma::CHECKED_MAX_THREADS.len() == 33
 );
 
 /// One PTX module this crate builds into: what a build script (the library's `build.rs`) and

@@ -55,6 +55,24 @@ pub unsafe fn store_v2_f32(addr: u32, v: [f32; 2]) {
     };
 }
 
+/// `st.shared.v4.u32 [addr], {a, b, c, d};`: writes 16 bytes at a 16-byte aligned
+/// shared-window address in one access.
+///
+/// # Safety
+/// `addr` is a 16-byte aligned shared-window address with 16 bytes inside a declared array.
+///
+/// ```ignore
+/// unsafe { nvptx_std::shared::store_v4_u32(stage + 16 * chunk, words) };
+/// ```
+#[inline(always)]
+pub unsafe fn store_v4_u32(addr: u32, v: [u32; 4]) {
+    // SAFETY: the caller guarantees the address.
+    unsafe {
+        asm!("st.shared.v4.u32 [{a}], {{{x}, {y}, {z}, {w}}};", a = in(reg32) addr, x = in(reg32) v[0],
+             y = in(reg32) v[1], z = in(reg32) v[2], w = in(reg32) v[3], options(nostack, preserves_flags))
+    };
+}
+
 macro_rules! shared_scalar {
     ($t:ty, $ptx:literal) => {
         impl SharedScalar for $t {

@@ -26,7 +26,7 @@
 
 use super::desc::{DType, GemmDesc, Layout, Order};
 use super::plan::{
-    M1_DECODE_MIN_B_ELEMENTS, M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS,
+    LD_MAX_K, M1_DECODE_MIN_B_ELEMENTS, M1_FEW_ROWS_MIN_B_ELEMENTS, MatmulDevice, MatmulPlan, N16_MIN_B_ELEMENTS,
     N16_MIN_WAVE_FILL, OperandType, PlanOptions, SHORT_K_TWO_COLUMNS_MAX_OUTPUTS, TileWidth, narrow_or_short_reason,
     packed_rows_copied, plan_with, plan_with_copies, takes_short_k, wave_fill,
 };
@@ -62,14 +62,18 @@ enum Format {
     Bf16Rows16,
     /// F16, rows a multiple of 16 bytes.
     F16Rows16,
+    /// BF16 rows of any length from any 2-byte boundary, read as they lie (the `_ld` kernels).
+    Bf16RowsAny,
+    /// F16 rows of any length, read as they lie (the `_ld` kernels).
+    F16RowsAny,
 }
 
 impl Format {
     fn dtype(self) -> DType {
         match self {
             Self::F32Packed | Self::F32Rows16 | Self::F32RowsAny => DType::F32,
-            Self::Bf16Packed | Self::Bf16Rows16 => DType::Bf16,
-            Self::F16Packed | Self::F16Rows16 => DType::F16,
+            Self::Bf16Packed | Self::Bf16Rows16 | Self::Bf16RowsAny => DType::Bf16,
+            Self::F16Packed | Self::F16Rows16 | Self::F16RowsAny => DType::F16,
         }
     }
 
@@ -83,8 +87,24 @@ impl Format {
         match self {
             Self::F32Packed | Self::Bf16Packed | Self::F16Packed => cols,
             Self::F32Rows16 => padded_row_len(cols, 4),
-            Self::F32RowsAny => cols,
+            Self::F32RowsAny | Self::Bf16RowsAny | Self::F16RowsAny => cols,
             Self::Bf16Rows16 | Self::F16Rows16 => padded_row_len(cols, 2),
+        }
+    }
+
+    /// Whether the TMA reads the operand at its base address, which must then be 16-byte
+    /// aligned (checked at launch).
+    fn tma_reads_base(self) -> bool {
+        !self.packed() && !matches!(self, Self::Bf16RowsAny | Self::F16RowsAny)
+    }
+
+    /// The format of `dtype`'s rows of any length read as they lie by the `_ld` kernels, for the
+    /// 16-bit types.
+    fn rows_any(dtype: DType) -> Option<Self> {
+        match dtype {
+            DType::Bf16 => Some(Self::Bf16RowsAny),
+            DType::F16 => Some(Self::F16RowsAny),
+            DType::F32 => None,
         }
     }
 
@@ -94,6 +114,9 @@ impl Format {
         let bytes = |x: usize| x * dtype.size();
         if self == Self::F32RowsAny {
             return dtype == DType::F32 && batch == 1;
+        }
+        if matches!(self, Self::Bf16RowsAny | Self::F16RowsAny) {
+            return dtype == self.dtype();
         }
         dtype == self.dtype()
             && (self.packed() || bytes(ld).is_multiple_of(16) && (batch == 1 || bytes(stride).is_multiple_of(16)))
@@ -675,7 +698,7 @@ impl GemmPlan {
                 Source::B => at.b,
             };
             let Some((kernel, offset)) = o.convert else {
-                if !o.format.packed() && !src.is_multiple_of(16) {
+                if o.format.tma_reads_base() && !src.is_multiple_of(16) {
                     return Err(Error::Unsupported(format!(
                         "{:?}'s address {src:#x} is not 16-byte aligned, which the tensor-core kernels' TMA needs (allocations are; keep views at 16-byte offsets)",
                         o.source
@@ -889,8 +912,7 @@ impl Skeleton {
             Source::A => (desc.a, desc.a_rows_cols()),
             Source::B => (desc.b, desc.b_rows_cols()),
         };
-        let copies = |tensor_cores: bool| {
-            let format = Format::of(inputs, tensor_cores);
+        let copies_in = |format: Format| {
             [(left_src, left_t, k), (right_src, right_t, n)]
                 .into_iter()
                 .filter(|&(source, transposed, cols)| {
@@ -899,8 +921,18 @@ impl Skeleton {
                 })
                 .count()
         };
-        let tensor_cores_copy_more = copies(true) > copies(false);
-        let (variant, kernel) = choose_kernel(desc, shape, device, inputs, tensor_cores_copy_more)?;
+        let cuda_core_copies = copies_in(Format::of(inputs, false));
+        let tma_copy_more = copies_in(Format::of(inputs, true)) > cuda_core_copies;
+        // The 16-bit tile kernels' `_ld` forms read rows of any length as they lie up to
+        // LD_MAX_K, where both operands are untransposed (MatmulPlan::with_ld): planned as
+        // copying nothing, unless the kernel chosen then has no such form (128 x 256 tiles),
+        // which is planned again as copying.
+        let ld_format = Format::rows_any(inputs).filter(|&f| k <= LD_MAX_K && copies_in(f) == 0);
+        let ld_copy_more = ld_format.map_or(tma_copy_more, |f| copies_in(f) > cuda_core_copies);
+        let (mut variant, mut kernel) = choose_kernel(desc, shape, device, inputs, ld_copy_more)?;
+        if ld_copy_more != tma_copy_more && variant.needs_tensor_cores() && kernel.with_ld(device).is_none() {
+            (variant, kernel) = choose_kernel(desc, shape, device, inputs, tma_copy_more)?;
+        }
         let (left_format, right_format, right_transposed) = formats(variant, kernel.operand_type());
         // TF32's tile kernels read an f32 A' whose rows the TMA cannot take as they lie in four
         // classes of rows instead of copying it, where it has the rows for that.
@@ -911,6 +943,20 @@ impl Skeleton {
         let (kernel, left_format) = match kernel.with_unaligned_a(device).filter(|_| unaligned) {
             Some(in_place) => (in_place, Format::F32RowsAny),
             None => (kernel, left_format),
+        };
+        // The 16-bit tile kernels' `_ld` forms read both operands as they lie where the TMA
+        // would first need a copy of either.
+        let (right_layout, right_dims) = layout_of(right_src);
+        let reads = |f: Format| {
+            f.reads_in_place(left_layout, left_dims, left_t, k, desc.batch)
+                && f.reads_in_place(right_layout, right_dims, right_t, n, desc.batch)
+        };
+        let any = Format::rows_any(inputs).filter(|&f| !right_transposed && reads(f));
+        let copied = !(left_format.reads_in_place(left_layout, left_dims, left_t, k, desc.batch)
+            && right_format.reads_in_place(right_layout, right_dims, right_t, n, desc.batch));
+        let (kernel, left_format, right_format) = match (any, kernel.with_ld(device)) {
+            (Some(f), Some(ld)) if copied => (ld, f, f),
+            _ => (kernel, left_format, right_format),
         };
         let precision = match inputs {
             DType::F32 => kernel.precision(),
@@ -1436,11 +1482,15 @@ mod tests {
             let rows = Layout::row_major(dtype);
             // GemmDesc takes (m, n, k).
             let plan = |m, n, k| skeleton(GemmDesc::new(m, n, k).a(rows).b(rows)).kernel;
-            for (m, n, k) in [(2455, 3667, 19), (1812, 494, 27), (7700, 433, 26)] {
+            // Where the tensor cores' tiles would be 128 x 256, which copy such rows first.
+            for (m, n, k) in [(2455, 3667, 19), (7700, 433, 26)] {
                 let p = plan(m, n, k);
                 assert_eq!(p.variant(), MatmulVariant::ShortK, "{p}");
                 assert!(p.reason().contains("short_k writes C in one launch"), "{p}");
             }
+            // Where they are 128 x 64 or 128 x 128, whose `_ld` forms read them as they lie.
+            let p = plan(1812, 494, 27);
+            assert!(p.kernel().ends_with("_n64_ld") && p.reason().contains("read as they lie"), "{p}");
             // Past 2^24 elements of C, or on 16-byte rows, or past k = 32: the tensor cores.
             for (m, n, k) in [(8841, 6665, 28), (2456, 3672, 24), (2455, 3667, 33)] {
                 assert_ne!(plan(m, n, k).variant(), MatmulVariant::ShortK, "{m}x{k}x{n}");
@@ -1630,10 +1680,14 @@ mod tests {
         // wgmma_f16 named: F16 in place (rows of 16-byte multiples), or converted where they are
         // not; f32 rounded to F16 on the GPU, under FP16's bound, as wgmma_bf16 takes f32.
         let named = |desc: GemmDesc| skeleton(desc.variant(MatmulVariant::WgmmaF16));
-        let s = named(GemmDesc::new(17, 65, 33).a(f16).b(f16));
+        let s = named(GemmDesc::new(17, 65, 129).a(f16).b(f16));
         assert_eq!((s.kernel.variant(), s.precision), (MatmulVariant::WgmmaF16, Precision::Fp16));
-        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f16_f16", "33 halves are not 16-byte rows");
-        assert_eq!(s.left.ld, 40);
+        assert_eq!(s.left.convert.unwrap().0, "matmul_convert_f16_f16", "129 halves are not 16-byte rows");
+        assert_eq!(s.left.ld, 136);
+        // Up to k = LD_MAX_K the `_ld` kernels read such rows as they lie.
+        let s = named(GemmDesc::new(17, 65, 33).a(f16).b(f16));
+        assert!(s.kernel.kernel().ends_with("_ld") && s.left.convert.is_none() && s.right.convert.is_none());
+        assert_eq!((s.left.ld, s.right.ld, s.precision), (33, 65, Precision::Fp16));
         let s = named(GemmDesc::new(64, 64, 64).a(f16).b(f16));
         assert!(s.left.convert.is_none() && s.right.convert.is_none());
         let s = named(GemmDesc::new(64, 64, 64));

@@ -113,6 +113,9 @@ pub(super) fn product(
         Ok(())
     };
     match plan.variant() {
+        MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 if kernels::matmul::wgmma::is_ld_kernel(plan.kernel()) => {
+            ld_product(gpu, plan, &functions[plan.kernel()], p, split.k_chunk)
+        }
         MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16 => {
             let (op, data_type) = if plan.variant() == MatmulVariant::WgmmaF16 {
                 (Operand::F16, f16_type)
@@ -159,6 +162,35 @@ pub(super) fn product(
         MatmulVariant::DecodeBf16 | MatmulVariant::DecodeF16 => decode(gpu, plan, functions, p),
         _ => fp32(gpu, plan, functions, p, 0),
     }
+}
+
+/// An `_ld` tensor-core plan (`kernels::matmul::wgmma::KERNEL_BF16_N64_LD`): the operands' own
+/// addresses and leading dimensions instead of tensor maps, no split of `k` (`MatmulPlan::with_ld`).
+fn ld_product(gpu: &Gpu, plan: &MatmulPlan, function: &CudaFunction, p: &Product, k_chunk: u32) -> Result<()> {
+    let s = plan.shape();
+    let (m, k, n) = (s.m as u32, s.k as u32, s.n as u32);
+    let (lda, ldb) = (ld_arg(p.ld_a, "A'")?, ld_arg(p.ld_b, "B'")?);
+    let (maps, partials, counters) = (0u64, 0u64, 0u64);
+    let mut builder = gpu.stream().launch_builder(function);
+    builder.arg(&maps).arg(&p.c).arg(&partials).arg(&counters).arg(&m).arg(&k).arg(&n).arg(&k_chunk);
+    builder.arg(&p.a).arg(&p.b).arg(&lda).arg(&ldb);
+    // SAFETY: the `_ld` kernels' contract (kernels::matmul::wgmma): A' (m x k at lda) and B' (k x
+    // n at ldb) are the plan's operands in the kernel's 16-bit type, read-only here, which the
+    // plan checked against the buffers' lengths and C' (m*n f32) against overlap; no split
+    // (with_ld plans none), so no partials or counters, and k_chunk covers k; the launch config
+    // (LD_THREADS threads, the rows form's dynamic shared memory) is the planner's, allowed when
+    // the plan was made.
+    unsafe { builder.launch(plan.launch_config()) }?;
+    Ok(())
+}
+
+/// A leading dimension as the kernels' `u32`, or an error naming the operand.
+fn ld_arg(ld: usize, what: &str) -> Result<u32> {
+    u32::try_from(ld).map_err(|_| Error::LimitExceeded {
+        what: format!("{what}'s leading dimension"),
+        value: ld as u64,
+        limit: u32::MAX as u64,
+    })
 }
 
 /// A `_cluster` tensor-core plan: each tile's splits of `k` as one cluster of blocks, which add

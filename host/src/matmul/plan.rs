@@ -150,6 +150,17 @@ pub const FEW_COLS_FEW_BLOCKS_MIN_CHUNK: u32 = 64;
 /// that a split's loads of the next step overlap more than one step's products.
 pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 512;
 
+/// Longest `k` the 16-bit `_ld` tile kernels take ([`MatmulPlan::with_ld`]): two stages of 64.
+/// Their producer warpgroup loads a stage in 2-byte loads at about 1-2.5 µs a stage, where the
+/// copy into rows of 16-byte multiples costs a launch and one pass over the operands and the
+/// TMA then keeps pace with the tensor cores. H200, BF16, µs, `_ld` against the copy (two
+/// binaries, `results/h200-ld-kernels.txt`): one stage 6185x39x102 5.5 against 9.2,
+/// 12426x33x19 4.3 against 9.9, 8830x45x55 5.3 against 9.1; two stages 486x114x1008 6.6
+/// against 7.0, 950x108x270 6.3 against 6.4; three 5344x181x381 14.5 against 13.0 (but
+/// 8931x191x45 9.9 against 11.9); longer ones two to three times the copy's time (333x777x555
+/// 22.0 against 10.8, 604x1975x2142 79.9 against 27.5).
+pub const LD_MAX_K: usize = 128;
+
 /// Shortest `k` for which `few_rows` on one row of `f32` operands runs `matmul_gemv`, which
 /// splits `k` among the 64 row groups of each block: one step of a block (eight rows a group).
 /// Shorter rows leave most of its loads idle, where `matmul_few_rows_1`'s threads each take
@@ -1340,6 +1351,38 @@ impl MatmulPlan {
     /// rules of its own, such as the GEMM descriptor's BF16 routing).
     pub(super) fn with_reason(self, reason: String) -> Self {
         Self { reason, ..self }
+    }
+
+    /// The same product on the `_ld` form of its 16-bit tile kernel of 128 x 64 or 128 x 128
+    /// tiles ([`KERNEL_BF16_N64_LD`](kernels::matmul::wgmma::KERNEL_BF16_N64_LD)), whose producer
+    /// warpgroup reads both operands as they lie instead of the TMA reading them from copies
+    /// with rows of 16-byte multiples; `None` for a kernel without that form, a plan that
+    /// splits `k` (the `_ld` kernels run the planner's unsplit products), or `k` past
+    /// [`LD_MAX_K`].
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+    /// let bf16 = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(6185, 39, 102)?, MatmulDevice::H200)?;
+    /// let p = bf16.with_ld(MatmulDevice::H200).unwrap();
+    /// assert_eq!((p.kernel(), p.launch_config().block_dim), ("wgmma_bf16_n64_ld", (384, 1, 1)));
+    /// // The 128 x 256 tiles have no such form.
+    /// let wide = plan(MatmulVariant::WgmmaBf16, MatmulShape::new(4097, 4097, 4097)?, MatmulDevice::H200)?;
+    /// assert!(wide.with_ld(MatmulDevice::H200).is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn with_ld(&self, device: MatmulDevice) -> Option<Self> {
+        let kernel = kernels::matmul::wgmma::ld_kernel(self.kernel)?;
+        if self.split.is_some_and(|s| s.splits > 1) || self.cluster_blocks() > 1 || self.shape.k > LD_MAX_K {
+            return None;
+        }
+        let launch = super::wgmma::plan_split(self.shape, device, kernel, 1).ok()?;
+        let reason = format!(
+            "{}; A' and B' read as they lie by a producer warpgroup (rows of any length), not copied into \
+             rows of 16-byte multiples for the TMA",
+            self.reason
+        );
+        Some(Self { kernel, launch, reason, ..self.clone() })
     }
 
     /// The same product on the unaligned-`A` form of its TF32 tile kernel

@@ -133,6 +133,7 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
 /// assert_eq!(wgmma::tile_of("wgmma_bf16"), (128, 256));
 /// assert_eq!(wgmma::tile_of("wgmma_f16_n128_rows"), (128, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_bf16_n64_cluster"), (128, 64));
+/// assert_eq!(wgmma::tile_of("wgmma_f16_n128_ld"), (128, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32"), (256, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n128"), (128, 128));
 /// assert_eq!(wgmma::tile_of("wgmma_tf32_n16"), (16, 128));
@@ -142,11 +143,12 @@ pub fn plan(shape: MatmulShape, device: MatmulDevice, kernel: &str) -> Result<La
 /// ```
 pub fn tile_of(kernel: &str) -> (u32, u32) {
     use kernels::matmul::wgmma::{
-        KERNEL_BF16_N16, KERNEL_BF16_N64, KERNEL_BF16_N64_CLUSTER, KERNEL_BF16_N64_ROWS, KERNEL_BF16_N128,
-        KERNEL_BF16_N128_CLUSTER, KERNEL_BF16_N128_ROWS, KERNEL_F16_N16, KERNEL_F16_N64, KERNEL_F16_N64_CLUSTER,
-        KERNEL_F16_N64_ROWS, KERNEL_F16_N128, KERNEL_F16_N128_CLUSTER, KERNEL_F16_N128_ROWS, KERNEL_TF32,
-        KERNEL_TF32_N16, KERNEL_TF32_N64, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_BLOCK_ROWS, N64_BLOCK_N,
-        N128_BLOCK_N, PROMOTED_BLOCK_ROWS, TF32_N64_BLOCK_COLS, TF32_N64_BLOCK_ROWS,
+        KERNEL_BF16_N16, KERNEL_BF16_N64, KERNEL_BF16_N64_CLUSTER, KERNEL_BF16_N64_LD, KERNEL_BF16_N64_ROWS,
+        KERNEL_BF16_N128, KERNEL_BF16_N128_CLUSTER, KERNEL_BF16_N128_LD, KERNEL_BF16_N128_ROWS, KERNEL_F16_N16,
+        KERNEL_F16_N64, KERNEL_F16_N64_CLUSTER, KERNEL_F16_N64_LD, KERNEL_F16_N64_ROWS, KERNEL_F16_N128,
+        KERNEL_F16_N128_CLUSTER, KERNEL_F16_N128_LD, KERNEL_F16_N128_ROWS, KERNEL_TF32, KERNEL_TF32_N16,
+        KERNEL_TF32_N64, KERNEL_TF32_N128, KERNEL_TF32_PROMOTED, N16_BLOCK_ROWS, N64_BLOCK_N, N128_BLOCK_N,
+        PROMOTED_BLOCK_ROWS, TF32_N64_BLOCK_COLS, TF32_N64_BLOCK_ROWS,
     };
     // The unaligned-A kernels tile as the kernels they are made of.
     match kernels::matmul::wgmma::aligned_a_kernel(kernel) {
@@ -157,15 +159,19 @@ pub fn tile_of(kernel: &str) -> (u32, u32) {
         KERNEL_BF16_N128
         | KERNEL_BF16_N128_ROWS
         | KERNEL_BF16_N128_CLUSTER
+        | KERNEL_BF16_N128_LD
         | KERNEL_F16_N128
         | KERNEL_F16_N128_ROWS
-        | KERNEL_F16_N128_CLUSTER => (BLOCK_M, N128_BLOCK_N),
+        | KERNEL_F16_N128_CLUSTER
+        | KERNEL_F16_N128_LD => (BLOCK_M, N128_BLOCK_N),
         KERNEL_BF16_N64
         | KERNEL_BF16_N64_ROWS
         | KERNEL_BF16_N64_CLUSTER
+        | KERNEL_BF16_N64_LD
         | KERNEL_F16_N64
         | KERNEL_F16_N64_ROWS
-        | KERNEL_F16_N64_CLUSTER => (BLOCK_M, N64_BLOCK_N),
+        | KERNEL_F16_N64_CLUSTER
+        | KERNEL_F16_N64_LD => (BLOCK_M, N64_BLOCK_N),
         _ => (BLOCK_M, BLOCK_N),
     }
 }
@@ -222,13 +228,18 @@ pub fn plan_split(shape: MatmulShape, device: MatmulDevice, kernel: &str, splits
     dim(shape.n, "n")?;
     dim(shape.k, "k")?;
     let (rows, cols) = tile_of(kernel);
+    // The `_ld` kernels add a producer warpgroup to their rows form's block.
+    let ld = kernels::matmul::wgmma::is_ld_kernel(kernel);
+    let threads_of = |t: u32| if ld { kernels::matmul::wgmma::LD_THREADS } else { t };
     let (threads, shared_mem_bytes) = match kernels::matmul::wgmma::aligned_a_kernel(kernel) {
         KERNEL_TF32 => (TF32_THREADS, DYNAMIC_SHARED_BYTES),
         KERNEL_TF32_N64 => (TF32_THREADS, TF32_N64_DYNAMIC_SHARED_BYTES),
         _ if rows == kernels::matmul::wgmma::N16_BLOCK_ROWS => (TF32_THREADS, N16_DYNAMIC_SHARED_BYTES),
         KERNEL_TF32_PROMOTED | KERNEL_TF32_N128 => (TF32_THREADS, PROMOTED_DYNAMIC_SHARED_BYTES),
-        _ if cols == kernels::matmul::wgmma::N128_BLOCK_N => (THREADS, N128_DYNAMIC_SHARED_BYTES),
-        _ if cols == kernels::matmul::wgmma::N64_BLOCK_N => (THREADS, kernels::matmul::wgmma::N64_DYNAMIC_SHARED_BYTES),
+        _ if cols == kernels::matmul::wgmma::N128_BLOCK_N => (threads_of(THREADS), N128_DYNAMIC_SHARED_BYTES),
+        _ if cols == kernels::matmul::wgmma::N64_BLOCK_N => {
+            (threads_of(THREADS), kernels::matmul::wgmma::N64_DYNAMIC_SHARED_BYTES)
+        }
         _ => (THREADS, DYNAMIC_SHARED_BYTES),
     };
     // The kernels count work items (tiles x splits) in u32 and step through them by the grid.
