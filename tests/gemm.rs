@@ -329,7 +329,17 @@ fn sixteen_bit_rows_of_any_length_run_on_the_tensor_cores_as_they_lie() {
     let (gpu, mut rng) = hopper_gpu("gemm 16-bit rows as they lie");
     // (m, k, n) as the matmul tests name them.
     // k of one stage of 64 and of two (the planner's LD_MAX_K).
-    for (m, k, n) in [(1000, 39, 102), (129, 20, 65), (300, 128, 257), (17, 101, 130), (5, 77, 77), (2000, 65, 1001)] {
+    // 3000 x 1001 of C is more tiles than SMs (192 of 128 x 128, 384 of 128 x 64): blocks take
+    // several, and the producers' ring runs on across them.
+    for (m, k, n) in [
+        (1000, 39, 102),
+        (129, 20, 65),
+        (300, 128, 257),
+        (17, 101, 130),
+        (5, 77, 77),
+        (2000, 65, 1001),
+        (3000, 40, 1001),
+    ] {
         for tile in [TileWidth::N64, TileWidth::N128] {
             for (dtype, variant) in [(DType::Bf16, MatmulVariant::WgmmaBf16), (DType::F16, MatmulVariant::WgmmaF16)] {
                 let rows = Layout::row_major(dtype);

@@ -931,7 +931,26 @@ impl Skeleton {
         let ld_copy_more = ld_format.map_or(tma_copy_more, |f| copies_in(f) > cuda_core_copies);
         let (mut variant, mut kernel) = choose_kernel(desc, shape, device, inputs, ld_copy_more)?;
         if ld_copy_more != tma_copy_more && variant.needs_tensor_cores() && kernel.with_ld(device).is_none() {
-            (variant, kernel) = choose_kernel(desc, shape, device, inputs, tma_copy_more)?;
+            // The 128 x 128 tiles' `_ld` form where the planner's own tiles have none: on the
+            // H200 it beat both those tiles' copy and `short_k` (BF16, µs: 7700x26x433 11.2
+            // against 13.6 and 15.7, 2455x19x3667 23.1 against 24.6 and 25.4, 8841x28x6665 140.8
+            // against 151.7); unless a tile was asked for or it splits k, planned as copying.
+            let n128 = (desc.tile.is_none())
+                .then(|| choose_kernel(&desc.tile(Some(TileWidth::N128)), shape, device, inputs, ld_copy_more))
+                .transpose()?
+                .filter(|(_, p)| p.with_ld(device).is_some());
+            (variant, kernel) = match n128 {
+                Some((v, p)) => {
+                    let why = p.reason().replacen(
+                        "n128 tiles requested",
+                        "tiles of 128x128, whose _ld form reads rows of any length as they lie (the planner's \
+                         128x256 tiles would copy them first)",
+                        1,
+                    );
+                    (v, p.with_reason(why))
+                }
+                None => choose_kernel(desc, shape, device, inputs, tma_copy_more)?,
+            };
         }
         let (left_format, right_format, right_transposed) = formats(variant, kernel.operand_type());
         // TF32's tile kernels read an f32 A' whose rows the TMA cannot take as they lie in four
@@ -1482,15 +1501,25 @@ mod tests {
             let rows = Layout::row_major(dtype);
             // GemmDesc takes (m, n, k).
             let plan = |m, n, k| skeleton(GemmDesc::new(m, n, k).a(rows).b(rows)).kernel;
-            // Where the tensor cores' tiles would be 128 x 256, which copy such rows first.
-            for (m, n, k) in [(2455, 3667, 19), (7700, 433, 26)] {
-                let p = plan(m, n, k);
+            // Where the tensor cores would copy them first (a transposed A, which the `_ld`
+            // kernels do not read).
+            let transposed = |m, n, k| {
+                let a = Layout::row_major(dtype);
+                skeleton(GemmDesc::new(m, n, k).transpose_a(true).a(a).b(rows)).kernel
+            };
+            for (m, n, k) in [(2455, 3667, 19), (1812, 494, 27), (7700, 433, 26)] {
+                let p = transposed(m, n, k);
                 assert_eq!(p.variant(), MatmulVariant::ShortK, "{p}");
                 assert!(p.reason().contains("short_k writes C in one launch"), "{p}");
             }
-            // Where they are 128 x 64 or 128 x 128, whose `_ld` forms read them as they lie.
+            // As they lie, the `_ld` tile kernels read them: 128 x 64 tiles where the planner
+            // takes them, 128 x 128 where it would take 128 x 256 (which have no `_ld` form).
             let p = plan(1812, 494, 27);
             assert!(p.kernel().ends_with("_n64_ld") && p.reason().contains("read as they lie"), "{p}");
+            for (m, n, k) in [(2455, 3667, 19), (7700, 433, 26)] {
+                let p = plan(m, n, k);
+                assert!(p.kernel().ends_with("_n128_ld") && p.reason().contains("whose _ld form"), "{p}");
+            }
             // Past 2^24 elements of C, or on 16-byte rows, or past k = 32: the tensor cores.
             for (m, n, k) in [(8841, 6665, 28), (2456, 3672, 24), (2455, 3667, 33)] {
                 assert_ne!(plan(m, n, k).variant(), MatmulVariant::ShortK, "{m}x{k}x{n}");
@@ -1564,8 +1593,9 @@ mod tests {
             // k <= 16 over millions of outputs: writing C bounds the time, short_k writes it
             // faster than the tensor cores' epilogue.
             ((5006, 6049, 6), "matmul_short_k_bf16"),
-            // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue.
-            ((8841, 6665, 28), "wgmma_bf16_rows"),
+            // Rows of 6665 floats are not 16-byte aligned: the row-staged epilogue, and with
+            // k <= 128 the 128 x 128 tiles' `_ld` form, which reads such rows without a copy.
+            ((8841, 6665, 28), "wgmma_bf16_n128_ld"),
             // BF16 keeps the tensor cores where B would be copied: its sgemm is slower still.
             ((29, 15_107, 3987), "wgmma_bf16_n128_rows"),
             ((4096, 4096, 4096), "wgmma_bf16"),
