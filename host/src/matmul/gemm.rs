@@ -922,7 +922,8 @@ impl Skeleton {
                 .count()
         };
         let cuda_core_copies = copies_in(Format::of(inputs, false));
-        let tma_copy_more = copies_in(Format::of(inputs, true)) > cuda_core_copies;
+        let tma_copies = copies_in(Format::of(inputs, true));
+        let tma_copy_more = tma_copies > cuda_core_copies;
         // The 16-bit tile kernels' `_ld` forms read rows of any length as they lie up to
         // LD_MAX_K, where both operands are untransposed (MatmulPlan::with_ld): planned as
         // copying nothing, unless the kernel chosen then has no such form (128 x 256 tiles),
@@ -963,18 +964,11 @@ impl Skeleton {
             Some(in_place) => (in_place, Format::F32RowsAny),
             None => (kernel, left_format),
         };
-        // The 16-bit tile kernels' `_ld` forms read both operands as they lie where the TMA
-        // would first need a copy of either.
-        let (right_layout, right_dims) = layout_of(right_src);
-        let reads = |f: Format| {
-            f.reads_in_place(left_layout, left_dims, left_t, k, desc.batch)
-                && f.reads_in_place(right_layout, right_dims, right_t, n, desc.batch)
-        };
-        let any = Format::rows_any(inputs).filter(|&f| !right_transposed && reads(f));
-        let copied = !(left_format.reads_in_place(left_layout, left_dims, left_t, k, desc.batch)
-            && right_format.reads_in_place(right_layout, right_dims, right_t, n, desc.batch));
-        let (kernel, left_format, right_format) = match (any, kernel.with_ld(device)) {
-            (Some(f), Some(ld)) if copied => (ld, f, f),
+        // The 16-bit tile kernels' `_ld` forms read both operands as they lie (`ld_format`)
+        // where the TMA would first need a copy of either (a 16-bit tile kernel's formats are
+        // `Format::of(inputs, true)`).
+        let (kernel, left_format, right_format) = match (ld_format, kernel.with_ld(device)) {
+            (Some(f), Some(ld)) if tma_copies > 0 => (ld, f, f),
             _ => (kernel, left_format, right_format),
         };
         let precision = match inputs {
