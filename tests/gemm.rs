@@ -271,6 +271,37 @@ fn every_kernel_variant_takes_every_layout() {
     }
 }
 
+/// Launches `plan` (on packed row-major `m x k` and `k x n` operands of type `T` and an `m x n`
+/// `f32` `D`, with a separate random `C` where `with_c`) on random operands, then `reruns` times
+/// more on the same buffers: each rerun's `D` must equal the first's bit for bit.
+fn assert_reruns_bitwise_equal<T: Value>(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    plan: &GemmPlan,
+    (m, k, n): (usize, usize, usize),
+    with_c: bool,
+    reruns: usize,
+) {
+    let s = gpu.stream();
+    let (a, b): (Vec<T>, Vec<T>) = (draw(rng, m * k), draw(rng, k * n));
+    let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+    let dc = with_c.then(|| s.clone_htod(&draw::<f32>(rng, m * n)).unwrap());
+    let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
+    let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
+    let mut run = || {
+        match &dc {
+            Some(dc) => plan.launch_with_c(gpu, &da, &db, dc, &mut d, &mut ws).unwrap(),
+            None => plan.launch(gpu, &da, &db, &mut d, &mut ws).unwrap(),
+        }
+        s.clone_dtoh(&d).unwrap()
+    };
+    let first = run();
+    for _ in 0..reruns {
+        let again = run();
+        assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
+    }
+}
+
 /// F16 operands through the descriptor: `auto` runs them on `wgmma_f16` where BF16 ones take
 /// `wgmma_bf16` (and on the FP32 kernels elsewhere), and `wgmma_f16` named takes every shape;
 /// square, rectangular and ragged shapes, `D` NaN-poisoned, against the float64 product under
@@ -301,19 +332,8 @@ fn f16_operands_run_on_wgmma_f16_through_the_descriptor_and_match_the_float64_pr
             .d(Layout::col_major(DType::F32).ld(m + 3));
         check::<f16, f32>(&gpu, &mut rng, odd);
         // Reruns are bitwise equal.
-        let s = gpu.stream();
-        let (a, b): (Vec<f16>, Vec<f16>) = (draw(&mut rng, m * k), draw(&mut rng, k * n));
-        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
         let plan = GemmPlan::new(&gpu, named).unwrap();
-        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
-        let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
-        plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
-        let first = s.clone_dtoh(&d).unwrap();
-        for _ in 0..3 {
-            plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
-            let again = s.clone_dtoh(&d).unwrap();
-            assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
-        }
+        assert_reruns_bitwise_equal::<f16>(&gpu, &mut rng, &plan, (m, k, n), false, 3);
     }
 }
 
@@ -356,17 +376,8 @@ fn sixteen_bit_rows_of_any_length_run_on_the_tensor_cores_as_they_lie() {
                 if dtype != DType::Bf16 {
                     continue;
                 }
-                let s = gpu.stream();
-                let (a, b): (Vec<bf16>, Vec<bf16>) = (draw(&mut rng, m * k), draw(&mut rng, k * n));
                 let plan = GemmPlan::new(&gpu, named).unwrap();
-                let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
-                let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
-                let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
-                plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
-                let first = s.clone_dtoh(&d).unwrap();
-                plan.launch(&gpu, &da, &db, &mut d, &mut ws).unwrap();
-                let again = s.clone_dtoh(&d).unwrap();
-                assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
+                assert_reruns_bitwise_equal::<bf16>(&gpu, &mut rng, &plan, (m, k, n), false, 1);
             }
         }
     }
@@ -483,16 +494,7 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
         let split = SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk };
         let desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(MatmulVariant::Sgemm).split_k(Some(split));
         let plan = GemmPlan::new(gpu, desc).unwrap();
-        let s = gpu.stream();
-        let (a, b): (Vec<T>, Vec<T>) = (draw(rng, m * k), draw(rng, k * n));
-        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
-        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
-        let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
-        plan.launch(gpu, &da, &db, &mut d, &mut ws).unwrap();
-        let first = s.clone_dtoh(&d).unwrap();
-        plan.launch(gpu, &da, &db, &mut d, &mut ws).unwrap();
-        let again = s.clone_dtoh(&d).unwrap();
-        assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
+        assert_reruns_bitwise_equal::<T>(gpu, rng, &plan, (m, k, n), false, 1);
     }
 }
 
@@ -542,20 +544,7 @@ fn split_k_through_the_descriptor<T: Value>(
         let forced = SplitK::about_in(k, 3, 1, variant.split_granule());
         check::<T, f32>(gpu, rng, with_c.split_k(Some(forced)));
         // Reruns of the planned split are bitwise equal.
-        let s = gpu.stream();
-        let (a, b): (Vec<T>, Vec<T>) = (draw(rng, m * k), draw(rng, k * n));
-        let (da, db) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
-        let c: Vec<f32> = draw(rng, m * n);
-        let dc = s.clone_htod(&c).unwrap();
-        let mut ws = s.alloc_zeros::<u8>(plan.workspace_bytes().max(1)).unwrap();
-        let mut d = s.alloc_zeros::<f32>(m * n).unwrap();
-        plan.launch_with_c(gpu, &da, &db, &dc, &mut d, &mut ws).unwrap();
-        let first = s.clone_dtoh(&d).unwrap();
-        for _ in 0..3 {
-            plan.launch_with_c(gpu, &da, &db, &dc, &mut d, &mut ws).unwrap();
-            let again = s.clone_dtoh(&d).unwrap();
-            assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{plan}: reruns differ");
-        }
+        assert_reruns_bitwise_equal::<T>(gpu, rng, &plan, (m, k, n), true, 3);
     }
 }
 
