@@ -33,7 +33,7 @@
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] long ([`FEW_COLS_FEW_BLOCKS_MIN_CHUNK`]
 //!   on grids of fewer blocks than SMs).
 //! - `few_rows`: for `_8` and `_16` (`m > 4`), and on BF16 or F16 operands for all, the splits
-//!   aim at the blocks an SM holds (`few_rows_blocks_per_sm`: 16 for `_1` on 16-bit operands
+//!   aim at the blocks an SM holds (`few_rows_blocks_per_sm`: 9 for `_1` on 16-bit operands
 //!   down to 3 for `_16`; its documentation has the measurements) and round down instead of up,
 //!   so that the blocks fit one wave (before `_16` was double-buffered, 12x16384x16384 ran in
 //!   0.572 ms with 17 splits, 544 blocks on 528 slots, and in 0.389 ms with 16); `_1`, `_2` and
@@ -2765,16 +2765,16 @@ mod tests {
         // The register-only kernels round up on f32: 128 blocks per split, 5 splits.
         assert_eq!(auto_fp32(2, 4096, 65_536).split.unwrap().splits, 5);
         assert_eq!(auto_fp32(4, 4096, 65_536).split.unwrap().splits, 5);
-        // On 16-bit operands they fill one wave of their blocks: 16 per SM for few_rows_1, 8
+        // On 16-bit operands they fill one wave of their blocks: 9 per SM for few_rows_1, 6
         // for few_rows_4.
         let sixteen = PlanOptions { operands: OperandType::Bf16, ..PlanOptions::default() };
         let split = |m| {
             plan_with(MatmulVariant::FewRows, MatmulShape::new(m, 4096, 65_536).unwrap(), MatmulDevice::H200, sixteen)
         };
-        assert_eq!(split(1).unwrap().split.unwrap().splits, 16);
-        assert_eq!(split(4).unwrap().split.unwrap().splits, 8);
+        assert_eq!(split(1).unwrap().split.unwrap().splits, 9);
+        assert_eq!(split(4).unwrap().split.unwrap().splits, 6);
         let p = split(1).unwrap().on_operands(OperandType::Bf16).unwrap();
-        assert_eq!((p.kernel, p.split.unwrap().splits), ("matmul_few_rows_bf16_1", 16));
+        assert_eq!((p.kernel, p.split.unwrap().splits), ("matmul_few_rows_bf16_1", 9));
     }
 
     #[test]

@@ -27,7 +27,15 @@
 //! - `_1`, `_2`, `_4`: per step each thread loads four rows of `B` (four 16-byte loads in
 //!   flight), then for each of the `m` rows of `A` the four matching elements (one 16-byte load
 //!   at an address uniform across the warp, served from L1), and does `m x 4 x 4` FMAs. No shared
-//!   memory, no barrier.
+//!   memory, no barrier. On 16-bit rows that are not whole vectors (`n` or `k` not a multiple of
+//!   4: four predicated 2-byte loads a row) the next step's four rows are in flight while a step
+//!   multiplies: loaded and used in one step, ptxas placed each row's FMAs between the step's
+//!   loads (at 32 registers), so a step waited on about three round trips, and the BF16 kernel
+//!   took 1.7x the `f32` one's time on the same grid (ncu, 1x302x75: 7.5 against 4.5 us). With
+//!   the next rows in flight, 56 registers (H200, BF16, `host bench --sweep-shapes`, us against
+//!   the previous build in the same session: 1x302x75 6.8 to 5.2, 1x492x29 6.8 to 5.2, 1x673x88
+//!   6.9 to 5.2, 1x2565x139 8.4 to 6.6, 3x151x11765 10.8 to 9.8, 1x3978x5845 24.6 to 22.6;
+//!   1x4344x10925 36.9 and 1x28672x8192 113 unchanged; FP16 the same).
 //! - `_8`, `_16` (from [`FEW_ROWS_PANEL_MIN_M`] rows): the block first copies a panel of `A`
 //!   (rows `0..m`, up to `FEW_ROWS_PANEL / MR` columns of its split, `MR` the suffix) into static
 //!   shared memory ([`FEW_ROWS_PANEL`] floats, 32 KiB), between barriers; then each thread
@@ -158,9 +166,9 @@ pub const fn few_rows_uses_panel(m: u32) -> bool {
 
 /// Blocks of the `matmul_few_rows` kernel for `m` rows on operands of type `t` that one SM
 /// holds, at [`FEW_ROWS_THREADS`] threads a block: their registers (ptxas, `cargo xtask
-/// build-ptx`) bound it: `_1` 40 on `f32` (12 blocks), 32 on BF16 and F16 (16), `_2` 40 (12) and
-/// 48 (10), `_4` 64 (8), `_8` at most 112 (4), `_16` at most 144 (3); `None` above
-/// [`FEW_ROWS_MAX_M`]. The planner splits `k` to fill one wave of them where a thread's loads in
+/// build-ptx`) bound it: `_1` 40 on `f32` (12 blocks), 56 on BF16 and F16 (9: the next rows of
+/// a ragged row's loads in flight; 32 and 16 blocks before), `_2` 40 (12) and 63 (8), `_4` 64 (8)
+/// and 78 (6), `_8` at most 112 (4), `_16` at most 144 (3); `None` above [`FEW_ROWS_MAX_M`]. The planner splits `k` to fill one wave of them where a thread's loads in
 /// flight are few: the panel kernels', and the 16-bit ones', whose four rows of a thread's
 /// columns in flight are 32 bytes (H200, `matmul_few_rows_bf16_1`, kernel alone: 1 x 3978 x
 /// 5845 took 38.9 us with 42 splits, 4 blocks an SM, and 17.3 with 125, 11.4 an SM; 1 x 4344 x
@@ -171,16 +179,16 @@ pub const fn few_rows_uses_panel(m: u32) -> bool {
 /// ```
 /// use kernels::matmul::element::OperandType;
 /// use kernels::matmul::skinny::few_rows_blocks_per_sm;
-/// assert_eq!(few_rows_blocks_per_sm(OperandType::Bf16, 1), Some(16));
+/// assert_eq!(few_rows_blocks_per_sm(OperandType::Bf16, 1), Some(9));
 /// assert_eq!(few_rows_blocks_per_sm(OperandType::F32, 1), Some(12));
 /// assert_eq!(few_rows_blocks_per_sm(OperandType::F16, 17), None);
 /// ```
 pub const fn few_rows_blocks_per_sm(t: OperandType, m: u32) -> Option<u32> {
     let sixteen_bit = !matches!(t, OperandType::F32);
     match m {
-        0..=1 => Some(if sixteen_bit { 16 } else { 12 }),
-        2 => Some(if sixteen_bit { 10 } else { 12 }),
-        3..=4 => Some(8),
+        0..=1 => Some(if sixteen_bit { 9 } else { 12 }),
+        2 => Some(if sixteen_bit { 8 } else { 12 }),
+        3..=4 => Some(if sixteen_bit { 6 } else { 8 }),
         5..=8 => Some(4),
         9..=FEW_ROWS_MAX_M => Some(3),
         _ => None,
@@ -1206,12 +1214,8 @@ mod device_code {
             // Four predicated loads, all issued before the first widening: as four guarded
             // loads, each BF16 widening sat in its load's branch and held the next load back
             // (H200, BF16 one-row shapes 8-12% faster this way: 1x2565x139 9.1 to 8.4 us).
-            let mut bits = [0u32; 4];
-            unroll!(j in [0, 1, 2, 3] {
-                // SAFETY: loaded only where row < k and column col + j < n.
-                bits[j] = unsafe { T::load_raw_nc_if(at.wrapping_add(j), col + (j as u32) < n) };
-            });
-            bits.map(T::widen_raw)
+            // SAFETY: forwarded (row < k, col < n).
+            unsafe { load_b_row_bits(b, row, n, col) }.map(T::widen_raw)
         } else {
             let mut v = [0.0; 4];
             unroll!(j in [0, 1, 2, 3] {
@@ -1222,6 +1226,61 @@ mod device_code {
             });
             v
         }
+    }
+
+    /// Row `row` of `B`, this thread's 4 columns from `col` as loaded (not yet widened), zero
+    /// past the last column: one predicated load each, no branch.
+    ///
+    /// # Safety
+    /// `row < k`, `col < n`.
+    #[inline(always)]
+    unsafe fn load_b_row_bits<T: Element>(b: *const T, row: u32, n: u32, col: u32) -> [u32; 4] {
+        let at = b.wrapping_add(row as usize * n as usize + col as usize);
+        let mut bits = [0u32; 4];
+        unroll!(j in [0, 1, 2, 3] {
+            // SAFETY: loaded only where row < k and column col + j < n.
+            bits[j] = unsafe { T::load_raw_nc_if(at.wrapping_add(j), col + (j as u32) < n) };
+        });
+        bits
+    }
+
+    /// `acc[i] += A[i][kk .. kk + 4] * rows` for `i < m`, `A` from global memory.
+    ///
+    /// # Safety
+    /// `m <= MR`, `kk + 4 <= k`; with `VEC`, `k % 4 == 0`, `kk % 4 == 0` and `a` aligned for
+    /// four elements.
+    #[inline(always)]
+    unsafe fn fma_a_rows4<T: Element, const MR: usize, const VEC: bool>(
+        a: *const T,
+        (m, k, kk): (u32, u32, u32),
+        rows: &[[f32; 4]; 4],
+        acc: &mut [[f32; 4]; 16],
+    ) {
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            if i < MR && (i as u32) < m {
+                let a_at = a.wrapping_add(i * k as usize + kk as usize);
+                let a4 = if VEC {
+                    // SAFETY: row i < m, columns kk..kk+4 <= k; k % 4 == 0 and kk % 4 == 0 keep
+                    // it aligned for four elements.
+                    unsafe { T::load4_nc(a_at) }
+                } else {
+                    // SAFETY: row i < m, columns kk..kk+4 <= k.
+                    unsafe {
+                        [
+                            T::load_nc(a_at),
+                            T::load_nc(a_at.add(1)),
+                            T::load_nc(a_at.add(2)),
+                            T::load_nc(a_at.add(3)),
+                        ]
+                    }
+                };
+                unroll!(u in [0, 1, 2, 3] {
+                    unroll!(j in [0, 1, 2, 3] {
+                        acc[i][j] = fma(a4[u], rows[u][j], acc[i][j]);
+                    });
+                });
+            }
+        });
     }
 
     /// The `m x 4` block of `C` at columns `col ..` over `k_begin .. k_end`, written to `out`.
@@ -1246,6 +1305,33 @@ mod device_code {
     ) {
         let mut acc = [[0.0f32; 4]; 16];
         let mut kk = k_begin;
+        if !VEC && T::DEFERS_WIDENING {
+            // 16-bit rows that are not whole vectors: the next four rows of B are in flight
+            // while these four are multiplied. Loaded and used in the same step, ptxas placed
+            // each row's FMAs between the step's loads (32 registers), so a step waited on
+            // about three round trips where the f32 kernel's waits on one.
+            let mut rows = [[0u32; 4]; 4];
+            if kk + 4 <= k_end {
+                unroll!(u in [0, 1, 2, 3] {
+                    // SAFETY: kk + u < k_end <= k and col < n.
+                    rows[u] = unsafe { load_b_row_bits(b, kk + u as u32, n, col) };
+                });
+            }
+            while kk + 4 <= k_end {
+                let mut next = [[0u32; 4]; 4];
+                if kk + 8 <= k_end {
+                    unroll!(u in [0, 1, 2, 3] {
+                        // SAFETY: kk + 4 + u < k_end <= k and col < n.
+                        next[u] = unsafe { load_b_row_bits(b, kk + 4 + u as u32, n, col) };
+                    });
+                }
+                let wide = rows.map(|r| r.map(T::widen_raw));
+                // SAFETY: m <= MR, kk + 4 <= k_end <= k.
+                unsafe { fma_a_rows4::<T, MR, VEC>(a, (m, k, kk), &wide, &mut acc) };
+                rows = next;
+                kk += 4;
+            }
+        }
         while kk + 4 <= k_end {
             // Four rows of B in flight before the first use.
             let mut rows = [[0.0f32; 4]; 4];
@@ -1253,31 +1339,9 @@ mod device_code {
                 // SAFETY: kk + u < k_end <= k and col < n.
                 rows[u] = unsafe { load_b_row::<T, VEC>(b, kk + u as u32, n, col) };
             });
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                if i < MR && (i as u32) < m {
-                    let a_at = a.wrapping_add(i * k as usize + kk as usize);
-                    let a4 = if VEC {
-                        // SAFETY: row i < m, columns kk..kk+4 < k_end <= k; k % 4 == 0 and
-                        // kk % 4 == 0 keep it aligned for four elements.
-                        unsafe { T::load4_nc(a_at) }
-                    } else {
-                        // SAFETY: row i < m, columns kk..kk+4 < k.
-                        unsafe {
-                            [
-                                T::load_nc(a_at),
-                                T::load_nc(a_at.add(1)),
-                                T::load_nc(a_at.add(2)),
-                                T::load_nc(a_at.add(3)),
-                            ]
-                        }
-                    };
-                    unroll!(u in [0, 1, 2, 3] {
-                        unroll!(j in [0, 1, 2, 3] {
-                            acc[i][j] = fma(a4[u], rows[u][j], acc[i][j]);
-                        });
-                    });
-                }
-            });
+            // SAFETY: m <= MR, kk + 4 <= k_end <= k; with VEC, k % 4 == 0 and kk % 4 == 0
+            // (k_begin % 4 == 0 on that path) and `a` aligned.
+            unsafe { fma_a_rows4::<T, MR, VEC>(a, (m, k, kk), &rows, &mut acc) };
             kk += 4;
         }
         // The last k_len % 4 rows (only off the vector path, where k_len can be ragged).
@@ -1429,8 +1493,9 @@ mod tests {
         assert!(!few_rows_uses_panel(4) && few_rows_uses_panel(5) && few_rows_uses_panel(16));
         assert!(!few_rows_uses_panel(17));
         let (f32, bf16) = (OperandType::F32, OperandType::Bf16);
-        assert_eq!((few_rows_blocks_per_sm(f32, 1), few_rows_blocks_per_sm(bf16, 1)), (Some(12), Some(16)));
-        assert_eq!((few_rows_blocks_per_sm(f32, 2), few_rows_blocks_per_sm(bf16, 2)), (Some(12), Some(10)));
+        assert_eq!((few_rows_blocks_per_sm(f32, 1), few_rows_blocks_per_sm(bf16, 1)), (Some(12), Some(9)));
+        assert_eq!((few_rows_blocks_per_sm(f32, 2), few_rows_blocks_per_sm(bf16, 2)), (Some(12), Some(8)));
+        assert_eq!((few_rows_blocks_per_sm(bf16, 4), few_rows_blocks_per_sm(OperandType::F16, 3)), (Some(6), Some(6)));
         assert_eq!((few_rows_blocks_per_sm(f32, 4), few_rows_blocks_per_sm(OperandType::F16, 5)), (Some(8), Some(4)));
         assert_eq!((few_rows_blocks_per_sm(bf16, 9), few_rows_blocks_per_sm(f32, 16)), (Some(3), Some(3)));
         assert_eq!(few_rows_blocks_per_sm(f32, 17), None);
