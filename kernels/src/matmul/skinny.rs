@@ -168,9 +168,10 @@ pub const fn few_rows_uses_panel(m: u32) -> bool {
 /// holds, at [`FEW_ROWS_THREADS`] threads a block: their registers (ptxas, `cargo xtask
 /// build-ptx`) bound it: `_1` 40 on `f32` (12 blocks), 56 on BF16 and F16 (9: the next rows of
 /// a ragged row's loads in flight; 32 and 16 blocks before), `_2` 40 (12) and 63 (8), `_4` 64 (8)
-/// and 78 (6), `_8` at most 112 (4), `_16` at most 144 (3); `None` above [`FEW_ROWS_MAX_M`]. The planner splits `k` to fill one wave of them where a thread's loads in
-/// flight are few: the panel kernels', and the 16-bit ones', whose four rows of a thread's
-/// columns in flight are 32 bytes (H200, `matmul_few_rows_bf16_1`, kernel alone: 1 x 3978 x
+/// and 78 (6), `_8` at most 112 (4), `_16` at most 168 (3, F16's; 138-142 on `f32` and BF16);
+/// `None` above [`FEW_ROWS_MAX_M`]. The planner splits `k` to fill one wave of them where a
+/// thread's loads in flight are few: the panel kernels', and the 16-bit ones', whose rows of a
+/// thread's columns in flight are 32 bytes (64 on ragged rows, two steps of four) (H200, `matmul_few_rows_bf16_1`, kernel alone: 1 x 3978 x
 /// 5845 took 38.9 us with 42 splits, 4 blocks an SM, and 17.3 with 125, 11.4 an SM; 1 x 4344 x
 /// 10925 79.4 with 23 splits and 32.5 with 91, 15.2 an SM, but 37.7 with 136, a second wave).
 /// The `f32` register-only kernels, whose 64 bytes in flight a thread fill fewer blocks, gained
