@@ -775,9 +775,16 @@ fn replays_equal_direct_launches<T: Value>(gpu: &Gpu, rng: &mut impl Rng, desc: 
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn hopper_plans_of_several_launches_replay_them_with_the_results_of_direct_launches() {
-    let (gpu, mut rng) = hopper_gpu("hopper_plans_of_several_launches_replay_them");
+fn hopper_plans_replay_their_launches_with_the_results_of_direct_launches() {
+    let (gpu, mut rng) = hopper_gpu("hopper_plans_replay_their_launches");
     let rows = |t| Layout::row_major(t);
+    // Plans of one kernel replay too: `few_cols` on f32, and the BF16 tiles with their tensor maps.
+    replays_equal_direct_launches::<f32>(&gpu, &mut rng, GemmDesc::new(333, 1, 8));
+    replays_equal_direct_launches::<bf16>(
+        &gpu,
+        &mut rng,
+        GemmDesc::new(256, 256, 256).a(rows(DType::Bf16)).b(rows(DType::Bf16)),
+    );
     // An epilogue (alpha, beta, C) after the tensor-core product.
     replays_equal_direct_launches::<f32>(&gpu, &mut rng, GemmDesc::new(300, 70, 256).alpha_beta(1.5, -1.0));
     // BF16 rows of 26 elements, not 16-byte multiples: A and B converted before the product.
