@@ -488,15 +488,15 @@ fn few_cols_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
 }
 
 /// `few_cols` on outputs of 17 to 1000 rows and 2 to 32 columns, where a block's rows share each
-/// step's slice of `B` through shared memory: `k` shorter than a lane's four elements, one under,
-/// at and over a step of 128, several steps with a ragged last; split or not; against the
-/// float64 product under FP32's bound, and reruns bitwise equal.
+/// step's slice of `B` through shared memory: `k` one under, at and over a step of 128, several
+/// steps with a ragged last; split or not; against the float64 product under FP32's bound, and
+/// reruns bitwise equal.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("few_cols shared"));
     for m in [17, 33, 100, 1000] {
-        for k in [1, 7, 127, 128, 129, 1031] {
+        for k in [127, 128, 129, 1031] {
             for n in [2, 5, 8, 9, 16, 17, 27, 32] {
                 let shape = MatmulShape::new(m, k, n).unwrap();
                 let plans = few_cols_plans(&gpu, shape);
@@ -506,6 +506,31 @@ fn few_cols_with_shared_b_matches_cpu_on_narrow_outputs_and_reruns_bitwise_equal
         }
     }
     let shape = MatmulShape::new(1000, 3000, 12).unwrap();
+    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &few_cols_plans(&gpu, shape));
+}
+
+/// `few_cols` on rows of `A` of at most 32 elements (`matmul_few_cols_short_k_{8,32}`, a thread
+/// a row): one row to several blocks of 128 with a ragged last, `k` of 1 to 32, every width to
+/// 32 columns (16 at 16 rows or fewer); split or not; against the float64 product under FP32's
+/// bound, and reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn few_cols_on_short_rows_takes_a_thread_a_row_and_matches_cpu() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("few_cols short k"));
+    for m in [1, 17, 129, 1000, 8098] {
+        for k in [1, 3, 8, 17, 32] {
+            for n in [1, 2, 8, 9, 16, 17, 32] {
+                if n > kernels::matmul::skinny::few_cols_max_n(m as u32) as usize {
+                    continue;
+                }
+                let shape = MatmulShape::new(m, k, n).unwrap();
+                let plans = few_cols_plans(&gpu, shape);
+                assert!(plans[0].kernel_plan().kernel().starts_with("matmul_few_cols_short_k_"), "{}", plans[0]);
+                assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), few_cols_plans);
+            }
+        }
+    }
+    let shape = MatmulShape::new(1000, 31, 13).unwrap();
     assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &few_cols_plans(&gpu, shape));
 }
 

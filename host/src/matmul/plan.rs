@@ -7,7 +7,7 @@
 //! | shape | kernel | why |
 //! | --- | --- | --- |
 //! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 (`high`: both sides at least [`SPLIT_TF32_MIN_SIDE`], at least [`SPLIT_TF32_MIN_MACS`] multiply-adds and tiles filling [`SPLIT_TF32_MIN_WAVE_FILL`] of their waves) | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
-//! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`) |
+//! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`); rows of `A` of at most 32 elements a thread each, staged in shared memory (`matmul_few_cols_short_k`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` (on `f32` with `m = 1`, `n % 4 == 0`, `k >=` [`GEMV_MIN_K`] and `k x n >=` [`GEMV_MIN_B_ELEMENTS`], `matmul_gemv`: a block's 64 row groups share `k`, so that no split across blocks is needed from 4,096 columns) |
 //! | `k <=` [`SHORT_K_MAX`], or `k <= 32` with at most [`SHORT_K_TWO_COLUMNS_MAX_OUTPUTS`] elements of `C`; `k` or `n` not a multiple of 4 ([`takes_short_k`]) | `short_k` | bound by the writing of `C`: each thread stores four elements of a row of `C` in one 16-byte store (each block on rows that lie alike against 16-byte boundaries), its four columns of `B` in registers for up to 16 rows |
@@ -1479,11 +1479,11 @@ impl MatmulPlan {
         if t == self.operands {
             return Ok(self);
         }
-        let (m, n) = (self.shape.m as u32, self.shape.n as u32);
+        let (m, k, n) = (self.shape.m as u32, self.shape.k.min(u32::MAX as usize) as u32, self.shape.n as u32);
         let kernel = match self.variant {
             MatmulVariant::Sgemm => sgemm::tile_of(self.kernel).map(|tile| sgemm::kernel(tile, t)),
             MatmulVariant::FewRows => few_rows_kernel_of(t, m),
-            MatmulVariant::FewCols => few_cols_kernel_for(t, m, n),
+            MatmulVariant::FewCols => few_cols_kernel_for(t, m, k, n),
             MatmulVariant::ShortK => Some(short_k::kernel(t)),
             _ => None,
         };
@@ -1750,8 +1750,8 @@ fn plan_forced(
     let mut kernel = match variant {
         MatmulVariant::FewRows => few_rows_kernel(shape.m as u32).unwrap_or(FEW_ROWS_KERNELS[4].1),
         MatmulVariant::FewCols => {
-            let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
-            few_cols_kernel_for(OperandType::F32, m, n).unwrap_or(FEW_COLS_KERNELS[4].1)
+            let [m, k, n] = [shape.m, shape.k, shape.n].map(|x| x.min(u32::MAX as usize) as u32);
+            few_cols_kernel_for(OperandType::F32, m, k, n).unwrap_or(FEW_COLS_KERNELS[4].1)
         }
         v => v.kernel().ok_or_else(|| Error::InvalidArgument(format!("{} names no kernel", v.name())))?,
     };
@@ -1918,7 +1918,14 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
     };
     if shape.n <= max_n as usize {
         let n = shape.n as u32;
-        let why = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
+        let why = if kernels::matmul::skinny::few_cols_takes_short_k(shape.k.min(u32::MAX as usize) as u32) {
+            format!(
+                "n = {n} <= {max_n}: memory-bound; k = {} <= {}: a thread a row of A, the block's rows staged in \
+                 shared memory",
+                shape.k,
+                kernels::matmul::skinny::FEW_COLS_SHORT_K_MAX_K
+            )
+        } else if kernels::matmul::skinny::few_cols_shares_b(m, n) {
             format!(
                 "n = {n} <= {max_n}: memory-bound, stream A once, each step's slice of B shared through shared \
                  memory by {} rows",

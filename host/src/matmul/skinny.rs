@@ -5,8 +5,9 @@ use super::split_k::SplitK;
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 use kernels::matmul::skinny::{
-    FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M, FEW_ROWS_THREADS, GEMV_BLOCK_COLS,
-    GEMV_THREADS, few_cols_shared_rows_per_block, few_cols_shared_threads, few_cols_shares_b,
+    FEW_COLS_ROWS_PER_BLOCK, FEW_COLS_SHORT_K_THREADS, FEW_COLS_THREADS, FEW_ROWS_BLOCK_COLS, FEW_ROWS_MAX_M,
+    FEW_ROWS_THREADS, GEMV_BLOCK_COLS, GEMV_THREADS, few_cols_shared_rows_per_block, few_cols_shared_threads,
+    few_cols_shares_b, few_cols_takes_short_k,
 };
 
 /// Blocks along x of `matmul_few_rows` for `shape`: one per `FEW_ROWS_BLOCK_COLS` columns.
@@ -43,8 +44,10 @@ pub fn few_cols_blocks(shape: MatmulShape) -> usize {
 
 /// Threads and rows of `C` per block of the `few_cols` kernel for `shape`.
 fn few_cols_block(shape: MatmulShape) -> (u32, u32) {
-    let n = shape.n.min(u32::MAX as usize) as u32;
-    if few_cols_shares_b(shape.m.min(u32::MAX as usize) as u32, n) {
+    let [m, k, n] = [shape.m, shape.k, shape.n].map(|x| x.min(u32::MAX as usize) as u32);
+    if few_cols_takes_short_k(k) {
+        (FEW_COLS_SHORT_K_THREADS, FEW_COLS_SHORT_K_THREADS)
+    } else if few_cols_shares_b(m, n) {
         (few_cols_shared_threads(n), few_cols_shared_rows_per_block(n))
     } else {
         (FEW_COLS_THREADS, FEW_COLS_ROWS_PER_BLOCK)
@@ -113,10 +116,11 @@ pub fn plan_gemv(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
 }
 
 /// `matmul_few_cols`: one `FEW_COLS_THREADS`-thread block (a warp per row) per
-/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, or for `matmul_few_cols_shared` (above 16 rows, from 5
-/// columns) one block of `few_cols_shared_threads(n)` threads per four rows a warp, one z index
-/// per split; no dynamic shared memory. Refuses `n > FEW_COLS_MAX_N` with 16 rows or fewer, `n >
-/// FEW_COLS_SHARED_MAX_N` above.
+/// `FEW_COLS_ROWS_PER_BLOCK` rows of `C`, for `matmul_few_cols_shared` (above 16 rows, from 2
+/// columns) one block of `few_cols_shared_threads(n)` threads per four rows a warp, and for
+/// `matmul_few_cols_short_k` (`k` up to `FEW_COLS_SHORT_K_MAX_K`) one block of
+/// `FEW_COLS_SHORT_K_THREADS` threads per as many rows; one z index per split; no dynamic shared
+/// memory. Refuses `n > FEW_COLS_MAX_N` with 16 rows or fewer, `n > FEW_COLS_SHARED_MAX_N` above.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -129,8 +133,11 @@ pub fn plan_gemv(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {
 /// let err = skinny::plan_few_cols(MatmulShape::new(4, 4, 17)?, SplitK::none(4)).unwrap_err().to_string();
 /// assert!(err.contains("few_cols multiplies at most 16 columns"), "{err}");
 /// // Above 16 rows, up to 32 columns: 12 warps of 2 rows.
-/// assert_eq!(skinny::plan_few_cols(MatmulShape::new(480, 4, 32)?, SplitK::none(4))?.grid_dim, (20, 1, 1));
+/// assert_eq!(skinny::plan_few_cols(MatmulShape::new(480, 40, 32)?, SplitK::none(40))?.grid_dim, (20, 1, 1));
 /// assert!(skinny::plan_few_cols(MatmulShape::new(480, 4, 33)?, SplitK::none(4)).is_err());
+/// // Rows of A of at most 32 elements: a thread a row, 128 rows a block.
+/// let short = skinny::plan_few_cols(MatmulShape::new(8098, 3, 1)?, SplitK::none(3))?;
+/// assert_eq!((short.grid_dim, short.block_dim), ((64, 1, 1), (128, 1, 1)));
 /// # Ok(()) }
 /// ```
 pub fn plan_few_cols(shape: MatmulShape, split: SplitK) -> Result<LaunchConfig> {

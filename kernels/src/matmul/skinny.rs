@@ -93,6 +93,17 @@
 //! 571 x 8 0.010 against 0.025; `_32`, whose reads of `B` are twice as many per FMA, 16384 x
 //! 16384 x 32 1.149 against 0.513 (`sgemm_warp_tiled` 1.479).
 //!
+//! # `matmul_few_cols_short_k_{8,32}` (`n <=` the suffix, `k <=` 32): a thread a row
+//! For rows of `A` of at most [`FEW_COLS_SHORT_K_MAX_K`] elements a warp per row leaves most
+//! lanes idle. A block of [`FEW_COLS_SHORT_K_THREADS`] threads takes as many rows: it copies their
+//! stretch of `A` (contiguous in memory) into shared memory with consecutive threads on
+//! consecutive elements, every load of a thread issued before its first store, and `B`'s rows
+//! (zero past column `n`, to the suffix's width); after a barrier thread `r` multiplies row `r`
+//! in `k` order into the suffix's accumulators, with `B`'s row as broadcast 16-byte shared loads,
+//! stages its `n` sums in the same tile (rows of [`FEW_COLS_SHORT_K_PITCH`] floats, odd: no bank
+//! conflicts) and the block stores its rows of `C`, contiguous in memory, one float a thread,
+//! consecutive threads on consecutive floats.
+//!
 //! # Safety
 //! `a`, `b`, `c` point to device allocations of `m*k`, `k*n` operand elements and
 //! `gridDim.z*m*n` `f32`; `c` overlaps neither input; the block has the kernel's thread count (every thread of a
@@ -332,24 +343,67 @@ pub const FEW_COLS_SHARED_STEP: u32 = 128;
 /// eight different bank groups): 36 KiB for the widest.
 pub const FEW_COLS_SHARED_B_FLOATS: u32 = 2 * FEW_COLS_SHARED_STEP * (FEW_COLS_SHARED_MAX_N + 4);
 
-/// The `few_cols` kernel for `m x n` of `C` on operands of type `t`: above
-/// [`FEW_ROWS_MAX_M`] rows and from [`FEW_COLS_SHARED_MIN_N`] columns, the one of
+/// Longest `k` `matmul_few_cols_short_k` takes: a thread multiplies a whole row of `A`, staged
+/// in shared memory. Shorter rows than a warp's step leave the warp-per-row kernels' lanes
+/// mostly idle behind a five-round shuffle per column (H200, BF16, µs: 8098 x 3 x 1 7.5-8.3 on
+/// `matmul_few_cols_bf16_1`, 15181 x 2 x 13 8.8 on `matmul_few_cols_shared_bf16_16`).
+pub const FEW_COLS_SHORT_K_MAX_K: u32 = 32;
+/// Threads of a `matmul_few_cols_short_k` block, one per row of `C`.
+pub const FEW_COLS_SHORT_K_THREADS: u32 = 128;
+/// Floats per row of `matmul_few_cols_short_k`'s staging tile (rows of `A`, then of `C`): odd, so
+/// that a warp's threads, one row each, read 32 different banks.
+pub const FEW_COLS_SHORT_K_PITCH: u32 = FEW_COLS_SHORT_K_MAX_K + 1;
+/// PTX symbols of the `matmul_few_cols_short_k` kernels (`f32` operands), by the most columns of
+/// `C` each takes.
+pub const FEW_COLS_SHORT_K_KERNELS: [(u32, &str); 2] =
+    [(8, "matmul_few_cols_short_k_8"), (32, "matmul_few_cols_short_k_32")];
+/// [`FEW_COLS_SHORT_K_KERNELS`] on BF16 operands.
+pub const FEW_COLS_SHORT_K_KERNELS_BF16: [(u32, &str); 2] =
+    [(8, "matmul_few_cols_short_k_bf16_8"), (32, "matmul_few_cols_short_k_bf16_32")];
+/// [`FEW_COLS_SHORT_K_KERNELS`] on F16 operands.
+pub const FEW_COLS_SHORT_K_KERNELS_F16: [(u32, &str); 2] =
+    [(8, "matmul_few_cols_short_k_f16_8"), (32, "matmul_few_cols_short_k_f16_32")];
+
+/// Whether `few_cols` on `k` columns of `A` runs a `matmul_few_cols_short_k` kernel (a thread a
+/// row): `k` at most [`FEW_COLS_SHORT_K_MAX_K`].
+pub const fn few_cols_takes_short_k(k: u32) -> bool {
+    k <= FEW_COLS_SHORT_K_MAX_K
+}
+
+/// The `few_cols` kernel for `m x n` of `C` and `k` columns of `A` on operands of type `t`: for
+/// `k` up to [`FEW_COLS_SHORT_K_MAX_K`], the one of `matmul_few_cols_short_k_{8,32}` that holds
+/// `n`; above [`FEW_ROWS_MAX_M`] rows and from [`FEW_COLS_SHARED_MIN_N`] columns, the one of
 /// `matmul_few_cols_shared_{8,16,32}` that holds `n` (`B` shared by a block's
-/// [`few_cols_shared_rows_per_block`] rows); otherwise [`few_cols_kernel_of`]'s.
+/// [`few_cols_shared_rows_per_block`] rows); otherwise [`few_cols_kernel_of`]'s. `None` past
+/// [`few_cols_max_n`].
 ///
 /// ```
 /// use kernels::matmul::element::OperandType;
 /// use kernels::matmul::skinny::few_cols_kernel_for;
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 16), Some("matmul_few_cols_shared_16"));
-/// assert_eq!(few_cols_kernel_for(OperandType::Bf16, 5640, 8), Some("matmul_few_cols_shared_bf16_8"));
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 4), Some("matmul_few_cols_shared_8"));
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 1), Some("matmul_few_cols_1"));
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 16), Some("matmul_few_cols_16"));
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 17), Some("matmul_few_cols_shared_32"));
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 17), None);
-/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 33), None);
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 4096, 16), Some("matmul_few_cols_shared_16"));
+/// assert_eq!(few_cols_kernel_for(OperandType::Bf16, 5640, 571, 8), Some("matmul_few_cols_shared_bf16_8"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 4096, 4), Some("matmul_few_cols_shared_8"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16_384, 4096, 1), Some("matmul_few_cols_1"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 4096, 16), Some("matmul_few_cols_16"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 4096, 17), Some("matmul_few_cols_shared_32"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 4096, 17), None);
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 100, 4096, 33), None);
+/// // Rows of at most 32 elements: a thread a row.
+/// assert_eq!(few_cols_kernel_for(OperandType::Bf16, 8098, 3, 1), Some("matmul_few_cols_short_k_bf16_8"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F16, 15_181, 2, 13), Some("matmul_few_cols_short_k_f16_32"));
+/// assert_eq!(few_cols_kernel_for(OperandType::F32, 16, 32, 17), None);
 /// ```
-pub const fn few_cols_kernel_for(t: OperandType, m: u32, n: u32) -> Option<&'static str> {
+pub const fn few_cols_kernel_for(t: OperandType, m: u32, k: u32, n: u32) -> Option<&'static str> {
+    if n > few_cols_max_n(m) {
+        return None;
+    }
+    if few_cols_takes_short_k(k) {
+        return match t {
+            OperandType::F32 => narrowest(&FEW_COLS_SHORT_K_KERNELS, n),
+            OperandType::Bf16 => narrowest(&FEW_COLS_SHORT_K_KERNELS_BF16, n),
+            OperandType::F16 => narrowest(&FEW_COLS_SHORT_K_KERNELS_F16, n),
+        };
+    }
     if !few_cols_shares_b(m, n) {
         return few_cols_kernel_of(t, n);
     }
@@ -457,6 +511,7 @@ mod device_code {
     use super::{
         FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_STEP, few_cols_shared_rows_per_warp, few_cols_shared_threads,
     };
+    use super::{FEW_COLS_SHARED_MAX_N, FEW_COLS_SHORT_K_MAX_K, FEW_COLS_SHORT_K_PITCH, FEW_COLS_SHORT_K_THREADS};
     use super::{GEMV_BLOCK_COLS, GEMV_LANES_PER_ROW, GEMV_LOADS, GEMV_ROW_GROUPS, GEMV_THREADS};
     use crate::device::shared::SharedArray;
     use crate::device::{math::fma, mem, thread, warp};
@@ -550,6 +605,19 @@ mod device_code {
         matmul_few_cols_f16_4 = 4,
         matmul_few_cols_f16_8 = 8,
         matmul_few_cols_f16_16 = 16
+    );
+
+    narrow_kernels!(few_cols_short_k, f32, "n", "FEW_COLS_SHORT_K_THREADS":
+        matmul_few_cols_short_k_8 = 8,
+        matmul_few_cols_short_k_32 = 32
+    );
+    narrow_kernels!(few_cols_short_k, Bf16, "n", "FEW_COLS_SHORT_K_THREADS":
+        matmul_few_cols_short_k_bf16_8 = 8,
+        matmul_few_cols_short_k_bf16_32 = 32
+    );
+    narrow_kernels!(few_cols_short_k, F16, "n", "FEW_COLS_SHORT_K_THREADS":
+        matmul_few_cols_short_k_f16_8 = 8,
+        matmul_few_cols_short_k_f16_32 = 32
     );
 
     narrow_kernels!(few_cols_shared, f32, "n", "few_cols_shared_threads(n)":
@@ -892,6 +960,154 @@ mod device_code {
         let v8 = halve!(v16, 4, [0 1 2 3 4 5 6 7]);
         let v4 = halve!(v8, 2, [0 1 2 3]);
         halve!(v4, 1, [0 1])
+    }
+
+    /// The body of `matmul_few_cols_short_k_<NC>` (module documentation).
+    ///
+    /// # Safety
+    /// As the kernels, with `n <= NC` (8 or 32) and `k <=` [`FEW_COLS_SHORT_K_MAX_K`], called by
+    /// the whole block of [`FEW_COLS_SHORT_K_THREADS`] threads.
+    #[inline(always)]
+    unsafe fn few_cols_short_k<T: Element, const NC: usize>(
+        a: *const T,
+        b: *const T,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
+        const ROWS: u32 = FEW_COLS_SHORT_K_THREADS;
+        const PITCH: usize = FEW_COLS_SHORT_K_PITCH as usize;
+        // A thread's elements of the block's rows of A: at most MAX_K rows of ROWS elements.
+        const LOADS: usize = FEW_COLS_SHORT_K_MAX_K as usize;
+        if k > FEW_COLS_SHORT_K_MAX_K {
+            // The tile holds rows of at most MAX_K elements (kernel contract).
+            panic!();
+        }
+        let z = thread::block_idx_z();
+        let (k_begin, k_len) = split_k_range(z, k_chunk, k);
+        let out = c.wrapping_add(z as usize * m as usize * n as usize);
+        let t = thread::thread_idx_x();
+        let row0 = thread::block_idx_x() * ROWS;
+        // Uniform across the block, before any barrier.
+        if row0 >= m {
+            return;
+        }
+        let rows = (m - row0).min(ROWS);
+        let tile = shared_array!(MATMUL_FEW_COLS_SHORT_K_TILE: [f32; (FEW_COLS_SHORT_K_THREADS * FEW_COLS_SHORT_K_PITCH) as usize]);
+        let b_rows =
+            shared_array!(MATMUL_FEW_COLS_SHORT_K_B: [f32; (FEW_COLS_SHORT_K_MAX_K * FEW_COLS_SHARED_MAX_N) as usize]);
+        // Element e = t + ROWS i of the block's rows x k_len stretch of A: row e / k_len, column
+        // e % k_len of the split, stepped without a division per element (a division is dozens
+        // of dependent instructions, and at four warps a block they, not the loads, took the
+        // time). Loads and stores take no branch: an element outside loads the block's first
+        // (inside A) and stores it to the tile's last column of row 0, which nothing reads (rows
+        // of A and of C use at most MAX_K < PITCH columns). In branches, LLVM merged each load's
+        // branch with its store's, and every store waited for its load before the next issued.
+        let count = rows * k_len;
+        if count > 0 {
+            let (step_rows, step_cols) = (ROWS / k_len, ROWS % k_len);
+            let first = (t / k_len, t % k_len);
+            let origin = row0 as usize * k as usize + k_begin as usize;
+            const SINK: usize = PITCH - 1;
+            let mut raw = [0u32; LOADS];
+            let mut slot = [SINK as u32; LOADS];
+            let (mut r, mut col) = first;
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                         16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                if i > 0 {
+                    (r, col) = (r + step_rows, col + step_cols);
+                    let wrap = col >= k_len;
+                    r += wrap as u32;
+                    col -= if wrap { k_len } else { 0 };
+                }
+                let inside = t + ROWS * (i as u32) < count;
+                let at = if inside { origin + r as usize * k as usize + col as usize } else { origin };
+                slot[i] = if inside { r * PITCH as u32 + col } else { SINK as u32 };
+                // SAFETY: inside, (r, col) = (e / k_len, e % k_len) for e < rows * k_len, so row
+                // row0 + r < m and column k_begin + col < k_begin + k_len <= k; outside, element
+                // (row0, k_begin), inside A as rows and k_len are positive.
+                raw[i] = unsafe { T::load_raw_nc(a.add(at)) };
+            });
+            // B's rows k_begin .. k_begin + k_len, NC columns each (zero past n): element e = t +
+            // ROWS i of k_len * NC at row e / NC, column e % NC (NC a power of two: shifts);
+            // outside, B's element (k_begin, 0), widened and stored as zero.
+            let b_count = k_len * NC as u32;
+            let mut b_raw = [0u32; 8];
+            let mut b_inside = [false; 8];
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let e = t + ROWS * i as u32;
+                let (row, col) = (e / NC as u32, e % NC as u32);
+                b_inside[i] = e < b_count && col < n;
+                let at = if b_inside[i] { (k_begin + row) as usize * n as usize + col as usize } else { k_begin as usize * n as usize };
+                // SAFETY: inside, row k_begin + row < k_begin + k_len <= k and column col < n;
+                // outside, row k_begin < k (k_len > 0), column 0: inside B.
+                b_raw[i] = unsafe { T::load_raw_nc(b.add(at)) };
+            });
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                         16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                // SAFETY: slot < ROWS * PITCH; the tile is read only after the barrier below.
+                unsafe { tile.store(slot[i] as usize, T::widen_raw(raw[i])) };
+            });
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let e = t + ROWS * i as u32;
+                if e < b_count {
+                    let v = if b_inside[i] { T::widen_raw(b_raw[i]) } else { 0.0 };
+                    // SAFETY: e < k_len * NC <= MAX_K * FEW_COLS_SHARED_MAX_N; read after the
+                    // barrier.
+                    unsafe { b_rows.store(e as usize, v) };
+                }
+            });
+        }
+        thread::sync_threads();
+        let mut acc = [0.0f32; NC];
+        if t < rows {
+            let mut kk = 0;
+            while kk < k_len {
+                // SAFETY: row t < ROWS, column kk < k_len < PITCH, stored before the barrier.
+                let x = unsafe { tile.load(t as usize * PITCH + kk as usize) };
+                unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if 4 * q < NC {
+                        // SAFETY: kk * NC + 4q + 3 < k_len * NC, 16-byte aligned (NC and the
+                        // array's base are); stored before the barrier.
+                        let y = unsafe { b_rows.load4(kk as usize * NC + 4 * q) };
+                        unroll!(e in [0, 1, 2, 3] {
+                            acc[4 * q + e] = fma(x, y[e], acc[4 * q + e]);
+                        });
+                    }
+                });
+                kk += 1;
+            }
+        }
+        // Every thread has read its row of A: the tile takes the rows of C.
+        thread::sync_threads();
+        if t < rows {
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                         16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                if j < NC && (j as u32) < n {
+                    // SAFETY: row t < ROWS, column j < n <= NC < PITCH; read after the barrier.
+                    unsafe { tile.store(t as usize * PITCH + j, acc[j]) };
+                }
+            });
+        }
+        thread::sync_threads();
+        // The block's rows of C are rows * n contiguous floats from row0 * n: element e = t +
+        // ROWS i at row e / n, column e % n, stepped as A's were.
+        let base = out.wrapping_add(row0 as usize * n as usize);
+        let (step_rows, step_cols) = (ROWS / n, ROWS % n);
+        let (mut r, mut j) = (t / n, t % n);
+        let mut e = t;
+        while e < rows * n {
+            // SAFETY: r < rows, j < n: the tile's value stored before the barrier, and element
+            // (row0 + r, j) of this split's C (inside: row0 + r < m), written by this thread only.
+            unsafe { mem::store_global_f32(base.add(e as usize), tile.load(r as usize * PITCH + j as usize)) };
+            e += ROWS;
+            (r, j) = (r + step_rows, j + step_cols);
+            if j >= n {
+                (r, j) = (r + 1, j - n);
+            }
+        }
     }
 
     /// The body of `matmul_few_cols_<NC>`.
