@@ -566,15 +566,16 @@ fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
 }
 
 /// `sgemm`'s 64 x 256 tiles, which it takes for `k` under 512 where they leave no SM more blocks
-/// than 128 x 128 (`sgemm::tile_on`) and the grid fills the SMs: `k` from 1 to 300, one past a
-/// tile's rows and columns, on the 16-byte path and off it, split and not; against the float64
-/// product under FP32's bound, and reruns bitwise equal.
+/// than 128 x 128 (`sgemm::tile_on`), the grid fills the SMs and the product is too large for the
+/// 4 x 4 kernels: `k` from 2 to 300, one past a tile's rows and columns, on the 16-byte path and
+/// off it, split and not; against the float64 product under FP32's bound, and reruns bitwise
+/// equal.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm wide tiles"));
     for (m, k, n) in
-        [(3000, 8, 2000), (1500, 1, 2600), (2001, 17, 3001), (7700, 26, 433), (4042, 65, 1243), (1000, 300, 2000)]
+        [(6000, 8, 3000), (9000, 2, 6000), (2001, 17, 3001), (12_000, 26, 433), (4042, 65, 1243), (1000, 300, 2000)]
     {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
@@ -586,28 +587,23 @@ fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
 }
 
 /// `sgemm`'s small tiles, which the planner takes where 128 x 128 tiles leave the SMs few warps
-/// (`plan::SGEMM_MIN_WARPS`): 64 x 128 (128 threads) and 64 x 64 (64 threads), one past and
-/// one short of a tile's rows and columns, `k` whole slices or ragged, on the 16-byte path and
-/// off it, split and not; against the float64 product under FP32's bound, and reruns bitwise
-/// equal.
+/// (`plan::SGEMM_MIN_WARPS`) in products too large for the 4 x 4 kernels: 64 x 128 (128 threads)
+/// and 64 x 64 (64 threads), one past and short of a tile's rows and columns, `k` whole slices or
+/// ragged, on the 16-byte path and off it, split and not; against the float64 product under
+/// FP32's bound, and reruns bitwise equal.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_small_tiles_match_cpu_on_small_grids_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm small tiles"));
     let mut seen = std::collections::BTreeSet::new();
     for (m, k, n) in [
-        (486, 114, 1008),
-        (129, 75, 129),
-        (100, 129, 100),
-        (300, 12, 700),
-        (65, 17, 257),
         (854, 334, 3510),
-        (1008, 114, 486),
-        (700, 12, 300),
-        (131, 129, 100),
-        (200, 40, 150),
-        (1001, 203, 67),
-        (1000, 60, 200),
+        (854, 336, 3512),
+        (1025, 129, 4000),
+        (1001, 203, 1067),
+        (1008, 200, 1064),
+        (3000, 60, 1000),
+        (8193, 75, 257),
     ] {
         let shape = MatmulShape::new(m, k, n).unwrap();
         let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
@@ -617,7 +613,48 @@ fn sgemm_small_tiles_match_cpu_on_small_grids_and_rerun_bitwise_equal() {
         assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
     }
     assert_eq!(seen.len(), 2, "{seen:?}");
-    for (m, k, n) in [(486, 114, 1008), (1001, 203, 67)] {
+    for (m, k, n) in [(854, 336, 3512), (1001, 203, 1067)] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
+    }
+}
+
+/// The 4 x 4-per-thread kernels `sgemm` runs small products on (`sgemm_4x4::takes`): 32 x 32
+/// tiles, and 32 x 64 for outputs at most 64 columns wide; a single element, exact tiles, one
+/// past and one short of a tile's rows and columns, `k` of one element, whole slices or ragged,
+/// on the 16-byte path and off it, split and not; against the float64 product under FP32's
+/// bound, and reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sgemm_4x4_tiles_match_cpu_on_small_products_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("sgemm 4x4 tiles"));
+    let mut seen = std::collections::BTreeSet::new();
+    for (m, k, n) in [
+        (1, 1, 1),
+        (32, 8, 32),
+        (33, 7, 65),
+        (31, 17, 33),
+        (64, 64, 64),
+        (65, 9, 63),
+        (100, 129, 100),
+        (129, 75, 129),
+        (300, 12, 700),
+        (950, 108, 270),
+        (486, 114, 1008),
+        (12_426, 33, 19),
+        (8830, 45, 55),
+        (148, 548, 249),
+        (1000, 60, 200),
+    ] {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
+        let kernel = plan.kernel_plan().kernel();
+        assert!(kernel.starts_with("sgemm_4x4_"), "{plan}");
+        seen.insert(kernel);
+        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for (m, k, n) in [(950, 108, 270), (33, 7, 65), (148, 548, 249)] {
         let shape = MatmulShape::new(m, k, n).unwrap();
         assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
     }

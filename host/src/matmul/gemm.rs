@@ -1350,7 +1350,7 @@ fn tile_cluster_blocks(gpu: &Gpu, size: u32) -> Result<u32> {
 /// // Row-major A and B, a column-major D: D^T = B^T A^T, both operands transposed into the workspace.
 /// let desc = GemmDesc::new(300, 200, 100).d(Layout::col_major(DType::F32)).variant(MatmulVariant::Sgemm);
 /// let text = describe_plan(&desc, MatmulDevice::H100)?;
-/// assert!(text.starts_with("1 product(s) of 200x100x300: sgemm: grid 3x4x"), "{text}"); // 64 x 128 tiles
+/// assert!(text.starts_with("1 product(s) of 200x100x300: sgemm: grid 10x7x"), "{text}"); // 32 x 32 tiles
 /// // One launch converts both (the pair kernel of their types).
 /// assert!(text.contains("A' and B' via matmul_convert_pair_f32_f32"), "{text}");
 /// // Refusals are the plan's: operands of two types.
@@ -1525,8 +1525,8 @@ mod tests {
         // sgemm reads BF16 as it lies; a transposed BF16 operand is copied as BF16.
         let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).variant(MatmulVariant::Sgemm));
         assert!(s.left.convert.is_none() && s.right.convert.is_none());
-        // 64 x 128 of C: two 64 x 64 tiles on two SMs, where a 64 x 256 tile would take one.
-        assert_eq!((s.kernel.kernel(), s.precision), ("sgemm_bf16_64x64", Precision::Fp32));
+        // 64 x 32 of C, 128 deep: a small product, two 32 x 64 tiles of 4 x 4 a thread.
+        assert_eq!((s.kernel.kernel(), s.precision), ("sgemm_4x4_bf16_32x64", Precision::Fp32));
         let s = skeleton(GemmDesc::new(64, 32, 128).a(bf16).b(bf16).transpose_b(true).variant(MatmulVariant::Sgemm));
         assert_eq!(s.right.convert.unwrap().0, "matmul_convert_bf16_bf16");
         // Kernels that read f32 only take BF16 widened in the workspace.

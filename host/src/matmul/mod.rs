@@ -27,6 +27,7 @@ pub mod plan;
 mod precision;
 mod run;
 pub mod sgemm;
+pub mod sgemm_4x4;
 pub mod sgemm_warp_tiled;
 mod shape;
 pub mod short_k;

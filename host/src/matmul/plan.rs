@@ -13,6 +13,7 @@
 //! | `k <=` [`SHORT_K_MAX`], or `k <= 32` with at most [`SHORT_K_TWO_COLUMNS_MAX_OUTPUTS`] elements of `C`; `k` or `n` not a multiple of 4 ([`takes_short_k`]) | `short_k` | bound by the writing of `C`: each thread stores four elements of a row of `C` in one 16-byte store (each block on rows that lie alike against 16-byte boundaries), its four columns of `B` in registers for up to 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
 //! | `k >=` [`WARP_TILED_MIN_K`] and the 128x128 tiles, `k` split as below, fill at least [`WARP_TILED_MIN_FILL`] of their waves | `sgemm_warp_tiled` | compute-bound: 8x16 accumulators per thread, 4 warps per block |
+//! | at most [`sgemm_4x4::MAX_MACS`] multiply-adds, `k` at most [`sgemm_4x4::MAX_K_PER_SIDE`] `sqrt(m n)` ([`sgemm_4x4::takes`]) | `sgemm` on 4x4-per-thread kernels (`sgemm_4x4_32x32`, `sgemm_4x4_32x64`) | a small product: 32x32 (or, for `n <= 64`, 32x64) tiles give every SM blocks without a split of `k` and its second launch, or with a shallower one ([`sgemm_4x4::choose_split`]) |
 //! | otherwise | `sgemm` | compute-bound: 8x8 accumulators per thread, better where short `k` leaves the prologue and epilogue exposed, or too few tiles leave SMs idle even with `k` split; 128x128 tiles, for `k <` [`sgemm::SQUARE_MIN_K`] 64x256 where they put no more blocks on the busiest SM ([`sgemm::tile_on`]), or 64x128 (128 threads) and 64x64 (64 threads) where the warps they put on the busiest SM are estimated to finish first ([`SGEMM_MIN_WARPS`]) |
 //!
 //! A wave is `slots` = 2 x SMs tiles (both kernels keep two blocks per SM); the fill of `t`
@@ -84,7 +85,7 @@ use super::precision::PrecisionPolicy;
 use super::shape::MatmulShape;
 use super::split_k::{SplitK, reduce_plan};
 use super::variant::MatmulVariant;
-use super::{naive, sgemm, sgemm_warp_tiled, short_k, skinny, tiled};
+use super::{naive, sgemm, sgemm_4x4, sgemm_warp_tiled, short_k, skinny, tiled};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 pub use kernels::matmul::element::OperandType;
@@ -1481,7 +1482,9 @@ impl MatmulPlan {
         }
         let (m, k, n) = (self.shape.m as u32, self.shape.k.min(u32::MAX as usize) as u32, self.shape.n as u32);
         let kernel = match self.variant {
-            MatmulVariant::Sgemm => sgemm::tile_of(self.kernel).map(|tile| sgemm::kernel(tile, t)),
+            MatmulVariant::Sgemm => sgemm::tile_of(self.kernel)
+                .map(|tile| sgemm::kernel(tile, t))
+                .or_else(|| sgemm_4x4::tile_of(self.kernel).map(|tile| sgemm_4x4::kernel(tile, t))),
             MatmulVariant::FewRows => few_rows_kernel_of(t, m),
             MatmulVariant::FewCols => few_cols_kernel_for(t, m, k, n),
             MatmulVariant::ShortK => Some(short_k::kernel(t)),
@@ -1761,6 +1764,20 @@ fn plan_forced(
         MatmulVariant::Tiled16 => (tiled::plan(16, shape)?, None, String::new()),
         MatmulVariant::Tiled32 => (tiled::plan(32, shape)?, None, String::new()),
         MatmulVariant::ShortK => (short_k::plan(shape)?, None, short_k::layout_reason(shape)),
+        MatmulVariant::Sgemm if sgemm_4x4::takes(shape) => {
+            let tile = sgemm_4x4::tile_for(shape);
+            let (s, split_why) = split.map_or_else(|| sgemm_4x4::choose_split(shape, sm), forced);
+            kernel = sgemm_4x4::kernel(tile, OperandType::F32);
+            let why = format!(
+                "{} multiply-adds <= {} and k <= {} sqrt(m n): {}x{} tiles of 4x4 a thread; {split_why}",
+                shape.m as u128 * shape.k as u128 * shape.n as u128,
+                sgemm_4x4::MAX_MACS,
+                sgemm_4x4::MAX_K_PER_SIDE,
+                tile.block_m(),
+                tile.block_n()
+            );
+            (sgemm_4x4::plan(shape, tile, s)?, Some(s), why)
+        }
         MatmulVariant::Sgemm => {
             let (tile, s, why) = sgemm_tile_and_split(shape, sm, split);
             kernel = sgemm::kernel(tile, OperandType::F32);
@@ -2494,22 +2511,31 @@ mod tests {
     fn sgemm_takes_small_tiles_only_where_larger_ones_leave_the_sms_few_warps() {
         let sgemm =
             |m, k, n| plan(MatmulVariant::Sgemm, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200).unwrap();
-        // 32 tiles of 128 x 128 leave 100 SMs idle and the rest one block of 8 warps each.
-        let p = sgemm(486, 114, 1008);
+        // 192 tiles of 128 x 128 on 132 SMs, k = 334: the busiest SM's 16 warps against 8 in
+        // four blocks of 64 x 128.
+        let p = sgemm(854, 334, 3510);
         assert_eq!((p.kernel(), p.launch_config().block_dim.0), ("sgemm_64x128", 128), "{p}");
         assert!(p.reason().contains("64x128 tiles (four blocks an SM)"), "{p}");
-        assert_eq!(sgemm(12_426, 33, 19).kernel(), "sgemm_64x64");
-        assert_eq!(sgemm(12_426, 33, 19).launch_config().block_dim.0, 64);
+        assert_eq!(sgemm(15_128, 344, 177).kernel(), "sgemm_64x64");
+        assert_eq!(sgemm(15_128, 344, 177).launch_config().block_dim.0, 64);
+        // Small products take the 4 x 4 kernels' tiles (sgemm_4x4::takes).
+        let p = sgemm(486, 114, 1008);
+        assert_eq!((p.kernel(), p.launch_config().block_dim.0), ("sgemm_4x4_32x32", 64), "{p}");
+        assert!(p.reason().contains("32x32 tiles of 4x4 a thread"), "{p}");
+        assert_eq!(sgemm(12_426, 33, 19).kernel(), "sgemm_4x4_32x64");
         // Full waves of the larger tiles keep them: the small tiles' loads per multiply-add cost more.
         assert_eq!(sgemm(16_165, 300, 415).kernel(), "sgemm_64x256");
         assert_eq!(sgemm(2048, 2048, 2048).kernel(), "sgemm");
         // Narrow outputs keep their narrow tiles.
         assert_eq!(sgemm(16_384, 1000, 32).kernel(), "sgemm_512x32");
         // A forced split is kept whatever the tile.
-        let forced = SplitK::about(114, 3, SGEMM_MIN_CHUNK);
-        let options = PlanOptions { split: Some(forced), ..PlanOptions::default() };
-        let shape = MatmulShape::new(486, 114, 1008).unwrap();
-        assert_eq!(plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H200, options).unwrap().split(), Some(forced));
+        for (m, k, n) in [(486, 114, 1008), (854, 334, 3510)] {
+            let forced = SplitK::about(k, 3, SGEMM_MIN_CHUNK);
+            let options = PlanOptions { split: Some(forced), ..PlanOptions::default() };
+            let shape = MatmulShape::new(m, k, n).unwrap();
+            let p = plan_with(MatmulVariant::Sgemm, shape, MatmulDevice::H200, options).unwrap();
+            assert_eq!(p.split(), Some(forced), "{p}");
+        }
     }
 
     #[test]
@@ -2664,7 +2690,7 @@ mod tests {
 
     #[test]
     fn a_plan_refuses_matrices_of_another_shape_and_keeps_its_own() {
-        let shape = MatmulShape::new(300, 200, 100).unwrap();
+        let shape = MatmulShape::new(4096, 4096, 4096).unwrap();
         let p = plan(MatmulVariant::Sgemm, shape, MatmulDevice::H100).unwrap();
         assert_eq!(p.shape(), shape);
         assert_eq!(p.launch_config().block_dim, (kernels::matmul::sgemm::THREADS, 1, 1));
@@ -2855,8 +2881,9 @@ mod tests {
         // 16 tiles, k = 512: 8 splits of 64, where the reduction of more splits costs more than
         // their shorter blocks save (measured: 0.017 ms against 0.019 with 16 splits of 32).
         assert_eq!(auto_fp32(512, 512, 512).split.unwrap(), SplitK { splits: 8, k_chunk: 64 });
-        // One tile, k = 128: 16 splits of one slice (measured 0.007 ms, against 0.009 with 4).
-        assert_eq!(auto_fp32(128, 128, 128).split.unwrap(), SplitK { splits: 16, k_chunk: 8 });
+        // A small product: the 4 x 4 kernels, their 16 tiles of 32 x 32 split 16 times.
+        let p = auto_fp32(128, 128, 128);
+        assert_eq!((p.kernel, p.split.unwrap().splits), ("sgemm_4x4_32x32", 16), "{p}");
         // Short k cannot be split below the shortest chunk.
         assert_eq!(auto_fp32(4097, 20, 8193).split.unwrap().splits, 1);
         // A full wave and a partial one (344 tiles): sgemm itself does not split, measured.
@@ -2891,7 +2918,8 @@ mod tests {
                 assert_eq!(p.variant, v);
                 let sibling =
                     TileWidth::ALL.iter().any(|w| wgmma_tiles::with_tile(named, w.instruction_n()) == Some(p.kernel))
-                        || (v == MatmulVariant::Sgemm && sgemm::tile_of(p.kernel).is_some());
+                        || (v == MatmulVariant::Sgemm
+                            && (sgemm::tile_of(p.kernel).is_some() || sgemm_4x4::tile_of(p.kernel).is_some()));
                 assert!(p.kernel == named || sibling, "{p}");
                 assert!(kernels::KERNEL_NAMES.contains(&p.kernel) || kernels::HOPPER_KERNEL_NAMES.contains(&p.kernel));
             } else {

@@ -34,7 +34,10 @@ pub enum MatmulVariant {
     /// shared memory; split-K when the tiles alone would leave SMs idle. Where a side of `C` is
     /// at most 64 (and `k >= 256`), the same block on a tile as narrow as that side: 512x32,
     /// 256x64, 64x256 or 32x512 ([`super::sgemm::tile_for`]); for `k < 512`, 64x256 where it
-    /// leaves no SM more blocks ([`super::sgemm::tile_on`]).
+    /// leaves no SM more blocks ([`super::sgemm::tile_on`]). Small products (at most 10^8
+    /// multiply-adds, `k` not far beyond `sqrt(m n)`: [`super::sgemm_4x4::takes`]) run on
+    /// 32x32 or 32x64 tiles with a 4x4 register tile per thread (`sgemm_4x4_*`), many more
+    /// blocks than the GPU has SMs.
     Sgemm,
     /// 128x128 block tiles of four warps, a 64x64 tile per warp and 8x16 per thread: twice
     /// `sgemm`'s FMAs per shared-memory load, for long `k` and full waves.

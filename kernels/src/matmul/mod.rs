@@ -29,6 +29,7 @@ mod guarded;
 pub mod naive;
 pub mod operands;
 pub mod sgemm;
+pub mod sgemm_4x4;
 pub mod sgemm_warp_tiled;
 pub mod short_k;
 pub mod skinny;
