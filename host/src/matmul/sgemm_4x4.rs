@@ -6,8 +6,8 @@
 //! `sgemm` or `sgemm_warp_tiled`, each timed as a one-product CUDA graph on every tile and on 1
 //! to 16 splits of `k`): these kernels took 0.65-0.95x the time of `auto`'s plan on every product
 //! of at most [`MAX_MACS`] multiply-adds with `k` at most [`MAX_K_PER_SIDE`] times the square root
-//! of `m n` (the geometric mean 0.83x with this module's choices of tile and split, 0.82x with the
-//! best of each product), and 1.03-1.8x above those bounds, where `sgemm`'s 8 x 8 per thread do
+//! of `m n` (the geometric mean 0.835x with this module's choices of tile and split, 0.825x with
+//! the fastest configuration of each product; `results/h200-sgemm-4x4.txt`), and 1.03-1.8x above those bounds, where `sgemm`'s 8 x 8 per thread do
 //! twice the FMAs per shared-memory load and its narrow tiles split long `k` deeper. Products
 //! `sgemm` gives a narrow tile keep it (two of the 22 were: 61x1260x524 and 48x363x75, 0.86x and
 //! 0.74x here, left to a measurement of the narrow tiles on small products).
@@ -99,8 +99,8 @@ pub const SPLITS: [u32; 8] = [1, 2, 3, 4, 6, 8, 12, 16];
 /// The estimated time of `tile` with the split `s` on `sm` SMs, in microseconds on the H200: the
 /// warps on the busiest SM (at least [`MIN_WARPS`]) times the split's columns of `k`, plus the
 /// fixed costs and, with a split, the reduction. Fitted to the measurements in the module
-/// documentation (the choice of split it makes is within 10% of the best measured on all but
-/// one of the 22 products there).
+/// documentation: the split it picks was within 10% of the fastest measured on its tile for
+/// every product there that [`takes`] admits.
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
