@@ -9,6 +9,7 @@
 //! | Hopper, `m > 16`, `n > 16`, `k >=` [`SPLIT_TF32_MIN_K`], at least [`SPLIT_TF32_MIN_TILES`] tiles of 128x128 (`high`: both sides at least [`SPLIT_TF32_MIN_SIDE`], at least [`SPLIT_TF32_MIN_MACS`] multiply-adds and tiles filling [`SPLIT_TF32_MIN_WAVE_FILL`] of their waves) | `high`: `wgmma_tf32x3` (guarded, with the FP32 plan below as its fallback); `medium`: `wgmma_tf32` | split-TF32 on the tensor cores, its sums added in `f32` every 96 of the tripled `k`: within FP32's bound, 0.56-0.89x cuBLAS FP32's time on the suite's wide shapes (H100) |
 //! | `n <= 16`, or `n <= 32` with `m` under 512 | `few_cols` | memory-bound: at most 32 FLOPs per float of `A` (64 for 17-32 columns); one warp streams each row of `A` (`n = 1` or `m <= 16`), or each warp four (two) rows with each step's slice of `B` shared by the block's rows through shared memory (`matmul_few_cols_shared`); rows of `A` of at most 32 elements a thread each, staged in shared memory (`matmul_few_cols_short_k`) |
 //! | `medium`, Hopper, `m` of [`TF32_N16_MIN_M`] to 16, `B` of at least [`N16_MIN_B_ELEMENTS`] | `wgmma_tf32_n16` | memory-bound: `B` through a TMA ring into TF32 tensor cores on 16-row tiles, where `few_rows`' FMAs per element of `B` slow it |
+//! | `m` of 5 to 16, `k >= 8`, at most [`sgemm_4x4::FEW_ROWS_MAX_MACS`] multiply-adds and [`sgemm_4x4::takes`] ([`sgemm_4x4::takes_from_few_rows`]) | `sgemm` on its 4x4-per-thread kernels | too few multiply-adds to hide the copy of `A` into shared memory that `few_rows_8` and `_16` start with |
 //! | `m <= 16` | `few_rows` | memory-bound: at most 32 FLOPs per float of `B`; each thread streams 4 columns of `B` (on `f32` with `m = 1`, `n % 4 == 0`, `k >=` [`GEMV_MIN_K`] and `k x n >=` [`GEMV_MIN_B_ELEMENTS`], `matmul_gemv`: a block's 64 row groups share `k`, so that no split across blocks is needed from 4,096 columns) |
 //! | `k <=` [`SHORT_K_MAX`], or `k <= 32` with at most [`SHORT_K_TWO_COLUMNS_MAX_OUTPUTS`] elements of `C`; `k` or `n` not a multiple of 4 ([`takes_short_k`]) | `short_k` | bound by the writing of `C`: each thread stores four elements of a row of `C` in one 16-byte store (each block on rows that lie alike against 16-byte boundaries), its four columns of `B` in registers for up to 16 rows |
 //! | a side of at most [`sgemm::NARROW_MAX_SIDE`] and `k >=` [`sgemm::NARROW_MIN_K`] | `sgemm` on a narrow tile ([`sgemm::tile_for`]: 512x32, 256x64, 64x256, 32x512) | compute-bound: 128x128 tiles would multiply 64-112 columns (rows) of padding; below that `k` the square tiles' four times as many blocks finish first |
@@ -1952,6 +1953,15 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
             format!("n = {n} <= {max_n}: memory-bound, stream A once")
         };
         (MatmulVariant::FewCols, why)
+    } else if sgemm_4x4::takes_from_few_rows(shape) {
+        let why = format!(
+            "m = {} <= {FEW_ROWS_MAX_M}, but {} multiply-adds <= {}: too few to hide few_rows' copy of A into \
+             shared memory",
+            shape.m,
+            shape.m as u128 * shape.k as u128 * shape.n as u128,
+            sgemm_4x4::FEW_ROWS_MAX_MACS
+        );
+        (MatmulVariant::Sgemm, why)
     } else if shape.m <= FEW_ROWS_MAX_M as usize {
         let why = format!("m = {} <= {FEW_ROWS_MAX_M}: memory-bound, stream B once", shape.m);
         (MatmulVariant::FewRows, why)
@@ -2833,6 +2843,19 @@ mod tests {
         for ((m, k, n), splits) in [((1024, 1024, 1024), 4), ((1000, 800, 1200), 3)] {
             let p = auto_fp32(m, k, n);
             assert_eq!((p.variant, p.split.unwrap().splits), (MatmulVariant::SgemmWarpTiled, splits), "{p}");
+        }
+    }
+
+    #[test]
+    fn auto_runs_small_products_of_the_panel_few_rows_kernels_on_the_4x4_kernels() {
+        for (m, k, n) in [(12, 24, 19), (15, 9, 257), (6, 82, 279), (8, 66, 592)] {
+            let p = auto_fp32_on(m, k, n, MatmulDevice::H200);
+            assert!(p.variant == MatmulVariant::Sgemm && p.kernel.starts_with("sgemm_4x4_"), "{p}");
+            assert!(p.reason.contains("too few to hide few_rows' copy of A"), "{p}");
+        }
+        // Four rows or fewer (no panel), k under a slice, or too many multiply-adds: few_rows.
+        for (m, k, n) in [(4, 18, 269), (12, 1, 73), (6, 186, 6096), (16, 2048, 4096)] {
+            assert_eq!(auto_fp32_on(m, k, n, MatmulDevice::H200).variant, MatmulVariant::FewRows, "{m}x{k}x{n}");
         }
     }
 

@@ -65,6 +65,38 @@ pub fn takes(shape: MatmulShape) -> bool {
         && super::sgemm::tile_for(shape) == kernels::matmul::sgemm::Tile::SQUARE
 }
 
+/// Most multiply-adds of a product of at most 16 rows that `auto` gives these kernels rather than
+/// `few_rows`: 2^21. The `few_rows` kernels of 5 to 16 rows copy a 32 KiB panel of `A` into
+/// shared memory before their first multiply-add, which a small product cannot hide (H200, us,
+/// `f32`, `few_rows` against these kernels, BF16 in brackets: 12x24x19 7.5 against 3.1 (7.7
+/// against 3.8), 15x9x257 6.2 against 2.8 (6.6, 3.2), 7x16x19 4.7 against 2.7 (4.9, 3.2),
+/// 6x82x279 7.4 against 4.4 (7.2, 5.3), 8x66x592 7.7 against 4.8 (6.6, 6.0); above it,
+/// 6x186x6096, 6.8 million, 7.8 against 7.6, and 3x151x11765, on `few_rows_4`'s registers alone,
+/// 8.0 against 9.2; `results/h200-sgemm-4x4.txt`).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, sgemm_4x4};
+/// assert!(sgemm_4x4::takes_from_few_rows(MatmulShape::new(12, 24, 19)?));
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(6, 186, 6096)?)); // too many multiply-adds
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(4, 18, 269)?)); // few_rows_4: no panel
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(12, 1, 73)?)); // k under one slice
+/// # Ok(()) }
+/// ```
+pub const FEW_ROWS_MAX_MACS: u64 = 1 << 21;
+
+/// Whether `auto` runs a product of at most 16 rows on these kernels rather than `few_rows`: a
+/// `few_rows` kernel with a panel of `A` (`kernels::matmul::skinny::few_rows_uses_panel`), `k` of
+/// at least one slice, at most [`FEW_ROWS_MAX_MACS`] multiply-adds, and [`takes`].
+pub fn takes_from_few_rows(shape: MatmulShape) -> bool {
+    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    shape.m <= kernels::matmul::skinny::FEW_ROWS_MAX_M as usize
+        && kernels::matmul::skinny::few_rows_uses_panel(shape.m as u32)
+        && shape.k >= kernels::matmul::sgemm_4x4::BLOCK_K as usize
+        && macs <= FEW_ROWS_MAX_MACS as u128
+        && takes(shape)
+}
+
 /// The tile for `shape`: 32 x 64 where `C` is at most 64 columns wide (a 32-column tile loads
 /// each row of `A` twice for as much padding: 8830x45x55 0.0064 ms against 0.0069), 32 x 32
 /// otherwise (the most blocks; 64 x 32 and 64 x 64 tiles, also measured, were at best 2% faster
