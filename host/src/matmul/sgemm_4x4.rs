@@ -77,10 +77,8 @@ pub fn takes(shape: MatmulShape) -> bool {
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::matmul::{MatmulShape, sgemm_4x4};
-/// assert!(sgemm_4x4::takes_from_few_rows(MatmulShape::new(12, 24, 19)?));
-/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(6, 186, 6096)?)); // too many multiply-adds
-/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(4, 18, 269)?)); // few_rows_4: no panel
-/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(12, 1, 73)?)); // k under one slice
+/// assert!(sgemm_4x4::takes_from_few_rows(MatmulShape::new(8, 66, 592)?)); // 312,576
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(6, 186, 6096)?)); // 6.8 million
 /// # Ok(()) }
 /// ```
 pub const FEW_ROWS_MAX_MACS: u64 = 1 << 21;
@@ -88,6 +86,16 @@ pub const FEW_ROWS_MAX_MACS: u64 = 1 << 21;
 /// Whether `auto` runs a product of at most 16 rows on these kernels rather than `few_rows`: a
 /// `few_rows` kernel with a panel of `A` (`kernels::matmul::skinny::few_rows_uses_panel`), `k` of
 /// at least one slice, at most [`FEW_ROWS_MAX_MACS`] multiply-adds, and [`takes`].
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulShape, sgemm_4x4};
+/// assert!(sgemm_4x4::takes_from_few_rows(MatmulShape::new(12, 24, 19)?));
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(4, 18, 269)?)); // few_rows_4: no panel
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(12, 1, 73)?)); // k under one slice
+/// assert!(!sgemm_4x4::takes_from_few_rows(MatmulShape::new(17, 24, 19)?)); // not few_rows' rows
+/// # Ok(()) }
+/// ```
 pub fn takes_from_few_rows(shape: MatmulShape) -> bool {
     let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
     shape.m <= kernels::matmul::skinny::FEW_ROWS_MAX_M as usize
