@@ -1260,7 +1260,7 @@ fn choose_kernel(
     let Some(why) = cuda_cores else {
         let plan = plan_with(tiles_variant, shape, device, PlanOptions { policy, ..options })?;
         let split_why = chosen_by_auto(&plan, tiles_variant);
-        let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+        let macs = shape.macs();
         let why = format!("auto: {} operands, {macs} multiply-adds on the tensor cores; {split_why}", t.name());
         let plan = plan.with_reason(why);
         return Ok((plan.variant(), plan));

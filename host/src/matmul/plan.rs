@@ -1149,7 +1149,7 @@ pub fn one_pass_cuda_core_reason_with(
 /// assert_eq!(small_product_reason(MatmulShape::new(1024, 1024, 1024).unwrap(), true), None);
 /// ```
 pub fn small_product_reason(shape: MatmulShape, tensor_cores_copy_more: bool) -> Option<String> {
-    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    let macs = shape.macs();
     let narrow = shape.m < TF32_SMALL_MIN_M || shape.n < TF32_SMALL_MIN_N;
     (tensor_cores_copy_more && narrow && macs <= CUDA_CORE_MAX_MACS as u128).then(|| {
         format!(
@@ -1771,7 +1771,7 @@ fn plan_forced(
             kernel = sgemm_4x4::kernel(tile, OperandType::F32);
             let why = format!(
                 "{} multiply-adds <= {} and k <= {} sqrt(m n): {}x{} tiles of 4x4 a thread; {split_why}",
-                shape.m as u128 * shape.k as u128 * shape.n as u128,
+                shape.macs(),
                 sgemm_4x4::MAX_MACS,
                 sgemm_4x4::MAX_K_PER_SIDE,
                 tile.block_m(),
@@ -1958,7 +1958,7 @@ fn choose_kernel(shape: MatmulShape, sm: u32) -> (MatmulVariant, String) {
             "m = {} <= {FEW_ROWS_MAX_M}, but {} multiply-adds <= {}: too few to hide few_rows' copy of A into \
              shared memory",
             shape.m,
-            shape.m as u128 * shape.k as u128 * shape.n as u128,
+            shape.macs(),
             sgemm_4x4::FEW_ROWS_MAX_MACS
         );
         (MatmulVariant::Sgemm, why)
@@ -2038,7 +2038,7 @@ fn choose_tensor_core(
         * (shape.m as u64).div_ceil(wgmma_tiles::PROMOTED_BLOCK_ROWS as u64);
     let slots = device.sm_count.max(1) as u64;
     let fill = wave_fill(tiles, slots);
-    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
+    let macs = shape.macs();
     let b_elements = shape.k as u128 * shape.n as u128;
     if kernel == MatmulVariant::WgmmaTf32
         && device.tensor_cores

@@ -59,9 +59,8 @@ pub const MAX_K_PER_SIDE: f64 = 8.0;
 /// # Ok(()) }
 /// ```
 pub fn takes(shape: MatmulShape) -> bool {
-    let (m, k, n) = (shape.m as u128, shape.k as u128, shape.n as u128);
-    m * k * n <= MAX_MACS as u128
-        && (shape.k as f64) <= MAX_K_PER_SIDE * ((m * n) as f64).sqrt()
+    shape.macs() <= MAX_MACS as u128
+        && (shape.k as f64) <= MAX_K_PER_SIDE * (shape.m as f64 * shape.n as f64).sqrt()
         && super::sgemm::tile_for(shape) == kernels::matmul::sgemm::Tile::SQUARE
 }
 
@@ -97,11 +96,10 @@ pub const FEW_ROWS_MAX_MACS: u64 = 1 << 21;
 /// # Ok(()) }
 /// ```
 pub fn takes_from_few_rows(shape: MatmulShape) -> bool {
-    let macs = shape.m as u128 * shape.k as u128 * shape.n as u128;
     shape.m <= kernels::matmul::skinny::FEW_ROWS_MAX_M as usize
         && kernels::matmul::skinny::few_rows_uses_panel(shape.m as u32)
         && shape.k >= kernels::matmul::sgemm_4x4::BLOCK_K as usize
-        && macs <= FEW_ROWS_MAX_MACS as u128
+        && shape.macs() <= FEW_ROWS_MAX_MACS as u128
         && takes(shape)
 }
 

@@ -59,6 +59,21 @@ impl MatmulShape {
         2.0 * self.m as f64 * self.k as f64 * self.n as f64
     }
 
+    /// Multiply-adds of the product, `m k n`, exact for every shape (a `u128` holds three `u32`
+    /// sides' product).
+    ///
+    /// ```
+    /// # fn main() -> hopper_kernels::Result<()> {
+    /// use hopper_kernels::matmul::MatmulShape;
+    /// assert_eq!(MatmulShape::new(2, 3, 4)?.macs(), 24);
+    /// let huge = u32::MAX as usize;
+    /// assert_eq!(MatmulShape::new(huge, huge, huge)?.macs(), (huge as u128).pow(3));
+    /// # Ok(()) }
+    /// ```
+    pub fn macs(&self) -> u128 {
+        self.m as u128 * self.k as u128 * self.n as u128
+    }
+
     /// Bytes of `A`, `B` and `C` together: the device memory one product needs (`u64::MAX`
     /// where that overflows, which no device holds).
     ///
