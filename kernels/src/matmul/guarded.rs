@@ -5,6 +5,15 @@
 use super::element::Element;
 use crate::device::mem;
 
+/// Whether the bases allow the vector path of the kernels that load rows of `A` and `B` four
+/// elements at a time and store `C` four `f32` at a time: `a` and `b` aligned to
+/// [`Element::VECTOR_BYTES`] (16 bytes of `f32`, 8 of BF16 or F16) and `c` to 16 bytes. (The
+/// rows' lengths are each kernel's own condition.)
+#[inline(always)]
+pub fn bases_aligned<T: Element>(a: *const T, b: *const T, c: *mut f32) -> bool {
+    (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (c as usize).is_multiple_of(16)
+}
+
 /// Four consecutive elements of a row as [`load4_raw`] loaded them, widened where they are used
 /// ([`Loaded4::widen`]): a kernel that prefetches holds these, so that no widening waits for its
 /// load before the next load issues (the [`Element`] documentation has the measurement).

@@ -21,6 +21,23 @@ macro_rules! unroll {
     };
 }
 
+/// Declares `$get()`, the static shared slices of `A` and `B` of the block tile `$bm x $bn`,
+/// under the PTX symbols `$a` and `$b`, sized by the calling module's `a_floats` and `b_floats`:
+/// one pair per tile, which a register-tiled family's kernels of every operand type use (`sgemm`,
+/// `sgemm_4x4`). Declared once per tile because a shared symbol declared twice is two
+/// definitions to `ptxas`.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! tile_storage {
+    ($($get:ident: $bm:literal x $bn:literal, $a:ident, $b:ident;)*) => {
+        $(
+            #[inline(always)]
+            fn $get() -> (SharedArray<f32, { a_floats($bm, $bn) }>, SharedArray<f32, { b_floats($bm, $bn) }>) {
+                (shared_array!($a: [f32; a_floats($bm, $bn)]), shared_array!($b: [f32; b_floats($bm, $bn)]))
+            }
+        )*
+    };
+}
+
 pub mod convert;
 pub mod decode;
 pub mod element;

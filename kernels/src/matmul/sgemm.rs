@@ -397,18 +397,6 @@ mod device_code {
         (STAGES * Tile::new(block_m, block_n).b_stage_floats()) as usize
     }
 
-    /// Declares `$get()`, the static shared tiles of the tile `$bm x $bn`, under the PTX symbols
-    /// `$a` and `$b`: one pair per tile, which the kernels of all three operand types use.
-    macro_rules! tile_storage {
-        ($($get:ident: $bm:literal x $bn:literal, $a:ident, $b:ident;)*) => {
-            $(
-                #[inline(always)]
-                fn $get() -> (SharedArray<f32, { a_floats($bm, $bn) }>, SharedArray<f32, { b_floats($bm, $bn) }>) {
-                    (shared_array!($a: [f32; a_floats($bm, $bn)]), shared_array!($b: [f32; b_floats($bm, $bn)]))
-                }
-            )*
-        };
-    }
     tile_storage! {
         square_tiles: 128 x 128, SGEMM_A, SGEMM_B;
         tall_64_tiles: 256 x 64, SGEMM_256X64_A, SGEMM_256X64_B;
@@ -502,7 +490,7 @@ mod device_code {
         let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);
         // On the vector path k_begin % 8 == 0 and n % 4 == 0, so the split's first element of
         // A and B and its slice of the output are aligned for their vectors whenever the bases are.
-        let aligned = (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (c as usize).is_multiple_of(16);
+        let aligned = guarded::bases_aligned(a, b, c);
         // Uniform across the launch: every thread takes the same path.
         if vector_path(k, n) && aligned {
             // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0 and aligned bases.

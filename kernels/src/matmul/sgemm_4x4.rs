@@ -157,18 +157,6 @@ mod device_code {
         (STAGES * Tile { block_m, block_n }.b_stage_floats()) as usize
     }
 
-    /// Declares `$get()`, the static shared slices of the tile `$bm x $bn`, under the PTX symbols
-    /// `$a` and `$b`: one pair per tile, which the kernels of all three operand types use.
-    macro_rules! tile_storage {
-        ($($get:ident: $bm:literal x $bn:literal, $a:ident, $b:ident;)*) => {
-            $(
-                #[inline(always)]
-                fn $get() -> (SharedArray<f32, { a_floats($bm, $bn) }>, SharedArray<f32, { b_floats($bm, $bn) }>) {
-                    (shared_array!($a: [f32; a_floats($bm, $bn)]), shared_array!($b: [f32; b_floats($bm, $bn)]))
-                }
-            )*
-        };
-    }
     tile_storage! {
         tiles_32x32: 32 x 32, SGEMM_4X4_32X32_A, SGEMM_4X4_32X32_B;
         tiles_32x64: 32 x 64, SGEMM_4X4_32X64_A, SGEMM_4X4_32X64_B;
@@ -202,8 +190,7 @@ mod device_code {
                         }
                         let (tile_a, tile_b) = $tiles();
                         let (k_begin, k_len) = split_k_range(thread::block_idx_z(), k_chunk, k);
-                        let aligned = (a as usize | b as usize).is_multiple_of(<$t>::VECTOR_BYTES)
-                            && (c as usize).is_multiple_of(16);
+                        let aligned = guarded::bases_aligned(a, b, c);
                         // Uniform across the launch: every thread takes the same path.
                         if vector_path(k, n) && aligned {
                             // SAFETY: forwarded kernel contract; k % 4 == n % 4 == 0, aligned bases.

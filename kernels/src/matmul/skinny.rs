@@ -1017,10 +1017,7 @@ mod device_code {
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                          16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
                 if i > 0 {
-                    (r, col) = (r + step_rows, col + step_cols);
-                    let wrap = col >= k_len;
-                    r += wrap as u32;
-                    col -= if wrap { k_len } else { 0 };
+                    (r, col) = next_place((r, col), (step_rows, step_cols), k_len);
                 }
                 let inside = t + ROWS * (i as u32) < count;
                 let at = if inside { origin + r as usize * k as usize + col as usize } else { origin };
@@ -1103,11 +1100,17 @@ mod device_code {
             // (row0 + r, j) of this split's C (inside: row0 + r < m), written by this thread only.
             unsafe { mem::store_global_f32(base.add(e as usize), tile.load(r as usize * PITCH + j as usize)) };
             e += ROWS;
-            (r, j) = (r + step_rows, j + step_cols);
-            if j >= n {
-                (r, j) = (r + 1, j - n);
-            }
+            (r, j) = next_place((r, j), (step_rows, step_cols), n);
         }
+    }
+
+    /// The row and column `ROWS` elements after `(row, col)` in rows of `len` elements, from
+    /// `step = (ROWS / len, ROWS % len)`: a compare and a select, no division (`col < len`).
+    #[inline(always)]
+    fn next_place((row, col): (u32, u32), (step_rows, step_cols): (u32, u32), len: u32) -> (u32, u32) {
+        let (row, col) = (row + step_rows, col + step_cols);
+        let wrap = col >= len;
+        (row + wrap as u32, col - if wrap { len } else { 0 })
     }
 
     /// The body of `matmul_few_cols_<NC>`.
@@ -1167,7 +1170,7 @@ mod device_code {
         if col >= n {
             return;
         }
-        let aligned = (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (out as usize).is_multiple_of(16);
+        let aligned = guarded::bases_aligned(a, b, out);
         if few_rows_vector_path(k, n) && aligned {
             // SAFETY: forwarded contract; k % 4 == n % 4 == 0 and aligned bases.
             unsafe { rows_product::<T, MR, true>(a, b, out, m, k, n, col, k_begin, k_begin + k_len) }
@@ -1196,7 +1199,7 @@ mod device_code {
         let (k_begin, k_len) = split_k_range(z, k_chunk, k);
         let out = c.wrapping_add(z as usize * m as usize * n as usize);
         let col = (thread::block_idx_x() * FEW_ROWS_THREADS + thread::thread_idx_x()) * FEW_ROWS_COLS_PER_THREAD;
-        let aligned = (a as usize | b as usize).is_multiple_of(T::VECTOR_BYTES) && (out as usize).is_multiple_of(16);
+        let aligned = guarded::bases_aligned(a, b, out);
         let args = (m, k, n, col, k_begin, k_begin + k_len);
         if few_rows_vector_path(k, n) && aligned {
             // SAFETY: forwarded contract; k % 4 == n % 4 == 0 and aligned bases.
