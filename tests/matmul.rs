@@ -539,6 +539,34 @@ fn sgemm_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     forced_split_plans(gpu, MatmulVariant::Sgemm, shape)
 }
 
+/// For each shape: the planner's `sgemm` kernel is one `expected` accepts, and every plan of
+/// [`sgemm_plans`] matches the float64 product. The kernels the shapes took.
+fn assert_sgemm_tiles_match_cpu(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    shapes: &[(usize, usize, usize)],
+    expected: impl Fn(&str) -> bool,
+) -> std::collections::BTreeSet<&'static str> {
+    let mut seen = std::collections::BTreeSet::new();
+    for &(m, k, n) in shapes {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let plan = matmul::plan_gemm(gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
+        let kernel = plan.kernel_plan().kernel();
+        assert!(expected(kernel), "{plan}");
+        seen.insert(kernel);
+        assert_plans_match_cpu(gpu, rng, (m, k, n), sgemm_plans);
+    }
+    seen
+}
+
+/// For each shape, every plan of [`sgemm_plans`] gives bitwise equal results run after run.
+fn assert_sgemm_plans_rerun_bitwise_equal(gpu: &Gpu, rng: &mut impl Rng, shapes: &[(usize, usize, usize)]) {
+    for &(m, k, n) in shapes {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        assert_plans_rerun_bitwise_equal(gpu, rng, shape, &sgemm_plans(gpu, shape));
+    }
+}
+
 /// `sgemm`'s narrow tiles (512 x 32, 256 x 64 for outputs at most 32 or 64 columns wide, 64 x 256
 /// and 32 x 512 for outputs that short, `k` from 256): one past and one short of each tile's long
 /// side, ragged narrow sides, `k` whole slices or ragged, on the vector path and off it; split or
@@ -547,22 +575,15 @@ fn sgemm_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm narrow tiles"));
-    let mut seen = std::collections::BTreeSet::new();
+    let mut shapes = Vec::new();
     for (long, narrow) in [(511, 32), (513, 17), (1000, 27), (255, 64), (257, 33), (700, 50), (2000, 1)] {
         for k in [256, 262, 1031] {
-            for (m, n) in [(long, narrow), (narrow, long)] {
-                let shape = MatmulShape::new(m, k, n).unwrap();
-                let plans = sgemm_plans(&gpu, shape);
-                let kernel = plans[0].kernel_plan().kernel();
-                assert!(kernel.starts_with("sgemm_") && kernel.contains('x'), "{}", plans[0]);
-                seen.insert(kernel);
-                assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
-            }
+            shapes.extend([(long, k, narrow), (narrow, k, long)]);
         }
     }
+    let seen = assert_sgemm_tiles_match_cpu(&gpu, &mut rng, &shapes, |k| k.starts_with("sgemm_") && k.contains('x'));
     assert_eq!(seen.len(), 4, "{seen:?}");
-    let shape = MatmulShape::new(3000, 2000, 40).unwrap();
-    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
+    assert_sgemm_plans_rerun_bitwise_equal(&gpu, &mut rng, &[(3000, 2000, 40)]);
 }
 
 /// `sgemm`'s 64 x 256 tiles, which it takes for `k` under 512 where they leave no SM more blocks
@@ -574,16 +595,10 @@ fn sgemm_narrow_tiles_match_cpu_on_narrow_outputs_and_rerun_bitwise_equal() {
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm wide tiles"));
-    for (m, k, n) in
-        [(6000, 8, 3000), (9000, 2, 6000), (2001, 17, 3001), (12_000, 26, 433), (4042, 65, 1243), (1000, 300, 2000)]
-    {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
-        assert_eq!(plan.kernel_plan().kernel(), "sgemm_64x256", "{plan}");
-        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
-    }
-    let shape = MatmulShape::new(4042, 65, 1243).unwrap();
-    assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
+    let shapes =
+        [(6000, 8, 3000), (9000, 2, 6000), (2001, 17, 3001), (12_000, 26, 433), (4042, 65, 1243), (1000, 300, 2000)];
+    assert_sgemm_tiles_match_cpu(&gpu, &mut rng, &shapes, |k| k == "sgemm_64x256");
+    assert_sgemm_plans_rerun_bitwise_equal(&gpu, &mut rng, &[(4042, 65, 1243)]);
 }
 
 /// `sgemm`'s small tiles, which the planner takes where 128 x 128 tiles leave the SMs few warps
@@ -595,8 +610,7 @@ fn sgemm_wide_tiles_for_short_k_match_cpu_and_rerun_bitwise_equal() {
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_small_tiles_match_cpu_on_small_grids_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm small tiles"));
-    let mut seen = std::collections::BTreeSet::new();
-    for (m, k, n) in [
+    let shapes = [
         (854, 334, 3510),
         (854, 336, 3512),
         (1025, 129, 4000),
@@ -604,19 +618,10 @@ fn sgemm_small_tiles_match_cpu_on_small_grids_and_rerun_bitwise_equal() {
         (1008, 200, 1064),
         (3000, 60, 1000),
         (8193, 75, 257),
-    ] {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
-        let kernel = plan.kernel_plan().kernel();
-        assert!(["sgemm_64x128", "sgemm_64x64"].contains(&kernel), "{plan}");
-        seen.insert(kernel);
-        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
-    }
+    ];
+    let seen = assert_sgemm_tiles_match_cpu(&gpu, &mut rng, &shapes, |k| ["sgemm_64x128", "sgemm_64x64"].contains(&k));
     assert_eq!(seen.len(), 2, "{seen:?}");
-    for (m, k, n) in [(854, 336, 3512), (1001, 203, 1067)] {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
-    }
+    assert_sgemm_plans_rerun_bitwise_equal(&gpu, &mut rng, &[(854, 336, 3512), (1001, 203, 1067)]);
 }
 
 /// The 4 x 4-per-thread kernels `sgemm` runs small products on (`sgemm_4x4::takes`): 32 x 32
@@ -628,8 +633,7 @@ fn sgemm_small_tiles_match_cpu_on_small_grids_and_rerun_bitwise_equal() {
 #[ignore = "needs an NVIDIA GPU"]
 fn sgemm_4x4_tiles_match_cpu_on_small_products_and_rerun_bitwise_equal() {
     let (gpu, mut rng) = (gpu(), fresh_rng("sgemm 4x4 tiles"));
-    let mut seen = std::collections::BTreeSet::new();
-    for (m, k, n) in [
+    let shapes = [
         (1, 1, 1),
         (32, 8, 32),
         (33, 7, 65),
@@ -645,19 +649,10 @@ fn sgemm_4x4_tiles_match_cpu_on_small_products_and_rerun_bitwise_equal() {
         (8830, 45, 55),
         (148, 548, 249),
         (1000, 60, 200),
-    ] {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        let plan = matmul::plan_gemm(&gpu, MatmulVariant::Sgemm, shape, PlanOptions::default()).unwrap();
-        let kernel = plan.kernel_plan().kernel();
-        assert!(kernel.starts_with("sgemm_4x4_"), "{plan}");
-        seen.insert(kernel);
-        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), sgemm_plans);
-    }
+    ];
+    let seen = assert_sgemm_tiles_match_cpu(&gpu, &mut rng, &shapes, |k| k.starts_with("sgemm_4x4_"));
     assert_eq!(seen.len(), 2, "{seen:?}");
-    for (m, k, n) in [(950, 108, 270), (33, 7, 65), (148, 548, 249)] {
-        let shape = MatmulShape::new(m, k, n).unwrap();
-        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &sgemm_plans(&gpu, shape));
-    }
+    assert_sgemm_plans_rerun_bitwise_equal(&gpu, &mut rng, &[(950, 108, 270), (33, 7, 65), (148, 548, 249)]);
 }
 
 /// `short_k` alone, as planned.
