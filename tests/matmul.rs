@@ -301,6 +301,18 @@ fn hopper_tensor_core_variants_match_cpu_on_tile_edges_and_unaligned_rows() {
     assert_plans_match_cpu(&gpu, &mut rng, (2100, 70, 300), tensor_core_plans);
 }
 
+/// Up to `k = ROW_ORDER_MAX_K` the 16-bit kernels take their tiles a row of tiles at a time:
+/// more tiles than SMs (each block several), with rows of `C` the TMA stores (`n % 4 == 0`) and
+/// rows it cannot (the row-staged epilogue), one stage of `k` and two.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn hopper_tensor_core_tiles_taken_a_row_at_a_time_match_cpu() {
+    let (gpu, mut rng) = hopper_gpu("tensor cores, short k");
+    for shape in [(4100, 40, 1100), (4100, 40, 1101), (2300, 128, 2049)] {
+        assert_plans_match_cpu(&gpu, &mut rng, shape, tensor_core_plans);
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn hopper_tensor_core_variants_give_equal_results_on_every_run() {

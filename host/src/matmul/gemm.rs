@@ -924,7 +924,17 @@ impl Skeleton {
         let ld_format = Format::rows_any(inputs).filter(|&f| k <= LD_MAX_K && copies_in(f) == 0);
         let ld_copy_more = ld_format.map_or(tma_copy_more, |f| copies_in(f) > cuda_core_copies);
         let (mut variant, mut kernel) = choose_kernel(desc, shape, device, inputs, ld_copy_more)?;
-        if ld_copy_more != tma_copy_more && variant.needs_tensor_cores() && kernel.with_ld(device).is_none() {
+        // Where the TMA stores C' (rows of 16-byte multiples) and k is short enough that the
+        // store is the time, the 128 x 256 tiles' TMA stores outrun the `_ld` form's 128 x 128
+        // tiles by more than the copy costs (H200, BF16, 8840x28x6664: 0.074 ms against 0.102;
+        // cuBLASLt 0.097).
+        let store_bound_tma =
+            super::wgmma::c_map(shape).is_some() && k <= kernels::matmul::wgmma::ROW_ORDER_MAX_K as usize;
+        let no_ld_form =
+            ld_copy_more != tma_copy_more && variant.needs_tensor_cores() && kernel.with_ld(device).is_none();
+        if no_ld_form && store_bound_tma {
+            (variant, kernel) = choose_kernel(desc, shape, device, inputs, tma_copy_more)?;
+        } else if no_ld_form {
             // The 128 x 128 tiles' `_ld` form where the planner's own tiles have none: on the
             // H200 it beat both those tiles' copy and `short_k` (BF16, µs: 7700x26x433 11.2
             // against 13.6 and 15.7, 2455x19x3667 23.1 against 24.6 and 25.4, 8841x28x6665 140.8
@@ -1500,13 +1510,17 @@ mod tests {
                 assert!(p.reason().contains("short_k writes C in one launch"), "{p}");
             }
             // As they lie, the `_ld` tile kernels read them: 128 x 64 tiles where the planner
-            // takes them, 128 x 128 where it would take 128 x 256 (which have no `_ld` form).
+            // takes them, 128 x 128 where the row-staged epilogue's stores are the time.
             let p = plan(1812, 494, 27);
             assert!(p.kernel().ends_with("_n64_ld") && p.reason().contains("read as they lie"), "{p}");
             for (m, n, k) in [(2455, 3667, 19), (7700, 433, 26)] {
                 let p = plan(m, n, k);
-                assert!(p.kernel().ends_with("_n128_ld") && p.reason().contains("whose _ld form"), "{p}");
+                assert!(p.kernel().ends_with("_n128_ld") && p.reason().contains("read as they lie"), "{p}");
+                assert!(p.reason().contains("128-column tiles a row of tiles at a time store fastest"), "{p}");
             }
+            // Where the TMA stores C (rows of 16-byte multiples), the 128 x 256 tiles from copies.
+            let p = plan(8840, 6664, 28);
+            assert_eq!(p.kernel(), if dtype == DType::Bf16 { "wgmma_bf16" } else { "wgmma_f16" }, "{p}");
             // Past 2^24 elements of C, or on 16-byte rows, or past k = 32: the tensor cores.
             for (m, n, k) in [(8841, 6665, 28), (2456, 3672, 24), (2455, 3667, 33)] {
                 assert_ne!(plan(m, n, k).variant(), MatmulVariant::ShortK, "{m}x{k}x{n}");

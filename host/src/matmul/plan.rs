@@ -2306,9 +2306,20 @@ fn wgmma_tile_and_split(
     }
     // The cheaper estimate; the wide tile (listed first) on a tie.
     let best = (0..choices.len()).fold(0, |best, i| if choices[i].3 < choices[best].3 { i } else { best });
+    let row_staged_n128 = (tile.is_none() && row_staged_store_bound(shape, variant, device))
+        .then(|| choices.iter().position(|c| super::wgmma::tile_of(c.0).1 == 128))
+        .flatten();
+    let best = row_staged_n128.unwrap_or(best);
     let (chosen, s, why, estimate) = choices[best].clone();
     let tile_why = match tile {
         Some(w) => format!("{} tiles requested", w.name()),
+        None if row_staged_n128.is_some() => format!(
+            "tiles of 128x128: k = {} <= {} and rows of C of {} floats, which the TMA cannot store: the row-staged \
+             epilogue's stores are the time, and 128-column tiles a row of tiles at a time store fastest",
+            shape.k,
+            kernels::matmul::wgmma::ROW_ORDER_MAX_K,
+            shape.n
+        ),
         None if choices.len() > 1 => {
             let (r, c) = super::wgmma::tile_of(chosen);
             let others: Vec<String> = (0..choices.len())
@@ -2327,6 +2338,32 @@ fn wgmma_tile_and_split(
     };
     let why = if tile_why.is_empty() { why } else { format!("{tile_why}; {why}") };
     (chosen, s, why)
+}
+
+/// Whether a 16-bit tile product is store-bound with the row-staged epilogue: `k` at most
+/// [`ROW_ORDER_MAX_K`](kernels::matmul::wgmma::ROW_ORDER_MAX_K) (the tiles' time is storing `C`),
+/// rows of `C` that the TMA cannot store (`n % 4 != 0`), and 128 x 128 tiles at least filling
+/// the SMs. There 128 x 128 tiles store fastest, whatever the estimate of the tiles' stages (H200,
+/// BF16, ms, 128 x 256 / 128 x 128 / 128 x 64, tiles a row at a time: 8841x28x6665 0.149 / 0.125
+/// / 0.132, 2455x19x3667 0.031 / 0.024 / 0.026, 7700x26x433 0.016 / 0.012 / 0.014, 4042x65x1243
+/// 0.023 / 0.021 / 0.023); with fewer tiles than SMs the narrower tiles spread better
+/// (950x108x270: 0.010 / 0.009 / 0.007).
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let bf16 = |m, k, n| plan(MatmulVariant::WgmmaBf16, MatmulShape::new(m, k, n).unwrap(), MatmulDevice::H200);
+/// assert_eq!(bf16(8841, 28, 6665)?.kernel(), "wgmma_bf16_n128_rows");
+/// // Rows the TMA stores: the estimate's 128 x 256 tiles.
+/// assert_eq!(bf16(8840, 28, 6664)?.kernel(), "wgmma_bf16");
+/// # Ok(()) }
+/// ```
+fn row_staged_store_bound(shape: MatmulShape, variant: MatmulVariant, device: MatmulDevice) -> bool {
+    let tiles_n128 = shape.m.div_ceil(wgmma_tiles::BLOCK_M as usize) * shape.n.div_ceil(128);
+    matches!(variant, MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16)
+        && shape.k <= kernels::matmul::wgmma::ROW_ORDER_MAX_K as usize
+        && !shape.n.is_multiple_of(4)
+        && tiles_n128 >= device.sm_count.max(1) as usize
 }
 
 /// The `_cluster` form of `kernel` for a split of `k` in `splits` on `device`, where it has one,

@@ -60,7 +60,8 @@
 //! 32 TF32: one 128-byte swizzle row), [`STAGES`] stages of [`STAGE_BYTES`] each. Persistent grid: block
 //! `b` takes work items `b, b + grid, ...` of `tiles x splits` ([`work_item`]: a tile in
 //! [`tile_coords`] order, bands of [`GROUP_M`] tile rows, so that the tiles in flight share their
-//! rows of `A` and columns of `B` in L2, and a split of `k`, [`split_k_stages`]). Each stage
+//! rows of `A` and columns of `B` in L2, or a row of tiles at a time where `k` is at most
+//! [`ROW_ORDER_MAX_K`] and the tiles' time is their stores; and a split of `k`, [`split_k_stages`]). Each stage
 //! has a `full` barrier (the producer's expected bytes, completed by the TMA) and an `empty`
 //! barrier (one arrival per consumer warpgroup, from its first thread, once the `wgmma` reading
 //! the stage completed: CUTLASS's `PipelineTmaAsync`; 256 per-thread arrivals measured the same).
@@ -734,6 +735,16 @@ pub const fn tile_coords(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
     tile_coords_in_bands(t, tiles_m, tiles_n, GROUP_M)
 }
 
+/// Longest `k` for which the persistent 16-bit tensor-core kernels (and `wgmma_tf32_transposed`)
+/// take their tiles a row of tiles of
+/// `C` at a time (left to right, then the next row) instead of in [`tile_coords`]' bands of
+/// [`GROUP_M`] tile rows. Up to it a tile is one or two stages of `k` and its time is the store
+/// of `C`; `A` and `B` are at most 128 columns (rows) deep and stay in L2 in any order, so the
+/// bands buy nothing, and the tiles in flight then write whole rows of `C`. Stores alone of
+/// 128 x 128 tiles into an 8841 x 6665 `C` on the H200: 0.070 ms a row of tiles at a time
+/// against 0.116 in bands of 16 (128 x 64: 0.102 against 0.165; `scripts/store_order_probe.cu`).
+pub const ROW_ORDER_MAX_K: u32 = 128;
+
 /// [`tile_coords`] with bands of `group` tile rows.
 pub const fn tile_coords_in_bands(t: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
     let per_band = group * tiles_n;
@@ -1007,6 +1018,9 @@ mod gpu {
 
         let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(block_n));
         let tiles = tiles_m * tiles_n;
+        let coords = |tile| {
+            if k <= ROW_ORDER_MAX_K { (tile / tiles_n, tile % tiles_n) } else { tile_coords(tile, tiles_m, tiles_n) }
+        };
         let k_tiles = k.div_ceil(op.block_k());
         let (per_split, splits) = split_k_stages(k, k_chunk, op.block_k());
         let work = tiles * splits;
@@ -1047,7 +1061,7 @@ mod gpu {
             let mut item = first;
             while item < work {
                 let (tile, z) = item_of(item);
-                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                let (tm, tn) = coords(tile);
                 let (row0, col0) = (tm * BLOCK_M, tn * block_n);
                 let kt0 = z * per_split;
                 let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
@@ -1141,7 +1155,7 @@ mod gpu {
                 let mut item = first;
                 while item < work {
                     let (tile, z) = item_of(item);
-                    let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                    let (tm, tn) = coords(tile);
                     let (row0, col0) = ((tm * BLOCK_M) as i32, (tn * block_n) as i32);
                     let kt0 = z * per_split;
                     let kt1 = if k_tiles - kt0 < per_split { k_tiles } else { kt0 + per_split };
@@ -1196,7 +1210,7 @@ mod gpu {
             };
             while item < work {
                 let (tile, z) = item_of(item);
-                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                let (tm, tn) = coords(tile);
                 // The split's stages, as the producer loads them (kt counts from the split's
                 // first). z < splits, so kt0 < k_tiles (wrapping only spares the checked build's
                 // overflow checks).
@@ -1483,7 +1497,7 @@ mod gpu {
             cluster::sync();
             if warp < CONSUMERS * 4 {
                 let (tile, z) = item_of(first);
-                let (tm, tn) = tile_coords(tile, tiles_m, tiles_n);
+                let (tm, tn) = coords(tile);
                 // SAFETY: every block of the cluster is one split of this tile (checked above)
                 // and wrote its partial product at `ring.base` before the barrier; `c` holds
                 // `m * n` floats (kernel contract).
