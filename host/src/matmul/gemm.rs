@@ -926,8 +926,8 @@ impl Skeleton {
         let (mut variant, mut kernel) = choose_kernel(desc, shape, device, inputs, ld_copy_more)?;
         // Where the TMA stores C' (rows of 16-byte multiples) and k is short enough that the
         // store is the time, the 128 x 256 tiles' TMA stores outrun the `_ld` form's 128 x 128
-        // tiles by more than the copy costs (H200, BF16, 8840x28x6664: 0.074 ms against 0.102;
-        // cuBLASLt 0.097).
+        // tiles by more than the copy costs (H200, BF16, 8840x28x6664: 0.074 ms with the copy of
+        // A against 0.102 on the `_ld` form; cuBLASLt 0.097).
         let store_bound_tma =
             super::wgmma::c_map(shape).is_some() && k <= kernels::matmul::wgmma::ROW_ORDER_MAX_K as usize;
         let no_ld_form =
