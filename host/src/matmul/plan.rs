@@ -78,7 +78,11 @@
 //!   [`WGMMA_N64_STAGE_COST`] of the wide one's, and takes the cheapest (the wider on a tie):
 //!   more tiles fill the SMs where the wide tiles leave most of them idle (1024^3: 32 tiles of
 //!   128 x 256 on 132 SMs, 128 of 128 x 64), with no split or a cheaper sum. For `m <= 16`, every
-//!   family has `_n16`'s 16 x 128 tiles ([`WGMMA_N16_STAGE_COST`]).
+//!   family has `_n16`'s 16 x 128 tiles ([`WGMMA_N16_STAGE_COST`]). Where the 16-bit kernels'
+//!   time is storing `C` through the row-staged epilogue (`k` at most
+//!   [`ROW_ORDER_MAX_K`](kernels::matmul::wgmma::ROW_ORDER_MAX_K), rows of `C` the TMA cannot
+//!   store, and 128 x 128 tiles filling the SMs), they take 128 x 128 tiles, which store fastest
+//!   there, whatever the estimate.
 //!
 //! Splits are added in a fixed order by `matmul_split_k_reduce`, so every plan is deterministic.
 
