@@ -2346,7 +2346,7 @@ fn wgmma_tile_and_split(
 
 /// Whether a 16-bit tile product is store-bound with the row-staged epilogue: `k` at most
 /// [`ROW_ORDER_MAX_K`](kernels::matmul::wgmma::ROW_ORDER_MAX_K) (the tiles' time is storing `C`),
-/// rows of `C` that the TMA cannot store (`n % 4 != 0`), and 128 x 128 tiles at least filling
+/// rows of `C` that the TMA cannot store (no `C` map: `n % 4 != 0`), and 128 x 128 tiles at least filling
 /// the SMs. There 128 x 128 tiles store fastest, whatever the estimate of the tiles' stages (H200,
 /// BF16, ms, 128 x 256 / 128 x 128 / 128 x 64, tiles a row at a time: 8841x28x6665 0.149 / 0.125
 /// / 0.132, 2455x19x3667 0.031 / 0.024 / 0.026, 7700x26x433 0.016 / 0.012 / 0.014, 4042x65x1243
@@ -2366,7 +2366,7 @@ fn row_staged_store_bound(shape: MatmulShape, variant: MatmulVariant, device: Ma
     let tiles_n128 = shape.m.div_ceil(wgmma_tiles::BLOCK_M as usize) * shape.n.div_ceil(128);
     matches!(variant, MatmulVariant::WgmmaBf16 | MatmulVariant::WgmmaF16)
         && shape.k <= kernels::matmul::wgmma::ROW_ORDER_MAX_K as usize
-        && !shape.n.is_multiple_of(4)
+        && super::wgmma::c_map(shape).is_none()
         && tiles_n128 >= device.sm_count.max(1) as usize
 }
 
