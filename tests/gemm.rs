@@ -506,6 +506,56 @@ fn bf16_and_f16_operands_run_on_the_cuda_core_kernels_as_they_lie() {
     sixteen_bit_cuda_core::<f16>(&gpu, &mut rng, OperandType::F16);
 }
 
+/// `few_cols` on BF16 or F16 operands above 16 rows (`matmul_few_cols_shared`): even `k` up to
+/// 16 columns in steps of 256 elements loaded in pairs (`skinny::few_cols_shared_step`), one under, at
+/// and over a step and several with a ragged last; odd `k` and more than 16 columns in steps of
+/// 128 single loads; unsplit (a batch of three) and in forced splits; `D` NaN-poisoned, against
+/// the float64 product under the FP32 bound; reruns bitwise equal.
+fn sixteen_bit_few_cols_shared<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
+    let rows = Layout::row_major(T::DTYPE);
+    // (m, k, n), as the matmul tests name them.
+    let shapes: [(usize, usize, usize); 9] = [
+        (17, 254, 2),
+        (17, 256, 8),
+        (100, 258, 9),
+        (33, 1030, 16),
+        (1000, 510, 12),
+        (65, 2050, 7),
+        (100, 257, 9),
+        (1000, 1031, 5),
+        (300, 512, 27),
+    ];
+    for (m, k, n) in shapes {
+        for split in [None, Some(2u32), Some(5)] {
+            let split = split.map(|splits| {
+                let chunk = k.div_ceil(splits as usize).next_multiple_of(8) as u32;
+                SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk }
+            });
+            let mut desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(MatmulVariant::FewCols).split_k(split);
+            if split.is_none() {
+                desc = desc.batch(3);
+            }
+            let plan = GemmPlan::new(gpu, desc).unwrap();
+            let kernel = plan.kernel_plan().kernel();
+            assert!(kernel.starts_with("matmul_few_cols_shared_") && kernel.contains(operands.suffix()), "{plan}");
+            check::<T, f32>(gpu, rng, desc);
+        }
+    }
+    let (m, k, n) = (1000, 1030, 12);
+    let split = SplitK { splits: 3, k_chunk: 344 };
+    let desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(MatmulVariant::FewCols).split_k(Some(split));
+    let plan = GemmPlan::new(gpu, desc).unwrap();
+    assert_reruns_bitwise_equal::<T>(gpu, rng, &plan, (m, k, n), false, 1);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn few_cols_on_bf16_and_f16_shares_b_in_paired_and_single_steps_and_matches_cpu() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("gemm 16-bit few_cols shared"));
+    sixteen_bit_few_cols_shared::<bf16>(&gpu, &mut rng, OperandType::Bf16);
+    sixteen_bit_few_cols_shared::<f16>(&gpu, &mut rng, OperandType::F16);
+}
+
 /// One tensor-core tile variant with its split of `k` through the descriptor, on operands of
 /// type `T`: as planned with alpha, beta and `C` (the partials reduced into the epilogue's
 /// accumulator), with a transposed column-major `A`, a column-major `D` with a leading dimension

@@ -152,8 +152,9 @@ pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// # Ok(()) }
 /// ```
 pub const FEW_COLS_FEW_BLOCKS_MIN_CHUNK: u32 = 64;
-/// Shortest split of `matmul_few_cols_shared`: four of its steps (128 columns of `A` each), so
-/// that a split's loads of the next step overlap more than one step's products.
+/// Shortest split of `matmul_few_cols_shared`: four of its `f32` steps (128 columns of `A`
+/// each; two of the 256-column steps of 16-bit operands on even `k`), so that a split's loads of
+/// the next step overlap more than one step's products.
 pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 512;
 
 /// Longest `k` the 16-bit `_ld` tile kernels take ([`MatmulPlan::with_ld`]): two stages of 64.

@@ -84,7 +84,9 @@
 //! shared memory (two buffers, rows padded to `NC + 4` floats, one barrier a step), and lane `l`
 //! multiplies elements `l + 32 u` (`u < 4`) of each of its warp's rows of `A` (128-byte loads
 //! across the warp) with those rows of `B` (16-byte shared loads, each feeding 16 FMAs, 8 in
-//! `_32`), into `rows x NC` accumulators. The next step's loads of `A` and `B` are in
+//! `_32`), into `rows x NC` accumulators. On BF16 and F16 up to 16 columns with even `k` (rows
+//! of `A` 4-byte aligned) a step is 256 elements ([`few_cols_shared_step`]): lane `l` loads the
+//! pairs from `2 l + 64 u` in 4-byte words, as many bytes in flight as an `f32` step. The next step's loads of `A` and `B` are in
 //! flight while a step multiplies. At the end the lanes' partial sums meet in a reduce-scatter of
 //! five rounds of shuffles in a fixed order (62 shuffles for 64 accumulators, where a butterfly of
 //! each takes 320), and lane `l` writes accumulators `2l` and `2l + 1`. H200, ms against cuBLAS
@@ -335,13 +337,33 @@ pub const fn few_cols_shared_threads(n: u32) -> u32 {
 pub const fn few_cols_shared_rows_per_block(n: u32) -> u32 {
     few_cols_shared_threads(n) / 32 * few_cols_shared_rows_per_warp(n)
 }
-/// Elements of `k` per step of `matmul_few_cols_shared`: four per lane, 32 apart, so that a
-/// warp's load of a row of `A` is 128 contiguous bytes (`f32`).
+/// Elements of `k` per step of `matmul_few_cols_shared` on `f32` operands (and on 16-bit ones
+/// whose rows of `A` are not 4-byte aligned, or with more than 16 columns): four per lane, 32
+/// apart, so that a warp's load of a row of `A` is 128 contiguous bytes (`f32`).
 pub const FEW_COLS_SHARED_STEP: u32 = 128;
-/// Floats of `matmul_few_cols_shared`'s two buffers of `B`: [`FEW_COLS_SHARED_STEP`] rows of
-/// `NC + 4` floats each (the pad puts a quarter-warp's 16-byte reads of eight consecutive rows in
-/// eight different bank groups): 36 KiB for the widest.
-pub const FEW_COLS_SHARED_B_FLOATS: u32 = 2 * FEW_COLS_SHARED_STEP * (FEW_COLS_SHARED_MAX_N + 4);
+/// Elements of `k` per step of `matmul_few_cols_shared` on operands of `bytes` bytes for `nc`
+/// columns: twice [`FEW_COLS_SHARED_STEP`] for 16-bit operands up to 16 columns (when the rows
+/// of `A` start 4-byte aligned: even `k`, aligned base), each lane loading pairs of elements in
+/// 4-byte words, so that a step has the bytes of `A` in flight of an `f32` step. Element loads
+/// of 2 bytes left the 16-bit kernels at half the `f32` kernels' bandwidth (H200, BF16 16384 x
+/// 16384 x 4: 0.348 ms against `f32`'s 0.336 for twice the bytes).
+///
+/// ```
+/// use kernels::matmul::skinny::{few_cols_shared_step, FEW_COLS_SHARED_STEP};
+/// assert_eq!(few_cols_shared_step(2, 16), 2 * FEW_COLS_SHARED_STEP);
+/// assert_eq!((few_cols_shared_step(4, 8), few_cols_shared_step(2, 32)), (FEW_COLS_SHARED_STEP, FEW_COLS_SHARED_STEP));
+/// ```
+pub const fn few_cols_shared_step(bytes: u32, nc: u32) -> u32 {
+    if bytes == 2 && nc <= 16 { 2 * FEW_COLS_SHARED_STEP } else { FEW_COLS_SHARED_STEP }
+}
+/// Floats of `matmul_few_cols_shared`'s two buffers of `B`: a step's rows of `NC + 4` floats
+/// each (the pad puts a quarter-warp's 16-byte reads of eight consecutive rows in eight
+/// different bank groups), for the largest step times width: 40 KiB (256 rows of 16 columns).
+pub const FEW_COLS_SHARED_B_FLOATS: u32 = {
+    let wide = FEW_COLS_SHARED_STEP * (FEW_COLS_SHARED_MAX_N + 4);
+    let paired = few_cols_shared_step(2, 16) * (16 + 4);
+    2 * if wide > paired { wide } else { paired }
+};
 
 /// Longest `k` `matmul_few_cols_short_k` takes: a thread multiplies a whole row of `A`, staged
 /// in shared memory. Shorter rows than a warp's step leave the warp-per-row kernels' lanes
@@ -475,6 +497,12 @@ const _: () = assert!(FEW_COLS_LOADS == 8);
 // `matmul_gemv`'s `unroll!` lists spell out its 8 loads; its warps hold 32 / 8 row groups, summed
 // by two rounds of shuffles (lanes 8 and 16 apart).
 const _: () = assert!(GEMV_LOADS == 8 && GEMV_LANES_PER_ROW == 8 && GEMV_THREADS.is_multiple_of(32));
+// A thread copies a step's B in at most 12 rounds (the `unroll!` lists of `load_b`).
+const _: () = assert!(
+    few_cols_shared_step(2, 16) * 16 <= 12 * few_cols_shared_threads(16)
+        && few_cols_shared_step(2, 8) * 8 <= 12 * few_cols_shared_threads(8)
+        && FEW_COLS_SHARED_STEP * 32 <= 12 * few_cols_shared_threads(32)
+);
 const _: () = assert!(
     FEW_COLS_SHARED_STEP == 4 * 32
         && FEW_COLS_SHARED_ACCUMULATORS == 64
@@ -509,7 +537,8 @@ mod device_code {
         few_cols_vector_b, few_cols_vector_path, few_rows_vector_path,
     };
     use super::{
-        FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_STEP, few_cols_shared_rows_per_warp, few_cols_shared_threads,
+        FEW_COLS_SHARED_B_FLOATS, FEW_COLS_SHARED_STEP, few_cols_shared_rows_per_warp, few_cols_shared_step,
+        few_cols_shared_threads,
     };
     use super::{FEW_COLS_SHARED_MAX_N, FEW_COLS_SHORT_K_MAX_K, FEW_COLS_SHORT_K_PITCH, FEW_COLS_SHORT_K_THREADS};
     use super::{GEMV_BLOCK_COLS, GEMV_LANES_PER_ROW, GEMV_LOADS, GEMV_ROW_GROUPS, GEMV_THREADS};
@@ -801,7 +830,9 @@ mod device_code {
         acc
     }
 
-    /// The body of `matmul_few_cols_shared_<NC>` (module documentation).
+    /// The body of `matmul_few_cols_shared_<NC>` (module documentation): on 16-bit operands with
+    /// rows of `A` that start 4-byte aligned and `NC <= 16`, the paired form (steps of
+    /// [`few_cols_shared_step`]`(2, NC)` = 256 elements, two a load); otherwise single elements.
     ///
     /// # Safety
     /// As the kernels, with `n <= NC` (8, 16 or 32), called by the whole block.
@@ -815,13 +846,49 @@ mod device_code {
         n: u32,
         k_chunk: u32,
     ) {
+        // Uniform across the grid: every row of A and every split starts on an even element of
+        // a 4-byte aligned base (k_chunk is a multiple of 4, or covers k).
+        let pairs = few_cols_shared_step(core::mem::size_of::<T>() as u32, NC as u32) == 2 * FEW_COLS_SHARED_STEP
+            && k.is_multiple_of(2)
+            && (k_chunk.is_multiple_of(2) || k_chunk >= k)
+            && (a as usize).is_multiple_of(4);
+        if pairs {
+            // SAFETY: forwarded contract; the paired loads' alignment was checked above.
+            unsafe { few_cols_shared_steps::<T, NC, true>(a, b, c, m, k, n, k_chunk) }
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { few_cols_shared_steps::<T, NC, false>(a, b, c, m, k, n, k_chunk) }
+        }
+    }
+
+    /// [`few_cols_shared`]'s loop. Lane `l` takes, of each of its warp's rows of `A`, the
+    /// elements `l + 32 u` of a step (`u < 4`), or with `PAIRS` the pairs from `2 l + 64 u` (one
+    /// 4-byte load each, a step of 256), so that a 16-bit step has as many bytes of `A` in flight
+    /// as an `f32` one. With `PAIRS` the step's row `j` of `B` lies at position `(j % 2) * 128 +
+    /// j / 2` of the buffer, so that the lanes of a warp still read consecutive positions.
+    ///
+    /// # Safety
+    /// As [`few_cols_shared`]; with `PAIRS`, `T` is 16 bits wide, `NC <= 16`, `k` and the split's
+    /// start are even and `a` is 4-byte aligned.
+    #[inline(always)]
+    unsafe fn few_cols_shared_steps<T: Element, const NC: usize, const PAIRS: bool>(
+        a: *const T,
+        b: *const T,
+        c: *mut f32,
+        m: u32,
+        k: u32,
+        n: u32,
+        k_chunk: u32,
+    ) {
         // The warp's rows: at most 4 (the unrolled lists); rows x NC = 64 accumulators.
         let rows_per_warp = few_cols_shared_rows_per_warp(NC as u32);
         let rw = rows_per_warp as usize;
-        const STEP: u32 = FEW_COLS_SHARED_STEP;
+        let step: u32 = if PAIRS { 2 * FEW_COLS_SHARED_STEP } else { FEW_COLS_SHARED_STEP };
+        // Elements of a lane's load: a pair's second one is the high half of the word.
+        let per_load = if PAIRS { 2 } else { 1 };
         let threads = few_cols_shared_threads(NC as u32);
         // Elements of B a thread copies per step (the last round partly).
-        let rounds = (STEP as usize * NC).div_ceil(threads as usize);
+        let rounds = (step as usize * NC).div_ceil(threads as usize);
         let z = thread::block_idx_z();
         let (k_begin, k_len) = split_k_range(z, k_chunk, k);
         let k_end = k_begin + k_len;
@@ -832,31 +899,42 @@ mod device_code {
         let tile = shared_array!(MATMUL_FEW_COLS_SHARED_B: [f32; FEW_COLS_SHARED_B_FLOATS as usize]);
         // Floats per row of a buffer of B, and per buffer.
         let pitch = NC + 4;
-        let buffer = STEP as usize * pitch;
-        // This lane's 4 elements of each of the warp's rows of A, in the step at k0: columns
-        // k0 + lane + 32 u (zero past the split or below the last row), widened where used.
+        let buffer = step as usize * pitch;
+        // Where the step's row j of B lies in a buffer.
+        let position = |j: usize| if PAIRS { (j % 2) * FEW_COLS_SHARED_STEP as usize + j / 2 } else { j };
+        // This lane's loads of each of the warp's rows of A in the step at k0: columns k0 +
+        // per_load * (lane + 32 u) (and the next with PAIRS; zero past the split or below the
+        // last row), widened where used.
         let load_a = |k0: u32| {
             let mut v = [0u32; 16];
             unroll!(r in [0, 1, 2, 3] {
                 let row = row0 + r as u32;
                 unroll!(u in [0, 1, 2, 3] {
-                    let col = k0 + lane + 32 * u as u32;
+                    let col = k0 + per_load * (lane + 32 * u as u32);
                     if r < rw && row < m && col < k_end {
-                        // SAFETY: row < m, column col < k_end <= k: inside A (kernel contract).
-                        v[4 * r + u] = unsafe { T::load_raw_nc(a.wrapping_add(row as usize * k as usize + col as usize)) };
+                        let at = a.wrapping_add(row as usize * k as usize + col as usize);
+                        v[4 * r + u] = if PAIRS {
+                            // SAFETY: row < m; col is even and k_end even, so col + 1 < k_end <=
+                            // k: both elements inside A; 4-byte aligned (even k and col, aligned
+                            // a); nothing writes A (kernel contract).
+                            unsafe { mem::load_global_nc_u32(at as *const u8) }
+                        } else {
+                            // SAFETY: row < m, column col < k_end <= k: inside A (kernel contract).
+                            unsafe { T::load_raw_nc(at) }
+                        };
                     }
                 });
             });
             v
         };
-        // This thread's share of the step's B (STEP rows of NC columns, zero past the split or
-        // column n): element e = t + threads i < STEP * NC, at row e / NC and column e % NC;
+        // This thread's share of the step's B (step rows of NC columns, zero past the split or
+        // column n): element e = t + threads i < step * NC, at row e / NC and column e % NC;
         // widened when stored, after the multiply.
         let load_b = |k0: u32| {
             let mut v = [0u32; 12];
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
                 let e = t + threads * i as u32;
-                if i < rounds && e < STEP * NC as u32 {
+                if i < rounds && e < step * NC as u32 {
                     let (row, col) = (k0 + e / NC as u32, e % NC as u32);
                     if row < k_end && col < n {
                         // SAFETY: row < k_end <= k, column col < n: inside B (kernel contract).
@@ -869,41 +947,50 @@ mod device_code {
         let store_b = |half: usize, v: [u32; 12]| {
             unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
                 let e = t as usize + threads as usize * i;
-                if i < rounds && e < STEP as usize * NC {
-                    // SAFETY: row e / NC < STEP, column e % NC < NC: inside buffer `half` of the
-                    // tile, which no thread reads until the barrier that follows this store.
-                    unsafe { tile.store(half * buffer + e / NC * pitch + e % NC, T::widen_raw(v[i])) };
+                if i < rounds && e < step as usize * NC {
+                    // SAFETY: row e / NC < step lies at a position < step, column e % NC < NC:
+                    // inside buffer `half` of the tile, which no thread reads until the barrier
+                    // that follows this store.
+                    unsafe { tile.store(half * buffer + position(e / NC) * pitch + e % NC, T::widen_raw(v[i])) };
                 }
             });
         };
         let mut acc = [0.0f32; super::FEW_COLS_SHARED_ACCUMULATORS as usize];
-        let steps = k_len.div_ceil(STEP);
+        let steps = k_len.div_ceil(step);
         store_b(0, load_b(k_begin));
         let mut a_now = load_a(k_begin);
         thread::sync_threads();
         let mut s = 0;
         while s < steps {
-            let next = k_begin + (s + 1) * STEP;
+            let next = k_begin + (s + 1) * step;
             let more = s + 1 < steps;
             // The next step's loads fly while this one multiplies.
             let (a_next, b_next) = if more { (load_a(next), load_b(next)) } else { ([0; 16], [0; 12]) };
             let half = (s % 2) as usize;
-            let a_wide = a_now.map(T::widen_raw);
             // Four columns of B at a time, each into the warp's rows, so that few values of B are
             // live at once.
             unroll!(u in [0, 1, 2, 3] {
-                let at = half * buffer + (lane as usize + 32 * u) * pitch;
-                unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    if 4 * q < NC {
-                        // SAFETY: row lane + 32 u < STEP of buffer `half`, columns 4q .. 4q + 4 <=
-                        // NC < pitch, 16-byte aligned (pitch and buffer are multiples of 4); stored
-                        // before the last barrier, overwritten only after the next.
-                        let y = unsafe { tile.load4(at + 4 * q) };
-                        unroll!(r in [0, 1, 2, 3] {
-                            if r < rw {
-                                let x = a_wide[4 * r + u];
-                                unroll!(e in [0, 1, 2, 3] {
-                                    acc[r * NC + 4 * q + e] = fma(x, y[e], acc[r * NC + 4 * q + e]);
+                unroll!(h in [0, 1] {
+                    if h < per_load as usize {
+                        let x: [f32; 4] = core::array::from_fn(|r| {
+                            let word = a_now[4 * r + u];
+                            T::widen_raw(if !PAIRS { word } else if h == 0 { word & 0xFFFF } else { word >> 16 })
+                        });
+                        let j = per_load as usize * (lane as usize + 32 * u) + h;
+                        let at = half * buffer + position(j) * pitch;
+                        unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            if 4 * q < NC {
+                                // SAFETY: row j < step of buffer `half`, columns 4q .. 4q + 4 <=
+                                // NC < pitch, 16-byte aligned (pitch and buffer are multiples of
+                                // 4); stored before the last barrier, overwritten only after the
+                                // next.
+                                let y = unsafe { tile.load4(at + 4 * q) };
+                                unroll!(r in [0, 1, 2, 3] {
+                                    if r < rw {
+                                        unroll!(e in [0, 1, 2, 3] {
+                                            acc[r * NC + 4 * q + e] = fma(x[r], y[e], acc[r * NC + 4 * q + e]);
+                                        });
+                                    }
                                 });
                             }
                         });
