@@ -508,13 +508,15 @@ fn bf16_and_f16_operands_run_on_the_cuda_core_kernels_as_they_lie() {
 
 /// `few_cols` on BF16 or F16 operands above 16 rows (`matmul_few_cols_shared`): even `k` up to
 /// 16 columns in steps of 256 elements loaded in pairs (`skinny::few_cols_shared_step`), one under, at
-/// and over a step and several with a ragged last; odd `k` and more than 16 columns in steps of
-/// 128 single loads; unsplit (a batch of three) and in forced splits; `D` NaN-poisoned, against
+/// and over a step and several with a ragged last; odd `k`, splits of at most 128 and more than 16
+/// columns in steps of 128 single loads; unsplit (a batch of three) and in forced splits; `D` NaN-poisoned, against
 /// the float64 product under the FP32 bound; reruns bitwise equal.
 fn sixteen_bit_few_cols_shared<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n), as the matmul tests name them.
-    let shapes: [(usize, usize, usize); 9] = [
+    let shapes: [(usize, usize, usize); 11] = [
+        (300, 34, 3),
+        (100, 128, 8),
         (17, 254, 2),
         (17, 256, 8),
         (100, 258, 9),

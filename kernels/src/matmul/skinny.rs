@@ -86,8 +86,9 @@
 //! across the warp) with those rows of `B` (16-byte shared loads, each feeding 16 FMAs, 8 in
 //! `_32`), into `rows x NC` accumulators. On BF16 and F16 up to 16 columns with even `k` (rows
 //! of `A` 4-byte aligned) a step is 256 elements ([`few_cols_shared_step`]): lane `l` loads the
-//! pairs from `2 l + 64 u` in 4-byte words, as many bytes in flight as an `f32` step. The next step's loads of `A` and `B` are in
-//! flight while a step multiplies. At the end the lanes' partial sums meet in a reduce-scatter of
+//! pairs from `2 l + 64 u` in 4-byte words, as many bytes in flight as an `f32` step (where a
+//! split of `k` is longer than 128: shorter ones are one step either way). The next step's loads
+//! of `A` and `B` are in flight while a step multiplies. At the end the lanes' partial sums meet in a reduce-scatter of
 //! five rounds of shuffles in a fixed order (62 shuffles for 64 accumulators, where a butterfly of
 //! each takes 320), and lane `l` writes accumulators `2l` and `2l + 1`. H200, ms against cuBLAS
 //! FP32 (same process): 16384 x 16384 x 16 0.487 against 0.516 (the warp-per-row kernel took
@@ -346,7 +347,8 @@ pub const FEW_COLS_SHARED_STEP: u32 = 128;
 /// of `A` start 4-byte aligned: even `k`, aligned base), each lane loading pairs of elements in
 /// 4-byte words, so that a step has the bytes of `A` in flight of an `f32` step. Element loads
 /// of 2 bytes left the 16-bit kernels at half the `f32` kernels' bandwidth (H200, BF16 16384 x
-/// 16384 x 4: 0.348 ms against `f32`'s 0.336 for twice the bytes).
+/// 16384 x 4: 0.348 ms against `f32`'s 0.336 for twice the bytes). Splits of `k` of at most
+/// [`FEW_COLS_SHARED_STEP`] keep single loads: one step either way, half the multiplies.
 ///
 /// ```
 /// use kernels::matmul::skinny::{few_cols_shared_step, FEW_COLS_SHARED_STEP};
@@ -847,10 +849,14 @@ mod device_code {
         k_chunk: u32,
     ) {
         // Uniform across the grid: every row of A and every split starts on an even element of
-        // a 4-byte aligned base (k_chunk is a multiple of 4, or covers k).
+        // a 4-byte aligned base (k_chunk is a multiple of 4, or covers k), and a split is longer
+        // than one single step. Splits of at most 128 are one step either way, and a paired step
+        // multiplies 256 rows of B, zeros past the split included: 14811 x 34 x 3 went from
+        // 6.3-6.5 us to 7.3-7.4 in BF16 and F16 when it took pairs.
         let pairs = few_cols_shared_step(core::mem::size_of::<T>() as u32, NC as u32) == 2 * FEW_COLS_SHARED_STEP
             && k.is_multiple_of(2)
             && (k_chunk.is_multiple_of(2) || k_chunk >= k)
+            && k.min(k_chunk) > FEW_COLS_SHARED_STEP
             && (a as usize).is_multiple_of(4);
         if pairs {
             // SAFETY: forwarded contract; the paired loads' alignment was checked above.
