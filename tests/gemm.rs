@@ -457,10 +457,7 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
                 if split.is_some() && variant == MatmulVariant::ShortK {
                     continue; // short_k takes no split of k
                 }
-                let split = split.map(|splits| {
-                    let chunk = k.div_ceil(splits as usize).next_multiple_of(8) as u32;
-                    SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk }
-                });
+                let split = split.map(|splits| SplitK::about(k, splits, 1));
                 let mut desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(variant).split_k(split);
                 if split.is_none() && m * n < 5000 {
                     desc = desc.batch(3);
@@ -490,8 +487,7 @@ fn sixteen_bit_cuda_core<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: Oper
             }
         }
         // Reruns are bitwise equal (a split of k included).
-        let chunk = k.div_ceil(3).next_multiple_of(8) as u32;
-        let split = SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk };
+        let split = SplitK::about(k, 3, 1);
         let desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(MatmulVariant::Sgemm).split_k(Some(split));
         let plan = GemmPlan::new(gpu, desc).unwrap();
         assert_reruns_bitwise_equal::<T>(gpu, rng, &plan, (m, k, n), false, 1);
@@ -507,10 +503,11 @@ fn bf16_and_f16_operands_run_on_the_cuda_core_kernels_as_they_lie() {
 }
 
 /// `few_cols` on BF16 or F16 operands above 16 rows (`matmul_few_cols_shared`): even `k` up to
-/// 16 columns in steps of 256 elements loaded in pairs (`skinny::few_cols_shared_step`), one under, at
-/// and over a step and several with a ragged last; odd `k`, splits of at most 128 and more than 16
-/// columns in steps of 128 single loads; unsplit (a batch of three) and in forced splits; `D` NaN-poisoned, against
-/// the float64 product under the FP32 bound; reruns bitwise equal.
+/// 16 columns in steps of 256 elements loaded in pairs (`skinny::few_cols_shared_step`), one
+/// under, at and over a step and several with a ragged last; odd `k`, splits of at most 128 and
+/// more than 16 columns in steps of 128 single loads; unsplit (a batch of three) and in forced
+/// splits; `D` NaN-poisoned, against the float64 product under the FP32 bound; reruns bitwise
+/// equal.
 fn sixteen_bit_few_cols_shared<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands: OperandType) {
     let rows = Layout::row_major(T::DTYPE);
     // (m, k, n), as the matmul tests name them.
@@ -529,10 +526,7 @@ fn sixteen_bit_few_cols_shared<T: Value>(gpu: &Gpu, rng: &mut impl Rng, operands
     ];
     for (m, k, n) in shapes {
         for split in [None, Some(2u32), Some(5)] {
-            let split = split.map(|splits| {
-                let chunk = k.div_ceil(splits as usize).next_multiple_of(8) as u32;
-                SplitK { splits: k.div_ceil(chunk as usize) as u32, k_chunk: chunk }
-            });
+            let split = split.map(|splits| SplitK::about(k, splits, 1));
             let mut desc = GemmDesc::new(m, n, k).a(rows).b(rows).variant(MatmulVariant::FewCols).split_k(split);
             if split.is_none() {
                 desc = desc.batch(3);
