@@ -215,13 +215,13 @@ fn widths_of(variant: MatmulVariant) -> Vec<TileWidth> {
         .collect()
 }
 
-/// `variant` (`decode_bf16` or `decode_f16`) as planned, unsplit, and split in 2, 3 and 7 (where
-/// `k` allows): every way its output is written (directly, or as partials added by the split-K
-/// reduction).
+/// `variant` (`decode_bf16` or `decode_f16`) as planned, unsplit, and split in 2, 3, 7 and 12
+/// (where `k` allows): every way its output is written (directly, or as partials added by the
+/// strip's last block, in one group of loads and in two).
 fn decode_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
     let mut plans = vec![matmul::plan_gemm(gpu, variant, shape, PlanOptions::default()).unwrap()];
     let mut splits = vec![SplitK::none(shape.k)];
-    splits.extend([2, 3, 7].map(|w| SplitK::about(shape.k, w, 1)).into_iter().filter(|s| s.splits > 1));
+    splits.extend([2, 3, 7, 12].map(|w| SplitK::about(shape.k, w, 1)).into_iter().filter(|s| s.splits > 1));
     for split in splits {
         let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
         plans.push(matmul::plan_gemm(gpu, variant, shape, options).unwrap());
@@ -232,7 +232,7 @@ fn decode_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<Ge
 /// `decode_bf16` and `decode_f16` on the decode shapes: `m` in {1, 2, 7, 8, 15, 16} (one and
 /// both halves of the 16-row tile, and one short of each) times `(k, n)` from one element to LLM
 /// weights, ragged ones included (`k` not a multiple of the 16- and 48-row steps, `n` not of the
-/// 64-column strips; 2552 x 784 planned into 6 splits of one super-step per warp); `C` poisoned, against the float64 product of the inputs rounded to the
+/// 64-column strips; 2552 x 784 planned into 7 splits of one super-step per warp); `C` poisoned, against the float64 product of the inputs rounded to the
 /// kernel's type under its bound; then every plan rerun for bitwise equality. The reference of
 /// each `(k, n)` is computed once for 16 rows: a product of fewer rows is its first rows.
 #[test]
