@@ -100,6 +100,9 @@ pub struct BenchConfig {
     pub sweep_shapes: Option<Vec<MatmulShape>>,
     /// The names of the sweep's precisions to measure (`--sweep-precisions`); empty: all.
     pub sweep_precisions: Vec<String>,
+    /// Seconds after which the sweep starts no further shape (`--time-limit`): the shapes left are
+    /// reported as not measured, and the tables and files are written as for a whole run.
+    pub sweep_time_limit_s: Option<f64>,
     /// The torch/cupy peers' times of the feature cases (`scripts/histogram_peers.py`), and
     /// where they came from.
     pub peers: Option<(histogram_features::PeersFile, String)>,
@@ -276,6 +279,7 @@ mod tests {
             sweep: None,
             sweep_shapes: None,
             sweep_precisions: Vec::new(),
+            sweep_time_limit_s: None,
             peers: None,
             command_line: vec!["host".into(), "bench".into()],
         }

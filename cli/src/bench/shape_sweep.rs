@@ -178,9 +178,24 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
     let sgemm = Sgemm::new(gpu).map_err(|e| e.to_string());
     let entries = selected(&config.sweep_precisions);
     let mut results: Vec<Vec<SweepShapeResult>> = vec![Vec::with_capacity(count); entries.len()];
+    let started = std::time::Instant::now();
+    let mut stopped_after = None;
     for (i, &shape) in shapes.iter().enumerate() {
-        let rows = measure_shape(gpu, sgemm.as_ref(), shape, config, &entries, &mut rng, progress)
-            .with_context(|| format!("sweep shape {} of {count}, {shape}", i + 1))?;
+        if let Some(limit) = config.sweep_time_limit_s
+            && stopped_after.is_none()
+            && started.elapsed().as_secs_f64() >= limit
+        {
+            stopped_after = Some(i);
+        }
+        let rows = match stopped_after {
+            Some(done) => {
+                progress.inc(steps_per_shape_of(&config.sweep_precisions) as u64);
+                let reason = time_limit_reason(config.sweep_time_limit_s.unwrap_or_default(), done, count);
+                not_started(shape, &entries, config.suite_policy, &reason)
+            }
+            None => measure_shape(gpu, sgemm.as_ref(), shape, config, &entries, &mut rng, progress)
+                .with_context(|| format!("sweep shape {} of {count}, {shape}", i + 1))?,
+        };
         for (per_precision, row) in results.iter_mut().zip(rows) {
             per_precision.push(row);
         }
@@ -191,6 +206,35 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
         .map(|(entry, shapes)| summarize(entry, planner_name(entry, config.suite_policy), shapes))
         .collect();
     Ok(SweepSection { seed: config.seed, draw, max_side: MAX_SIDE, max_macs: MAX_MACS, shapes, precisions })
+}
+
+/// Why the shapes after the first `done` of `count` were not measured.
+pub fn time_limit_reason(limit_s: f64, done: usize, count: usize) -> String {
+    format!("not started: --time-limit of {limit_s} s ran out after {done} of {count} shapes")
+}
+
+/// The rows of each of `entries` at a shape the sweep did not start, skipped for `reason`: in
+/// the tables and the JSON as unmeasured, left out of the worst shape and the mean.
+pub fn not_started(
+    shape: MatmulShape,
+    entries: &[&SweepEntry],
+    policy: PrecisionPolicy,
+    reason: &str,
+) -> Vec<SweepShapeResult> {
+    let skipped = |name: &str, kind: MatmulRowKind, p: Precision| {
+        let status = RowStatus::Skipped { reason: reason.to_string() };
+        MatmulRow::unmeasured(name, kind, "not timed", status, None).with_precision(p)
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let p = entry.precision;
+            let ours = skipped(&planner_name(entry, policy), MatmulRowKind::Gpu, p);
+            let cublaslt = skipped(cublaslt_name(p), MatmulRowKind::CublasLt, p);
+            let cublas = entry.cublas.then(|| skipped(cublas_name(p), MatmulRowKind::Cublas, p));
+            SweepShapeResult::new(shape, 0, check_method(shape), None, ours, cublaslt, cublas)
+        })
+        .collect()
 }
 
 /// One precision's section from its shapes: the summaries against cuBLASLt and, where it is a
@@ -432,6 +476,27 @@ mod tests {
             ("cublaslt bf16", MatmulRowKind::CublasLt, Precision::Bf16)
         );
         assert_eq!(row.timing, None);
+    }
+
+    #[test]
+    fn shapes_past_the_time_limit_are_unmeasured_rows_that_say_so_and_leave_the_summary() {
+        let entries = selected(&[]);
+        let reason = time_limit_reason(150.0, 1, 2);
+        assert_eq!(reason, "not started: --time-limit of 150 s ran out after 1 of 2 shapes");
+        let rows = not_started(shape(6, 2552, 784), &entries, PrecisionPolicy::High, &reason);
+        assert_eq!(rows.len(), entries.len());
+        for (row, entry) in rows.iter().zip(&entries) {
+            assert_eq!(row.kernel, None);
+            assert_eq!(row.cublas.is_some(), entry.cublas, "{}", entry.name);
+            for r in row.rows() {
+                assert_eq!(r.status, RowStatus::Skipped { reason: reason.clone() }, "{}", r.name);
+                assert_eq!((r.timing, r.precision), (None, entry.precision), "{}", r.name);
+            }
+            assert_eq!((row.ours.ratio_to_cublaslt, row.ours.ratio_to_cublas), (None, None));
+        }
+        // Beside a measured shape, the summary is over the measured one and counts the other.
+        let p = summarize(entries[0], "auto on bf16 operands".into(), vec![rows[0].clone()]);
+        assert_eq!((p.x_cublaslt.measured, p.x_cublaslt.unmeasured), (0, 1));
     }
 
     #[test]

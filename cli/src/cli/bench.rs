@@ -103,6 +103,11 @@ pub struct BenchArgs {
     /// (with --sweep or --sweep-shapes; all four without).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_sweep_precision)]
     pub sweep_precisions: Vec<String>,
+    /// Start no further shape of the shape sweep after this many seconds (with --sweep or
+    /// --sweep-shapes): the shapes left are reported as not measured, and the tables, --json and
+    /// --table are written as for a whole run. For machines lent for a fixed time.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_time_limit, allow_negative_numbers = true)]
+    pub time_limit: Option<f64>,
     /// Sweep only the cases whose keys start with one of these prefixes, e.g. shared,packed
     /// (with --histogram-sweep).
     #[arg(long, value_name = "PREFIXES", value_delimiter = ',', requires = "histogram_sweep")]
@@ -209,6 +214,15 @@ pub fn parse_values(text: &str) -> Result<usize, String> {
 /// The most shapes `--sweep` takes: 100,000 run for about a day.
 pub const MAX_SWEEP_SHAPES: usize = 100_000;
 
+/// Parses `--time-limit`: seconds, a finite number above 0.
+pub fn parse_time_limit(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        Ok(_) => Err(format!("a time limit of {text} s: give a number of seconds above 0")),
+        Err(_) => Err(format!("`{text}` is not a number of seconds")),
+    }
+}
+
 /// Parses one of `--sweep-precisions`: the name of a precision of the shape sweep.
 pub fn parse_sweep_precision(text: &str) -> Result<String, String> {
     let names: Vec<&str> = bench::shape_sweep::SWEEP_PRECISIONS.iter().map(|e| e.name).collect();
@@ -287,6 +301,9 @@ impl BenchArgs {
                 "--sweep-precisions selects precisions of the shape sweep: give --sweep or --sweep-shapes too"
             );
         }
+        if !sweep && self.time_limit.is_some() {
+            anyhow::bail!("--time-limit bounds the shape sweep: give --sweep or --sweep-shapes too");
+        }
         Ok(BenchConfig {
             sizes,
             bins,
@@ -305,6 +322,7 @@ impl BenchArgs {
             sweep: self.sweep.or(self.sweep_shapes.as_ref().map(|list| list.0.len())),
             sweep_shapes: self.sweep_shapes.as_ref().map(|list| list.0.clone()),
             sweep_precisions: self.sweep_precisions.clone(),
+            sweep_time_limit_s: self.time_limit,
             peers: match &self.peers {
                 Some(path) => {
                     let peers = bench::histogram_features::PeersFile::read(path)?;
@@ -606,6 +624,19 @@ mod tests {
         let err = parse(&["--sweep", "5", "--sweep-precisions", "fp32"]).unwrap_err().to_string();
         assert!(err.contains("choose from bf16, fp16, tf32, auto"), "{err}");
         let err = parse(&["--sweep-precisions", "auto"]).unwrap().config(vec![]).unwrap_err().to_string();
+        assert!(err.contains("give --sweep or --sweep-shapes too"), "{err}");
+    }
+
+    #[test]
+    fn time_limit_bounds_the_sweep_and_takes_positive_seconds() {
+        let config = parse(&["--sweep", "200", "--time-limit", "150"]).unwrap().config(vec![]).unwrap();
+        assert_eq!(config.sweep_time_limit_s, Some(150.0));
+        assert_eq!(parse(&["--sweep", "2"]).unwrap().config(vec![]).unwrap().sweep_time_limit_s, None);
+        for bad in ["0", "-3", "inf", "NaN", "soon"] {
+            let err = parse(&["--sweep", "2", "--time-limit", bad]).unwrap_err().to_string();
+            assert!(err.contains("seconds"), "{bad}: {err}");
+        }
+        let err = parse(&["--time-limit", "60"]).unwrap().config(vec![]).unwrap_err().to_string();
         assert!(err.contains("give --sweep or --sweep-shapes too"), "{err}");
     }
 
