@@ -232,8 +232,9 @@ fn decode_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<Ge
 /// `decode_bf16` and `decode_f16` on the decode shapes: `m` in {1, 2, 7, 8, 15, 16} (one and
 /// both halves of the 16-row tile, and one short of each) times `(k, n)` from one element to LLM
 /// weights, ragged ones included (`k` not a multiple of the 16- and 48-row steps, `n` not of the
-/// 64-column strips; 2552 x 784 planned into 7 splits of one super-step per warp); `C` poisoned, against the float64 product of the inputs rounded to the
-/// kernel's type under its bound; then every plan rerun for bitwise equality. The reference of
+/// 64-column strips; 2552 x 784 planned into 7 splits of one super-step per warp); `C`
+/// poisoned, against the float64 product of the inputs rounded to the kernel's type under its
+/// bound; then every plan rerun for bitwise equality. The reference of
 /// each `(k, n)` is computed once for 16 rows: a product of fewer rows is its first rows.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]

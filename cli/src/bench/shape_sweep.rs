@@ -179,19 +179,18 @@ pub fn measure(gpu: &Gpu, config: &BenchConfig, count: usize, progress: &Progres
     let entries = selected(&config.sweep_precisions);
     let mut results: Vec<Vec<SweepShapeResult>> = vec![Vec::with_capacity(count); entries.len()];
     let started = std::time::Instant::now();
-    let mut stopped_after = None;
+    let mut stopped: Option<String> = None;
     for (i, &shape) in shapes.iter().enumerate() {
-        if let Some(limit) = config.sweep_time_limit_s
-            && stopped_after.is_none()
+        if stopped.is_none()
+            && let Some(limit) = config.sweep_time_limit_s
             && started.elapsed().as_secs_f64() >= limit
         {
-            stopped_after = Some(i);
+            stopped = Some(time_limit_reason(limit, i, count));
         }
-        let rows = match stopped_after {
-            Some(done) => {
+        let rows = match &stopped {
+            Some(reason) => {
                 progress.inc(steps_per_shape_of(&config.sweep_precisions) as u64);
-                let reason = time_limit_reason(config.sweep_time_limit_s.unwrap_or_default(), done, count);
-                not_started(shape, &entries, config.suite_policy, &reason)
+                not_started(shape, &entries, config.suite_policy, reason)
             }
             None => measure_shape(gpu, sgemm.as_ref(), shape, config, &entries, &mut rng, progress)
                 .with_context(|| format!("sweep shape {} of {count}, {shape}", i + 1))?,

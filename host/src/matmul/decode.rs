@@ -71,9 +71,14 @@ pub fn choose_split(shape: MatmulShape, sm: u32) -> (SplitK, String) {
         s = SplitK::about(shape.k, one_step as u32, 1);
     }
     let why = if s.splits > 1 {
+        let length = if s.k_chunk >= MIN_CHUNK {
+            format!("splits at least {MIN_CHUNK} long")
+        } else {
+            format!("splits of {} rows, one super-step of B per warp", s.k_chunk)
+        };
         format!(
             "{strips} column strips x {} splits of k = {} blocks in one wave of {slots} slots ({BLOCKS_PER_SM} per SM), \
-             splits at least {MIN_CHUNK} long; partial sums added in split order",
+             {length}; partial sums added in split order",
             s.splits,
             strips as u64 * s.splits as u64
         )
@@ -164,6 +169,8 @@ mod tests {
             assert!(strips * s.splits <= 2 * 132 || s.splits == 1, "one wave: {why}");
             // At least MIN_CHUNK long, or as many splits as one super-step per warp needs.
             assert!(s.splits == 1 || s.k_chunk >= MIN_CHUNK || s.splits as usize == k.div_ceil(MIN_CHUNK as usize));
+            // The reason names the length the split has.
+            assert!(s.splits == 1 || why.contains("at least") == (s.k_chunk >= MIN_CHUNK), "{why}");
             assert!(
                 (s.splits as u64 - 1) * (s.k_chunk as u64) < k as u64 && s.splits as u64 * s.k_chunk as u64 >= k as u64
             );

@@ -51,11 +51,12 @@
 //! static); after a barrier thread `i` adds the warps' values of 4 elements in warp order and
 //! writes rows `< m`, columns `< n` (16-byte stores where `n % 4 == 0`) of `C`, or with a split
 //! of `k` of its split's partial product. Then the strip's counter counts the block, and the
-//! strip's last block to arrive adds the strip's partial products in split order (the order of
-//! `matmul_split_k_reduce`, so the sum does not depend on which block came last), loading
-//! [`REDUCE_LOADS`] of them before adding any, into `C` and sets the counter back to zero: the splits cost no second launch (`matmul_split_k_reduce`
-//! had; on the H200, timed back to back, 16 x 4096 x 4096 went from 0.0183 ms to 0.0181). The
-//! only atomics count arrivals: reruns are bitwise equal.
+//! strip's last block to arrive adds the strip's partial products into `C` in split order (the
+//! order of `matmul_split_k_reduce`, so the sum does not depend on which block came last),
+//! [`REDUCE_LOADS`] of them loaded before any is added, and sets the counter back to zero: the
+//! splits cost no second launch (`matmul_split_k_reduce` had; on the H200, timed back to back,
+//! 16 x 4096 x 4096 went from 0.0183 ms to 0.0181). The only atomics count arrivals: reruns are
+//! bitwise equal.
 //!
 //! # Registers
 //! Declared `.maxntid` [`DECLARED_MAX_THREADS`] (512, twice the block) so that ptxas keeps the
@@ -353,6 +354,8 @@ mod gpu {
             let mut v = unsafe { load4_cg(partials.wrapping_add(at), cols, vector) };
             // REDUCE_LOADS partials in flight, then added in split order: one L2 round trip per
             // split (a load, then its add) made the sum of 8 splits most of a short product's time.
+            // The unrolled lists below name REDUCE_LOADS indices: a longer step would skip partials.
+            const _: () = assert!(REDUCE_LOADS == 8);
             let mut zz = 1usize;
             while zz < splits as usize {
                 let mut xs = [[0.0f32; 4]; REDUCE_LOADS];
