@@ -33,7 +33,8 @@
 //! Then the split of `k` (the grid's z), for the kernels that take one:
 //! - `few_cols`: enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM (memory
 //!   parallelism), each split at least [`FEW_COLS_MIN_CHUNK`] long ([`FEW_COLS_FEW_BLOCKS_MIN_CHUNK`]
-//!   on grids of fewer blocks than SMs).
+//!   on grids of fewer blocks than SMs); its shared-`B` kernel one block per SM at most, in
+//!   splits of at least [`FEW_COLS_SHARED_MIN_CHUNK`].
 //! - `few_rows`: for `_8` and `_16` (`m > 4`), and on BF16 or F16 operands for all, the splits
 //!   aim at the blocks an SM holds (`few_rows_blocks_per_sm`: 9 for `_1` on 16-bit operands
 //!   down to 3 for `_16`; its documentation has the measurements) and round down instead of up,
@@ -152,10 +153,31 @@ pub const FEW_COLS_MIN_CHUNK: u32 = 1024;
 /// # Ok(()) }
 /// ```
 pub const FEW_COLS_FEW_BLOCKS_MIN_CHUNK: u32 = 64;
-/// Shortest split of `matmul_few_cols_shared`: four of its `f32` steps (128 columns of `A`
-/// each; two of the 256-column steps of 16-bit operands on even `k`), so that a split's loads of
-/// the next step overlap more than one step's products.
-pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 512;
+/// Shortest split of `matmul_few_cols_shared` (a slice of `B` shared through shared memory by
+/// its rows), whose splits aim at one block per SM and round down (one wave, as `few_rows`'):
+/// 64 columns of `A`. Its blocks take many rows each, so its grids are small, and their loads,
+/// not the splits' second launch, are the time. On the H200 (`few_cols` on `f32`, µs, one
+/// process, medians of 30; splits: time): 507x416x12 (11 blocks) 1: 7.6, 4: 6.1, 6: 6.0;
+/// 484x641x19 (21) 1: 11.2, 4: 7.3, 6: 6.1; 975x3821x24 (41) 3: 21.0, 4: 30.6, 7: 29.0 (the
+/// rule before, toward 4 blocks an SM in splits of at least 512); 591x7821x8 (10) 13: 13.2, 15:
+/// 18.7, 30: 19.8; and 3796x285x14 (80) 1: 8.1, 2: 13.1.
+///
+/// ```
+/// # fn main() -> hopper_kernels::Result<()> {
+/// use hopper_kernels::matmul::{MatmulDevice, MatmulShape, MatmulVariant, plan};
+/// let splits = |m, k, n| -> hopper_kernels::Result<u32> {
+///     let p = plan(MatmulVariant::FewCols, MatmulShape::new(m, k, n)?, MatmulDevice::H200)?;
+///     Ok(p.split().map_or(1, |s| s.splits))
+/// };
+/// // 41 blocks: 3 splits fill 123 of the 132 SMs; 10 blocks: 13 fill 130.
+/// assert_eq!((splits(975, 3821, 24)?, splits(591, 7821, 8)?), (3, 13));
+/// // 11 blocks and k = 416: 6 splits of at least 64.
+/// assert_eq!(splits(507, 416, 12)?, 6);
+/// // 80 blocks: no second block for any SM.
+/// assert_eq!(splits(3796, 285, 14)?, 1);
+/// # Ok(()) }
+/// ```
+pub const FEW_COLS_SHARED_MIN_CHUNK: u32 = 64;
 
 /// Longest `k` the 16-bit `_ld` tile kernels take ([`MatmulPlan::with_ld`]): two stages of 64.
 /// Their producer warpgroup loads a stage in 2-byte loads at about 1-2.5 µs a stage, where the
@@ -1817,14 +1839,17 @@ fn plan_forced(
         MatmulVariant::FewCols => {
             let blocks = skinny::few_cols_blocks(shape);
             let (m, n) = (shape.m.min(u32::MAX as usize) as u32, shape.n.min(u32::MAX as usize) as u32);
-            let min_chunk = if kernels::matmul::skinny::few_cols_shares_b(m, n) {
+            // The shared-B kernel: one block per SM at most (FEW_COLS_SHARED_MIN_CHUNK).
+            let shares_b = kernels::matmul::skinny::few_cols_shares_b(m, n);
+            let min_chunk = if shares_b {
                 FEW_COLS_SHARED_MIN_CHUNK
             } else if blocks < sm as usize {
                 FEW_COLS_FEW_BLOCKS_MIN_CHUNK
             } else {
                 FEW_COLS_MIN_CHUNK
             };
-            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, None), forced);
+            let one_wave = shares_b.then_some(1);
+            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), forced);
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
         MatmulVariant::WgmmaBf16
