@@ -192,29 +192,21 @@ int main() {
       float us = t[7] * 1000;
       printf("%-30s %-12s %9.2f %9.0f %s\n", k.what, name, us, moved / us / 1e3, equal ? "yes" : "NO");
     };
-    dim3 block(32, 8);
-    uint32_t gy_limit = 65535;
-    if (k.esize == 2) {
-      auto S = (const uint16_t*)s; auto D = (uint16_t*)dst;
-      dim3 g4((k.cols + 127) / 128, std::min((k.rows + 7) / 8, gy_limit));
-      run("scalar4", [&] { scalar4<uint16_t><<<g4, block>>>(S, D, k.rows, k.cols, sld, dld); });
-      dim3 g44((k.cols + 127) / 128, std::min((k.rows + 31) / 32, gy_limit));
-      run("scalar4x4", [&] { scalar4x4<uint16_t><<<g44, block>>>(S, D, k.rows, k.cols, sld, dld); });
-      uint32_t gx = (k.cols + 255) / 256;
-      run("vec16x1", [&] { vec16<uint16_t, 1><<<dim3(gx, std::min((k.rows + 7) / 8, gy_limit)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
-      run("vec16x2", [&] { vec16<uint16_t, 2><<<dim3(gx, std::min((k.rows + 15) / 16, gy_limit)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
-      run("vec16x4", [&] { vec16<uint16_t, 4><<<dim3(gx, std::min((k.rows + 31) / 32, gy_limit)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
-    } else {
-      auto S = (const uint32_t*)s; auto D = (uint32_t*)dst;
-      dim3 g4((k.cols + 127) / 128, std::min((k.rows + 7) / 8, gy_limit));
-      run("scalar4", [&] { scalar4<uint32_t><<<g4, block>>>(S, D, k.rows, k.cols, sld, dld); });
-      dim3 g44((k.cols + 127) / 128, std::min((k.rows + 31) / 32, gy_limit));
-      run("scalar4x4", [&] { scalar4x4<uint32_t><<<g44, block>>>(S, D, k.rows, k.cols, sld, dld); });
-      uint32_t gx = (k.cols + 127) / 128;
-      run("vec16x1", [&] { vec16<uint32_t, 1><<<dim3(gx, std::min((k.rows + 7) / 8, gy_limit)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
-      run("vec16x2", [&] { vec16<uint32_t, 2><<<dim3(gx, std::min((k.rows + 15) / 16, gy_limit)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
-      run("vec16x4", [&] { vec16<uint32_t, 4><<<dim3(gx, std::min((k.rows + 31) / 32, gy_limit)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
-    }
+    // The kernels on elements of T (the copy's element size): 16 / sizeof(T) of them a vec16 thread.
+    auto kernels = [&](auto element) {
+      using T = decltype(element);
+      constexpr uint32_t per_block = 32 * (16 / sizeof(T));
+      dim3 block(32, 8);
+      uint32_t gy_limit = 65535, gx = (k.cols + per_block - 1) / per_block;
+      auto S = (const T*)s; auto D = (T*)dst;
+      auto rows = [&](uint32_t per) { return std::min((k.rows + per - 1) / per, gy_limit); };
+      run("scalar4", [&] { scalar4<T><<<dim3((k.cols + 127) / 128, rows(8)), block>>>(S, D, k.rows, k.cols, sld, dld); });
+      run("scalar4x4", [&] { scalar4x4<T><<<dim3((k.cols + 127) / 128, rows(32)), block>>>(S, D, k.rows, k.cols, sld, dld); });
+      run("vec16x1", [&] { vec16<T, 1><<<dim3(gx, rows(8)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
+      run("vec16x2", [&] { vec16<T, 2><<<dim3(gx, rows(16)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
+      run("vec16x4", [&] { vec16<T, 4><<<dim3(gx, rows(32)), block>>>(S, D, k.rows, k.cols, sld, dld, s_end); });
+    };
+    if (k.esize == 2) kernels(uint16_t{}); else kernels(uint32_t{});
     run("memcpy2d", [&] {
       CHECK(cudaMemcpy2DAsync(dst, dld * k.esize, s, sld * k.esize, k.cols * k.esize, k.rows, cudaMemcpyDeviceToDevice));
     });
