@@ -24,6 +24,22 @@
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
 
+// Stores the first `count` of the four values v at `to`: one 8- or 16-byte store where all four
+// are there (`to` is then aligned: the destination's rows are padded to 16 bytes).
+template <typename T>
+__device__ __forceinline__ void store4(T* to, const T (&v)[4], uint32_t count) {
+  if (count == 4) {
+    if (sizeof(T) == 2) {
+      uint32_t w0 = (uint32_t)v[0] | (uint32_t)v[1] << 16, w1 = (uint32_t)v[2] | (uint32_t)v[3] << 16;
+      *(uint2*)to = make_uint2(w0, w1);
+    } else {
+      *(uint4*)to = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+  } else {
+    for (uint32_t e = 0; e < count; e++) to[e] = v[e];
+  }
+}
+
 template <typename T>
 __global__ void scalar4(const T* src, T* dst, uint32_t rows, uint32_t cols, uint32_t sld, uint32_t dld) {
   uint32_t c = blockIdx.x * 128 + 4 * threadIdx.x;
@@ -34,16 +50,7 @@ __global__ void scalar4(const T* src, T* dst, uint32_t rows, uint32_t cols, uint
     T* to = dst + (size_t)r * dld + c;
     T v[4] = {0, 0, 0, 0};
     for (uint32_t e = 0; e < 4; e++) if (e < count) v[e] = from[e];
-    if (count == 4) {
-      if (sizeof(T) == 2) {
-        uint32_t w0 = (uint32_t)v[0] | (uint32_t)v[1] << 16, w1 = (uint32_t)v[2] | (uint32_t)v[3] << 16;
-        *(uint2*)to = make_uint2(w0, w1);
-      } else {
-        *(uint4*)to = make_uint4(v[0], v[1], v[2], v[3]);
-      }
-    } else {
-      for (uint32_t e = 0; e < count; e++) to[e] = v[e];
-    }
+    store4(to, v, count);
   }
 }
 
@@ -65,17 +72,7 @@ __global__ void scalar4x4(const T* src, T* dst, uint32_t rows, uint32_t cols, ui
     for (int i = 0; i < 4; i++) {
       uint32_t r = r0 + 8 * i;
       if (r >= rows) break;
-      T* to = dst + (size_t)r * dld + c;
-      if (count == 4) {
-        if (sizeof(T) == 2) {
-          uint32_t w0 = (uint32_t)v[i][0] | (uint32_t)v[i][1] << 16, w1 = (uint32_t)v[i][2] | (uint32_t)v[i][3] << 16;
-          *(uint2*)to = make_uint2(w0, w1);
-        } else {
-          *(uint4*)to = make_uint4(v[i][0], v[i][1], v[i][2], v[i][3]);
-        }
-      } else {
-        for (uint32_t e = 0; e < count; e++) to[e] = v[i][e];
-      }
+      store4(dst + (size_t)r * dld + c, v[i], count);
     }
   }
 }

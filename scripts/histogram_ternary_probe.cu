@@ -7,8 +7,10 @@
 // needs no division: trit d is 2 exactly where the fraction of word / 3^(d+1) is at least 2/3,
 // read from the top 32 bits of word * ceil(2^64 / 3^(d+1)) mod 2^64 (a multiply-high and a
 // multiply-add; `check` verifies it on every 32-bit word, every trit and both increments).
-// A carry counts 3 in the block's carry table (1,024 slots, a key and a count, claimed by a
-// compare-and-swap) and is taken back from the trit above with a shared atomic. Exactness under
+// A carry counts 3 in the counter's pair of slots of the block's table (1,024 slots, a key and a
+// count, claimed by a compare-and-swap; where both are held by other counters, in the global
+// count) and is taken back from the trit above with a shared atomic; with HOT, a counter that
+// holds a slot adds its values there, in 32 bits, instead of to its trit. Exactness under
 // every interleaving: every atomic's effect on the word's 19 trits is a function of the word it
 // returned, so the lane that made it knows it; a count is its final trit plus, over the atomics
 // on its word, what each was meant to add minus what it changed in the trit. Where an add or its
@@ -17,8 +19,8 @@
 // Each block stores its words; a second kernel sums the blocks' trits into the counts.
 //
 // n = 2^26 int32 values (each already a bin in [0, bins) for uniform/zipf(1.1)/constant), bins in
-// {262144, 524288, 1048576}; merged (lanes of lane 0's bin add as one) and plain adds; median of
-// 10 CUDA-event timings after a warm-up, counts checked exactly against the CPU.
+// {524288, 1048576}; merged (lanes of lane 0's bin add as one) and plain adds, each with and without
+// HOT; median of 10 CUDA-event timings after a warm-up, counts checked exactly against the CPU.
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +35,6 @@
 
 static constexpr int PER = 19;            // trits per word
 static constexpr int SLOTS = 1024;        // carry table slots
-static constexpr int PROBES = 4;
 static constexpr uint32_t NOBIN = 0xffffffffu;
 static constexpr uint32_t THR1 = 2863311528u;  // fraction >= 2/3: trit 2 (an add of 1 carries)
 static constexpr uint32_t THR2 = 1431655763u;  // fraction >= 1/3: trit >= 1 (an add of 2 carries)
@@ -46,10 +47,6 @@ static uint32_t words_for(uint32_t bins) { return (bins + PER - 1) / PER; }
 static size_t smem_for(uint32_t bins) { return (size_t)words_for(bins) * 4 + 2 * SLOTS * 4 + (PER + 1) * 16; }
 
 __device__ __forceinline__ uint32_t frac_hi(uint32_t w, uint32_t rlo, uint32_t rhi) { return __umulhi(w, rlo) + w * rhi; }
-__device__ __forceinline__ uint32_t trit(uint32_t w, int k) {
-  for (int i = 0; i < k; i++) w /= 3;
-  return w % 3;
-}
 
 // ---------------------------------------------------------------- exhaustive test of the carry test
 __global__ void check(unsigned long long* bad) {
