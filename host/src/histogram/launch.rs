@@ -2,7 +2,7 @@
 //! bucketed tier, two for the sorted), adding into counters without zeroing them.
 
 use super::HistogramTier;
-use super::occupancy::{prepared_function, tile_sort_threads};
+use super::occupancy::{prepared_function, threads_that_fit, tile_sort_threads};
 use super::plan::*;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -305,6 +305,11 @@ pub fn launch_into(
             } else {
                 None
             };
+            // A plan made for another input type may give this type's kernel more threads than
+            // its registers allow (the 6-bit kernels take 768): as many as fit, as the tile sort
+            // does.
+            let threads = threads_that_fit(gpu, plan.kernel(input.element), plan.threads_per_block())?;
+            let config = LaunchConfig { block_dim: (threads, 1, 1), ..plan.launch_config() };
             // One pass per window of the bins, each into its own slice of the counts.
             let mut first = 0u32;
             while first < nbins {
@@ -324,7 +329,7 @@ pub fn launch_into(
                 // packed::carry_table_bytes() with 6-bit counters (histogram_packed6_*), whose
                 // scratch table holds words_for(window) >= words_for(len) words for each of the
                 // grid's blocks.
-                unsafe { launch.launch(plan.launch_config()) }?;
+                unsafe { launch.launch(config) }?;
                 if let Some((s, sum)) = six_bit.as_ref() {
                     let (blocks, len_words) = (plan.blocks(), packed::words_for(len, packed::SIX_BIT_PACKING));
                     let mut launch = stream.launch_builder(sum);

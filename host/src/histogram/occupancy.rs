@@ -67,6 +67,11 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
         Ok(per_sm * sms)
     };
     let kernels = element.kernels();
+    if plan.tier == HistogramTier::Packed && request.threads_per_block.is_none() {
+        // The 6-bit kernels' check for a counter's own carry-table slot takes them to 75-77
+        // registers a thread (capped for 768 threads): 1,024 would not launch.
+        plan.threads_per_block = threads_that_fit(gpu, plan.kernel(element), plan.threads_per_block)?;
+    }
     match plan.tier {
         HistogramTier::Shared | HistogramTier::Packed | HistogramTier::Global => {
             plan.blocks = resident(plan.kernel(element), plan.threads_per_block, plan.shared_bytes)?;
@@ -110,7 +115,12 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
 /// 32) where the kernel's registers do not allow that many in one block (the checked build's
 /// `u8` kernel takes 145 registers: at most 448 threads).
 pub(super) fn tile_sort_threads(gpu: &Gpu, element: InputType, threads: u32) -> Result<u32> {
-    let kernel = element.kernels().tile_sort;
+    threads_that_fit(gpu, element.kernels().tile_sort, threads)
+}
+
+/// `threads`, or the most below it (a multiple of 32) that one block of `kernel` may have with
+/// the kernel's registers.
+pub(super) fn threads_that_fit(gpu: &Gpu, kernel: &'static str, threads: u32) -> Result<u32> {
     let most = gpu.function(kernel)?.get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
     let most = (most.max(0) as u32) / 32 * 32;
     if most == 0 {

@@ -170,6 +170,8 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// packed counters (up to 227 KiB), so the block is as large as an SM's threads allow to keep
 /// loads in flight. On the H200 one-channel packed counters at 65,536 bins ran 132 blocks of
 /// 1024 threads at 63% of the copy's bandwidth (2^26 `i32`), where the sorted tier ran at 21%.
+/// On an opened device the plan takes fewer where the kernel's registers do not allow this many
+/// ([`plan_with`](super::plan_with): the 6-bit kernels, 768 threads).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -695,7 +697,7 @@ impl HistogramPlan {
                 if self.carry_plane {
                     " in a 4-bit carry plane in shared memory, so that a skewed or constant input reaches global memory once per 4,096 adds to a bin, not twice per 256"
                 } else if self.packing == packed::SIX_BIT_PACKING {
-                    " in a carry table in shared memory, 1,024 slots of a counter and its carries, so that a skewed or constant input's carries, one per 64 adds to a bin, stay off the global counters"
+                    " in a carry table in shared memory, 1,024 slots of a counter and its count, so that a skewed or constant input's carries, one per 64 adds to a bin, stay off the global counters, and a bin that carried adds its later values in its slot"
                 } else {
                     ""
                 },

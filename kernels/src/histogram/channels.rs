@@ -370,19 +370,18 @@ pub(crate) mod device_code {
             // fits any digit; idle is this lane's idle counter; settle takes the arguments of a
             // fetch that added and carried.
             unsafe {
-                let fetched = [
-                    counters.fetch(m[0].0, c[0], idle, copy, m[0].1),
-                    counters.fetch(m[1].0, c[1], idle, copy, m[1].1),
-                    counters.fetch(m[2].0, c[2], idle, copy, m[2].1),
-                    counters.fetch(m[3].0, c[3], idle, copy, m[3].1),
-                ];
+                let fetch = |i: usize| {
+                    if TABLE {
+                        counters.fetch_hot(m[i].0, c[i], idle, copy, m[i].1)
+                    } else {
+                        let (old, shift) = counters.fetch(m[i].0, c[i], idle, copy, m[i].1);
+                        (old, shift, m[i].0)
+                    }
+                };
+                let fetched = [fetch(0), fetch(1), fetch(2), fetch(3)];
                 let old = [fetched[0].0, fetched[1].0, fetched[2].0, fetched[3].0];
-                let carried = [
-                    counters.carried_at(m[0].0, m[0].1, fetched[0]),
-                    counters.carried_at(m[1].0, m[1].1, fetched[1]),
-                    counters.carried_at(m[2].0, m[2].1, fetched[2]),
-                    counters.carried_at(m[3].0, m[3].1, fetched[3]),
-                ];
+                let carried_at = |i: usize| counters.carried_at(fetched[i].2, m[i].1, (fetched[i].0, fetched[i].1));
+                let carried = [carried_at(0), carried_at(1), carried_at(2), carried_at(3)];
                 // One branch for the four: a carry is rare (one per 65,536 adds to a 16-bit
                 // digit, 256 to an 8-bit one).
                 // Written out: a loop over k kept the arrays in local memory (72 bytes of stack).

@@ -258,8 +258,10 @@ pub const CARRY_TABLE_SLOTS: u32 = 1024;
 /// global counts.
 pub const CARRY_TABLE_PROBES: u32 = 8;
 
-/// The carry table's first slot for `counter`: a multiplicative hash, so that the carries of
-/// neighbouring hot bins spread over the table.
+/// The carry table's first slot for `counter`: its low bits, so that a run of up to
+/// [`CARRY_TABLE_SLOTS`] neighbouring hot bins holds distinct first slots (the slot a counter's
+/// values may add to directly). Later probes step [`CARRY_TABLE_STEP`] slots, so that a
+/// counter whose first slot a run holds looks beyond the run.
 ///
 /// ```
 /// use kernels::histogram::packed::{CARRY_TABLE_SLOTS, carry_table_slot};
@@ -268,8 +270,15 @@ pub const CARRY_TABLE_PROBES: u32 = 8;
 /// ```
 #[inline(always)]
 pub const fn carry_table_slot(counter: u32) -> u32 {
-    counter.wrapping_mul(0x9E37_79B1) >> (32 - CARRY_TABLE_SLOTS.trailing_zeros())
+    counter & (CARRY_TABLE_SLOTS - 1)
 }
+
+/// The stride of the carry table's probes after the first (odd, so that the probes of a
+/// counter are distinct slots).
+pub const CARRY_TABLE_STEP: u32 = 389;
+
+/// A free slot's key in the carry table (no counter: a block's counters are fewer than 2^19).
+pub const CARRY_TABLE_FREE: u32 = u32::MAX;
 
 /// Shared memory of the carry table, bytes: a key and a count per slot.
 pub const fn carry_table_bytes() -> u64 {
@@ -518,8 +527,8 @@ unsafe fn carry<M: CounterMemory>(
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::{
-        CARRY_PLANE_PACKING, CARRY_TABLE_PROBES, CARRY_TABLE_SLOTS, CounterMemory, add_exact, carried, carries,
-        carry_table_slot, digit_bits, digit_index, digit_of, per_word, word_of, words_for,
+        CARRY_PLANE_PACKING, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CARRY_TABLE_SLOTS, CARRY_TABLE_STEP, CounterMemory,
+        add_exact, carried, carries, carry_table_slot, digit_bits, digit_index, digit_of, per_word, word_of, words_for,
     };
     use crate::device::shared::DynamicSharedArray;
     use crate::device::{atomic, thread, warp};
@@ -564,21 +573,30 @@ pub(crate) mod device_code {
         #[inline(always)]
         unsafe fn count_carry(&mut self, counter: u32) -> bool {
             let Some(table) = self.table else { return false };
-            let key = counter + 1;
+            let key = counter;
             let mut slot = carry_table_slot(counter);
             for _ in 0..CARRY_TABLE_PROBES {
                 // A load finds a held slot without the compare-and-swap's wait; the
                 // compare-and-swap claims a free slot for one counter only.
                 // SAFETY (all): slot < CARRY_TABLE_SLOTS, inside the table's keys and counts.
                 let mut held = unsafe { atomic::shared_load_relaxed_u32(table.address_of(slot as usize)) };
-                if held == 0 {
-                    held = unsafe { atomic::shared_compare_exchange_u32(table.address_of(slot as usize), 0, key) };
+                if held == CARRY_TABLE_FREE {
+                    held = unsafe {
+                        atomic::shared_compare_exchange_u32(table.address_of(slot as usize), CARRY_TABLE_FREE, key)
+                    };
                 }
-                if held == 0 || held == key {
-                    unsafe { atomic::shared_add_u32(table.address_of((CARRY_TABLE_SLOTS + slot) as usize), 1) };
+                if held == CARRY_TABLE_FREE || held == key {
+                    // The slot counts values (a carry is 64 of them): the counter's later values
+                    // may add there directly (SharedCounters::fetch_hot).
+                    unsafe {
+                        atomic::shared_add_u32(
+                            table.address_of((CARRY_TABLE_SLOTS + slot) as usize),
+                            1 << digit_bits(super::SIX_BIT_PACKING),
+                        )
+                    };
                     return true;
                 }
-                slot = (slot + 1) & (CARRY_TABLE_SLOTS - 1);
+                slot = (slot + CARRY_TABLE_STEP) & (CARRY_TABLE_SLOTS - 1);
             }
             false
         }
@@ -659,7 +677,7 @@ pub(crate) mod device_code {
                 let mut i = tid;
                 while i < 2 * CARRY_TABLE_SLOTS {
                     // SAFETY: inside the table's words; each thread zeroes its own.
-                    unsafe { table.store(i as usize, 0) };
+                    unsafe { table.store(i as usize, if i < CARRY_TABLE_SLOTS { CARRY_TABLE_FREE } else { 0 }) };
                     i += threads;
                 }
             }
@@ -738,6 +756,52 @@ pub(crate) mod device_code {
             // SAFETY: the counter (or idle) < counters and copy < copies: inside the words
             // (caller's contract); atom.shared is atomic and returns the word before this add.
             (unsafe { atomic::shared_fetch_add_u32(addr, add) }, shift)
+        }
+
+        /// [`SharedCounters::fetch`] for 6-bit counters with a carry table: where the counter
+        /// holds the first table slot its carries probe (`carry_table_slot`), the value is added
+        /// to that slot's count (32 bits, which counts values) instead of its digit, so that a
+        /// counter hot enough to carry in this block carries no more. Returns `fetch`'s pair and
+        /// whether the add went to the digit (`when` and not to the slot), for
+        /// [`SharedCounters::carried_at`].
+        ///
+        /// # Safety
+        /// As [`SharedCounters::fetch`], with a carry table.
+        #[inline(always)]
+        pub(crate) unsafe fn fetch_hot(
+            &self,
+            when: bool,
+            counter: u32,
+            idle: u32,
+            copy: u32,
+            inc: u32,
+        ) -> (u32, u32, bool) {
+            let Some(table) = self.table else {
+                // SAFETY: forwarded contract.
+                let (old, shift) = unsafe { self.fetch(when, counter, idle, copy, inc) };
+                return (old, shift, when);
+            };
+            let slot = carry_table_slot(counter);
+            // SAFETY: slot < CARRY_TABLE_SLOTS, a key of the table. A key once set stays: a
+            // stale 0 or another counter's key sends the value to its digit, which is as exact.
+            let key = unsafe { atomic::shared_load_relaxed_u32(table.address_of(slot as usize)) };
+            let hot = when & (key == counter);
+            let word = if when { word_of(counter, P) } else { word_of(idle, P) };
+            let shift = digit_bits(P) * digit_index(counter, P);
+            let addr = if hot {
+                table.address_of((CARRY_TABLE_SLOTS + slot) as usize)
+            } else {
+                self.words.address_of((word * self.copies + copy) as usize)
+            };
+            let add = if hot {
+                inc
+            } else if when {
+                inc << shift
+            } else {
+                0
+            };
+            // SAFETY: the slot's count or the counter's (or idle's) word, as in fetch; atomic.
+            (unsafe { atomic::shared_fetch_add_u32(addr, add) }, shift, when & !hot)
         }
 
         /// Whether the add [`SharedCounters::fetch`] made with these arguments carried out of
@@ -836,9 +900,9 @@ pub(crate) mod device_code {
                 // barrier before the flush.
                 let (key, carries) =
                     unsafe { (table.load(slot as usize), table.load((CARRY_TABLE_SLOTS + slot) as usize)) };
-                if key != 0 {
-                    // SAFETY: a key is a counter (below counters) plus one.
-                    unsafe { atomic::global_add_u32(counts.add(key as usize - 1), carries << digit_bits(P)) };
+                if key != CARRY_TABLE_FREE {
+                    // SAFETY: a held key is a counter, below counters.
+                    unsafe { atomic::global_add_u32(counts.add(key as usize), carries) };
                 }
                 slot += threads;
             }
@@ -1242,6 +1306,24 @@ mod tests {
         assert_eq!(carries(0x00FE_0000, 2, 1, 2), 0);
         assert_eq!(carries(0x00E0_0000, 2, 32, 2), 1);
         assert_eq!(carries(u32::MAX, 0, 1, 0), 1);
+    }
+
+    #[test]
+    fn neighbouring_counters_hold_distinct_first_slots_and_a_counters_probes_are_distinct() {
+        let firsts: std::collections::HashSet<u32> = (5_000..5_000 + CARRY_TABLE_SLOTS).map(carry_table_slot).collect();
+        assert_eq!(firsts.len(), CARRY_TABLE_SLOTS as usize);
+        for counter in [0, 1, 1_023, 1_024, 262_143] {
+            let mut slot = carry_table_slot(counter);
+            let mut probes = std::collections::HashSet::new();
+            for _ in 0..CARRY_TABLE_PROBES {
+                assert!(slot < CARRY_TABLE_SLOTS && probes.insert(slot), "counter {counter}: slot {slot}");
+                slot = (slot + CARRY_TABLE_STEP) & (CARRY_TABLE_SLOTS - 1);
+            }
+            // A run of held first slots around the counter's own is left within one probe.
+            assert!(
+                probes.iter().all(|&p| p == carry_table_slot(counter) || p.abs_diff(carry_table_slot(counter)) >= 8)
+            );
+        }
     }
 
     #[test]
