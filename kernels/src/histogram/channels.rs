@@ -436,7 +436,7 @@ pub(crate) mod device_code {
         thread::sync_threads();
         if TABLE {
             // The digits go to the block's words of `block_words`, summed over the blocks by
-            // histogram_packed6_sum_blocks; the table's carries to the counts.
+            // histogram_packed6_sum_blocks; the table's counts to the counts.
             // SAFETY: TABLE kernels take one copy and block_words holds every block's words.
             unsafe { counters.store_words(block_words, thread::block_idx_x()) };
             counters.flush_table(counts);
@@ -549,7 +549,7 @@ pub(crate) mod device_code {
                 /// launch provides [`carry_table_bytes`](crate::histogram::packed::carry_table_bytes)`()`
                 /// more bytes of shared memory after the counters. Each block stores its counters'
                 /// words into its `words_for(window, SIX_BIT_PACKING)` words of `block_words` (which
-                /// holds those of every block of the grid) and adds only its carry table's carries
+                /// holds those of every block of the grid) and adds only its carry table's counts
                 /// into `counts`: `histogram_packed6_sum_blocks` adds the digits.
                 pub unsafe fn $packed6(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
                                        copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {

@@ -241,12 +241,14 @@ pub const fn carry_plane_capacity(capacity: u64) -> u64 {
     counters
 }
 
-/// Slots of the carry table of 6-bit counters ([`SIX_BIT_PACKING`]): a key word (the counter plus
-/// one; zero: free) and a count word each, in shared memory after the counters. A carry out of a
-/// 6-bit digit (every 64 adds) counts one in its counter's slot (found with a load, claimed with a
-/// compare-and-swap on the first carry) and is taken back from the digit above in shared memory:
-/// only carries that find no slot within [`CARRY_TABLE_PROBES`] of their counter's, and the rare
-/// cascades and borrows, reach the global counts. A slot
+/// Slots of the carry table of 6-bit counters ([`SIX_BIT_PACKING`]): a key word (the counter;
+/// [`CARRY_TABLE_FREE`]: free) and a count word each, in shared memory after the counters. A
+/// carry out of a 6-bit digit (every 64 adds) adds 64 to its counter's slot (found with a load,
+/// claimed with a compare-and-swap on the first carry) and is taken back from the digit above in
+/// shared memory: only carries that find no slot within [`CARRY_TABLE_PROBES`] of their
+/// counter's, and the rare cascades and borrows, reach the global counts. A counter that holds
+/// its first slot ([`carry_table_slot`]) adds its later values there directly, so that it
+/// carries no more. A slot
 /// is taken by a counter that carries in this block, that is one that gets 64 of its values: a
 /// block of 2^26 / 132 values holds fewer than 8,000 of those, and skewed inputs, whose hot bins
 /// carry again and again, only a few hundred (zipf values with exponent 1.1 over 262,144 bins:
@@ -543,7 +545,7 @@ pub(crate) mod device_code {
         counts: *mut u32,
         /// The carry plane ([`CARRY_PLANE_PACKING`]), if the counters have one.
         plane: Option<DynamicSharedArray<u32>>,
-        /// The carry table of 6-bit digits ([`CARRY_TABLE_SLOTS`] keys, then as many counts), if
+        /// The carry table of 6-bit digits ([`CARRY_TABLE_SLOTS`] keys, then as many counts of values), if
         /// the counters have one.
         table: Option<DynamicSharedArray<u32>>,
     }
@@ -887,9 +889,9 @@ pub(crate) mod device_code {
             }
         }
 
-        /// Adds the carries of the carry table, if the counters have one, into `counts` (the
-        /// `counts` the corrections went to); the block's threads share the work. A barrier must
-        /// precede it.
+        /// Adds the counts of the carry table (its counters' carries and the values added in their
+        /// slots), if the counters have one, into `counts` (the `counts` the corrections went
+        /// to); the block's threads share the work. A barrier must precede it.
         #[inline(always)]
         pub(crate) fn flush_table(&self, counts: *mut u32) {
             let Some(table) = self.table else { return };
