@@ -374,10 +374,10 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     (histogram::channels::PACKED_KERNELS[1], 1024),
     (histogram::channels::PACKED_KERNELS[2], 1024),
     (histogram::channels::PACKED_KERNELS[3], 1024),
-    (histogram::channels::PACKED6_KERNELS[0], PACKED6_THREADS),
-    (histogram::channels::PACKED6_KERNELS[1], PACKED6_THREADS),
-    (histogram::channels::PACKED6_KERNELS[2], PACKED6_THREADS),
-    (histogram::channels::PACKED6_KERNELS[3], PACKED6_THREADS),
+    (histogram::channels::PACKED6_KERNELS[0], histogram::packed::SIX_BIT_THREADS),
+    (histogram::channels::PACKED6_KERNELS[1], histogram::packed::SIX_BIT_THREADS),
+    (histogram::channels::PACKED6_KERNELS[2], histogram::packed::SIX_BIT_THREADS),
+    (histogram::channels::PACKED6_KERNELS[3], histogram::packed::SIX_BIT_THREADS),
     (histogram::weighted::PARTIALS_KERNELS[0], 1024),
     (histogram::weighted::PARTIALS_KERNELS[1], 1024),
     (histogram::weighted::PARTIALS_KERNELS[2], 1024),
@@ -409,11 +409,6 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     SGEMM_MAX_THREADS[14],
     SGEMM_MAX_THREADS[15],
 ];
-
-/// The 6-bit packed kernels' cap: their check for a counter's own carry-table slot takes 74-84
-/// registers a thread uncapped, so that the `f32` and `u8` kernels would run 640 and 736
-/// threads a block; capped, all four run 768 (ptxas holds them to 75-77 registers, no spills).
-const PACKED6_THREADS: u32 = 768;
 
 /// `sgemm`'s caps, the last entries of [`MAIN_MAX_THREADS`] (release only): 128 registers, so
 /// two blocks of 256 threads share an SM (four of the 64 x 128 tile's 128), for every tile's

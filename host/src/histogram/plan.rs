@@ -170,8 +170,9 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// packed counters (up to 227 KiB), so the block is as large as an SM's threads allow to keep
 /// loads in flight. On the H200 one-channel packed counters at 65,536 bins ran 132 blocks of
 /// 1024 threads at 63% of the copy's bandwidth (2^26 `i32`), where the sorted tier ran at 21%.
-/// On an opened device the plan takes fewer where the kernel's registers do not allow this many
-/// ([`plan_with`](super::plan_with): the 6-bit kernels, 768 threads).
+/// The 6-bit kernels take [`SIX_BIT_THREADS`](kernels::histogram::packed::SIX_BIT_THREADS)
+/// (768), which their registers allow; on an opened device the plan takes fewer wherever a
+/// kernel's registers do not allow its threads ([`plan_with`](super::plan_with)).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -991,7 +992,8 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
                 )));
             }
             let window = bins32.div_ceil(passes);
-            let threads = threads_per_block.unwrap_or(PACKED_THREADS);
+            let most = if packing == packed::SIX_BIT_PACKING { packed::SIX_BIT_THREADS } else { PACKED_THREADS };
+            let threads = threads_per_block.unwrap_or(most);
             let carry_bytes = if carry_plane {
                 packed::carry_plane_bytes(window)
             } else if packing == packed::SIX_BIT_PACKING {
@@ -1351,6 +1353,7 @@ mod tests {
         assert_eq!((above.tier, above.packing, above.carry_plane), (Packed, 2, true));
         let above = plan_for(&SMALL, 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing, above.passes), (Packed, packed::SIX_BIT_PACKING, 1));
+        assert_eq!(above.threads_per_block, packed::SIX_BIT_THREADS);
         assert_eq!(packed_auto_capacity(&SMALL), 2 * 32_768);
         let above = plan_for(&SMALL, 2 * 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));

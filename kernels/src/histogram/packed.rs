@@ -275,6 +275,12 @@ pub const fn carry_table_slot(counter: u32) -> u32 {
     counter & (CARRY_TABLE_SLOTS - 1)
 }
 
+/// Threads a block of the 6-bit kernels (`histogram_packed6_*`) may have, their `.maxntid`: the
+/// read of a counter's own slot key takes them to 74-84 registers a thread uncapped, so that
+/// the `f32` and `u8` kernels would run 640 and 736 threads a block and 1,024 none; capped, all
+/// four run 768 (ptxas holds them to 75-77 registers, no spills).
+pub const SIX_BIT_THREADS: u32 = 768;
+
 /// The stride of the carry table's probes after the first (odd, so that the probes of a
 /// counter are distinct slots).
 pub const CARRY_TABLE_STEP: u32 = 389;
