@@ -68,8 +68,8 @@ pub fn plan_with(gpu: &Gpu, bins: usize, request: PlanRequest) -> Result<Histogr
     };
     let kernels = element.kernels();
     if plan.tier == HistogramTier::Packed && request.threads_per_block.is_none() {
-        // The 6-bit kernels' check for a counter's own carry-table slot takes them to 75-77
-        // registers a thread (capped for 768 threads): 1,024 would not launch.
+        // The packed kernels' registers may not allow the planned block (the 6-bit kernels, which
+        // read a counter's own carry-table slot, are capped at 768 threads): as many as fit.
         plan.threads_per_block = threads_that_fit(gpu, plan.kernel(element), plan.threads_per_block)?;
     }
     match plan.tier {

@@ -285,6 +285,12 @@ pub const SIX_BIT_THREADS: u32 = 768;
 /// counter are distinct slots).
 pub const CARRY_TABLE_STEP: u32 = 389;
 
+/// The carry table's slot a probe tries after `slot` ([`CARRY_TABLE_STEP`] on, wrapping).
+#[inline(always)]
+pub const fn carry_table_next(slot: u32) -> u32 {
+    (slot + CARRY_TABLE_STEP) & (CARRY_TABLE_SLOTS - 1)
+}
+
 /// A free slot's key in the carry table (no counter: a block's counters are fewer than 2^19).
 pub const CARRY_TABLE_FREE: u32 = u32::MAX;
 
@@ -535,8 +541,9 @@ unsafe fn carry<M: CounterMemory>(
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::{
-        CARRY_PLANE_PACKING, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CARRY_TABLE_SLOTS, CARRY_TABLE_STEP, CounterMemory,
-        add_exact, carried, carries, carry_table_slot, digit_bits, digit_index, digit_of, per_word, word_of, words_for,
+        CARRY_PLANE_PACKING, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CARRY_TABLE_SLOTS, CounterMemory, add_exact,
+        carried, carries, carry_table_next, carry_table_slot, digit_bits, digit_index, digit_of, per_word, word_of,
+        words_for,
     };
     use crate::device::shared::DynamicSharedArray;
     use crate::device::{atomic, thread, warp};
@@ -604,7 +611,7 @@ pub(crate) mod device_code {
                     };
                     return true;
                 }
-                slot = (slot + CARRY_TABLE_STEP) & (CARRY_TABLE_SLOTS - 1);
+                slot = carry_table_next(slot);
             }
             false
         }
@@ -791,7 +798,7 @@ pub(crate) mod device_code {
             };
             let slot = carry_table_slot(counter);
             // SAFETY: slot < CARRY_TABLE_SLOTS, a key of the table. A key once set stays: a
-            // stale 0 or another counter's key sends the value to its digit, which is as exact.
+            // stale free key or another counter's sends the value to its digit, as exact.
             let key = unsafe { atomic::shared_load_relaxed_u32(table.address_of(slot as usize)) };
             let hot = when & (key == counter);
             let word = if when { word_of(counter, P) } else { word_of(idle, P) };
@@ -1325,7 +1332,7 @@ mod tests {
             let mut probes = std::collections::HashSet::new();
             for _ in 0..CARRY_TABLE_PROBES {
                 assert!(slot < CARRY_TABLE_SLOTS && probes.insert(slot), "counter {counter}: slot {slot}");
-                slot = (slot + CARRY_TABLE_STEP) & (CARRY_TABLE_SLOTS - 1);
+                slot = carry_table_next(slot);
             }
             // A run of held first slots around the counter's own is left within one probe.
             assert!(
