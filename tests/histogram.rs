@@ -53,18 +53,20 @@ fn every_tier_matches_cpu_at_one_block_capacity_and_one_more() {
     let values = values_with_outliers(&mut rng, (1 << 22) + 5, 4 * capacity);
     assert_eq!(assert_matches_cpu(&gpu, &values, capacity, None, None), HistogramTier::Shared);
     // Past one block's u32 counters: 16-bit packed counters, then 8-bit ones with their carry
-    // plane, then 6-bit ones with their carry table in one pass, then in two; then the sorted
-    // tier.
+    // plane, then 6-bit ones with their carry table, then 4-bit ones with theirs in one pass (the
+    // planner's last packed bin count), then in two; then the sorted tier.
     let limits = HistogramLimits::of(&gpu).unwrap();
-    let plane = kernels::histogram::packed::carry_plane_capacity(limits.block_capacity()) as usize;
-    let one_pass = kernels::histogram::packed::carry_table_capacity(limits.block_capacity()) as usize;
+    use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_plane_capacity, carry_table_capacity};
+    let plane = carry_plane_capacity(limits.block_capacity()) as usize;
+    let six = carry_table_capacity(limits.block_capacity(), SIX_BIT_PACKING) as usize;
+    let four = carry_table_capacity(limits.block_capacity(), FOUR_BIT_PACKING) as usize;
     let auto = histogram::packed_auto_capacity(&limits) as usize;
-    assert!(one_pass < auto && auto < histogram::packed_capacity(&limits) as usize);
-    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, plane, plane + 1, one_pass, one_pass + 1, auto] {
+    assert!(six < auto && auto == four && auto < histogram::packed_capacity(&limits) as usize);
+    for bins in [capacity + 1, 2 * capacity, 2 * capacity + 1, plane, plane + 1, six, six + 1, auto] {
         assert_eq!(assert_matches_cpu(&gpu, &values, bins, None, None), HistogramTier::Packed, "{bins} bins");
     }
     assert_eq!(assert_matches_cpu(&gpu, &values, auto + 1, None, None), HistogramTier::Sorted);
-    for bins in [one_pass + 1, 4 * capacity, histogram::packed_capacity(&limits) as usize] {
+    for bins in [four + 1, 4 * capacity, histogram::packed_capacity(&limits) as usize] {
         assert_matches_cpu(&gpu, &values, bins, Some(HistogramTier::Packed), None);
     }
     assert!(
@@ -412,23 +414,28 @@ fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
     let limits = HistogramLimits::of(&gpu).unwrap();
     let (capacity, auto) = (limits.block_capacity() as usize, histogram::packed_auto_capacity(&limits) as usize);
     // 16-bit digits; 8-bit digits with the carry plane (131,072 and the plane's last bin count);
-    // 6-bit digits with their carry table (one bin more, 262,144, the table's last one-pass bin
-    // count), then in two passes (one bin more, the planner's last packed count, the tier's last).
-    // Each with and without warp aggregation.
-    let plane = kernels::histogram::packed::carry_plane_capacity(capacity as u64) as usize;
-    let one_pass = kernels::histogram::packed::carry_table_capacity(capacity as u64) as usize;
+    // 6-bit digits with their carry table (one bin more, 262,144, their last one-pass bin
+    // count); 4-bit digits with theirs (one bin more, their last one-pass bin count, the
+    // planner's last packed count), then in two passes (one bin more, the tier's last). Each with
+    // and without warp aggregation.
+    use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_plane_capacity, carry_table_capacity};
+    let plane = carry_plane_capacity(capacity as u64) as usize;
+    let six = carry_table_capacity(capacity as u64, SIX_BIT_PACKING) as usize;
+    let one_pass = carry_table_capacity(capacity as u64, FOUR_BIT_PACKING) as usize;
     let last = histogram::packed_capacity(&limits) as usize;
-    for bins in [2 * capacity, 131_072, plane, plane + 1, 262_144, one_pass, one_pass + 1, auto, last] {
+    assert_eq!(auto, one_pass);
+    for bins in [2 * capacity, 131_072, plane, plane + 1, 262_144, six, six + 1, one_pass, one_pass + 1, last] {
         for aggregate in [true, false] {
             let request =
                 PlanRequest { tier: Some(HistogramTier::Packed), aggregate: Some(aggregate), ..PlanRequest::default() };
             let plan = histogram::plan_with(&gpu, bins, request).unwrap();
             assert_eq!(plan.carry_plane(), bins > 2 * capacity && bins <= plane, "{plan}");
-            // 16- and 6-bit digits run kernels of their own, without the carry plane's code.
+            // 16-, 6- and 4-bit digits run kernels of their own, without the carry plane's code.
             let kernel = match bins {
                 b if b <= 2 * capacity => "histogram_packed16_i32",
                 b if b <= plane => "histogram_packed_i32",
-                _ => "histogram_packed6_i32",
+                b if b <= six => "histogram_packed6_i32",
+                _ => "histogram_packed4_i32",
             };
             assert_eq!(plan.kernel(InputType::I32), kernel, "{plan}");
             assert_eq!(plan.packed_passes(), if bins > one_pass { 2 } else { 1 }, "{plan}");
@@ -467,6 +474,42 @@ fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
                         *v = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3.0, -1.0][i / 5 % 5];
                     }
                     assert_typed_matches_cpu(&gpu, Values::F32(&hot), binning, typed);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn four_bit_counters_count_merged_warp_adds_of_up_to_32_exactly() {
+    // A warp's merged add of up to 32 carries once or twice out of a 4-bit digit: constant
+    // inputs merge all 32 lanes, zipf and normal ones a few, over few and many bins, every type.
+    let (gpu, mut rng) = (gpu(), fresh_rng("4-bit counters"));
+    for bins in [8usize, 4_096, 131_072, 262_144] {
+        for aggregate in [true, false] {
+            let request = PlanRequest {
+                tier: Some(HistogramTier::Packed),
+                counter_bits: Some(4),
+                aggregate: Some(aggregate),
+                ..PlanRequest::default()
+            };
+            let plan = histogram::plan_with(&gpu, bins, request).unwrap();
+            assert_eq!(plan.kernel(InputType::I32), "histogram_packed4_i32", "{plan}");
+            for dist in [ValueDistribution::Constant, ValueDistribution::Zipf, ValueDistribution::Normal] {
+                let values = histogram_input(rng.random(), (1 << 22) + 17, bins, dist);
+                assert_typed_matches_cpu(&gpu, Values::I32(&values), Binning::integers(bins as u32), request);
+            }
+            for element in [InputType::U8, InputType::U16, InputType::F32] {
+                if (element == InputType::U8 && bins > 256) || (element == InputType::U16 && bins > 65_536) {
+                    continue;
+                }
+                let range = (element == InputType::F32).then_some((0.0, 1.0));
+                let binning = binning_for(element, bins, range).unwrap();
+                let typed = PlanRequest { element: Some(element), ..request };
+                for dist in [ValueDistribution::Constant, ValueDistribution::Zipf] {
+                    let values = histogram_input_of(rng.random(), (1 << 21) + 3, bins, dist, element, range);
+                    assert_typed_matches_cpu(&gpu, values.as_values(), binning, typed);
                 }
             }
         }

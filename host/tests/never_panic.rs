@@ -105,6 +105,7 @@ proptest! {
         element in prop::option::of(prop::sample::select(vec![InputType::U8, InputType::U16, InputType::I32, InputType::F32])),
         bucket_shift in prop::option::of(prop_oneof![0u32..=40, any::<u32>()]),
         bins_pass_waves in prop::option::of(prop_oneof![0u32..=10, any::<u32>()]),
+        counter_bits in prop::option::of(prop_oneof![Just(4u32), Just(6), Just(8), Just(16), any::<u32>()]),
     ) {
         let limits = HistogramLimits {
             sm_count,
@@ -114,6 +115,7 @@ proptest! {
         };
         let request = PlanRequest {
             tier, cluster_size, threads_per_block: threads, copies, aggregate, element, bucket_shift, bins_pass_waves,
+            counter_bits,
         };
         if let Ok(plan) = histogram::plan_for(&limits, bins, request) {
             prop_assert_eq!(plan.bins() as usize, bins);

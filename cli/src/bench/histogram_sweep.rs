@@ -174,6 +174,9 @@ fn plan_request_text(r: &PlanRequest) -> String {
     if let Some(b) = r.bucket_shift {
         parts.push(format!("bucket bits {b}"));
     }
+    if let Some(b) = r.counter_bits {
+        parts.push(format!("{b}-bit counters"));
+    }
     if parts.is_empty() { "planner's choice".into() } else { parts.join(", ") }
 }
 

@@ -176,6 +176,10 @@ pub struct HistogramArgs {
     /// Waves of resident blocks the sorted tier's bins pass runs (1 to 8; default 2).
     #[arg(long)]
     pub waves: Option<u32>,
+    /// Bits per counter of the packed tier: 16, 8 (with a carry plane), 6 or 4 (with a carry
+    /// table; default: the widest that holds the bins).
+    #[arg(long, value_name = "BITS")]
+    pub counter_bits: Option<u32>,
     /// Print the plan and stop.
     #[arg(long)]
     pub plan: bool,
@@ -235,6 +239,7 @@ impl HistogramArgs {
             element: Some(element.input_type()),
             bucket_shift: self.bucket_bits,
             bins_pass_waves: self.waves,
+            counter_bits: self.counter_bits,
         }
     }
 }

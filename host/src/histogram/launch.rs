@@ -296,18 +296,20 @@ pub fn launch_into(
         }
         HistogramTier::Packed => {
             let (copies, mode, window) = (1u32, plan.packed_mode(), plan.bins_per_block());
-            // 6-bit counters store each block's digits to a scratch table, which a second kernel
-            // sums into the counts; the other packings add their own.
-            let mut six_bit = if plan.packing() == packed::SIX_BIT_PACKING {
-                let words = packed::words_for(window, packed::SIX_BIT_PACKING);
-                let s = BucketScratch::ensure(gpu, scratch, 0, plan.blocks() as u64 * words as u64)?;
-                Some((s, gpu.function(channels::PACKED6_SUM_KERNEL)?))
-            } else {
-                None
+            // Counters with a carry table (6- and 4-bit) store each block's digits to a scratch
+            // table, which a second kernel sums into the counts; the other packings add their own.
+            let packing = plan.packing();
+            let mut table_digits = match channels::packed_sum_kernel(packing) {
+                Some(sum) => {
+                    let words = packed::words_for(window, packing);
+                    let s = BucketScratch::ensure(gpu, scratch, 0, plan.blocks() as u64 * words as u64)?;
+                    Some((s, gpu.function(sum)?))
+                }
+                None => None,
             };
             // A plan made for another input type may give this type's kernel more threads than
-            // its registers allow (the 6-bit kernels take 768): as many as fit, as the tile sort
-            // does.
+            // its registers allow (the carry-table kernels take 768): as many as fit, as the tile
+            // sort does.
             let threads = threads_that_fit(gpu, plan.kernel(input.element), plan.threads_per_block())?;
             let config = LaunchConfig { block_dim: (threads, 1, 1), ..plan.launch_config() };
             // One pass per window of the bins, each into its own slice of the counts.
@@ -318,7 +320,7 @@ pub fn launch_into(
                 let mut launch = stream.launch_builder(&func);
                 launch.arg(bytes).arg(&n).arg(&at).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
                 launch.arg(&copies).arg(&mode).arg(&first).arg(&len);
-                if let Some((s, _)) = six_bit.as_mut() {
+                if let Some((s, _)) = table_digits.as_mut() {
                     launch.arg(&mut s.table);
                 }
                 // SAFETY: kernel contract (kernels::histogram::channels, one channel): input holds
@@ -326,12 +328,12 @@ pub fn launch_into(
                 // first..first + len (first + len <= nbins, the counters' length); the launch
                 // provides the planner's shared_bytes: packed::counter_bytes(window, packing, 1)
                 // (len <= window), plus packed::carry_plane_bytes(window) with the carry plane or
-                // packed::carry_table_bytes() with 6-bit counters (histogram_packed6_*), whose
-                // scratch table holds words_for(window) >= words_for(len) words for each of the
-                // grid's blocks.
+                // packed::carry_table_bytes(packing) with 6- or 4-bit counters
+                // (histogram_packed6_*, histogram_packed4_*), whose scratch table holds
+                // words_for(window) >= words_for(len) words for each of the grid's blocks.
                 unsafe { launch.launch(config) }?;
-                if let Some((s, sum)) = six_bit.as_ref() {
-                    let (blocks, len_words) = (plan.blocks(), packed::words_for(len, packed::SIX_BIT_PACKING));
+                if let Some((s, sum)) = table_digits.as_ref() {
+                    let (blocks, len_words) = (plan.blocks(), packed::words_for(len, packing));
                     let mut launch = stream.launch_builder(sum);
                     launch.arg(&s.table).arg(&blocks).arg(&len_words).arg(&len).arg(&at);
                     let cfg = LaunchConfig {
@@ -339,7 +341,7 @@ pub fn launch_into(
                         block_dim: (channels::PACKED6_SUM_THREADS, 1, 1),
                         shared_mem_bytes: 0,
                     };
-                    // SAFETY: kernel contract (histogram_packed6_sum_blocks): the count before it
+                    // SAFETY: kernel contract (histogram_packed6_sum_blocks and packed4): the count before it
                     // on this stream stored words_for(len) words for each of its `blocks` blocks
                     // (the plan's grid) into the scratch table; `at` holds len counters.
                     unsafe { launch.launch(cfg) }?;

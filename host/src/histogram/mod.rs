@@ -101,7 +101,8 @@ impl HistogramTier {
     }
 
     /// The kernel that counts (the bins pass for the bucketed and sorted tiers); `packing` picks
-    /// the packed tier's kernel (1: 16-bit counters, 2: 8-bit, `SIX_BIT_PACKING`: 6-bit).
+    /// the packed tier's kernel (1: 16-bit counters, 2: 8-bit, `SIX_BIT_PACKING`: 6-bit,
+    /// `FOUR_BIT_PACKING`: 4-bit).
     fn kernel(self, input: InputType, packing: u32) -> &'static str {
         let k = input.kernels();
         match self {
@@ -110,6 +111,8 @@ impl HistogramTier {
                 let t = weighted::type_index(input);
                 if packing == kernels::histogram::packed::SIX_BIT_PACKING {
                     kernels::histogram::channels::PACKED6_KERNELS[t]
+                } else if packing == kernels::histogram::packed::FOUR_BIT_PACKING {
+                    kernels::histogram::channels::PACKED4_KERNELS[t]
                 } else {
                     kernels::histogram::channels::kernel(1, packing, t)
                         .unwrap_or(kernels::histogram::channels::PACKED_KERNELS[t])

@@ -57,6 +57,9 @@ pub struct PlanRequest {
     /// Waves of resident blocks the sorted tier's bins pass runs (1 to 8; default
     /// [`BINS_PASS_WAVES`]).
     pub bins_pass_waves: Option<u32>,
+    /// Bits per counter of the packed tier: 16, 8 (with its carry plane), 6 or 4 (with their
+    /// carry table, in as many passes as hold the bins); by default the widest that holds them.
+    pub counter_bits: Option<u32>,
 }
 
 /// Portable cluster size limit; larger clusters need the non-portable function attribute.
@@ -170,8 +173,9 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// packed counters (up to 227 KiB), so the block is as large as an SM's threads allow to keep
 /// loads in flight. On the H200 one-channel packed counters at 65,536 bins ran 132 blocks of
 /// 1024 threads at 63% of the copy's bandwidth (2^26 `i32`), where the sorted tier ran at 21%.
-/// The 6-bit kernels take [`SIX_BIT_THREADS`](kernels::histogram::packed::SIX_BIT_THREADS)
-/// (768), which their registers allow; on an opened device the plan takes fewer wherever a
+/// The carry-table kernels (6- and 4-bit counters) take
+/// [`CARRY_TABLE_THREADS`](kernels::histogram::packed::CARRY_TABLE_THREADS) (768), which their
+/// registers allow; on an opened device the plan takes fewer wherever a
 /// kernel's registers do not allow its threads ([`plan_with`](super::plan_with)).
 ///
 /// ```
@@ -183,42 +187,51 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// ```
 pub const PACKED_THREADS: u32 = 1024;
 
-/// The most bins the planner gives the packed tier on its own: one pass of 6-bit digits with
-/// their carry table ([`kernels::histogram::packed::carry_table_capacity`]: 280,320 bins in 227
-/// KiB), or two passes while each holds no more bins than one block's 8-bit digits with their
-/// carry plane ([`kernels::histogram::packed::carry_plane_capacity`]: 154,964), whichever is more
-/// (309,928 bins on an H100 or H200). On the H200 (2^26 values) one pass at 262,144 bins took
-/// 0.136 ms on uniform `i32` values against the sorted tier's 0.303 (zipf: 0.201); on the H100
-/// two passes took 0.277 ms at 300,000 bins against 0.312, but 0.356 at 524,288 against 0.315
-/// (before the blocks' digits went to a sum kernel, 0.03 ms a pass at 262,144 bins). The carry
-/// table keeps a 6-bit digit's carries (one per 64 adds) in shared memory, and
-/// warp-aggregated adds turn a constant input's 32 atomics on one word into one: a constant input
-/// at 262,144 bins took 0.239 ms. Plain 8-bit digits had sent each carry to two global counters
-/// from every SM: on the H200 (131,072 bins) 0.114 ms on uniform values but 0.463 on a constant
-/// input, where the sorted tier took 0.263. Plain 8-bit digits (one pass up to four times one
-/// block's bins) are left to the channels kernel (`--channels 1 --packing 2`).
+/// The most bins the planner gives the packed tier on its own: one pass of 6- or 4-bit digits
+/// with their carry table ([`kernels::histogram::packed::carry_table_capacity`]: 280,320 and
+/// 399,360 bins in 227 KiB), or two passes while each holds no more bins than one block's 8-bit
+/// digits with their carry plane ([`kernels::histogram::packed::carry_plane_capacity`]:
+/// 154,964), whichever is more (399,360 bins on an H100 or H200). On the H200 (2^26 values) one
+/// pass at 262,144 bins took 0.150 ms on uniform `i32` values against the sorted tier's 0.303
+/// (zipf: 0.158); on the H100 two passes took 0.277 ms at 300,000 bins against 0.312, but 0.356
+/// at 524,288 against 0.315 (before the blocks' digits went to a sum kernel, 0.03 ms a pass at
+/// 262,144 bins). The carry table keeps a digit's carries (one per 64 or 16 adds) in shared
+/// memory, and warp-aggregated adds turn a constant input's 32 atomics on one word into one.
+/// Plain 8-bit digits had sent each carry to two global counters from every SM: on the H200
+/// (131,072 bins) 0.114 ms on uniform values but 0.463 on a constant input, where the sorted tier
+/// took 0.263. Plain 8-bit digits (one pass up to four times one block's bins) are left to the
+/// channels kernel (`--channels 1 --packing 2`).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, packed_auto_capacity, plan_for};
 /// let h100 = HistogramLimits::H100;
 /// let last = packed_auto_capacity(&h100) as usize;
-/// assert_eq!(last, 2 * 154_964);
+/// assert_eq!(last, 399_360);
 /// assert_eq!(plan_for(&h100, last, PlanRequest::default())?.tier(), HistogramTier::Packed);
 /// assert_eq!(plan_for(&h100, last + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
 /// # Ok(()) }
 /// ```
 pub fn packed_auto_capacity(limits: &HistogramLimits) -> u64 {
     let capacity = limits.block_capacity();
-    packed::carry_table_capacity(capacity).max(2 * packed::carry_plane_capacity(capacity)).min(packed_capacity(limits))
+    table_pass_capacity(limits).max(2 * packed::carry_plane_capacity(capacity)).min(packed_capacity(limits))
+}
+
+/// The most bins one pass of the packed tier holds in counters with a carry table: 6- or 4-bit,
+/// whichever holds more (4-bit digits take half the room of 6-bit ones but a table four times
+/// as large, so on a device with small blocks 6-bit digits hold more).
+fn table_pass_capacity(limits: &HistogramLimits) -> u64 {
+    let capacity = limits.block_capacity();
+    packed::carry_table_capacity(capacity, packed::SIX_BIT_PACKING)
+        .max(packed::carry_table_capacity(capacity, packed::FOUR_BIT_PACKING))
 }
 
 /// The most passes over the values the packed tier makes, each counting a window of the bins in
-/// 6-bit counters with their carry table (the values outside it are left to the other pass):
-/// two, up to 560,640 bins on an H100 or H200 ([`packed_capacity`]). Each pass reads the values
-/// once, where the sorted tier reads them, writes half their bytes and reads those again; two
-/// passes already lose to it at 524,288 bins on the H100 (0.356 ms against 0.315), so the
-/// planner stops short of that on its own ([`packed_auto_capacity`]).
+/// 6- or 4-bit counters with their carry table (the values outside it are left to the other
+/// pass): two, up to 798,720 bins on an H100 or H200 ([`packed_capacity`]). Each pass reads the
+/// values once, where the sorted tier reads them, writes half their bytes and reads those again;
+/// two passes of 6-bit counters already lost to it at 524,288 bins on the H100 (0.356 ms against
+/// 0.315), so the planner stops short of that on its own ([`packed_auto_capacity`]).
 ///
 /// ```
 /// # fn main() -> hopper_kernels::Result<()> {
@@ -475,8 +488,10 @@ impl HistogramPlan {
         self.count_blocks
     }
 
-    /// Counters per 32-bit word as `log2`: 1 (16-bit digits) or 2 (8-bit digits) in the packed
-    /// tier, 0 (whole `u32` counters) elsewhere.
+    /// The packing code of the counters: 1 (16-bit digits), 2 (8-bit digits),
+    /// [`SIX_BIT_PACKING`](kernels::histogram::packed::SIX_BIT_PACKING) or
+    /// [`FOUR_BIT_PACKING`](kernels::histogram::packed::FOUR_BIT_PACKING) in the packed tier, 0
+    /// (whole `u32` counters) elsewhere.
     ///
     /// ```
     /// # fn main() -> hopper_kernels::Result<()> {
@@ -485,8 +500,10 @@ impl HistogramPlan {
     /// let packing = |bins| plan_for(&h100, bins, PlanRequest::default()).map(|p| p.packing());
     /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
     /// // 8-bit digits with their carry plane up to 154,964 bins, then 6-bit digits with their
-    /// // carry table (SIX_BIT_PACKING) up to 280,320 a pass, two passes; then sorted.
-    /// assert_eq!((packing(154_964)?, packing(154_965)?, packing(309_928)?, packing(309_929)?), (2, 4, 4, 0));
+    /// // carry table (SIX_BIT_PACKING, 4) up to 280,320, then 4-bit ones (FOUR_BIT_PACKING, 3)
+    /// // up to 399,360; then sorted.
+    /// assert_eq!((packing(154_964)?, packing(154_965)?, packing(280_320)?, packing(280_321)?), (2, 4, 4, 3));
+    /// assert_eq!((packing(399_360)?, packing(399_361)?), (3, 0));
     /// # Ok(()) }
     /// ```
     pub fn packing(&self) -> u32 {
@@ -621,13 +638,14 @@ impl std::fmt::Display for HistogramPlan {
                 if self.carry_plane {
                     write!(f, " and a 4-bit carry plane")?;
                 }
-                if self.packing == packed::SIX_BIT_PACKING {
+                if packed::has_carry_table(self.packing) {
                     write!(f, " and a carry table")?;
                 }
-                // The kernel family: 16- and 6-bit counters have kernels of their own.
+                // The kernel family: 16-, 6- and 4-bit counters have kernels of their own.
                 let family = match self.packing {
                     1 => "histogram_packed16_*",
                     packed::SIX_BIT_PACKING => "histogram_packed6_*",
+                    packed::FOUR_BIT_PACKING => "histogram_packed4_*",
                     _ => "histogram_packed_*",
                 };
                 write!(f, " in {family}")?;
@@ -672,7 +690,7 @@ impl HistogramPlan {
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
     /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("1048576 bins exceed what the packed tier takes on its own (309928 bins"), "{why}");
+    /// assert!(why.starts_with("1048576 bins exceed what the packed tier takes on its own (399360 bins"), "{why}");
     /// let why = plan_for(&h100, 131_072, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.contains("4-bit carry plane") && why.contains("warps merge"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
@@ -699,15 +717,18 @@ impl HistogramPlan {
                     " in a 4-bit carry plane in shared memory, so that a skewed or constant input reaches global memory once per 4,096 adds to a bin, not twice per 256"
                 } else if self.packing == packed::SIX_BIT_PACKING {
                     " in a carry table in shared memory, 1,024 slots of a counter and its count, so that a skewed or constant input's carries, one per 64 adds to a bin, stay off the global counters, and a bin that carried adds its later values in its slot"
+                } else if self.packing == packed::FOUR_BIT_PACKING {
+                    " in a carry table in shared memory, 4,096 slots of a counter and its count, so that a skewed or constant input's carries, one per 16 adds to a bin, stay off the global counters, and a bin that carried adds its later values in its slot; 4-bit digits hold more bins than 6-bit ones with their table"
                 } else {
                     ""
                 },
                 if self.passes > 1 {
                     format!(
-                        "{} passes over the values, each counting {} of the bins (one block holds {} in 6-bit counters and their carry table); each pass reads the values once, where the sorted tier reads them, writes and reads half their bytes again and is bound by its ranking",
+                        "{} passes over the values, each counting {} of the bins (one block holds {} in {}-bit counters and their carry table); each pass reads the values once, where the sorted tier reads them, writes and reads half their bytes again and is bound by its ranking",
                         self.passes,
                         self.bins_per_block,
-                        packed::carry_table_capacity(limits.block_capacity())
+                        packed::carry_table_capacity(limits.block_capacity(), self.packing),
+                        packed::digit_bits(self.packing)
                     )
                 } else {
                     "one pass over the values, where the sorted tier makes two".to_string()
@@ -719,7 +740,7 @@ impl HistogramPlan {
                 }
             ),
             HistogramTier::Sorted => format!(
-                "{bins} bins exceed what the packed tier takes on its own ({} bins: one pass of 6-bit counters with their carry table, or two passes of as many bins as 8-bit counters with their carry plane hold) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
+                "{bins} bins exceed what the packed tier takes on its own ({} bins: one pass of 6- or 4-bit counters with their carry table, or two passes of as many bins as 8-bit counters with their carry plane hold) and fit the sorted tier's {} ({} buckets of up to {} bins): on an H100 it beat clusters, the bucketed tier and global atomics at every bin count from 65,536 to 2^20 (2^26 values: 0.302 ms against a cluster's 0.421 at 65,536; 0.335 against 0.669 bucketed and 0.790 global at 2^20), within 1.01x of its uniform time on zipf values at 65,536 bins where a cluster took 1.63x (1.32x at 2^20, where its bins pass waits on the hot bins' shared atomics)",
                 packed_auto_capacity(limits),
                 limits.bucketed_capacity(),
                 bucketed::MAX_BUCKETS,
@@ -788,6 +809,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         element,
         bucket_shift,
         bins_pass_waves,
+        counter_bits,
     } = request;
     let waves = bins_pass_waves.unwrap_or(BINS_PASS_WAVES);
     if !(1..=8).contains(&waves) {
@@ -826,6 +848,12 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     if bins_pass_waves.is_some() && tier != HistogramTier::Sorted {
         return Err(Error::InvalidArgument(format!(
             "--waves applies to the sorted tier only, and {bins} bins take the {} tier",
+            tier.name()
+        )));
+    }
+    if counter_bits.is_some() && tier != HistogramTier::Packed {
+        return Err(Error::InvalidArgument(format!(
+            "--counter-bits applies to the packed tier only, and {bins} bins take the {} tier",
             tier.name()
         )));
     }
@@ -973,31 +1001,62 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
         }
         HistogramTier::Packed => {
             let plane_capacity = packed::carry_plane_capacity(capacity as u64);
-            let table_capacity = packed::carry_table_capacity(capacity as u64).max(1);
+            let table_capacity = |packing: u32| packed::carry_table_capacity(capacity as u64, packing).max(1);
+            let (six, four) = (packed::SIX_BIT_PACKING, packed::FOUR_BIT_PACKING);
             // 16-bit digits where they fit one block, else 8-bit digits with their carry plane,
-            // else 6-bit digits with their carry table (carries kept in shared memory) in as few
-            // passes as hold the bins.
-            let (packing, carry_plane, passes) = if packed::fits(bins as u64, 1, capacity as u64) {
-                (1, false, 1)
-            } else if bins as u64 <= plane_capacity {
-                (2, true, 1)
-            } else {
-                (packed::SIX_BIT_PACKING, false, (bins as u64).div_ceil(table_capacity) as u32)
+            // else 6-bit digits with their carry table (carries kept in shared memory), else
+            // 4-bit ones with theirs in as few passes as hold the bins.
+            let bits = match counter_bits {
+                Some(b @ (16 | 8 | 6 | 4)) => b,
+                Some(b) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{b}-bit counters: the packed tier has 16-, 8-, 6- and 4-bit counters"
+                    )));
+                }
+                None if packed::fits(bins as u64, 1, capacity as u64) => 16,
+                None if bins as u64 <= plane_capacity => 8,
+                None if bins as u64 <= table_capacity(six) => 6,
+                None if table_capacity(four) >= table_capacity(six) => 4,
+                None => 6,
+            };
+            let one_block = |fits: bool, what: &str| {
+                if fits {
+                    Ok(())
+                } else {
+                    Err(Error::InvalidArgument(format!(
+                        "{bins} bins do not fit one block's {} in {what}: use 6- or 4-bit counters",
+                        format_bytes(limits.max_shared_per_block_optin as u64)
+                    )))
+                }
+            };
+            let (packing, carry_plane, passes) = match bits {
+                16 => {
+                    one_block(packed::fits(bins as u64, 1, capacity as u64), "16-bit counters")?;
+                    (1, false, 1)
+                }
+                8 => {
+                    one_block(bins as u64 <= plane_capacity, "8-bit counters with their carry plane")?;
+                    (2, true, 1)
+                }
+                6 => (six, false, (bins as u64).div_ceil(table_capacity(six)) as u32),
+                _ => (four, false, (bins as u64).div_ceil(table_capacity(four)) as u32),
             };
             if passes > PACKED_MAX_PASSES {
                 return Err(Error::InvalidArgument(format!(
-                    "{bins} bins exceed the packed tier's {} ({PACKED_MAX_PASSES} passes of 6-bit counters with their carry table, {table_capacity} bins in one block's {}): use the sorted, bucketed or global tier",
-                    packed_capacity(limits),
+                    "{bins} bins exceed the packed tier's {} in {bits}-bit counters ({PACKED_MAX_PASSES} passes of {} bins, one block's {} with their carry table): use the sorted, bucketed or global tier",
+                    PACKED_MAX_PASSES as u64 * table_capacity(packing),
+                    table_capacity(packing),
                     format_bytes(limits.max_shared_per_block_optin as u64)
                 )));
             }
             let window = bins32.div_ceil(passes);
-            let most = if packing == packed::SIX_BIT_PACKING { packed::SIX_BIT_THREADS } else { PACKED_THREADS };
+            let table = packed::has_carry_table(packing);
+            let most = if table { packed::CARRY_TABLE_THREADS } else { PACKED_THREADS };
             let threads = threads_per_block.unwrap_or(most);
             let carry_bytes = if carry_plane {
                 packed::carry_plane_bytes(window)
-            } else if packing == packed::SIX_BIT_PACKING {
-                packed::carry_table_bytes()
+            } else if table {
+                packed::carry_table_bytes(packing)
             } else {
                 0
             };
@@ -1023,15 +1082,15 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
 }
 
 /// The most bins the packed tier holds on a device with `limits`: [`PACKED_MAX_PASSES`] passes
-/// over the values, each of as many bins as one block holds in 6-bit counters with their carry
-/// table.
+/// over the values, each of as many bins as one block holds in 6- or 4-bit counters with their
+/// carry table, whichever holds more.
 ///
 /// ```
 /// use hopper_kernels::histogram::{HistogramLimits, packed_capacity};
-/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 280_320);
+/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 399_360);
 /// ```
 pub fn packed_capacity(limits: &HistogramLimits) -> u64 {
-    PACKED_MAX_PASSES as u64 * packed::carry_table_capacity(limits.block_capacity())
+    PACKED_MAX_PASSES as u64 * table_pass_capacity(limits)
 }
 
 /// The bucket width, in bits of the bin, for `bins` bins in `tier` (bucketed or sorted): the
@@ -1149,37 +1208,42 @@ mod tests {
                 if plane { "and a 4-bit carry plane in histogram_packed_*" } else { "in histogram_packed16_*" };
             assert!(p.to_string().contains(&format!("{}-bit counters {kernels}", 16 / packing)), "{p}");
         }
-        // Past the plane's capacity: 6-bit digits with their carry table, in one pass up to
-        // 280,320 bins, then two, each over half the bins (rounded up); the planner's own choice
-        // too, with merged warp adds.
+        // Past the plane's capacity: 6-bit digits with their carry table in one pass up to
+        // 280,320 bins, then 4-bit ones with theirs, in one pass up to 399,360 bins, then two,
+        // each over half the bins (rounded up); the planner's own choice too, with merged warp
+        // adds.
         let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
-        let six = packed::SIX_BIT_PACKING;
-        for (bins, passes, window) in [
-            (154_965, 1, 154_965),
-            (262_144, 1, 262_144),
-            (280_320, 1, 280_320),
-            (280_321, 2, 140_161),
-            (560_640, 2, 280_320),
+        let (six, four) = (packed::SIX_BIT_PACKING, packed::FOUR_BIT_PACKING);
+        for (bins, packing, passes, window) in [
+            (154_965, six, 1, 154_965),
+            (262_144, six, 1, 262_144),
+            (280_320, six, 1, 280_320),
+            (280_321, four, 1, 280_321),
+            (399_360, four, 1, 399_360),
+            (399_361, four, 2, 199_681),
+            (798_720, four, 2, 399_360),
         ] {
             let p = plan_for(&H100, bins, packed_tier).unwrap();
-            if bins <= 309_928 {
+            if bins <= 399_360 {
                 assert_eq!(sorted(bins), p, "{bins}");
             }
             assert_eq!(
                 (p.tier, p.packing, p.carry_plane, p.passes, p.bins_per_block, p.aggregate),
-                (Packed, six, false, passes, window, true)
+                (Packed, packing, false, passes, window, true)
             );
-            let table_bytes = packed::carry_table_bytes();
-            assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, six, 1) + table_bytes, "{bins}");
+            let table_bytes = packed::carry_table_bytes(packing);
+            assert_eq!(p.shared_bytes as u64, packed::counter_bytes(window, packing, 1) + table_bytes, "{bins}");
             assert!(p.shared_bytes <= H100.max_shared_per_block_optin);
-            assert!(p.to_string().contains("6-bit counters and a carry table in histogram_packed6_*"), "{p}");
-            assert_eq!(p.kernel(InputType::U16), "histogram_packed6_u16");
+            let (bits, family) = if packing == six { (6, "packed6") } else { (4, "packed4") };
+            let named = format!("{bits}-bit counters and a carry table in histogram_{family}_*");
+            assert!(p.to_string().contains(&named), "{p}");
+            assert_eq!(p.kernel(InputType::U16), format!("histogram_{family}_u16"));
         }
         let forced = PlanRequest { tier: Some(Packed), aggregate: Some(false), ..PlanRequest::default() };
         assert!(!plan_for(&H100, 262_144, forced).unwrap().aggregate);
-        let err = plan_for(&H100, 560_641, forced).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 560640 (2 passes"), "{err}");
-        for bins in [309_929, 560_641, 1 << 20, 256 << 14] {
+        let err = plan_for(&H100, 798_721, forced).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 798720 in 4-bit counters (2 passes"), "{err}");
+        for bins in [399_361, 798_721, 1 << 20, 256 << 14] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
@@ -1283,10 +1347,33 @@ mod tests {
         assert_eq!(plan_for(&H100, 256, packed).unwrap().packing, 1);
         assert_eq!(plan_for(&H100, 154_964, packed).unwrap().packing, 2);
         assert_eq!(plan_for(&H100, 154_965, packed).unwrap().packing, packed::SIX_BIT_PACKING);
-        let err = plan_for(&H100, 560_641, packed).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 560640") && err.contains("use the sorted"), "{err}");
+        assert_eq!(plan_for(&H100, 280_321, packed).unwrap().packing, packed::FOUR_BIT_PACKING);
+        let err = plan_for(&H100, 798_721, packed).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 798720") && err.contains("use the sorted"), "{err}");
         let threads = plan_for(&H100, 65_536, PlanRequest { threads_per_block: Some(512), ..packed }).unwrap();
         assert_eq!(threads.threads_per_block, 512);
+    }
+
+    #[test]
+    fn counter_bits_pick_the_packed_digits_and_are_refused_where_they_cannot_hold_the_bins() {
+        let bits = |b: u32| PlanRequest { tier: Some(Packed), counter_bits: Some(b), ..PlanRequest::default() };
+        let (six, four) = (packed::SIX_BIT_PACKING, packed::FOUR_BIT_PACKING);
+        let p = plan_for(&H100, 262_144, bits(4)).unwrap();
+        assert_eq!((p.packing, p.passes, p.bins_per_block), (four, 1, 262_144));
+        assert_eq!(p.shared_bytes as u64, 131_072 + packed::carry_table_bytes(four));
+        assert_eq!(plan_for(&H100, 100_000, bits(6)).unwrap().packing, six);
+        assert_eq!((plan_for(&H100, 300_000, bits(6)).unwrap().passes), 2);
+        assert_eq!(plan_for(&H100, 131_072, bits(8)).unwrap().packing, 2);
+        assert_eq!(plan_for(&H100, 65_536, bits(16)).unwrap().packing, 1);
+        let err = plan_for(&H100, 131_072, bits(16)).unwrap_err().to_string();
+        assert!(err.contains("do not fit one block") && err.contains("16-bit"), "{err}");
+        let err = plan_for(&H100, 262_144, bits(5)).unwrap_err().to_string();
+        assert!(err.contains("5-bit counters"), "{err}");
+        let sorted = PlanRequest { tier: Some(Sorted), counter_bits: Some(4), ..PlanRequest::default() };
+        assert!(plan_for(&H100, 1 << 20, sorted).unwrap_err().to_string().contains("packed tier only"));
+        // Unforced, they apply where the planner takes the packed tier.
+        let auto = PlanRequest { counter_bits: Some(4), ..PlanRequest::default() };
+        assert_eq!(plan_for(&H100, 200_000, auto).unwrap().packing, four);
     }
 
     #[test]
@@ -1313,10 +1400,10 @@ mod tests {
         assert!(why(131_072).contains("8-bit digits") && why(131_072).contains("carry plane"), "{}", why(131_072));
         let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
         assert!(why(262_144).contains("6-bit digits") && why(262_144).contains("carry table"), "{}", why(262_144));
-        let two = plan_for(&H100, 300_000, packed_tier).unwrap().reason(&H100, false);
-        assert!(two.contains("2 passes over the values, each counting 150000"), "{two}");
-        assert_eq!(why(300_000), two);
-        assert!(why(309_929).contains("fit the sorted tier"), "{}", why(309_929));
+        assert!(why(300_000).contains("4-bit digits") && why(300_000).contains("4,096 slots"), "{}", why(300_000));
+        let two = plan_for(&H100, 500_000, packed_tier).unwrap().reason(&H100, false);
+        assert!(two.contains("2 passes over the values, each counting 250000"), "{two}");
+        assert!(why(399_361).contains("fit the sorted tier"), "{}", why(399_361));
         assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
         assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
         let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
@@ -1353,7 +1440,11 @@ mod tests {
         assert_eq!((above.tier, above.packing, above.carry_plane), (Packed, 2, true));
         let above = plan_for(&SMALL, 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing, above.passes), (Packed, packed::SIX_BIT_PACKING, 1));
-        assert_eq!(above.threads_per_block, packed::SIX_BIT_THREADS);
+        assert_eq!(above.threads_per_block, packed::CARRY_TABLE_THREADS);
+        // Its blocks hold more 6-bit digits with their table than 4-bit ones with theirs.
+        let four = PlanRequest { tier: Some(Packed), counter_bits: Some(4), ..PlanRequest::default() };
+        assert_eq!(plan_for(&SMALL, 32_768, four).unwrap().bins_per_block, 32_768);
+        assert_eq!(plan_for(&SMALL, 51_200, four).unwrap().passes, 2);
         assert_eq!(packed_auto_capacity(&SMALL), 2 * 32_768);
         let above = plan_for(&SMALL, 2 * 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));

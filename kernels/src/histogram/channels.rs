@@ -83,16 +83,45 @@ pub const PACKED16_KERNELS: [&str; 4] =
 pub const PACKED6_KERNELS: [&str; 4] =
     ["histogram_packed6_u8", "histogram_packed6_u16", "histogram_packed6_i32", "histogram_packed6_f32"];
 
+/// The PTX symbols of the one-channel kernels with 4-bit packed counters and their carry table
+/// ([`FOUR_BIT_PACKING`](super::packed::FOUR_BIT_PACKING)), by input type: the packed tier's
+/// kernels from 280,321 bins to 399,360 in one pass (two passes: twice that).
+pub const PACKED4_KERNELS: [&str; 4] =
+    ["histogram_packed4_u8", "histogram_packed4_u16", "histogram_packed4_i32", "histogram_packed4_f32"];
+
 /// The PTX symbol of the kernel that adds the 6-bit digits the blocks of a `histogram_packed6_*`
 /// launch stored into the counts.
 pub const PACKED6_SUM_KERNEL: &str = "histogram_packed6_sum_blocks";
 
-/// Slices of the blocks that [`PACKED6_SUM_KERNEL`] sums apart (its grid's y dimension), each
+/// The PTX symbol of the kernel that adds the 4-bit digits the blocks of a `histogram_packed4_*`
+/// launch stored into the counts.
+pub const PACKED4_SUM_KERNEL: &str = "histogram_packed4_sum_blocks";
+
+/// The kernel that sums the digits the blocks of a carry-table kernel of packing `packing`
+/// stored ([`PACKED6_SUM_KERNEL`] or [`PACKED4_SUM_KERNEL`]; `None` for a packing without a
+/// carry table).
+///
+/// ```
+/// use kernels::histogram::channels::packed_sum_kernel;
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING};
+/// assert_eq!(packed_sum_kernel(SIX_BIT_PACKING), Some("histogram_packed6_sum_blocks"));
+/// assert_eq!(packed_sum_kernel(FOUR_BIT_PACKING), Some("histogram_packed4_sum_blocks"));
+/// assert_eq!(packed_sum_kernel(2), None);
+/// ```
+pub const fn packed_sum_kernel(packing: u32) -> Option<&'static str> {
+    match packing {
+        super::packed::SIX_BIT_PACKING => Some(PACKED6_SUM_KERNEL),
+        super::packed::FOUR_BIT_PACKING => Some(PACKED4_SUM_KERNEL),
+        _ => None,
+    }
+}
+
+/// Slices of the blocks that [`PACKED6_SUM_KERNEL`] and [`PACKED4_SUM_KERNEL`] sum apart (its grid's y dimension), each
 /// slice's sums added into the counts with global atomics: four times the threads of one slice,
 /// so that enough loads are in flight over the SMs (262,144 bins: 52,429 words).
 pub const PACKED6_SUM_SLICES: u32 = 4;
 
-/// Threads per block of [`PACKED6_SUM_KERNEL`].
+/// Threads per block of [`PACKED6_SUM_KERNEL`] and [`PACKED4_SUM_KERNEL`].
 pub const PACKED6_SUM_THREADS: u32 = 256;
 
 /// The kernel for `channels` channels at `packing`, for the input type of index `t`; `None` for a
@@ -168,7 +197,8 @@ pub(crate) mod device_code {
     use crate::histogram::device_code::load_one;
     use crate::histogram::packed::device_code::SharedCounters;
     use crate::histogram::packed::{
-        CARRY_PLANE_PACKING, CARRY_TABLE_SLOTS, SIX_BIT_PACKING, digit_of, mode_parts, words_for,
+        CARRY_PLANE_PACKING, FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_slots, digit_of, mode_parts, per_word,
+        words_for,
     };
     use crate::histogram::pipelined::device_code::{for_each_vector, for_each_vector_in32};
     use crate::histogram::{Binning, Element};
@@ -290,7 +320,14 @@ pub(crate) mod device_code {
     /// counters.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn count_packed<T: Element, const P: u32, const AGG: bool, const PLANE: bool, const TABLE: bool>(
+    unsafe fn count_packed<
+        T: Element,
+        const P: u32,
+        const AGG: bool,
+        const PLANE: bool,
+        const TABLE: bool,
+        const WHOLE: bool,
+    >(
         input: *const u8,
         n: u64,
         counts: *mut u32,
@@ -303,7 +340,7 @@ pub(crate) mod device_code {
         let nbins = window;
         let low = words_for(nbins, P) * copies;
         let plane_words = if PLANE { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
-        let table_words = if TABLE { 2 * CARRY_TABLE_SLOTS } else { 0 };
+        let table_words = if TABLE { 2 * carry_table_slots(P) } else { 0 };
         // SAFETY: the launch provides the counters' words, then with `PLANE` the plane's, with
         // `TABLE` the table's.
         let words = unsafe {
@@ -322,7 +359,7 @@ pub(crate) mod device_code {
         }
         if TABLE {
             // SAFETY: the table's words follow the counters' inside the launch's shared memory,
-            // and TABLE kernels count 6-bit digits.
+            // and TABLE kernels count 6- or 4-bit digits.
             counters = unsafe {
                 counters.with_carry_table(DynamicSharedArray::from_shared_address(
                     words.address_of(low as usize),
@@ -385,7 +422,34 @@ pub(crate) mod device_code {
                 // One branch for the four: a carry is rare (one per 65,536 adds to a 16-bit
                 // digit, 256 to an 8-bit one).
                 // Written out: a loop over k kept the arrays in local memory (72 bytes of stack).
-                if carried[0] | carried[1] | carried[2] | carried[3] {
+                if TABLE && (carried[0] | carried[1] | carried[2] | carried[3]) {
+                    // One inlined copy of the carry path for the four values, which take it one
+                    // after another, their arguments selected: skewed values make a few thousand
+                    // carries a block in 4-bit digits, and four copies of the path at each of
+                    // the loop's call sites (each of them a long one: table probes, the take-back
+                    // and its borrows) made the kernels' code too large for the instruction cache.
+                    let mut pending = carried[0] as u32
+                        | (carried[1] as u32) << 1
+                        | (carried[2] as u32) << 2
+                        | (carried[3] as u32) << 3;
+                    let incs = [m[0].1, m[1].1, m[2].1, m[3].1];
+                    while pending != 0 {
+                        let i = pending.trailing_zeros();
+                        let pick = |a: [u32; 4]| {
+                            if i == 0 {
+                                a[0]
+                            } else if i == 1 {
+                                a[1]
+                            } else if i == 2 {
+                                a[2]
+                            } else {
+                                a[3]
+                            }
+                        };
+                        counters.settle(pick(c), copy, pick(incs), pick(old));
+                        pending &= pending - 1;
+                    }
+                } else if carried[0] | carried[1] | carried[2] | carried[3] {
                     if carried[0] {
                         counters.settle(c[0], copy, m[0].1, old[0]);
                     }
@@ -401,9 +465,11 @@ pub(crate) mod device_code {
                 }
             }
         };
-        // Whether the value counts in the window and its counter there (`first + window <= nbins`).
+        // Whether the value counts in the window and its counter there (`first + window <= nbins`);
+        // with WHOLE the window is every bin, and its test would always pass (two instructions a
+        // value in a loop bound by its instructions).
         let in_window = #[inline(always)]
-        |v: T| v.window_bin(&binning, first, window);
+        |v: T| if WHOLE { v.bin_parts(&binning) } else { v.window_bin(&binning, first, window) };
         let vectors = n / T::PER_VECTOR;
         // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract); n <=
         // u32::MAX values make at most 2^30 vectors, and with the packed kernels' grid of fewer
@@ -436,7 +502,7 @@ pub(crate) mod device_code {
         thread::sync_threads();
         if TABLE {
             // The digits go to the block's words of `block_words`, summed over the blocks by
-            // histogram_packed6_sum_blocks; the table's counts to the counts.
+            // histogram_packed6_sum_blocks (or packed4); the table's counts to the counts.
             // SAFETY: TABLE kernels take one copy and block_words holds every block's words.
             unsafe { counters.store_words(block_words, thread::block_idx_x()) };
             counters.flush_table(counts);
@@ -446,7 +512,7 @@ pub(crate) mod device_code {
     }
 
     macro_rules! channel_kernels {
-        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed16:ident, $packed:ident, $packed6:ident);*) => {$(
+        ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed16:ident, $packed:ident, $packed6:ident, $packed4:ident);*) => {$(
             gpu_kernel! {
                 #[doc = concat!("One channel of `", stringify!($t), "` values (the plain histogram); see the [module documentation](super).")]
                 ///
@@ -507,8 +573,8 @@ pub(crate) mod device_code {
                     let (f, w) = (first, window);
                     // SAFETY (both): forwarded contract.
                     match mode_parts(mode) {
-                        (1, false, false) => unsafe { count_packed::<$t, 1, false, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
-                        (1, true, false) => unsafe { count_packed::<$t, 1, true, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
+                        (1, false, false) => unsafe { count_packed::<$t, 1, false, false, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
+                        (1, true, false) => unsafe { count_packed::<$t, 1, true, false, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
                         _ => {}
                     }
                 }
@@ -529,10 +595,10 @@ pub(crate) mod device_code {
                     let (f, w) = (first, window);
                     // SAFETY (all): forwarded contract.
                     match mode_parts(mode) {
-                        (2, false, false) => unsafe { count_packed::<$t, 2, false, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
-                        (2, true, false) => unsafe { count_packed::<$t, 2, true, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
-                        (2, false, true) => unsafe { count_packed::<$t, 2, false, true, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
-                        (2, true, true) => unsafe { count_packed::<$t, 2, true, true, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
+                        (2, false, false) => unsafe { count_packed::<$t, 2, false, false, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
+                        (2, true, false) => unsafe { count_packed::<$t, 2, true, false, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
+                        (2, false, true) => unsafe { count_packed::<$t, 2, false, true, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
+                        (2, true, true) => unsafe { count_packed::<$t, 2, true, true, false, false>(input, n, counts, binning, copies, f, w, core::ptr::null_mut()) },
                         _ => {}
                     }
                 }
@@ -555,10 +621,39 @@ pub(crate) mod device_code {
                                        copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {
                     let binning = Binning { nbins, lo, hi, scale };
                     let (f, w) = (first, window);
-                    // SAFETY (both): forwarded contract.
+                    // One pass over every bin: the window test is left out.
+                    let whole = first == 0 && window == nbins;
+                    // SAFETY (all): forwarded contract.
                     match mode_parts(mode) {
-                        (SIX_BIT_PACKING, false, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, false, false, true>(input, n, counts, binning, copies, f, w, block_words) },
-                        (SIX_BIT_PACKING, true, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, true, false, true>(input, n, counts, binning, copies, f, w, block_words) },
+                        (SIX_BIT_PACKING, false, false) if whole => unsafe { count_packed::<$t, SIX_BIT_PACKING, false, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
+                        (SIX_BIT_PACKING, false, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, false, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
+                        (SIX_BIT_PACKING, true, false) if whole => unsafe { count_packed::<$t, SIX_BIT_PACKING, true, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
+                        (SIX_BIT_PACKING, true, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, true, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
+                        _ => {}
+                    }
+                }
+
+                #[doc = concat!("One channel of `", stringify!($t), "` values in 4-bit packed counters with their carry table; see the [module documentation](super).")]
+                ///
+                /// # Safety
+                /// As the 6-bit kernel's (`histogram_packed6_*`), with packing
+                /// [`FOUR_BIT_PACKING`](crate::histogram::packed::FOUR_BIT_PACKING) in the mode,
+                /// [`carry_table_bytes`](crate::histogram::packed::carry_table_bytes)`(FOUR_BIT_PACKING)`
+                /// bytes of shared memory after the counters, and `words_for(window,
+                /// FOUR_BIT_PACKING)` words a block in `block_words`, which
+                /// `histogram_packed4_sum_blocks` adds.
+                pub unsafe fn $packed4(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
+                                       copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {
+                    let binning = Binning { nbins, lo, hi, scale };
+                    let (f, w) = (first, window);
+                    // One pass over every bin: the window test is left out.
+                    let whole = first == 0 && window == nbins;
+                    // SAFETY (all): forwarded contract.
+                    match mode_parts(mode) {
+                        (FOUR_BIT_PACKING, false, false) if whole => unsafe { count_packed::<$t, FOUR_BIT_PACKING, false, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
+                        (FOUR_BIT_PACKING, false, false) => unsafe { count_packed::<$t, FOUR_BIT_PACKING, false, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
+                        (FOUR_BIT_PACKING, true, false) if whole => unsafe { count_packed::<$t, FOUR_BIT_PACKING, true, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
+                        (FOUR_BIT_PACKING, true, false) => unsafe { count_packed::<$t, FOUR_BIT_PACKING, true, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
                         _ => {}
                     }
                 }
@@ -568,14 +663,63 @@ pub(crate) mod device_code {
 
     channel_kernels!(
         u8 => histogram_channels1_u8, histogram_channels2_u8, histogram_channels3_u8, histogram_channels4_u8,
-              histogram_packed16_u8, histogram_packed_u8, histogram_packed6_u8;
+              histogram_packed16_u8, histogram_packed_u8, histogram_packed6_u8, histogram_packed4_u8;
         u16 => histogram_channels1_u16, histogram_channels2_u16, histogram_channels3_u16, histogram_channels4_u16,
-               histogram_packed16_u16, histogram_packed_u16, histogram_packed6_u16;
+               histogram_packed16_u16, histogram_packed_u16, histogram_packed6_u16, histogram_packed4_u16;
         i32 => histogram_channels1_i32, histogram_channels2_i32, histogram_channels3_i32, histogram_channels4_i32,
-               histogram_packed16_i32, histogram_packed_i32, histogram_packed6_i32;
+               histogram_packed16_i32, histogram_packed_i32, histogram_packed6_i32, histogram_packed4_i32;
         f32 => histogram_channels1_f32, histogram_channels2_f32, histogram_channels3_f32, histogram_channels4_f32,
-               histogram_packed16_f32, histogram_packed_f32, histogram_packed6_f32
+               histogram_packed16_f32, histogram_packed_f32, histogram_packed6_f32, histogram_packed4_f32
     );
+
+    /// The body of the sum kernels of the carry-table counters of packing `P`
+    /// (`histogram_packed6_sum_blocks`, `histogram_packed4_sum_blocks`): thread `x` of the grid's x
+    /// dimension sums word `x` over the blocks `y, y + grid_dim_y, ..` for its `y`, and adds each
+    /// of the word's digit sums into its counter with one global atomic where it is not zero.
+    ///
+    /// # Safety
+    /// As the kernels'.
+    #[inline(always)]
+    unsafe fn sum_block_digits<const P: u32>(
+        block_words: *const u32,
+        blocks: u32,
+        words: u32,
+        counters: u32,
+        counts: *mut u32,
+    ) {
+        let w = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+        if w >= words {
+            return;
+        }
+        let (first, step) = (thread::block_idx_y(), thread::grid_dim_y());
+        let mut sums = [0u32; 8];
+        let mut add = #[inline(always)]
+        |word: u32| {
+            for (d, sum) in sums.iter_mut().enumerate().take(per_word(P) as usize) {
+                *sum += digit_of(word, d as u32, P);
+            }
+        };
+        // SAFETY: b < blocks and w < words: inside block_words.
+        let at = |b: u32| unsafe { block_words.add(b as usize * words as usize + w as usize).read() };
+        // Four blocks' words in flight at once.
+        let mut b = first;
+        while b + 3 * step < blocks {
+            let four = [at(b), at(b + step), at(b + 2 * step), at(b + 3 * step)];
+            four.into_iter().for_each(&mut add);
+            b += 4 * step;
+        }
+        while b < blocks {
+            add(at(b));
+            b += step;
+        }
+        for (d, &sum) in sums.iter().enumerate().take(per_word(P) as usize) {
+            let i = w * per_word(P) + d as u32;
+            if i < counters && sum != 0 {
+                // SAFETY: i < counters, inside counts; red.global is atomic.
+                unsafe { atomic::global_add_u32(counts.add(i as usize), sum) };
+            }
+        }
+    }
 
     gpu_kernel! {
         /// Adds the 6-bit digits that the `blocks` blocks of a `histogram_packed6_*` launch stored
@@ -593,38 +737,20 @@ pub(crate) mod device_code {
         /// global atomics during the launch.
         pub unsafe fn histogram_packed6_sum_blocks(block_words: *const u32, blocks: u32, words: u32, counters: u32,
                                                    counts: *mut u32) {
-            let w = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
-            if w >= words {
-                return;
-            }
-            let (first, step) = (thread::block_idx_y(), thread::grid_dim_y());
-            let mut sums = [0u32; 5];
-            let mut add = #[inline(always)]
-            |word: u32| {
-                for (d, sum) in sums.iter_mut().enumerate() {
-                    *sum += digit_of(word, d as u32, SIX_BIT_PACKING);
-                }
-            };
-            // SAFETY: b < blocks and w < words: inside block_words.
-            let at = |b: u32| unsafe { block_words.add(b as usize * words as usize + w as usize).read() };
-            // Four blocks' words in flight at once.
-            let mut b = first;
-            while b + 3 * step < blocks {
-                let four = [at(b), at(b + step), at(b + 2 * step), at(b + 3 * step)];
-                four.into_iter().for_each(&mut add);
-                b += 4 * step;
-            }
-            while b < blocks {
-                add(at(b));
-                b += step;
-            }
-            for (d, &sum) in sums.iter().enumerate() {
-                let i = w * 5 + d as u32;
-                if i < counters && sum != 0 {
-                    // SAFETY: i < counters, inside counts; red.global is atomic.
-                    unsafe { atomic::global_add_u32(counts.add(i as usize), sum) };
-                }
-            }
+            // SAFETY: forwarded contract.
+            unsafe { sum_block_digits::<SIX_BIT_PACKING>(block_words, blocks, words, counters, counts) }
+        }
+
+        /// [`histogram_packed6_sum_blocks`] for the 4-bit digits (eight to a word) of a
+        /// `histogram_packed4_*` launch.
+        ///
+        /// # Safety
+        /// As `histogram_packed6_sum_blocks`'s, with `words = words_for(counters,
+        /// FOUR_BIT_PACKING)`.
+        pub unsafe fn histogram_packed4_sum_blocks(block_words: *const u32, blocks: u32, words: u32, counters: u32,
+                                                   counts: *mut u32) {
+            // SAFETY: forwarded contract.
+            unsafe { sum_block_digits::<FOUR_BIT_PACKING>(block_words, blocks, words, counters, counts) }
         }
     }
 }

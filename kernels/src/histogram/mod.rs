@@ -313,6 +313,19 @@ pub trait Element: Copy {
         }
     }
 
+    /// Whether the value counts at all, and its bin where it does (a meaningless bin elsewhere):
+    /// [`Element::window_bin`] for a window of every bin, without its subtraction and test (a
+    /// clamped integer always counts, in a bin below `nbins`).
+    #[inline(always)]
+    fn bin_parts(self, binning: &Binning) -> (bool, u32) {
+        if Self::MAY_LEAVE_OUT {
+            let bin = self.bin_or_none(binning);
+            (bin != NO_BIN, bin)
+        } else {
+            (true, self.bin_or_none(binning))
+        }
+    }
+
     /// Whether the value counts in the window `first..first + window` of the bins, and its
     /// counter there (`bin - first`) where it does (a meaningless counter elsewhere): the
     /// packed kernels' binning, where a kernel bound by its instructions tests the range and the
@@ -400,6 +413,10 @@ impl Element for f32 {
     #[inline(always)]
     fn bin(self, binning: &Binning) -> Option<u32> {
         bin_of_f32(self, binning.lo, binning.hi, binning.scale, binning.nbins)
+    }
+    #[inline(always)]
+    fn bin_parts(self, binning: &Binning) -> (bool, u32) {
+        f32_bin_parts(self, binning.lo, binning.hi, binning.scale, binning.nbins)
     }
     #[inline(always)]
     fn window_bin(self, binning: &Binning, first: u32, window: u32) -> (bool, u32) {

@@ -17,9 +17,10 @@
 //! Counter `i` lives in word `i / per_word` (of `copies` interleaved copies: word `w` of copy `c`
 //! at `w * copies + c`), digit `i % per_word`, bits `w * digit ..` ([`word_of`], [`digit_index`]).
 //!
-//! 6-bit digits ([`SIX_BIT_PACKING`], five to a word) hold the most bins of all, 280,320 in one
-//! block of an H100 or H200, but carry every 64 adds; they keep their carries in a small table in
-//! shared memory ([`CARRY_TABLE_SLOTS`]) instead of sending each to global memory.
+//! 6-bit digits ([`SIX_BIT_PACKING`], five to a word) hold 280,320 bins in one block of an H100
+//! or H200 but carry every 64 adds, and 4-bit digits ([`FOUR_BIT_PACKING`], eight to a word)
+//! 399,360, carrying every 16; both keep their carries in a table in shared memory
+//! ([`carry_table_slots`]) instead of sending each to global memory.
 
 /// The most counters packed into a word, as `log2`: four 8-bit digits.
 pub const MAX_PACKING: u32 = 2;
@@ -35,6 +36,32 @@ pub const MAX_PACKING: u32 = 2;
 /// assert_eq!((word_of(12, SIX_BIT_PACKING), digit_index(12, SIX_BIT_PACKING)), (2, 2));
 /// ```
 pub const SIX_BIT_PACKING: u32 = 4;
+
+/// The packing code of 4-bit digits, eight to a word, as counters with a carry table (the same
+/// digits as the carry plane's, [`CARRY_PLANE_PACKING`]): they hold the most bins of one block,
+/// 399,360 on an H100 or H200 ([`carry_table_capacity`]), but carry every 16 adds, so only with
+/// the carry table, whose slot counts a counter's values once it carried ([`carry_table_slots`]).
+/// A warp's merged add (up to 32) may carry twice out of a digit; see [`add_exact`].
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, digit_bits, per_word, word_of, digit_index};
+/// assert_eq!((per_word(FOUR_BIT_PACKING), digit_bits(FOUR_BIT_PACKING)), (8, 4));
+/// assert_eq!((word_of(12, FOUR_BIT_PACKING), digit_index(12, FOUR_BIT_PACKING)), (1, 4));
+/// ```
+pub const FOUR_BIT_PACKING: u32 = 3;
+
+/// Whether counters of packing `packing` keep their carries in a carry table
+/// ([`carry_table_slots`]): 6- and 4-bit digits.
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, has_carry_table};
+/// assert!(has_carry_table(SIX_BIT_PACKING) && has_carry_table(FOUR_BIT_PACKING));
+/// assert!(!has_carry_table(1) && !has_carry_table(2));
+/// ```
+#[inline(always)]
+pub const fn has_carry_table(packing: u32) -> bool {
+    packing == SIX_BIT_PACKING || packing == FOUR_BIT_PACKING
+}
 
 /// Counters per 32-bit word: 1, 2, 4 or 8 (the carry plane's 4-bit digits), or 5 for
 /// [`SIX_BIT_PACKING`].
@@ -105,7 +132,8 @@ pub const fn counter_bytes(counters: u32, packing: u32, copies: u32) -> u64 {
 }
 
 /// The carries an add of `inc` to digit `digit` makes in a word that held `old` (`inc` below
-/// `2^digit_bits(packing)`): how many boundaries it crossed, from the boundary above `digit`
+/// `2^digit_bits(packing)`, or up to 32 for 4-bit digits, whose boundary above `digit` may then
+/// carry two units: see [`add_exact`]): how many boundaries it crossed, from the boundary above `digit`
 /// upward (a carry into a full digit goes on, so the crossed boundaries are consecutive). Boundary
 /// `b` (from 1 to `per_word`) lies above digit `b - 1`; boundary `per_word` is the top of the
 /// word (bit 30 for 6-bit digits, whose last two bits no counter reads). Each crossed boundary `b` is corrected with `+2^w` to counter `b - 1` of the word and,
@@ -241,74 +269,93 @@ pub const fn carry_plane_capacity(capacity: u64) -> u64 {
     counters
 }
 
-/// Slots of the carry table of 6-bit counters ([`SIX_BIT_PACKING`]): a key word (the counter;
-/// [`CARRY_TABLE_FREE`]: free) and a count word each, in shared memory after the counters. A
-/// carry out of a 6-bit digit (every 64 adds) adds 64 to its counter's slot (found with a load,
-/// claimed with a compare-and-swap on the first carry) and is taken back from the digit above in
-/// shared memory: only carries that find no slot within [`CARRY_TABLE_PROBES`] of their
-/// counter's, and the rare cascades and borrows, reach the global counts. A counter that holds
-/// its first slot ([`carry_table_slot`]) adds its later values there directly, so that it
-/// carries no more. A slot
-/// is taken by a counter that carries in this block, that is one that gets 64 of its values: a
-/// block of 2^26 / 132 values holds fewer than 8,000 of those, and skewed inputs, whose hot bins
-/// carry again and again, only a few hundred (zipf values with exponent 1.1 over 262,144 bins:
-/// about 550). Without the table a constant input's carries were 2^26 / 64 global atomics on one
-/// address, serialized in L2 (1.8 ms on the H200 in a CUDA C model of the loop).
-pub const CARRY_TABLE_SLOTS: u32 = 1024;
+/// Slots of the carry table of counters of packing `packing` ([`has_carry_table`]): a key word
+/// (the counter; [`CARRY_TABLE_FREE`]: free) and a count word each, in shared memory after the
+/// counters: 1,024 for 6-bit digits ([`SIX_BIT_PACKING`]), 4,096 for 4-bit ones
+/// ([`FOUR_BIT_PACKING`]). A carry out of a digit (every 64 or 16 adds) adds 64 or 16 to its
+/// counter's slot (found with a load, claimed with a compare-and-swap on the first carry) and is
+/// taken back from the digit above in shared memory: only carries that find no slot within
+/// [`CARRY_TABLE_PROBES`] of their counter's, and the rare cascades and borrows, reach the global
+/// counts. A counter that holds its first slot ([`carry_table_slot`]) adds its later values there
+/// directly, so that it carries no more. A slot is taken by a counter that carries in this block,
+/// one that gets 64 (or 16) of its values: skewed inputs, whose hot bins carry again and again,
+/// hold a few hundred to a few thousand (zipf values with exponent 1.1 over 262,144 bins, 2^26 /
+/// 132 values a block: about 550 counters reach 64, about 1,900 reach 16, hence the 4-bit
+/// digits' larger table). Without the table a constant input's carries were 2^26 / 64 global
+/// atomics on one address, serialized in L2 (1.8 ms on the H200 in a CUDA C model of the loop).
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_slots};
+/// assert_eq!((carry_table_slots(SIX_BIT_PACKING), carry_table_slots(FOUR_BIT_PACKING)), (1024, 4096));
+/// ```
+#[inline(always)]
+pub const fn carry_table_slots(packing: u32) -> u32 {
+    if packing == FOUR_BIT_PACKING { 4096 } else { 1024 }
+}
 
 /// Slots a carry tries, from its counter's ([`carry_table_slot`]) on, before it goes to the
 /// global counts.
 pub const CARRY_TABLE_PROBES: u32 = 8;
 
-/// The carry table's first slot for `counter`: its low bits, so that a run of up to
-/// [`CARRY_TABLE_SLOTS`] neighbouring hot bins holds distinct first slots (the slot a counter's
-/// values may add to directly). Later probes step [`CARRY_TABLE_STEP`] slots, so that a
-/// counter whose first slot a run holds looks beyond the run.
+/// The carry table's first slot for `counter` (counters of packing `packing`): its low bits, so
+/// that a run of up to [`carry_table_slots`] neighbouring hot bins holds distinct first slots
+/// (the slot a counter's values may add to directly). Later probes step [`CARRY_TABLE_STEP`]
+/// slots, so that a counter whose first slot a run holds looks beyond the run.
 ///
 /// ```
-/// use kernels::histogram::packed::{CARRY_TABLE_SLOTS, carry_table_slot};
-/// assert!((0..100_000).all(|c| carry_table_slot(c) < CARRY_TABLE_SLOTS));
-/// assert_ne!(carry_table_slot(0), carry_table_slot(1));
+/// use kernels::histogram::packed::{SIX_BIT_PACKING, carry_table_slot, carry_table_slots};
+/// let six = SIX_BIT_PACKING;
+/// assert!((0..100_000).all(|c| carry_table_slot(c, six) < carry_table_slots(six)));
+/// assert_ne!(carry_table_slot(0, six), carry_table_slot(1, six));
 /// ```
 #[inline(always)]
-pub const fn carry_table_slot(counter: u32) -> u32 {
-    counter & (CARRY_TABLE_SLOTS - 1)
+pub const fn carry_table_slot(counter: u32, packing: u32) -> u32 {
+    counter & (carry_table_slots(packing) - 1)
 }
 
-/// Threads a block of the 6-bit kernels (`histogram_packed6_*`) may have, their `.maxntid`: the
-/// read of a counter's own slot key takes them to 74-84 registers a thread uncapped, so that
-/// the `f32` and `u8` kernels would run 640 and 736 threads a block and 1,024 none; capped, all
-/// four run 768 (ptxas holds them to 75-77 registers, no spills).
-pub const SIX_BIT_THREADS: u32 = 768;
+/// Threads a block of the carry-table kernels (`histogram_packed6_*`, `histogram_packed4_*`) may
+/// have, their `.maxntid`: the read of a counter's own slot key takes the 6-bit kernels to 74-84
+/// registers a thread uncapped, so that the `f32` and `u8` kernels would run 640 and 736 threads
+/// a block and 1,024 none; capped, all run 768 (ptxas holds them to 75-77 registers, no spills).
+pub const CARRY_TABLE_THREADS: u32 = 768;
 
 /// The stride of the carry table's probes after the first (odd, so that the probes of a
 /// counter are distinct slots).
 pub const CARRY_TABLE_STEP: u32 = 389;
 
-/// The carry table's slot a probe tries after `slot` ([`CARRY_TABLE_STEP`] on, wrapping).
+/// The carry table's slot a probe tries after `slot` ([`CARRY_TABLE_STEP`] on, wrapping), for
+/// counters of packing `packing`.
 #[inline(always)]
-pub const fn carry_table_next(slot: u32) -> u32 {
-    (slot + CARRY_TABLE_STEP) & (CARRY_TABLE_SLOTS - 1)
+pub const fn carry_table_next(slot: u32, packing: u32) -> u32 {
+    (slot + CARRY_TABLE_STEP) & (carry_table_slots(packing) - 1)
 }
 
 /// A free slot's key in the carry table (no counter: a block's counters are fewer than 2^19).
 pub const CARRY_TABLE_FREE: u32 = u32::MAX;
 
-/// Shared memory of the carry table, bytes: a key and a count per slot.
-pub const fn carry_table_bytes() -> u64 {
-    2 * CARRY_TABLE_SLOTS as u64 * 4
-}
-
-/// The most 6-bit counters that fit in `capacity` 32-bit words with their carry table.
+/// Shared memory of the carry table of counters of packing `packing`, bytes: a key and a count
+/// per slot.
 ///
 /// ```
-/// use kernels::histogram::packed::carry_table_capacity;
-/// // One block of the H100 or H200 (227 KiB, 58,112 words).
-/// assert_eq!(carry_table_capacity(58_112), 280_320);
-/// assert_eq!(carry_table_capacity(100), 0);
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_bytes};
+/// assert_eq!((carry_table_bytes(SIX_BIT_PACKING), carry_table_bytes(FOUR_BIT_PACKING)), (8 << 10, 32 << 10));
 /// ```
-pub const fn carry_table_capacity(capacity: u64) -> u64 {
-    capacity.saturating_sub(2 * CARRY_TABLE_SLOTS as u64) * 5
+pub const fn carry_table_bytes(packing: u32) -> u64 {
+    2 * carry_table_slots(packing) as u64 * 4
+}
+
+/// The most counters of packing `packing` ([`has_carry_table`]) that fit in `capacity` 32-bit
+/// words with their carry table.
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_capacity};
+/// // One block of the H100 or H200 (227 KiB, 58,112 words).
+/// assert_eq!(carry_table_capacity(58_112, SIX_BIT_PACKING), 280_320);
+/// assert_eq!(carry_table_capacity(58_112, FOUR_BIT_PACKING), 399_360);
+/// assert_eq!(carry_table_capacity(100, SIX_BIT_PACKING), 0);
+/// ```
+pub const fn carry_table_capacity(capacity: u64, packing: u32) -> u64 {
+    capacity.saturating_sub(2 * carry_table_slots(packing) as u64) * per_word(packing) as u64
 }
 
 /// The borrows a subtraction of one from digit `digit` of a word that held `old` makes: how many
@@ -350,14 +397,14 @@ pub trait CounterMemory {
     /// `counter` is below the counters' number.
     unsafe fn add_count(&mut self, counter: u32, value: u32);
 
-    /// Counts one carry of counter `counter` (worth `2^digit_bits` counts) in the carry table
-    /// ([`CARRY_TABLE_SLOTS`]) and returns true, or returns false where the counters have no
-    /// table or it has no slot left for the counter (the default: no table).
+    /// Counts one carry of counter `counter`, worth `unit` counts (`2^digit_bits`), in the carry
+    /// table ([`carry_table_slots`]) and returns true, or returns false where the counters have
+    /// no table or it has no slot left for the counter (the default: no table).
     ///
     /// # Safety
     /// `counter` is below the counters' number.
-    unsafe fn count_carry(&mut self, counter: u32) -> bool {
-        let _ = counter;
+    unsafe fn count_carry(&mut self, counter: u32, unit: u32) -> bool {
+        let _ = (counter, unit);
         false
     }
 }
@@ -420,13 +467,16 @@ unsafe fn take_one<M: CounterMemory>(
     }
 }
 
-/// Adds `inc` (1 to `2^digit_bits(packing) - 1`) to counter `counter` (below `counters`) packed
-/// [`per_word`]`(packing)` to a word (`packing` 1, 2 or [`SIX_BIT_PACKING`]), whose word, of this
-/// lane's copy, is `slot` of the counters, and corrects every carry it makes so that the counts
-/// stay exact: in the global counts (see the module documentation) or, with `kept`, in shared
-/// memory: for 6-bit digits in the carry table ([`CounterMemory::count_carry`]), else in the carry
-/// plane ([`CARRY_PLANE_PACKING`]), whose digit of the counter is worth `2^digit_bits(packing)`
-/// counts. A single carry adds one to the counter's carry digit (or table count) and takes the
+/// Adds `inc` (1 to `2^digit_bits(packing) - 1`, or to 32 for [`FOUR_BIT_PACKING`]) to counter
+/// `counter` (below `counters`) packed [`per_word`]`(packing)` to a word (`packing` 1, 2,
+/// [`SIX_BIT_PACKING`] or [`FOUR_BIT_PACKING`]), whose word, of this lane's copy, is `slot` of the
+/// counters, and corrects every carry it makes so that the counts stay exact: in the global counts
+/// (see the module documentation) or, with `kept`, in shared memory: for 6- and 4-bit digits in
+/// the carry table ([`CounterMemory::count_carry`]), else in the carry plane
+/// ([`CARRY_PLANE_PACKING`]), whose digit of the counter is worth `2^digit_bits(packing)` counts.
+/// A warp's merged add of up to 32 to a 4-bit digit carries out of it once or twice (its digit
+/// plus the add over 16 or over 32): each is a carry, taken back from the digit above one at a
+/// time. A single carry adds one to the counter's carry digit (or table count) and takes the
 /// carry back from the digit above in shared memory; only the plane's own carries, carries that
 /// find no slot in the table, the rare cascades and the borrows reach the global counts. At the
 /// end, a counter's count is its digits over the copies, plus its carry digit (or table count)
@@ -492,24 +542,35 @@ unsafe fn carry<M: CounterMemory>(
     let digit = digit_index(counter, packing);
     let first = counter - digit;
     let crossed = carries(old, digit, inc, packing);
-    if kept && packing == SIX_BIT_PACKING && crossed == 1 {
-        // One carry: counted in the table (or, where it has no room for the counter, made in
+    // Carries out of the counter's own digit: 1, or 2 where a merged add of over 16 met a 4-bit
+    // digit (8- and 16-bit digits take every add of at most 32 with one).
+    let amount =
+        if packing == FOUR_BIT_PACKING { (digit_of(old, digit, packing) + inc) >> digit_bits(packing) } else { 1 };
+    if kept && has_carry_table(packing) && crossed == 1 {
+        // Each carry: counted in the table (or, where it has no room for the counter, made in
         // the global counts) and taken back from the digit above in shared memory, which keeps
         // that digit's own carries rare. (Left there, with the table correcting both counters
         // at the flush, zipf values over 262,144 bins took 0.293 ms on the H200 against 0.212.)
-        // SAFETY (all): counter < counters.
-        if !unsafe { m.count_carry(counter) } {
-            unsafe { m.add_count(counter, 1 << digit_bits(packing)) };
-        }
-        if digit + 1 < per_word(packing) {
-            // SAFETY: the same word of the counters.
-            unsafe { take_one(m, false, slot, counters, first, digit + 1, packing, 1) };
+        for _ in 0..amount {
+            // SAFETY (all): counter < counters.
+            if !unsafe { m.count_carry(counter, 1 << digit_bits(packing)) } {
+                unsafe { m.add_count(counter, 1 << digit_bits(packing)) };
+            }
+            if digit + 1 < per_word(packing) {
+                // SAFETY: the same word of the counters.
+                unsafe { take_one(m, false, slot, counters, first, digit + 1, packing, 1) };
+            }
         }
         return;
     }
     if !kept || crossed != 1 {
-        // SAFETY: forwarded: the corrections are checked against counters.
+        // SAFETY (both): forwarded: the corrections are checked against counters.
         unsafe { correct_carries(m, counters, first, digit, crossed, packing, 1) };
+        if amount > 1 {
+            // The boundary above the digit carried `amount` units, of which the line above
+            // corrected one.
+            unsafe { correct_carries(m, counters, first, digit, 1, packing, amount - 1) };
+        }
         return;
     }
     // One carry: out of this counter's digit into the digit above (or out of the word).
@@ -541,8 +602,8 @@ unsafe fn carry<M: CounterMemory>(
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::{
-        CARRY_PLANE_PACKING, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CARRY_TABLE_SLOTS, CounterMemory, add_exact,
-        carried, carries, carry_table_next, carry_table_slot, digit_bits, digit_index, digit_of, per_word, word_of,
+        CARRY_PLANE_PACKING, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CounterMemory, add_exact, carried, carries,
+        carry_table_next, carry_table_slot, carry_table_slots, digit_bits, digit_index, digit_of, per_word, word_of,
         words_for,
     };
     use crate::device::shared::DynamicSharedArray;
@@ -558,20 +619,21 @@ pub(crate) mod device_code {
         counts: *mut u32,
         /// The carry plane ([`CARRY_PLANE_PACKING`]), if the counters have one.
         plane: Option<DynamicSharedArray<u32>>,
-        /// The carry table of 6-bit digits ([`CARRY_TABLE_SLOTS`] keys, then as many counts of values), if
-        /// the counters have one.
+        /// The carry table of 6- or 4-bit digits (`carry_table_slots(P)` keys, then as many
+        /// counts of values), if the counters have one.
         table: Option<DynamicSharedArray<u32>>,
     }
 
-    /// The kernels' [`CounterMemory`]: this block's shared words and the global counts.
-    struct Device {
+    /// The kernels' [`CounterMemory`] of counters of packing `P`: this block's shared words and the
+    /// global counts.
+    struct Device<const P: u32> {
         words: DynamicSharedArray<u32>,
         plane: Option<DynamicSharedArray<u32>>,
         table: Option<DynamicSharedArray<u32>>,
         counts: *mut u32,
     }
 
-    impl CounterMemory for Device {
+    impl<const P: u32> CounterMemory for Device<P> {
         #[inline(always)]
         unsafe fn fetch_add(&mut self, plane: bool, word: u32, value: u32) -> u32 {
             let words = if plane { self.plane.unwrap_or(self.words) } else { self.words };
@@ -586,14 +648,14 @@ pub(crate) mod device_code {
         }
 
         #[inline(always)]
-        unsafe fn count_carry(&mut self, counter: u32) -> bool {
+        unsafe fn count_carry(&mut self, counter: u32, unit: u32) -> bool {
             let Some(table) = self.table else { return false };
             let key = counter;
-            let mut slot = carry_table_slot(counter);
+            let mut slot = carry_table_slot(counter, P);
             for _ in 0..CARRY_TABLE_PROBES {
                 // A load finds a held slot without the compare-and-swap's wait; the
                 // compare-and-swap claims a free slot for one counter only.
-                // SAFETY (all): slot < CARRY_TABLE_SLOTS, inside the table's keys and counts.
+                // SAFETY (all): slot < carry_table_slots(P), inside the table's keys and counts.
                 let mut held = unsafe { atomic::shared_load_relaxed_u32(table.address_of(slot as usize)) };
                 if held == CARRY_TABLE_FREE {
                     held = unsafe {
@@ -601,17 +663,12 @@ pub(crate) mod device_code {
                     };
                 }
                 if held == CARRY_TABLE_FREE || held == key {
-                    // The slot counts values (a carry is 64 of them): the counter's later values
-                    // may add there directly (SharedCounters::fetch_hot).
-                    unsafe {
-                        atomic::shared_add_u32(
-                            table.address_of((CARRY_TABLE_SLOTS + slot) as usize),
-                            1 << digit_bits(super::SIX_BIT_PACKING),
-                        )
-                    };
+                    // The slot counts values (a carry is `unit` of them): the counter's later
+                    // values may add there directly (SharedCounters::fetch_hot).
+                    unsafe { atomic::shared_add_u32(table.address_of((carry_table_slots(P) + slot) as usize), unit) };
                     return true;
                 }
-                slot = carry_table_next(slot);
+                slot = carry_table_next(slot, P);
             }
             false
         }
@@ -629,12 +686,12 @@ pub(crate) mod device_code {
             Self { words, counters, copies, counts, plane: None, table: None }
         }
 
-        /// These 6-bit counters ([`SIX_BIT_PACKING`](super::SIX_BIT_PACKING)) with a carry table
-        /// over `table` (`2 * CARRY_TABLE_SLOTS` words, apart from the counters' words): see
-        /// [`add_exact`](super::add_exact).
+        /// These 6- or 4-bit counters ([`has_carry_table`](super::has_carry_table)) with a carry
+        /// table over `table` (`2 * carry_table_slots(P)` words, apart from the counters' words):
+        /// see [`add_exact`](super::add_exact).
         ///
         /// # Safety
-        /// `table` holds those words; packing `P` is `SIX_BIT_PACKING`.
+        /// `table` holds those words; `has_carry_table(P)`.
         #[inline(always)]
         pub(crate) unsafe fn with_carry_table(self, table: DynamicSharedArray<u32>) -> Self {
             Self { table: Some(table), ..self }
@@ -648,7 +705,7 @@ pub(crate) mod device_code {
 
         /// The [`CounterMemory`] of these counters.
         #[inline(always)]
-        fn memory(&self) -> Device {
+        fn memory(&self) -> Device<P> {
             Device { words: self.words, plane: self.plane, table: self.table, counts: self.counts }
         }
 
@@ -690,9 +747,9 @@ pub(crate) mod device_code {
             }
             if let Some(table) = self.table {
                 let mut i = tid;
-                while i < 2 * CARRY_TABLE_SLOTS {
+                while i < 2 * carry_table_slots(P) {
                     // SAFETY: inside the table's words; each thread zeroes its own.
-                    unsafe { table.store(i as usize, if i < CARRY_TABLE_SLOTS { CARRY_TABLE_FREE } else { 0 }) };
+                    unsafe { table.store(i as usize, if i < carry_table_slots(P) { CARRY_TABLE_FREE } else { 0 }) };
                     i += threads;
                 }
             }
@@ -773,7 +830,7 @@ pub(crate) mod device_code {
             (unsafe { atomic::shared_fetch_add_u32(addr, add) }, shift)
         }
 
-        /// [`SharedCounters::fetch`] for 6-bit counters with a carry table: where the counter
+        /// [`SharedCounters::fetch`] for 6- or 4-bit counters with a carry table: where the counter
         /// holds the first table slot its carries probe (`carry_table_slot`), the value is added
         /// to that slot's count (32 bits, which counts values) instead of its digit, so that a
         /// counter hot enough to carry in this block carries no more. Returns `fetch`'s pair and
@@ -796,15 +853,15 @@ pub(crate) mod device_code {
                 let (old, shift) = unsafe { self.fetch(when, counter, idle, copy, inc) };
                 return (old, shift, when);
             };
-            let slot = carry_table_slot(counter);
-            // SAFETY: slot < CARRY_TABLE_SLOTS, a key of the table. A key once set stays: a
+            let slot = carry_table_slot(counter, P);
+            // SAFETY: slot < carry_table_slots(P), a key of the table. A key once set stays: a
             // stale free key or another counter's sends the value to its digit, as exact.
             let key = unsafe { atomic::shared_load_relaxed_u32(table.address_of(slot as usize)) };
             let hot = when & (key == counter);
             let word = if when { word_of(counter, P) } else { word_of(idle, P) };
             let shift = digit_bits(P) * digit_index(counter, P);
             let addr = if hot {
-                table.address_of((CARRY_TABLE_SLOTS + slot) as usize)
+                table.address_of((carry_table_slots(P) + slot) as usize)
             } else {
                 self.words.address_of((word * self.copies + copy) as usize)
             };
@@ -910,11 +967,11 @@ pub(crate) mod device_code {
             let Some(table) = self.table else { return };
             let (tid, threads) = (thread::thread_idx_x(), thread::block_dim_x());
             let mut slot = tid;
-            while slot < CARRY_TABLE_SLOTS {
-                // SAFETY: slot < CARRY_TABLE_SLOTS, inside the keys and counts; ordered by the
+            while slot < carry_table_slots(P) {
+                // SAFETY: slot < carry_table_slots(P), inside the keys and counts; ordered by the
                 // barrier before the flush.
                 let (key, carries) =
-                    unsafe { (table.load(slot as usize), table.load((CARRY_TABLE_SLOTS + slot) as usize)) };
+                    unsafe { (table.load(slot as usize), table.load((carry_table_slots(P) + slot) as usize)) };
                 if key != CARRY_TABLE_FREE {
                     // SAFETY: a held key is a counter, below counters.
                     unsafe { atomic::global_add_u32(counts.add(key as usize), carries) };
@@ -1054,10 +1111,10 @@ mod tests {
     /// Adds `incs` (counter, amount) one after another to one word, applying the corrections the
     /// way the kernels do, and returns the word's counters reconstructed as the flush would add
     /// them (digits plus corrections, modulo 2^32).
-    fn simulate(packing: u32, incs: &[(u32, u32)]) -> [u32; 5] {
+    fn simulate(packing: u32, incs: &[(u32, u32)]) -> [u32; 8] {
         let (w, per) = (digit_bits(packing), per_word(packing));
         let mut word = 0u32;
-        let mut global = [0u32; 5];
+        let mut global = [0u32; 8];
         for &(digit, inc) in incs {
             let old = word;
             word = word.wrapping_add(inc << (w * digit));
@@ -1078,12 +1135,12 @@ mod tests {
 
     #[test]
     fn packed_counts_are_exact_through_every_carry_and_wrap_out_of_the_word() {
-        for packing in [1, 2, SIX_BIT_PACKING] {
+        for packing in [1, 2, SIX_BIT_PACKING, FOUR_BIT_PACKING] {
             let (w, per) = (digit_bits(packing), per_word(packing));
             // A pseudo-random walk of adds that makes every digit wrap many times.
             let mut state = 0x2545_F491_4F6C_DD1Du64;
             let mut incs = Vec::new();
-            let mut truth = [0u64; 5];
+            let mut truth = [0u64; 8];
             let limit = 1u32 << w;
             for _ in 0..(per as usize * (limit as usize) * 6) {
                 state ^= state << 13;
@@ -1115,7 +1172,8 @@ mod tests {
         packing: u32,
         hot: u32,
         global_adds: u64,
-        /// The carry table of 6-bit counters: (counter, carries), at most `table_room` of them.
+        /// The carry table of 6- or 4-bit counters: (counter, carries), at most `table_room` of
+        /// them.
         table: Vec<(u32, u32)>,
         table_room: usize,
     }
@@ -1161,7 +1219,7 @@ mod tests {
             (0..self.truth.len() as u32)
                 .map(|i| {
                     let low = digit_of(self.low[word_of(i, p) as usize], digit_index(i, p), p);
-                    let carries = if p == SIX_BIT_PACKING {
+                    let carries = if has_carry_table(p) {
                         self.table.iter().filter(|&&(c, _)| c == i).map(|&(_, n)| n).sum()
                     } else {
                         digit_of(self.plane[(i >> q) as usize], i & (per_word(q) - 1), q)
@@ -1192,10 +1250,11 @@ mod tests {
             self.counts[counter as usize] = self.counts[counter as usize].wrapping_add(value);
         }
 
-        unsafe fn count_carry(&mut self, counter: u32) -> bool {
-            if self.packing != SIX_BIT_PACKING {
+        unsafe fn count_carry(&mut self, counter: u32, unit: u32) -> bool {
+            if !has_carry_table(self.packing) {
                 return false;
             }
+            assert_eq!(unit, 1 << digit_bits(self.packing), "a carry is worth one unit of the digit above");
             if let Some(slot) = self.table.iter_mut().find(|(c, _)| *c == counter) {
                 slot.1 += 1;
                 return true;
@@ -1210,7 +1269,8 @@ mod tests {
 
     #[test]
     fn counts_with_a_carry_plane_or_table_stay_exact_under_interleaved_adds() {
-        for packing in [1, 2, SIX_BIT_PACKING] {
+        // 4-bit digits take the model's adds of 32 as two carries (see add_exact).
+        for packing in [1, 2, SIX_BIT_PACKING, FOUR_BIT_PACKING] {
             for (counters, hot) in [(9u32, 3u32), (64, 63), (13, 12), (8, 0), (10, 4), (11, 9)] {
                 // A table of 3 slots: most counters' carries find none and go to global memory.
                 let mut m = Interleaved::new(packing, counters, hot, 3);
@@ -1241,19 +1301,63 @@ mod tests {
 
     #[test]
     fn a_constant_input_never_reaches_global_memory_with_the_carry_table() {
-        // One lane adding 32 at a time to the top 6-bit digit of a word, then to a low one.
-        for counter in [4u32, 6] {
-            let mut m = Interleaved::new(SIX_BIT_PACKING, 10, counter, 4);
-            m.depth = 2;
-            for _ in 0..(1 << 20) / 32 {
-                // SAFETY: counter < 10; the model holds every word.
-                unsafe { add_exact(&mut m, SIX_BIT_PACKING, 10, counter, word_of(counter, SIX_BIT_PACKING), 32, true) };
+        // One lane adding 32 (or a few) at a time to the top digit of a word, then to a low one.
+        for (p, counter) in
+            [(SIX_BIT_PACKING, 4u32), (SIX_BIT_PACKING, 6), (FOUR_BIT_PACKING, 7), (FOUR_BIT_PACKING, 9)]
+        {
+            for inc in [32, 17, 3] {
+                let mut m = Interleaved::new(p, 10, counter, 4);
+                m.depth = 2;
+                let adds = (1 << 20) / inc;
+                for _ in 0..adds {
+                    // SAFETY: counter < 10; the model holds every word.
+                    unsafe { add_exact(&mut m, p, 10, counter, word_of(counter, p), inc, true) };
+                }
+                m.truth[counter as usize] = (adds * inc) as u64;
+                let want: Vec<u32> = m.truth.iter().map(|&t| t as u32).collect();
+                assert_eq!(m.flushed(), want, "packing {p}, counter {counter}, +{inc}");
+                assert_eq!((m.global_adds, m.table.len()), (0, 1), "packing {p}, counter {counter}, +{inc}");
             }
-            m.truth[counter as usize] = 1 << 20;
-            let want: Vec<u32> = m.truth.iter().map(|&t| t as u32).collect();
-            assert_eq!(m.flushed(), want, "counter {counter}");
-            assert_eq!((m.global_adds, m.table.len()), (0, 1), "counter {counter}");
         }
+    }
+
+    #[test]
+    fn a_merged_add_over_16_carries_twice_out_of_a_4_bit_digit() {
+        let p = FOUR_BIT_PACKING;
+        // Digit 2 holds 13; +32 leaves it at 13 and puts 2 in digit 3, +20 at 1 and 2 in digit 3.
+        assert_eq!(carries(13 << 8, 2, 32, p), 1);
+        assert_eq!(carries(13 << 8, 2, 20, p), 1);
+        assert!(carried(13 << 8, 2, 32, p) && carried(0, 2, 16, p) && !carried(0, 2, 15, p));
+        // Digit 3 at 14 receives those 2 and carries on into digit 4.
+        assert_eq!(carries(14 << 12 | 13 << 8, 2, 32, p), 2);
+        // Both through the table and through the global counts, every count stays exact.
+        for counters in [8u32, 12, 16] {
+            for first in 0..counters {
+                let mut m = Interleaved::new(p, counters, first, 2);
+                m.depth = 2;
+                for k in 0..5_000u32 {
+                    let (counter, inc) = ((first + k % 3) % counters, [32, 17, 1, 31, 16][k as usize % 5]);
+                    m.truth[counter as usize] += inc as u64;
+                    // SAFETY: counter < counters; the model holds every word.
+                    unsafe { add_exact(&mut m, p, counters, counter, word_of(counter, p), inc, true) };
+                }
+                let want: Vec<u32> = m.truth.iter().map(|&t| t as u32).collect();
+                assert_eq!(m.flushed(), want, "{counters} counters from {first}");
+            }
+        }
+    }
+
+    #[test]
+    fn four_bit_digits_pack_eight_to_a_word_with_a_larger_table() {
+        let p = FOUR_BIT_PACKING;
+        assert_eq!(words_for(300_000, p), 37_500);
+        assert_eq!((word_of(9, p), digit_index(9, p)), (1, 1));
+        assert_eq!(digit_of(0xF000_0005, 7, p), 15);
+        assert_eq!(digit_of(0xF000_0005, 0, p), 5);
+        assert_eq!(carries(15 << 28, 7, 1, p), 1);
+        assert_eq!(borrows(0, 5, p), 3);
+        assert_eq!(carry_table_bytes(p), 32 << 10);
+        assert!(carry_table_capacity(58_112, p) > 2 * carry_table_capacity(58_112, SIX_BIT_PACKING) * 7 / 10);
     }
 
     #[test]
@@ -1268,7 +1372,7 @@ mod tests {
         assert_eq!(carries(63 << 18 | 63 << 24, 3, 1, p), 2);
         assert!(carried(63 << 24, 4, 1, p) && !carried(62 << 24, 4, 1, p));
         assert_eq!(borrows(0, 3, p), 2);
-        assert_eq!(carry_table_bytes(), 8 << 10);
+        assert_eq!(carry_table_bytes(p), 8 << 10);
     }
 
     #[test]
@@ -1279,7 +1383,7 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             let old = (state >> 16) as u32;
-            for packing in [0, 1, 2, SIX_BIT_PACKING] {
+            for packing in [0, 1, 2, SIX_BIT_PACKING, FOUR_BIT_PACKING] {
                 let most = (1u64 << digit_bits(packing)) - 1;
                 for digit in 0..per_word(packing) {
                     for inc in [1u64, 2, 32, most] {
@@ -1325,19 +1429,22 @@ mod tests {
 
     #[test]
     fn neighbouring_counters_hold_distinct_first_slots_and_a_counters_probes_are_distinct() {
-        let firsts: std::collections::HashSet<u32> = (5_000..5_000 + CARRY_TABLE_SLOTS).map(carry_table_slot).collect();
-        assert_eq!(firsts.len(), CARRY_TABLE_SLOTS as usize);
-        for counter in [0, 1, 1_023, 1_024, 262_143] {
-            let mut slot = carry_table_slot(counter);
-            let mut probes = std::collections::HashSet::new();
-            for _ in 0..CARRY_TABLE_PROBES {
-                assert!(slot < CARRY_TABLE_SLOTS && probes.insert(slot), "counter {counter}: slot {slot}");
-                slot = carry_table_next(slot);
+        for packing in [SIX_BIT_PACKING, FOUR_BIT_PACKING] {
+            let slots = carry_table_slots(packing);
+            let firsts: std::collections::HashSet<u32> =
+                (5_000..5_000 + slots).map(|c| carry_table_slot(c, packing)).collect();
+            assert_eq!(firsts.len(), slots as usize);
+            for counter in [0, 1, 1_023, 1_024, 262_143, 399_359] {
+                let first = carry_table_slot(counter, packing);
+                let mut slot = first;
+                let mut probes = std::collections::HashSet::new();
+                for _ in 0..CARRY_TABLE_PROBES {
+                    assert!(slot < slots && probes.insert(slot), "counter {counter}: slot {slot}");
+                    slot = carry_table_next(slot, packing);
+                }
+                // A run of held first slots around the counter's own is left within one probe.
+                assert!(probes.iter().all(|&p| p == first || p.abs_diff(first) >= 8));
             }
-            // A run of held first slots around the counter's own is left within one probe.
-            assert!(
-                probes.iter().all(|&p| p == carry_table_slot(counter) || p.abs_diff(carry_table_slot(counter)) >= 8)
-            );
         }
     }
 
