@@ -119,7 +119,7 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
 /// // One bin more than the packed tier takes on its own: sorted, in buckets of 2^14 bins.
-/// let p = plan_for(&HistogramLimits::H100, 309_929, PlanRequest::default())?;
+/// let p = plan_for(&HistogramLimits::H100, 399_361, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
 /// ```
@@ -537,9 +537,10 @@ impl HistogramPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
     /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
     /// let passes = |bins| plan_for(&HistogramLimits::H100, bins, packed).map(|p| p.packed_passes());
-    /// assert_eq!((passes(131_072)?, passes(280_320)?, passes(280_321)?), (1, 1, 2));
-    /// // The planner's own choice too, up to two passes.
-    /// assert_eq!(plan_for(&HistogramLimits::H100, 300_000, PlanRequest::default())?.packed_passes(), 2);
+    /// assert_eq!((passes(131_072)?, passes(399_360)?, passes(399_361)?), (1, 1, 2));
+    /// // 6-bit counters take two passes where 4-bit ones take one.
+    /// let six = PlanRequest { counter_bits: Some(6), ..packed };
+    /// assert_eq!(plan_for(&HistogramLimits::H100, 300_000, six)?.packed_passes(), 2);
     /// # Ok(()) }
     /// ```
     pub fn packed_passes(&self) -> u32 {
