@@ -511,6 +511,73 @@ pub(crate) mod device_code {
         }
     }
 
+    /// The body of the carry-table kernels at packing `$p` (`histogram_packed6_*` and
+    /// `histogram_packed4_*`): [`count_packed`] with the mode's warp aggregation, and without the
+    /// window test where the pass counts every bin (`first == 0`, `window == nbins`); a mode of
+    /// another packing, or with a carry plane, counts nothing. A macro, not a function generic
+    /// over the packing: a const generic cannot be a pattern, and a guard comparing with it
+    /// compiled the kernels' dispatch differently.
+    macro_rules! count_with_table {
+        ($t:ty, $p:ident, $input:ident, $n:ident, $counts:ident, $binning:ident, $copies:ident, $mode:ident,
+         $first:ident, $window:ident, $block_words:ident) => {{
+            let (f, w) = ($first, $window);
+            // One pass over every bin: the window test is left out.
+            let whole = $first == 0 && $window == $binning.nbins;
+            // SAFETY (all): forwarded contract.
+            match mode_parts($mode) {
+                ($p, false, false) if whole => unsafe {
+                    count_packed::<$t, $p, false, false, true, true>(
+                        $input,
+                        $n,
+                        $counts,
+                        $binning,
+                        $copies,
+                        f,
+                        w,
+                        $block_words,
+                    )
+                },
+                ($p, false, false) => unsafe {
+                    count_packed::<$t, $p, false, false, true, false>(
+                        $input,
+                        $n,
+                        $counts,
+                        $binning,
+                        $copies,
+                        f,
+                        w,
+                        $block_words,
+                    )
+                },
+                ($p, true, false) if whole => unsafe {
+                    count_packed::<$t, $p, true, false, true, true>(
+                        $input,
+                        $n,
+                        $counts,
+                        $binning,
+                        $copies,
+                        f,
+                        w,
+                        $block_words,
+                    )
+                },
+                ($p, true, false) => unsafe {
+                    count_packed::<$t, $p, true, false, true, false>(
+                        $input,
+                        $n,
+                        $counts,
+                        $binning,
+                        $copies,
+                        f,
+                        w,
+                        $block_words,
+                    )
+                },
+                _ => {}
+            }
+        }};
+    }
+
     macro_rules! channel_kernels {
         ($($t:ty => $one:ident, $two:ident, $three:ident, $four:ident, $packed16:ident, $packed:ident, $packed6:ident, $packed4:ident);*) => {$(
             gpu_kernel! {
@@ -612,7 +679,7 @@ pub(crate) mod device_code {
                 /// plane (any other counts nothing), `copies = 1`, counting only the bins `first..first
                 /// + window` (`first + window <= nbins`, `window >= 1`) into `counts`, which holds
                 /// `window` counters, and with `window` in place of `nbins` in the shared memory; the
-                /// launch provides [`carry_table_bytes`](crate::histogram::packed::carry_table_bytes)`()`
+                /// launch provides [`carry_table_bytes`](crate::histogram::packed::carry_table_bytes)`(SIX_BIT_PACKING)`
                 /// more bytes of shared memory after the counters. Each block stores its counters'
                 /// words into its `words_for(window, SIX_BIT_PACKING)` words of `block_words` (which
                 /// holds those of every block of the grid) and adds only its carry table's counts
@@ -620,17 +687,7 @@ pub(crate) mod device_code {
                 pub unsafe fn $packed6(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
                                        copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    let (f, w) = (first, window);
-                    // One pass over every bin: the window test is left out.
-                    let whole = first == 0 && window == nbins;
-                    // SAFETY (all): forwarded contract.
-                    match mode_parts(mode) {
-                        (SIX_BIT_PACKING, false, false) if whole => unsafe { count_packed::<$t, SIX_BIT_PACKING, false, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
-                        (SIX_BIT_PACKING, false, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, false, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
-                        (SIX_BIT_PACKING, true, false) if whole => unsafe { count_packed::<$t, SIX_BIT_PACKING, true, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
-                        (SIX_BIT_PACKING, true, false) => unsafe { count_packed::<$t, SIX_BIT_PACKING, true, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
-                        _ => {}
-                    }
+                    count_with_table!($t, SIX_BIT_PACKING, input, n, counts, binning, copies, mode, first, window, block_words)
                 }
 
                 #[doc = concat!("One channel of `", stringify!($t), "` values in 4-bit packed counters with their carry table; see the [module documentation](super).")]
@@ -645,17 +702,7 @@ pub(crate) mod device_code {
                 pub unsafe fn $packed4(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
                                        copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    let (f, w) = (first, window);
-                    // One pass over every bin: the window test is left out.
-                    let whole = first == 0 && window == nbins;
-                    // SAFETY (all): forwarded contract.
-                    match mode_parts(mode) {
-                        (FOUR_BIT_PACKING, false, false) if whole => unsafe { count_packed::<$t, FOUR_BIT_PACKING, false, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
-                        (FOUR_BIT_PACKING, false, false) => unsafe { count_packed::<$t, FOUR_BIT_PACKING, false, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
-                        (FOUR_BIT_PACKING, true, false) if whole => unsafe { count_packed::<$t, FOUR_BIT_PACKING, true, false, true, true>(input, n, counts, binning, copies, f, w, block_words) },
-                        (FOUR_BIT_PACKING, true, false) => unsafe { count_packed::<$t, FOUR_BIT_PACKING, true, false, true, false>(input, n, counts, binning, copies, f, w, block_words) },
-                        _ => {}
-                    }
+                    count_with_table!($t, FOUR_BIT_PACKING, input, n, counts, binning, copies, mode, first, window, block_words)
                 }
             }
         )*};

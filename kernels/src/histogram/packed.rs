@@ -316,7 +316,8 @@ pub const fn carry_table_slot(counter: u32, packing: u32) -> u32 {
 /// Threads a block of the carry-table kernels (`histogram_packed6_*`, `histogram_packed4_*`) may
 /// have, their `.maxntid`: the read of a counter's own slot key takes the 6-bit kernels to 74-84
 /// registers a thread uncapped, so that the `f32` and `u8` kernels would run 640 and 736 threads
-/// a block and 1,024 none; capped, all run 768 (ptxas holds them to 75-77 registers, no spills).
+/// a block and 1,024 none; capped, all run 768 (ptxas holds the 6-bit kernels to 62-66 registers
+/// and the 4-bit ones to 80, no spills).
 pub const CARRY_TABLE_THREADS: u32 = 768;
 
 /// The stride of the carry table's probes after the first (odd, so that the probes of a
