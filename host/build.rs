@@ -8,6 +8,11 @@
 //! library returns it as `Error::PtxUnavailable` when a GPU is opened. So `cargo check`, `cargo
 //! doc` and the CPU-only tests work on any machine.
 //!
+//! Where the builder finds ptxas (`PTXAS`, on `PATH` or in a CUDA toolkit) each module is also assembled for its
+//! architecture and the cubin embedded beside the PTX: on a GPU of that compute capability the
+//! library loads the cubin, and the driver has no PTX to compile (about 90 s for these modules
+//! on a first load).
+//!
 //! Inside this repository (`OUT_DIR` under its `target/`), the nested builds share
 //! `target/nvptx*` with `cargo xtask build-ptx`, so the debug and release builds of the library
 //! and the report reuse one compilation per profile. A dependent's builds stay under its own
@@ -30,10 +35,17 @@ fn main() {
     let shared_target = out.starts_with(root.join("target")).then(|| root.join("target"));
     let profile = Profile::from_env();
     for module in kernels::PTX_MODULES {
+        // A cubin left by an earlier build with ptxas must not outlive its PTX.
+        let cubin = out.join(format!("{}.cubin", module.name));
+        let _ = std::fs::remove_file(&cubin);
         let built = match &profile {
             Ok(profile) => build(&kernels_dir, &out, shared_target.as_deref(), module, profile.unwrap_or_default()),
             Err(e) => Err(e.to_string()),
         };
+        // Without ptxas there is no cubin, and the library loads the PTX (an empty file: none).
+        if !cubin.exists() {
+            std::fs::write(&cubin, []).expect("OUT_DIR is writable");
+        }
         let problem = built.err();
         if let Some(problem) = &problem {
             println!("cargo:warning=hopper-kernels: PTX module {} not built:", module.name);
@@ -48,7 +60,8 @@ fn main() {
     }
 }
 
-/// Builds `module` into `out` (`<name>.ptx` and `<name>.json`).
+/// Builds `module` into `out` (`<name>.ptx` and `<name>.json`, and `<name>.cubin` where ptxas was
+/// found).
 fn build(
     kernels_dir: &Path,
     out: &Path,

@@ -155,6 +155,27 @@ impl DeviceInfo {
 }
 
 /// The kernels' modules loaded into one context, and the functions looked up so far.
+/// Whether `CUDA_FORCE_PTX_JIT=1` asks for the PTX over the build's cubins, as it asks CUDA's
+/// own loader for the PTX of a fat binary: for the driver's newer compiler, or to compare the two.
+fn force_ptx_jit() -> bool {
+    std::env::var_os("CUDA_FORCE_PTX_JIT").is_some_and(|v| v == "1")
+}
+
+/// Loads a module from its cubin where there is one (assembled for this device) and the driver
+/// takes it, else from its PTX, which the driver compiles (about 90 s for the main module when
+/// its cache does not hold it).
+fn load_module(
+    ctx: &Arc<CudaContext>,
+    ptx_text: &str,
+    cubin: Option<&'static [u8]>,
+) -> std::result::Result<(Arc<CudaModule>, ptx::ModuleCode), cudarc::driver::DriverError> {
+    // A driver older than the ptxas that assembled the cubin refuses it; the PTX then still loads.
+    if let Some(Ok(module)) = cubin.map(|image| ctx.load_module(Ptx::from_binary(image.to_vec()))) {
+        return Ok((module, ptx::ModuleCode::Cubin));
+    }
+    Ok((ctx.load_module(Ptx::from_src(ptx_text))?, ptx::ModuleCode::Ptx))
+}
+
 struct Modules {
     main: Arc<CudaModule>,
     /// The `sm_90a` module, or why it is not loaded (another compute capability, or no PTX).
@@ -241,8 +262,10 @@ impl Gpu {
                 ptx_arch: ptx_info.arch.clone(),
             });
         }
-        let main = ctx
-            .load_module(Ptx::from_src(ptx_text))
+        let cubin = |code: Option<&'static [u8]>, arch: &str| {
+            code.filter(|_| ptx::arch_capability(arch) == Some(info.compute_capability) && !force_ptx_jit())
+        };
+        let (main, code) = load_module(&ctx, ptx_text, cubin(ptx::embedded_cubin(), &ptx_info.arch))
             .map_err(|source| Error::PtxLoad { module: ptx::MAIN_MODULE, source })?;
         let hopper = if info.compute_capability != HOPPER_CAPABILITY {
             Err(format!(
@@ -251,11 +274,14 @@ impl Gpu {
             ))
         } else {
             match ptx::embedded_hopper() {
-                Ok(text) => ctx.load_module(Ptx::from_src(text)).map_err(|e| format!("the driver refused it: {e}")),
+                Ok(text) => load_module(&ctx, text, cubin(ptx::embedded_hopper_cubin(), "sm_90a"))
+                    .map(|(module, _)| module)
+                    .map_err(|e| format!("the driver refused it: {e}")),
                 Err(e) => Err(e.to_string()),
             }
         };
         let modules = Arc::new(Modules { main, hopper, functions: Mutex::new(HashMap::new()) });
+        let ptx_info = ptx::PtxInfo { code: Some(code), ..ptx_info };
         Ok(Self { ctx, stream, modules, info: Arc::new(info), ptx_info, split_counters: Arc::default() })
     }
 
@@ -298,13 +324,18 @@ impl Gpu {
         &self.info
     }
 
-    /// What the build recorded about the loaded PTX.
+    /// What the build recorded about the loaded PTX, and how the main module was loaded
+    /// ([`ptx::PtxInfo::code`]: the build's cubin on a GPU of its compute capability, else the
+    /// PTX).
     ///
     /// ```no_run
     /// # fn main() -> hopper_kernels::Result<()> {
     /// let gpu = hopper_kernels::Gpu::open(0)?;
     /// assert_eq!(gpu.ptx_info().arch, "sm_90");
     /// println!("{} PTX, {} kernels", gpu.ptx_info().profile, gpu.ptx_info().entries.len());
+    /// if let Some(code) = gpu.ptx_info().code {
+    ///     println!("loaded as the {code}");
+    /// }
     /// # Ok(()) }
     /// ```
     pub fn ptx_info(&self) -> &ptx::PtxInfo {

@@ -1,6 +1,8 @@
 //! The PTX modules embedded at build time (see `host/build.rs`) and their manifests: the main
 //! module (`sm_90`) and the Hopper module (`sm_90a`, the `wgmma` kernels), which the driver
-//! loads only on devices of compute capability 9.0.
+//! loads only on devices of compute capability 9.0; and, where the build found ptxas, each one
+//! assembled for its architecture (a cubin), which a `Gpu` of that compute capability loads
+//! instead of having the driver compile the PTX.
 
 use crate::error::{Error, Result};
 
@@ -10,6 +12,9 @@ const PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/kernels_proble
 const HOPPER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
 const HOPPER_MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.json"));
 const HOPPER_PROBLEM: Option<&str> = include!(concat!(env!("OUT_DIR"), "/kernels_sm90a_problem.rs"));
+// Empty where the build found no ptxas.
+const CUBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.cubin"));
+const HOPPER_CUBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels_sm90a.cubin"));
 
 /// The name of the main module (`sm_90`).
 ///
@@ -53,6 +58,62 @@ pub fn embedded() -> Result<&'static str> {
     }
 }
 
+/// The main module assembled by ptxas at build time for the manifest's architecture (`sm_90`),
+/// where the build found ptxas; `None` otherwise, or where the PTX itself is missing.
+///
+/// ```
+/// use hopper_kernels::ptx;
+/// if let Some(cubin) = ptx::embedded_cubin() {
+///     // An ELF image the driver loads as it is, with no PTX to compile.
+///     assert_eq!(&cubin[..4], b"\x7fELF");
+///     assert!(ptx::embedded().is_ok());
+/// }
+/// ```
+pub fn embedded_cubin() -> Option<&'static [u8]> {
+    (PROBLEM.is_none() && !CUBIN.is_empty()).then_some(CUBIN)
+}
+
+/// The Hopper module assembled by ptxas at build time (`sm_90a`), where the build found ptxas.
+///
+/// ```
+/// use hopper_kernels::ptx;
+/// if let Some(cubin) = ptx::embedded_hopper_cubin() {
+///     assert_eq!(&cubin[..4], b"\x7fELF");
+/// }
+/// ```
+pub fn embedded_hopper_cubin() -> Option<&'static [u8]> {
+    (HOPPER_PROBLEM.is_none() && !HOPPER_CUBIN.is_empty()).then_some(HOPPER_CUBIN)
+}
+
+/// What the driver was given for a module's machine code ([`PtxInfo::code`] of a `Gpu`'s modules).
+///
+/// ```
+/// use hopper_kernels::ptx::ModuleCode;
+/// assert_eq!(ModuleCode::Cubin.to_string(), "cubin assembled at build time");
+/// assert_eq!(ModuleCode::Ptx.to_string(), "PTX compiled by the driver");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleCode {
+    /// The cubin ptxas assembled from the PTX when the library was built
+    /// ([`embedded_cubin`]): loaded as it is, on a GPU of the compute capability it was
+    /// assembled for.
+    Cubin,
+    /// The PTX, compiled by the driver when the module is loaded (and kept in its cache,
+    /// `CUDA_CACHE_PATH`, for later loads): on other GPUs, where the build had no ptxas, where
+    /// the driver refused the cubin, or where `CUDA_FORCE_PTX_JIT=1` asks for it.
+    Ptx,
+}
+
+impl std::fmt::Display for ModuleCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModuleCode::Cubin => "cubin assembled at build time",
+            ModuleCode::Ptx => "PTX compiled by the driver",
+        })
+    }
+}
+
 /// What the build script's nvptx-builder recorded about the embedded PTX (its manifest).
 ///
 /// ```
@@ -74,6 +135,29 @@ pub struct PtxInfo {
     pub profile: String,
     /// Every `.entry` point.
     pub entries: Vec<String>,
+    /// How a `Gpu` loaded the module (`Gpu::ptx_info`); `None` in the manifest itself
+    /// ([`info`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<ModuleCode>,
+}
+
+impl PtxInfo {
+    /// The module's architecture, build profile and, for a loaded module, how it was loaded: what
+    /// the CLI and `host bench` print about the code that ran.
+    ///
+    /// ```
+    /// use hopper_kernels::ptx::{ModuleCode, PtxInfo};
+    /// let info = PtxInfo { arch: "sm_90".into(), profile: "release".into(), entries: vec![], code: None };
+    /// assert_eq!(info.summary(), "sm_90 (release build)");
+    /// let loaded = PtxInfo { code: Some(ModuleCode::Cubin), ..info };
+    /// assert_eq!(loaded.summary(), "sm_90 (release build, cubin assembled at build time)");
+    /// ```
+    pub fn summary(&self) -> String {
+        match self.code {
+            Some(code) => format!("{} ({} build, {code})", self.arch, self.profile),
+            None => format!("{} ({} build)", self.arch, self.profile),
+        }
+    }
 }
 
 /// The manifest of the embedded PTX.

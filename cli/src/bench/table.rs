@@ -56,7 +56,7 @@ fn header(report: &BenchReport) -> String {
     format!(
         "host bench, {date}\n\
          device {ordinal}: {name} (sm_{major}{minor}, {sms} SMs, {mem}, L2 {l2}, {mhz} MHz), driver CUDA {driver}\n\
-         PTX: {arch} ({profile} build); CPU: {cpu}, {threads} threads; seed {seed}\n\
+         PTX: {ptx}; CPU: {cpu}, {threads} threads; seed {seed}\n\
          GPU rows: CUDA events, median of {repeat} runs after {warmup} warm-ups, with min and max; inputs rotated when they fit in L2.\n\
          CPU rows: wall clock. Every result is checked against a float64 (matmul) or exact (histogram) CPU reference before it is timed.\n",
         date = report.date,
@@ -67,8 +67,7 @@ fn header(report: &BenchReport) -> String {
         l2 = format_bytes(d.l2_bytes),
         mhz = d.clock_khz / 1000,
         driver = d.driver_cuda_version_string(),
-        arch = report.ptx.arch,
-        profile = report.ptx.profile,
+        ptx = report.ptx.summary(),
         threads = report.host_cpu.threads,
         seed = s.seed,
         repeat = s.repeat,

@@ -595,7 +595,7 @@ pub fn render(args: &HistogramArgs, o: &HistogramOutcome) -> String {
 pub(crate) fn print_device(gpu: &Gpu) {
     let info = gpu.info();
     let ptx = gpu.ptx_info();
-    println!("device: {} ({} SMs); PTX {} ({} build)", info.name, info.sm_count, ptx.arch, ptx.profile);
+    println!("device: {} ({} SMs); PTX {}", info.name, info.sm_count, ptx.summary());
 }
 
 #[cfg(test)]

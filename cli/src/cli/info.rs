@@ -19,6 +19,14 @@ pub fn run(device: usize) -> anyhow::Result<()> {
         Ok(p) => println!("PTX (Hopper):        {} ({} build), kernels: {}", p.arch, p.profile, p.entries.join(", ")),
         Err(e) => println!("PTX (Hopper):        unavailable: {e}"),
     }
+    let cubin = |image: Option<&[u8]>| match image {
+        Some(bytes) => {
+            format!("assembled at build time ({}), loaded on compute capability 9.0", format_bytes(bytes.len() as u64))
+        }
+        None => "none (the build found no ptxas): the driver compiles the PTX".to_string(),
+    };
+    println!("cubin:               {}", cubin(ptx::embedded_cubin()));
+    println!("cubin (Hopper):      {}", cubin(ptx::embedded_hopper_cubin()));
     Ok(())
 }
 

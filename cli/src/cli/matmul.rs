@@ -259,13 +259,12 @@ pub fn run(device: usize, args: &MatmulArgs) -> anyhow::Result<()> {
     };
     let (sets, set_bytes) = (mats.len(), shape.bytes());
     println!(
-        "device: {} (sm_{}{}, {} SMs); PTX {} ({} build)",
+        "device: {} (sm_{}{}, {} SMs); PTX {}",
         info.name,
         info.compute_capability.0,
         info.compute_capability.1,
         info.sm_count,
-        gpu.ptx_info().arch,
-        gpu.ptx_info().profile
+        gpu.ptx_info().summary()
     );
     println!(
         "matmul {shape} of {inputs_from} ({:.2} GFLOP, {} per input set): median of {} CUDA-event runs after {} warm-ups, inputs rotated over {sets} set(s)",
