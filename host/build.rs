@@ -8,10 +8,10 @@
 //! library returns it as `Error::PtxUnavailable` when a GPU is opened. So `cargo check`, `cargo
 //! doc` and the CPU-only tests work on any machine.
 //!
-//! Where the builder finds ptxas (`PTXAS`, on `PATH` or in a CUDA toolkit) each module is also assembled for its
-//! architecture and the cubin embedded beside the PTX: on a GPU of that compute capability the
-//! library loads the cubin, and the driver has no PTX to compile (about 90 s for these modules
-//! on a first load).
+//! Where the builder finds ptxas (`PTXAS`, on `PATH` or in a CUDA toolkit) each module is also
+//! assembled for its architecture and the cubin embedded beside the PTX: on a GPU of that compute
+//! capability the library loads the cubin, and the driver has no PTX to compile (about 90 s for
+//! these modules on a first load).
 //!
 //! Inside this repository (`OUT_DIR` under its `target/`), the nested builds share
 //! `target/nvptx*` with `cargo xtask build-ptx`, so the debug and release builds of the library

@@ -154,7 +154,6 @@ impl DeviceInfo {
     }
 }
 
-/// The kernels' modules loaded into one context, and the functions looked up so far.
 /// Whether `CUDA_FORCE_PTX_JIT=1` asks for the PTX over the build's cubins, as it asks CUDA's
 /// own loader for the PTX of a fat binary: for the driver's newer compiler, or to compare the two.
 fn force_ptx_jit() -> bool {
@@ -176,6 +175,7 @@ fn load_module(
     Ok((ctx.load_module(Ptx::from_src(ptx_text))?, ptx::ModuleCode::Ptx))
 }
 
+/// The kernels' modules loaded into one context, and the functions looked up so far.
 struct Modules {
     main: Arc<CudaModule>,
     /// The `sm_90a` module, or why it is not loaded (another compute capability, or no PTX).
