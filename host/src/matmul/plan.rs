@@ -41,7 +41,8 @@
 //!   so that the blocks fit one wave (before `_16` was double-buffered, 12x16384x16384 ran in
 //!   0.572 ms with 17 splits, 544 blocks on 528 slots, and in 0.389 ms with 16); `_1`, `_2` and
 //!   `_4` on `f32` take enough splits for [`NARROW_BLOCKS_PER_SM`] blocks per SM. Each split is
-//!   at least [`FEW_ROWS_MIN_CHUNK`] long ([`FEW_ROWS_PANEL_MIN_CHUNK`] for `_8` and `_16`).
+//!   at least [`FEW_ROWS_MIN_CHUNK`] long ([`FEW_ROWS_PANEL_MIN_CHUNK`] for `_8` and `_16`) but
+//!   the last ([`SplitK::up_to`]: the length rounded up once).
 //! - `sgemm_warp_tiled`: `s` splits take an estimated `ceil(tiles * s / slots) / s` of the
 //!   unsplit time; the planner takes the fewest `s` (at most [`WARP_TILED_MAX_SPLITS`], each
 //!   split at least [`WARP_TILED_MIN_CHUNK`] long) within [`WARP_TILED_SPLIT_SLACK`] of the
@@ -1833,7 +1834,12 @@ fn plan_forced(
                 None
             };
             let min_chunk = if panel { FEW_ROWS_PANEL_MIN_CHUNK } else { FEW_ROWS_MIN_CHUNK };
-            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), forced);
+            // Ranges of the least length, the last one shorter (SplitK::up_to): short k is where
+            // few_rows waits on its loads, and rounding the length up lost a third of the
+            // splits (H200, f32: 3x151x11765 0.0112 ms in 7 splits of 24, 0.0097 in 10 of 16;
+            // 6x186x6096 0.0115 in 8 of 24, 0.0100 in 12 of 16).
+            let (s, why) =
+                split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave, SplitK::up_to), forced);
             (skinny::plan_few_rows(shape, s)?, Some(s), why)
         }
         MatmulVariant::FewCols => {
@@ -1849,7 +1855,8 @@ fn plan_forced(
                 FEW_COLS_MIN_CHUNK
             };
             let one_wave = shares_b.then_some(1);
-            let (s, why) = split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave), forced);
+            let (s, why) =
+                split.map_or_else(|| narrow_split(shape.k, blocks, sm, min_chunk, one_wave, SplitK::about), forced);
             (skinny::plan_few_cols(shape, s)?, Some(s), why)
         }
         MatmulVariant::WgmmaBf16
@@ -2139,14 +2146,22 @@ fn count(n: u64, thing: &str) -> String {
 
 /// Splits for a narrow kernel with `blocks` blocks per split, each split at least `min_chunk`
 /// long: toward at least `NARROW_BLOCKS_PER_SM` blocks per SM, or with `one_wave = Some(b)` (the
-/// blocks an SM holds) at most `b` per SM, so that no block waits for a second wave.
-fn narrow_split(k: usize, blocks: usize, sm: u32, min_chunk: u32, one_wave: Option<u32>) -> (SplitK, String) {
+/// blocks an SM holds) at most `b` per SM, so that no block waits for a second wave; `split_of`
+/// turns the splits wanted into ranges ([`SplitK::about`] or [`SplitK::up_to`]).
+fn narrow_split(
+    k: usize,
+    blocks: usize,
+    sm: u32,
+    min_chunk: u32,
+    one_wave: Option<u32>,
+    split_of: fn(usize, u32, u32) -> SplitK,
+) -> (SplitK, String) {
     let per_sm = one_wave.unwrap_or(NARROW_BLOCKS_PER_SM);
     let target = (per_sm as u64 * sm as u64).min(usize::MAX as u64) as usize;
     let blocks_per_split = blocks.max(1);
     let wanted = if one_wave.is_some() { target / blocks_per_split } else { target.div_ceil(blocks_per_split) }
         .min(u32::MAX as usize) as u32;
-    let s = SplitK::about(k, wanted, min_chunk);
+    let s = split_of(k, wanted, min_chunk);
     let why = if s.splits > 1 {
         let wave = if one_wave.is_some() { " (one wave)" } else { "" };
         format!("{} per split, under {per_sm} per SM{wave}: {} splits of k", count(blocks as u64, "block"), s.splits)
@@ -2176,7 +2191,7 @@ fn takes_gemv(shape: MatmulShape, operands: OperandType) -> bool {
 /// ([`GEMV_STEP_ROWS`] rows). One block an SM keeps 64 KiB of `B` in flight there; on the H200
 /// two (1 x 4096 x 4096 in two splits) took 0.025 ms against 0.023 unsplit.
 fn gemv_split(k: usize, blocks: usize, sm: u32) -> (SplitK, String) {
-    let (s, why) = narrow_split(k, blocks, sm, GEMV_STEP_ROWS, Some(1));
+    let (s, why) = narrow_split(k, blocks, sm, GEMV_STEP_ROWS, Some(1), SplitK::about);
     (s, format!("m = 1: matmul_gemv, k split among each block's {GEMV_ROW_GROUPS} row groups; {why}"))
 }
 
@@ -2868,9 +2883,13 @@ mod tests {
         }
         // Small products: 8 blocks per split, 64 splits of 64 fill few_rows_8's 528 slots.
         assert_eq!(auto_fp32(8, 4096, 4096).split.unwrap(), SplitK { splits: 64, k_chunk: 64 });
-        // One block per split: 162 splits of the shortest chunk wanted, rounded to chunks of 24
-        // (a multiple of 8), so that every thread's steps are few.
-        assert_eq!(auto_fp32(4, 2605, 269).split.unwrap(), SplitK { splits: 109, k_chunk: 24 });
+        // One block per split: ranges of the shortest chunk, 16, so that every thread's steps
+        // are few (163 of them, the last 13 long).
+        assert_eq!(auto_fp32(4, 2605, 269).split.unwrap(), SplitK { splits: 163, k_chunk: 16 });
+        // k = 151 in ranges of 16 (10), not 9 rounded up to ranges of 24 (7).
+        assert_eq!(auto_fp32(3, 151, 11_765).split.unwrap(), SplitK { splits: 10, k_chunk: 16 });
+        // A split only where k holds two ranges of 16: none at k = 27.
+        assert!(auto_fp32(2, 27, 358).split.is_none_or(|s| s.splits == 1));
         assert!(auto_fp32(16, 4096, 4096).split.unwrap().splits * 8 <= 3 * 132);
         // The register-only kernels round up on f32: 128 blocks per split, 5 splits.
         assert_eq!(auto_fp32(2, 4096, 65_536).split.unwrap().splits, 5);
