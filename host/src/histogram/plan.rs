@@ -192,8 +192,9 @@ pub const PACKED_THREADS: u32 = 1024;
 /// 399,360 bins in 227 KiB), or two passes while each holds no more bins than one block's 8-bit
 /// digits with their carry plane ([`kernels::histogram::packed::carry_plane_capacity`]:
 /// 154,964), whichever is more (399,360 bins on an H100 or H200). On the H200 (2^26 values) one
-/// pass at 262,144 bins took 0.134 ms on uniform `i32` values against the sorted tier's 0.303
-/// (zipf: 0.165), and at 300,000 bins (4-bit digits) 0.136 (zipf: 0.321); on the H100 two passes took 0.277 ms at 300,000 bins against 0.312, but 0.356
+/// pass at 262,144 bins took 0.135 ms on uniform `i32` values against the sorted tier's 0.303
+/// (zipf: 0.145), and at 300,000 bins (4-bit digits) 0.136 (zipf: 0.321); on the H100 two
+/// passes took 0.277 ms at 300,000 bins against 0.312, but 0.356
 /// at 524,288 against 0.315 (before the blocks' digits went to a sum kernel, 0.03 ms a pass at
 /// 262,144 bins). The carry table keeps a digit's carries (one per 64 or 16 adds) in shared
 /// memory, and warp-aggregated adds turn a constant input's 32 atomics on one word into one.
