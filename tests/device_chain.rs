@@ -302,3 +302,20 @@ fn a_launch_that_would_allocate_during_a_capture_is_refused_with_the_reason() {
     histogram.count_u64(&gpu, &values, &mut counts, &mut scratch).unwrap();
     assert_eq!(stream.clone_dtoh(&counts).unwrap(), [0, 64, 0, 0, 0, 0, 0, 0]);
 }
+
+/// A build that found ptxas embeds its cubins, and on a GPU of their compute capability the
+/// library loads them, with no PTX for the driver to compile (about 90 s on a first load). A
+/// build without ptxas cannot check this, and the test fails saying so rather than pass.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_cubin_assembled_at_build_time_is_what_a_compute_capability_9_0_gpu_loads() {
+    use hopper_kernels::ptx::{self, ModuleCode};
+    assert!(
+        ptx::embedded_cubin().is_some(),
+        "this build embeds no cubin: build with ptxas (PTXAS, PATH or a CUDA toolkit) to check its loading"
+    );
+    let gpu = Gpu::open(0).unwrap();
+    let forced = std::env::var_os("CUDA_FORCE_PTX_JIT").is_some_and(|v| v == "1");
+    let want = if gpu.info().compute_capability == (9, 0) && !forced { ModuleCode::Cubin } else { ModuleCode::Ptx };
+    assert_eq!(gpu.ptx_info().code, Some(want), "{}", gpu.ptx_info().summary());
+}

@@ -547,6 +547,47 @@ fn few_cols_on_short_rows_takes_a_thread_a_row_and_matches_cpu() {
     assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &few_cols_plans(&gpu, shape));
 }
 
+/// `variant` with `k` forced into more splits than 32, where the reduction spreads them over up
+/// to 32 rows of its block (`matmul::split_k::REDUCE_MAX_ROWS`): about 33, 64, 161 and 256 (the
+/// most the planner takes), as many of them as `k` holds.
+fn many_split_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
+    let splits = forced_splits(shape.k, &[33, 64, 161, 256], matmul::split_k::CHUNK_GRANULE);
+    let plans: Vec<GemmPlan> = splits
+        .into_iter()
+        .filter(|s| s.splits > 32)
+        .map(|split| {
+            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
+            matmul::plan_gemm(gpu, variant, shape, options).unwrap()
+        })
+        .collect();
+    assert!(!plans.is_empty(), "{}: k = {} holds no split above 32", variant.name(), shape.k);
+    plans
+}
+
+/// Products split into 33 to 256 ranges of `k` on outputs of 1 to 139 columns (one row of `C`
+/// over 161 partials, the case that moved the reduction to 32 rows a block), `C` ragged against
+/// the reduction's 8 threads of 4 elements a row: against the float64 product under FP32's
+/// bound, and every plan reruns bitwise equal.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn split_k_reductions_of_many_splits_match_cpu_and_rerun_bitwise_equal() {
+    let (gpu, mut rng) = (gpu(), fresh_rng("many splits"));
+    let cases = [
+        (MatmulVariant::FewRows, (1, 2565, 139)),
+        (MatmulVariant::FewRows, (4, 2605, 269)),
+        (MatmulVariant::FewRows, (8, 2912, 26)),
+        (MatmulVariant::FewCols, (8, 10_397, 3)),
+        (MatmulVariant::FewCols, (2, 3848, 1)),
+        (MatmulVariant::Sgemm, (24, 13_368, 171)),
+    ];
+    for (variant, (m, k, n)) in cases {
+        let shape = MatmulShape::new(m, k, n).unwrap();
+        let plans = |gpu: &Gpu, shape| many_split_plans(gpu, variant, shape);
+        assert_plans_match_cpu(&gpu, &mut rng, (m, k, n), plans);
+        assert_plans_rerun_bitwise_equal(&gpu, &mut rng, shape, &many_split_plans(&gpu, variant, shape));
+    }
+}
+
 /// `sgemm` on the tile the shape takes, unsplit and split ([`forced_split_plans`]).
 fn sgemm_plans(gpu: &Gpu, shape: MatmulShape) -> Vec<GemmPlan> {
     forced_split_plans(gpu, MatmulVariant::Sgemm, shape)
