@@ -96,7 +96,7 @@ proptest! {
     fn the_histogram_planner_plans_or_refuses_every_bin_count_type_and_request(
         bins in prop_oneof![0usize..=300, 0usize..=1 << 22, Just(u32::MAX as usize), any::<usize>()],
         sm_count in prop_oneof![Just(132u32), 1u32..=1024],
-        shared in prop_oneof![Just(232_448u32), 0u32..=1 << 20],
+        shared in prop_oneof![Just(232_448u32), 0u32..=64, 0u32..=1 << 20],
         tier in prop::option::of(prop::sample::select(HistogramTier::ALL.to_vec())),
         cluster_size in prop::option::of(any::<u32>()),
         threads in prop::option::of(prop_oneof![0u32..=2048, any::<u32>()]),

@@ -825,6 +825,14 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
     }
     check_bins(bins)?;
     let capacity = limits.block_capacity() as usize;
+    // Every tier keeps at least one 4-byte counter a block in shared memory, and sizes its
+    // clusters and buckets by how many a block holds.
+    if capacity == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "this device gives a block {} bytes of shared memory, too few for one 4-byte counter",
+            limits.max_shared_per_block_optin
+        )));
+    }
     if cluster_size.is_some() && forced.is_some_and(|t| t != HistogramTier::Cluster) {
         return Err(Error::InvalidArgument("--cluster applies to the cluster tier only".into()));
     }
@@ -1170,6 +1178,29 @@ mod tests {
         max_threads_per_sm: 1536,
         max_cluster_size: 8,
     };
+
+    #[test]
+    fn a_device_whose_blocks_hold_no_counter_is_refused_with_the_reason() {
+        for shared in [0, 3] {
+            let limits = HistogramLimits { max_shared_per_block_optin: shared, ..H100 };
+            for tier in std::iter::once(None).chain(HistogramTier::ALL.map(Some)) {
+                let err = plan_for(&limits, 1, PlanRequest { tier, ..PlanRequest::default() }).unwrap_err();
+                assert_eq!(
+                    err.to_string(),
+                    format!(
+                        "invalid argument: this device gives a block {shared} bytes of shared memory, too few for one \
+                         4-byte counter"
+                    ),
+                    "{tier:?}"
+                );
+            }
+        }
+        // One counter's room passes this check (whatever a tier then makes of it).
+        let four = HistogramLimits { max_shared_per_block_optin: 4, ..H100 };
+        if let Err(e) = plan_for(&four, 1, PlanRequest::default()) {
+            assert!(!e.to_string().contains("too few for one"), "{e}");
+        }
+    }
 
     #[test]
     fn one_block_capacity_is_the_last_bin_count_of_the_shared_tier() {
