@@ -485,7 +485,12 @@ fn one_row_of_f32_splits_k_inside_the_block_and_matches_cpu() {
 /// `variant` planned for the shape unsplit and with `k` forced into about 2, 3 and 7 ranges
 /// where `k` holds them.
 fn forced_split_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
-    forced_splits(shape.k, &[2, 3, 7], variant.split_granule())
+    plans_with_splits(gpu, variant, shape, forced_splits(shape.k, &[2, 3, 7], variant.split_granule()))
+}
+
+/// `variant` planned for the shape with each of `splits` forced.
+fn plans_with_splits(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape, splits: Vec<SplitK>) -> Vec<GemmPlan> {
+    splits
         .into_iter()
         .map(|split| {
             let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
@@ -551,15 +556,9 @@ fn few_cols_on_short_rows_takes_a_thread_a_row_and_matches_cpu() {
 /// to 32 rows of its block (`matmul::split_k::REDUCE_MAX_ROWS`): about 33, 64, 161 and 256 (the
 /// most the planner takes), as many of them as `k` holds.
 fn many_split_plans(gpu: &Gpu, variant: MatmulVariant, shape: MatmulShape) -> Vec<GemmPlan> {
-    let splits = forced_splits(shape.k, &[33, 64, 161, 256], matmul::split_k::CHUNK_GRANULE);
-    let plans: Vec<GemmPlan> = splits
-        .into_iter()
-        .filter(|s| s.splits > 32)
-        .map(|split| {
-            let options = PlanOptions { split: Some(split), ..PlanOptions::default() };
-            matmul::plan_gemm(gpu, variant, shape, options).unwrap()
-        })
-        .collect();
+    let mut splits = forced_splits(shape.k, &[33, 64, 161, 256], variant.split_granule());
+    splits.retain(|s| s.splits > 32);
+    let plans = plans_with_splits(gpu, variant, shape, splits);
     assert!(!plans.is_empty(), "{}: k = {} holds no split above 32", variant.name(), shape.k);
     plans
 }

@@ -135,11 +135,7 @@ impl SplitK {
         let shortest = (min_chunk as u64).next_multiple_of(CHUNK_GRANULE as u64);
         let wanted = if k < 2 * shortest { 1 } else { wanted };
         let cap = wanted.clamp(least.max(1), MAX_SPLITS.max(least));
-        let k_chunk = k
-            .div_ceil(cap as u64)
-            .max(shortest)
-            .next_multiple_of(CHUNK_GRANULE as u64)
-            .clamp(CHUNK_GRANULE as u64, MAX_CHUNK as u64) as u32;
+        let k_chunk = Self::chunk(k.div_ceil(cap as u64).max(shortest));
         Self { splits: k.div_ceil(k_chunk as u64) as u32, k_chunk }
     }
 
