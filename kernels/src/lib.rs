@@ -383,10 +383,21 @@ pub const MAIN_MAX_THREADS: &[(&str, u32)] = &[
     (histogram::channels::PACKED6_KERNELS[1], histogram::packed::CARRY_TABLE_THREADS),
     (histogram::channels::PACKED6_KERNELS[2], histogram::packed::CARRY_TABLE_THREADS),
     (histogram::channels::PACKED6_KERNELS[3], histogram::packed::CARRY_TABLE_THREADS),
-    (histogram::channels::PACKED4_KERNELS[0], histogram::packed::CARRY_TABLE_THREADS),
-    (histogram::channels::PACKED4_KERNELS[1], histogram::packed::CARRY_TABLE_THREADS),
-    (histogram::channels::PACKED4_KERNELS[2], histogram::packed::CARRY_TABLE_THREADS),
-    (histogram::channels::PACKED4_KERNELS[3], histogram::packed::CARRY_TABLE_THREADS),
+    // The u8 kernel's four batches a vector keep more live than 640 threads' 96 registers hold
+    // around the carry queue's settle; the planner asks the driver what fits (512).
+    (histogram::channels::PACKED4_KERNELS[0], histogram::packed::FOUR_BIT_U8_THREADS),
+    (
+        histogram::channels::PACKED4_KERNELS[1],
+        histogram::packed::carry_table_threads(histogram::packed::FOUR_BIT_PACKING),
+    ),
+    (
+        histogram::channels::PACKED4_KERNELS[2],
+        histogram::packed::carry_table_threads(histogram::packed::FOUR_BIT_PACKING),
+    ),
+    (
+        histogram::channels::PACKED4_KERNELS[3],
+        histogram::packed::carry_table_threads(histogram::packed::FOUR_BIT_PACKING),
+    ),
     (histogram::weighted::PARTIALS_KERNELS[0], 1024),
     (histogram::weighted::PARTIALS_KERNELS[1], 1024),
     (histogram::weighted::PARTIALS_KERNELS[2], 1024),

@@ -119,7 +119,7 @@ pub const BINS_PASS_WAVES: u32 = 2;
 /// # fn main() -> hopper_kernels::Result<()> {
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, MIN_SORTED_SHIFT, PlanRequest, plan_for};
 /// // One bin more than the packed tier takes on its own: sorted, in buckets of 2^14 bins.
-/// let p = plan_for(&HistogramLimits::H100, 399_361, PlanRequest::default())?;
+/// let p = plan_for(&HistogramLimits::H100, 389_121, PlanRequest::default())?;
 /// assert_eq!((p.tier(), p.bucket_shift()), (HistogramTier::Sorted, MIN_SORTED_SHIFT));
 /// # Ok(()) }
 /// ```
@@ -174,8 +174,8 @@ pub const U8_SHARED_THREADS: u32 = 1024;
 /// loads in flight. On the H200 one-channel packed counters at 65,536 bins ran 132 blocks of
 /// 1024 threads at 63% of the copy's bandwidth (2^26 `i32`), where the sorted tier ran at 21%.
 /// The carry-table kernels (6- and 4-bit counters) take
-/// [`CARRY_TABLE_THREADS`](kernels::histogram::packed::CARRY_TABLE_THREADS) (768), which their
-/// registers allow; on an opened device the plan takes fewer wherever a
+/// [`carry_table_threads`](kernels::histogram::packed::carry_table_threads) (768 and 640), which
+/// their registers allow; on an opened device the plan takes fewer wherever a
 /// kernel's registers do not allow its threads ([`plan_with`](super::plan_with)).
 ///
 /// ```
@@ -189,11 +189,12 @@ pub const PACKED_THREADS: u32 = 1024;
 
 /// The most bins the planner gives the packed tier on its own: one pass of 6- or 4-bit digits
 /// with their carry table ([`kernels::histogram::packed::carry_table_capacity`]: 280,320 and
-/// 399,360 bins in 227 KiB), or two passes while each holds no more bins than one block's 8-bit
+/// 389,120 bins in 227 KiB), or two passes while each holds no more bins than one block's 8-bit
 /// digits with their carry plane ([`kernels::histogram::packed::carry_plane_capacity`]:
-/// 154,964), whichever is more (399,360 bins on an H100 or H200). On the H200 (2^26 values) one
+/// 154,964), whichever is more (389,120 bins on an H100 or H200). On the H200 (2^26 values) one
 /// pass at 262,144 bins took 0.135 ms on uniform `i32` values against the sorted tier's 0.303
-/// (zipf: 0.145), and at 300,000 bins (4-bit digits) 0.136 (zipf: 0.321); on the H100 two
+/// (zipf: 0.145), and at 300,000 bins (4-bit digits) 0.137 (zipf: 0.169 with the carry queues,
+/// 0.321 before; a constant input 0.192); on the H100 two
 /// passes took 0.277 ms at 300,000 bins against 0.312, but 0.356
 /// at 524,288 against 0.315 (before the blocks' digits went to a sum kernel, 0.03 ms a pass at
 /// 262,144 bins). The carry table keeps a digit's carries (one per 64 or 16 adds) in shared
@@ -208,7 +209,7 @@ pub const PACKED_THREADS: u32 = 1024;
 /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, packed_auto_capacity, plan_for};
 /// let h100 = HistogramLimits::H100;
 /// let last = packed_auto_capacity(&h100) as usize;
-/// assert_eq!(last, 399_360);
+/// assert_eq!(last, 389_120);
 /// assert_eq!(plan_for(&h100, last, PlanRequest::default())?.tier(), HistogramTier::Packed);
 /// assert_eq!(plan_for(&h100, last + 1, PlanRequest::default())?.tier(), HistogramTier::Sorted);
 /// # Ok(()) }
@@ -229,7 +230,7 @@ fn table_pass_capacity(limits: &HistogramLimits) -> u64 {
 
 /// The most passes over the values the packed tier makes, each counting a window of the bins in
 /// 6- or 4-bit counters with their carry table (the values outside it are left to the other
-/// pass): two, up to 798,720 bins on an H100 or H200 ([`packed_capacity`]). Each pass reads the
+/// pass): two, up to 778,240 bins on an H100 or H200 ([`packed_capacity`]). Each pass reads the
 /// values once, where the sorted tier reads them, writes half their bytes and reads those again;
 /// two passes of 6-bit counters already lost to it at 524,288 bins on the H100 (0.356 ms against
 /// 0.315), so the planner stops short of that on its own ([`packed_auto_capacity`]).
@@ -502,9 +503,9 @@ impl HistogramPlan {
     /// assert_eq!((packing(58_112)?, packing(58_113)?, packing(116_224)?, packing(116_225)?), (0, 1, 1, 2));
     /// // 8-bit digits with their carry plane up to 154,964 bins, then 6-bit digits with their
     /// // carry table (SIX_BIT_PACKING, 4) up to 280,320, then 4-bit ones (FOUR_BIT_PACKING, 3)
-    /// // up to 399,360; then sorted.
+    /// // up to 389,120; then sorted.
     /// assert_eq!((packing(154_964)?, packing(154_965)?, packing(280_320)?, packing(280_321)?), (2, 4, 4, 3));
-    /// assert_eq!((packing(399_360)?, packing(399_361)?), (3, 0));
+    /// assert_eq!((packing(389_120)?, packing(389_121)?), (3, 0));
     /// # Ok(()) }
     /// ```
     pub fn packing(&self) -> u32 {
@@ -538,7 +539,7 @@ impl HistogramPlan {
     /// use hopper_kernels::histogram::{HistogramLimits, HistogramTier, PlanRequest, plan_for};
     /// let packed = PlanRequest { tier: Some(HistogramTier::Packed), ..PlanRequest::default() };
     /// let passes = |bins| plan_for(&HistogramLimits::H100, bins, packed).map(|p| p.packed_passes());
-    /// assert_eq!((passes(131_072)?, passes(399_360)?, passes(399_361)?), (1, 1, 2));
+    /// assert_eq!((passes(131_072)?, passes(389_120)?, passes(389_121)?), (1, 1, 2));
     /// // 6-bit counters take two passes where 4-bit ones take one.
     /// let six = PlanRequest { counter_bits: Some(6), ..packed };
     /// assert_eq!(plan_for(&HistogramLimits::H100, 300_000, six)?.packed_passes(), 2);
@@ -692,7 +693,7 @@ impl HistogramPlan {
     /// let why = plan_for(&h100, 100_000, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.starts_with("100000 bins exceed one block's 58112 u32 counters, so they are packed 2 to a word"), "{why}");
     /// let why = plan_for(&h100, 1 << 20, PlanRequest::default())?.reason(&h100, false);
-    /// assert!(why.starts_with("1048576 bins exceed what the packed tier takes on its own (399360 bins"), "{why}");
+    /// assert!(why.starts_with("1048576 bins exceed what the packed tier takes on its own (389120 bins"), "{why}");
     /// let why = plan_for(&h100, 131_072, PlanRequest::default())?.reason(&h100, false);
     /// assert!(why.contains("4-bit carry plane") && why.contains("warps merge"), "{why}");
     /// assert_eq!(plan_for(&h100, 256, PlanRequest::default())?.reason(&h100, true), "shared tier as requested");
@@ -1061,7 +1062,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
             }
             let window = bins32.div_ceil(passes);
             let table = packed::has_carry_table(packing);
-            let most = if table { packed::CARRY_TABLE_THREADS } else { PACKED_THREADS };
+            let most = if table { packed::carry_table_threads(packing) } else { PACKED_THREADS };
             let threads = threads_per_block.unwrap_or(most);
             let carry_bytes = if carry_plane {
                 packed::carry_plane_bytes(window)
@@ -1097,7 +1098,7 @@ pub fn plan_for(limits: &HistogramLimits, bins: usize, request: PlanRequest) -> 
 ///
 /// ```
 /// use hopper_kernels::histogram::{HistogramLimits, packed_capacity};
-/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 399_360);
+/// assert_eq!(packed_capacity(&HistogramLimits::H100), 2 * 389_120);
 /// ```
 pub fn packed_capacity(limits: &HistogramLimits) -> u64 {
     PACKED_MAX_PASSES as u64 * table_pass_capacity(limits)
@@ -1242,7 +1243,7 @@ mod tests {
             assert!(p.to_string().contains(&format!("{}-bit counters {kernels}", 16 / packing)), "{p}");
         }
         // Past the plane's capacity: 6-bit digits with their carry table in one pass up to
-        // 280,320 bins, then 4-bit ones with theirs, in one pass up to 399,360 bins, then two,
+        // 280,320 bins, then 4-bit ones with theirs, in one pass up to 389,120 bins, then two,
         // each over half the bins (rounded up); the planner's own choice too, with merged warp
         // adds.
         let packed_tier = PlanRequest { tier: Some(Packed), ..PlanRequest::default() };
@@ -1252,12 +1253,12 @@ mod tests {
             (262_144, six, 1, 262_144),
             (280_320, six, 1, 280_320),
             (280_321, four, 1, 280_321),
-            (399_360, four, 1, 399_360),
-            (399_361, four, 2, 199_681),
-            (798_720, four, 2, 399_360),
+            (389_120, four, 1, 389_120),
+            (389_121, four, 2, 194_561),
+            (778_240, four, 2, 389_120),
         ] {
             let p = plan_for(&H100, bins, packed_tier).unwrap();
-            if bins <= 399_360 {
+            if bins <= 389_120 {
                 assert_eq!(sorted(bins), p, "{bins}");
             }
             assert_eq!(
@@ -1274,9 +1275,9 @@ mod tests {
         }
         let forced = PlanRequest { tier: Some(Packed), aggregate: Some(false), ..PlanRequest::default() };
         assert!(!plan_for(&H100, 262_144, forced).unwrap().aggregate);
-        let err = plan_for(&H100, 798_721, forced).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 798720 in 4-bit counters (2 passes"), "{err}");
-        for bins in [399_361, 798_721, 1 << 20, 256 << 14] {
+        let err = plan_for(&H100, 778_241, forced).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 778240 in 4-bit counters (2 passes"), "{err}");
+        for bins in [389_121, 778_241, 1 << 20, 256 << 14] {
             let p = sorted(bins);
             assert_eq!((p.tier, p.bucket_shift, p.aggregate), (Sorted, 14, false), "{bins}");
         }
@@ -1381,8 +1382,8 @@ mod tests {
         assert_eq!(plan_for(&H100, 154_964, packed).unwrap().packing, 2);
         assert_eq!(plan_for(&H100, 154_965, packed).unwrap().packing, packed::SIX_BIT_PACKING);
         assert_eq!(plan_for(&H100, 280_321, packed).unwrap().packing, packed::FOUR_BIT_PACKING);
-        let err = plan_for(&H100, 798_721, packed).unwrap_err().to_string();
-        assert!(err.contains("exceed the packed tier's 798720") && err.contains("use the sorted"), "{err}");
+        let err = plan_for(&H100, 778_241, packed).unwrap_err().to_string();
+        assert!(err.contains("exceed the packed tier's 778240") && err.contains("use the sorted"), "{err}");
         let threads = plan_for(&H100, 65_536, PlanRequest { threads_per_block: Some(512), ..packed }).unwrap();
         assert_eq!(threads.threads_per_block, 512);
     }
@@ -1436,7 +1437,7 @@ mod tests {
         assert!(why(300_000).contains("4-bit digits") && why(300_000).contains("4,096 slots"), "{}", why(300_000));
         let two = plan_for(&H100, 500_000, packed_tier).unwrap().reason(&H100, false);
         assert!(two.contains("2 passes over the values, each counting 250000"), "{two}");
-        assert!(why(399_361).contains("fit the sorted tier"), "{}", why(399_361));
+        assert!(why(389_121).contains("fit the sorted tier"), "{}", why(389_121));
         assert!(why(1 << 20).contains("fit the sorted tier's 8388608"), "{}", why(1 << 20));
         assert!(why(1 << 24).contains("exceed the sorted tier"), "{}", why(1 << 24));
         let forced = plan_for(&H100, 256, PlanRequest { tier: Some(Global), ..PlanRequest::default() }).unwrap();
@@ -1474,10 +1475,11 @@ mod tests {
         let above = plan_for(&SMALL, 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.packing, above.passes), (Packed, packed::SIX_BIT_PACKING, 1));
         assert_eq!(above.threads_per_block, packed::CARRY_TABLE_THREADS);
-        // Its blocks hold more 6-bit digits with their table than 4-bit ones with theirs.
+        // Its blocks hold more 6-bit digits with their table than 4-bit ones with theirs and
+        // the warps' carry queues: 22,528.
         let four = PlanRequest { tier: Some(Packed), counter_bits: Some(4), ..PlanRequest::default() };
-        assert_eq!(plan_for(&SMALL, 32_768, four).unwrap().bins_per_block, 32_768);
-        assert_eq!(plan_for(&SMALL, 51_200, four).unwrap().passes, 2);
+        assert_eq!(plan_for(&SMALL, 22_528, four).unwrap().bins_per_block, 22_528);
+        assert_eq!(plan_for(&SMALL, 22_529, four).unwrap().passes, 2);
         assert_eq!(packed_auto_capacity(&SMALL), 2 * 32_768);
         let above = plan_for(&SMALL, 2 * 32_768 + 1, PlanRequest::default()).unwrap();
         assert_eq!((above.tier, above.bucket_shift), (Sorted, 13));

@@ -85,7 +85,7 @@ pub const PACKED6_KERNELS: [&str; 4] =
 
 /// The PTX symbols of the one-channel kernels with 4-bit packed counters and their carry table
 /// ([`FOUR_BIT_PACKING`](super::packed::FOUR_BIT_PACKING)), by input type: the packed tier's
-/// kernels from 280,321 bins to 399,360 in one pass (two passes: twice that).
+/// kernels from 280,321 bins to 389,120 in one pass (two passes: twice that).
 pub const PACKED4_KERNELS: [&str; 4] =
     ["histogram_packed4_u8", "histogram_packed4_u16", "histogram_packed4_i32", "histogram_packed4_f32"];
 
@@ -195,10 +195,10 @@ pub(crate) mod device_code {
     use crate::device::warp;
     use crate::histogram::NO_BIN;
     use crate::histogram::device_code::load_one;
-    use crate::histogram::packed::device_code::SharedCounters;
+    use crate::histogram::packed::device_code::{CarryQueue, SharedCounters};
     use crate::histogram::packed::{
-        CARRY_PLANE_PACKING, FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_slots, digit_of, mode_parts, per_word,
-        words_for,
+        CARRY_PLANE_PACKING, FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_queue_words, carry_table_slots,
+        carry_table_words, digit_of, mode_parts, per_word, words_for,
     };
     use crate::histogram::pipelined::device_code::{for_each_vector, for_each_vector_in32};
     use crate::histogram::{Binning, Element};
@@ -340,7 +340,9 @@ pub(crate) mod device_code {
         let nbins = window;
         let low = words_for(nbins, P) * copies;
         let plane_words = if PLANE { words_for(nbins, CARRY_PLANE_PACKING) } else { 0 };
-        let table_words = if TABLE { 2 * carry_table_slots(P) } else { 0 };
+        let table_words = if TABLE { carry_table_words(P) } else { 0 };
+        // The warps' carry queues, after the table's slots (4-bit digits).
+        let queue_words = if TABLE { carry_queue_words(P) } else { 0 };
         // SAFETY: the launch provides the counters' words, then with `PLANE` the plane's, with
         // `TABLE` the table's.
         let words = unsafe {
@@ -363,10 +365,23 @@ pub(crate) mod device_code {
             counters = unsafe {
                 counters.with_carry_table(DynamicSharedArray::from_shared_address(
                     words.address_of(low as usize),
-                    table_words as usize,
+                    2 * carry_table_slots(P) as usize,
                 ))
             };
         }
+        let queue = if queue_words > 0 {
+            // SAFETY: the queues' words follow the table's slots inside the launch's shared
+            // memory, 2 * CARRY_QUEUE_LEN words for each warp of a block of at most carry_table_threads(P)
+            // (the kernels' .maxntid).
+            Some(unsafe {
+                CarryQueue::new(DynamicSharedArray::from_shared_address(
+                    words.address_of((low + 2 * carry_table_slots(P)) as usize),
+                    queue_words as usize,
+                ))
+            })
+        } else {
+            None
+        };
         counters.zero();
         // Every counter is zero before any thread adds to it.
         thread::sync_threads();
@@ -422,40 +437,14 @@ pub(crate) mod device_code {
                 // One branch for the four: a carry is rare (one per 65,536 adds to a 16-bit
                 // digit, 256 to an 8-bit one).
                 // Written out: a loop over k kept the arrays in local memory (72 bytes of stack).
-                if TABLE
-                    && P == crate::histogram::packed::FOUR_BIT_PACKING
-                    && (carried[0] | carried[1] | carried[2] | carried[3])
-                {
-                    // 4-bit digits: one inlined copy of the carry path for the four values,
-                    // which take it one after another, their arguments selected. Skewed values
-                    // make a few thousand carries a block in 4-bit digits, and four copies of the
-                    // path at each of the loop's call sites (each a long one: table probes, the
-                    // take-back and its borrows) made the kernels' code too large for the
-                    // instruction cache. (The path out of line, `#[inline(never)]`, took 300,000
-                    // zipf bins from 0.320 ms to 0.198 on the H200, but the call's saved
-                    // registers are 72-260 bytes of spills, which the release build refuses.)
-                    // 6-bit digits carry a quarter as often and keep the four inlined copies
-                    // below: 262,144 zipf bins in 0.145 ms, against 0.164 with this loop.
-                    let mut pending = carried[0] as u32
-                        | (carried[1] as u32) << 1
-                        | (carried[2] as u32) << 2
-                        | (carried[3] as u32) << 3;
-                    let incs = [m[0].1, m[1].1, m[2].1, m[3].1];
-                    while pending != 0 {
-                        let i = pending.trailing_zeros();
-                        let pick = |a: [u32; 4]| {
-                            if i == 0 {
-                                a[0]
-                            } else if i == 1 {
-                                a[1]
-                            } else if i == 2 {
-                                a[2]
-                            } else {
-                                a[3]
-                            }
-                        };
-                        counters.settle(pick(c), copy, pick(incs), pick(old));
-                        pending &= pending - 1;
+                if let Some(queue) = &queue {
+                    // 4-bit digits: the warp queues its carries and settles them 32 at a time,
+                    // one a lane (CarryQueue; carry_queue_words has the measurements). A settle
+                    // later than its atomic is one more interleaving of the block's adds, which
+                    // the corrections allow (add_exact).
+                    if warp::any(carried[0] | carried[1] | carried[2] | carried[3]) {
+                        let incs = [m[0].1, m[1].1, m[2].1, m[3].1];
+                        queue.push(&counters, copy, carried, c, incs, old);
                     }
                 } else if carried[0] | carried[1] | carried[2] | carried[3] {
                     if carried[0] {
@@ -506,6 +495,11 @@ pub(crate) mod device_code {
         // SAFETY: tail < n where loaded.
         let last = if tail < n { in_window(unsafe { load_one::<T>(input, tail) }) } else { (false, 0) };
         count4([last, (false, 0), (false, 0), (false, 0)]);
+        if let Some(queue) = &queue {
+            // SAFETY: the whole warp (the tail's step is converged); its queue of carries of
+            // these counters, in this lane's copy.
+            unsafe { queue.finish(&counters, copy) };
+        }
         // Every add of this block has landed before the counters are read.
         thread::sync_threads();
         if TABLE {

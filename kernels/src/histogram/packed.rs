@@ -19,7 +19,7 @@
 //!
 //! 6-bit digits ([`SIX_BIT_PACKING`], five to a word) hold 280,320 bins in one block of an H100
 //! or H200 but carry every 64 adds, and 4-bit digits ([`FOUR_BIT_PACKING`], eight to a word)
-//! 399,360, carrying every 16; both keep their carries in a table in shared memory
+//! 389,120, carrying every 16; both keep their carries in a table in shared memory
 //! ([`carry_table_slots`]) instead of sending each to global memory.
 
 /// The most counters packed into a word, as `log2`: four 8-bit digits.
@@ -39,7 +39,7 @@ pub const SIX_BIT_PACKING: u32 = 4;
 
 /// The packing code of 4-bit digits, eight to a word, as counters with a carry table (the same
 /// digits as the carry plane's, [`CARRY_PLANE_PACKING`]): they hold the most bins of one block,
-/// 399,360 on an H100 or H200 ([`carry_table_capacity`]), but carry every 16 adds, so only with
+/// 389,120 on an H100 or H200 ([`carry_table_capacity`]), but carry every 16 adds, so only with
 /// the carry table, whose slot counts a counter's values once it carried ([`carry_table_slots`]).
 /// A warp's merged add (up to 32) may carry twice out of a digit; see [`add_exact`].
 ///
@@ -320,6 +320,26 @@ pub const fn carry_table_slot(counter: u32, packing: u32) -> u32 {
 /// and the 4-bit ones to 80, no spills).
 pub const CARRY_TABLE_THREADS: u32 = 768;
 
+/// Threads a block of the carry-table kernels of packing `packing` may have, their `.maxntid`:
+/// [`CARRY_TABLE_THREADS`] for 6-bit digits, 640 for 4-bit ones, whose carry queue
+/// ([`carry_queue_words`]) and its settle, one carry a lane, need more than the 80 registers
+/// that 768 threads leave (ptxas spilled 144-252 bytes there; 96 at 640 threads). On the H200 the
+/// 6-bit kernels ran uniform values at 0.136 ms with 768 threads and 0.137 with 640.
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_threads};
+/// assert_eq!((carry_table_threads(SIX_BIT_PACKING), carry_table_threads(FOUR_BIT_PACKING)), (768, 640));
+/// ```
+#[inline(always)]
+pub const fn carry_table_threads(packing: u32) -> u32 {
+    if packing == FOUR_BIT_PACKING { 640 } else { CARRY_TABLE_THREADS }
+}
+
+/// The `.maxntid` of `histogram_packed4_u8`, below [`carry_table_threads`]: its loop counts four
+/// batches of a 16-byte vector, and with the carry queue's settle it spilled 8 bytes at 640
+/// threads' 96 registers. Its queues are laid out for 640 threads all the same.
+pub const FOUR_BIT_U8_THREADS: u32 = 512;
+
 /// The stride of the carry table's probes after the first (odd, so that the probes of a
 /// counter are distinct slots).
 pub const CARRY_TABLE_STEP: u32 = 389;
@@ -334,15 +354,69 @@ pub const fn carry_table_next(slot: u32, packing: u32) -> u32 {
 /// A free slot's key in the carry table (no counter: a block's counters are fewer than 2^19).
 pub const CARRY_TABLE_FREE: u32 = u32::MAX;
 
-/// Shared memory of the carry table of counters of packing `packing`, bytes: a key and a count
-/// per slot.
+/// Entries of one warp's carry queue ([`carry_queue_words`]): a warp settles its queued carries
+/// when the next ones would not fit, one a lane.
+pub const CARRY_QUEUE_LEN: u32 = 32;
+
+/// Words of the warps' carry queues of counters of packing `packing`, after the carry table:
+/// [`CARRY_QUEUE_LEN`] entries of two words a warp of a block of [`carry_table_threads`] for 4-bit digits, none for
+/// 6-bit ones. 4-bit digits carry every 16 adds: skewed values make a few thousand carries a
+/// block, each a long path (the table's probes, the take-back from the digit above and its
+/// borrow test) that one lane ran while its warp waited. Queued ([`queued_carry`] and the word
+/// the add returned) and settled 32 at a time, one a lane, the warp runs that path once per 32
+/// carries: on the H200 zipf values over 300,000 bins took 0.169 ms against 0.320 (2^26 `i32`).
+/// 6-bit digits carry a quarter as often, and their table keeps its room for bins.
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_queue_words};
+/// assert_eq!((carry_queue_words(SIX_BIT_PACKING), carry_queue_words(FOUR_BIT_PACKING)), (0, 1280));
+/// ```
+#[inline(always)]
+pub const fn carry_queue_words(packing: u32) -> u32 {
+    if packing == FOUR_BIT_PACKING { carry_table_threads(packing) / 32 * CARRY_QUEUE_LEN * 2 } else { 0 }
+}
+
+/// Words of the carry table of counters of packing `packing` with the warps' carry queues: a key
+/// and a count per slot, then [`carry_queue_words`].
+///
+/// ```
+/// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_words};
+/// assert_eq!((carry_table_words(SIX_BIT_PACKING), carry_table_words(FOUR_BIT_PACKING)), (2048, 9472));
+/// ```
+#[inline(always)]
+pub const fn carry_table_words(packing: u32) -> u32 {
+    2 * carry_table_slots(packing) + carry_queue_words(packing)
+}
+
+/// Shared memory of the carry table of counters of packing `packing` and of its carry queues,
+/// bytes ([`carry_table_words`]).
 ///
 /// ```
 /// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_bytes};
-/// assert_eq!((carry_table_bytes(SIX_BIT_PACKING), carry_table_bytes(FOUR_BIT_PACKING)), (8 << 10, 32 << 10));
+/// assert_eq!((carry_table_bytes(SIX_BIT_PACKING), carry_table_bytes(FOUR_BIT_PACKING)), (8 << 10, 37_888));
 /// ```
 pub const fn carry_table_bytes(packing: u32) -> u64 {
-    2 * carry_table_slots(packing) as u64 * 4
+    carry_table_words(packing) as u64 * 4
+}
+
+/// The first word of a queued carry of 4-bit counter `counter` (below 2^19) by an add of `inc`
+/// (at most 32); the second is the word the add returned. What the carry's corrections need
+/// ([`carries`], how many carries left the digit) is worked out when it is settled, once for 32
+/// carries, not in the loop over the values.
+///
+/// ```
+/// use kernels::histogram::packed::{queued_carry, queued_carry_parts};
+/// assert_eq!(queued_carry_parts(queued_carry(399_359, 32)), (399_359, 32));
+/// ```
+#[inline(always)]
+pub const fn queued_carry(counter: u32, inc: u32) -> u32 {
+    counter | inc << 19
+}
+
+/// The counter and increment of a [`queued_carry`] word.
+#[inline(always)]
+pub const fn queued_carry_parts(entry: u32) -> (u32, u32) {
+    (entry & ((1 << 19) - 1), entry >> 19)
 }
 
 /// The most counters of packing `packing` ([`has_carry_table`]) that fit in `capacity` 32-bit
@@ -352,11 +426,11 @@ pub const fn carry_table_bytes(packing: u32) -> u64 {
 /// use kernels::histogram::packed::{FOUR_BIT_PACKING, SIX_BIT_PACKING, carry_table_capacity};
 /// // One block of the H100 or H200 (227 KiB, 58,112 words).
 /// assert_eq!(carry_table_capacity(58_112, SIX_BIT_PACKING), 280_320);
-/// assert_eq!(carry_table_capacity(58_112, FOUR_BIT_PACKING), 399_360);
+/// assert_eq!(carry_table_capacity(58_112, FOUR_BIT_PACKING), 389_120);
 /// assert_eq!(carry_table_capacity(100, SIX_BIT_PACKING), 0);
 /// ```
 pub const fn carry_table_capacity(capacity: u64, packing: u32) -> u64 {
-    capacity.saturating_sub(2 * carry_table_slots(packing) as u64) * per_word(packing) as u64
+    capacity.saturating_sub(carry_table_words(packing) as u64) * per_word(packing) as u64
 }
 
 /// The borrows a subtraction of one from digit `digit` of a word that held `old` makes: how many
@@ -540,13 +614,39 @@ unsafe fn carry<M: CounterMemory>(
     inc: u32,
     kept: bool,
 ) {
+    let (crossed, amount) = carry_size(packing, counter, old, inc);
+    // SAFETY: forwarded contract.
+    unsafe { carry_counted(m, packing, counters, counter, slot, crossed, amount, kept) };
+}
+
+/// The boundaries an add of `inc` to `counter` crossed ([`carries`]) where its word held `old`,
+/// and its carries out of the counter's own digit: 1, or 2 where a merged add of over 16 met a
+/// 4-bit digit (8- and 16-bit digits take every add of at most 32 with one).
+#[inline(always)]
+const fn carry_size(packing: u32, counter: u32, old: u32, inc: u32) -> (u32, u32) {
     let digit = digit_index(counter, packing);
-    let first = counter - digit;
     let crossed = carries(old, digit, inc, packing);
-    // Carries out of the counter's own digit: 1, or 2 where a merged add of over 16 met a 4-bit
-    // digit (8- and 16-bit digits take every add of at most 32 with one).
     let amount =
         if packing == FOUR_BIT_PACKING { (digit_of(old, digit, packing) + inc) >> digit_bits(packing) } else { 1 };
+    (crossed, amount)
+}
+
+/// [`carry`] of an add that crossed `crossed` boundaries with `amount` carries out of its own
+/// digit ([`carry_size`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn carry_counted<M: CounterMemory>(
+    m: &mut M,
+    packing: u32,
+    counters: u32,
+    counter: u32,
+    slot: u32,
+    crossed: u32,
+    amount: u32,
+    kept: bool,
+) {
+    let digit = digit_index(counter, packing);
+    let first = counter - digit;
     if kept && has_carry_table(packing) && crossed == 1 {
         // Each carry: counted in the table (or, where it has no room for the counter, made in
         // the global counts) and taken back from the digit above in shared memory, which keeps
@@ -603,12 +703,13 @@ unsafe fn carry<M: CounterMemory>(
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod device_code {
     use super::{
-        CARRY_PLANE_PACKING, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CounterMemory, add_exact, carried, carries,
-        carry_table_next, carry_table_slot, carry_table_slots, digit_bits, digit_index, digit_of, per_word, word_of,
-        words_for,
+        CARRY_PLANE_PACKING, CARRY_QUEUE_LEN, CARRY_TABLE_FREE, CARRY_TABLE_PROBES, CounterMemory, add_exact, carried,
+        carries, carry_counted, carry_size, carry_table_next, carry_table_slot, carry_table_slots, digit_bits,
+        digit_index, digit_of, per_word, queued_carry, queued_carry_parts, word_of, words_for,
     };
     use crate::device::shared::DynamicSharedArray;
     use crate::device::{atomic, thread, warp};
+    use core::cell::Cell;
 
     /// `copies` interleaved copies of `counters` counters packed `per_word(P)` to a word in this
     /// block's shared memory, added into the global `counts` (one `u32` per counter).
@@ -672,6 +773,162 @@ pub(crate) mod device_code {
                 slot = carry_table_next(slot, P);
             }
             false
+        }
+    }
+
+    /// This warp's queue of carries waiting to be settled ([`carry_queue_words`](super::carry_queue_words)):
+    /// [`CARRY_QUEUE_LEN`] entries of two words in shared memory and their number, the same in
+    /// every lane.
+    pub(crate) struct CarryQueue {
+        entries: DynamicSharedArray<u32>,
+        len: Cell<u32>,
+    }
+
+    impl CarryQueue {
+        /// The queue of this warp in `queues` (`2 * CARRY_QUEUE_LEN` words per warp of the
+        /// block), empty.
+        ///
+        /// # Safety
+        /// `queues` holds `2 * CARRY_QUEUE_LEN` words per warp of the block, used by nothing else.
+        #[inline(always)]
+        pub(crate) unsafe fn new(queues: DynamicSharedArray<u32>) -> Self {
+            let base = thread::thread_idx_x() / 32 * 2 * CARRY_QUEUE_LEN;
+            // SAFETY: this warp's words lie inside `queues` (caller's contract).
+            let entries = unsafe {
+                DynamicSharedArray::from_shared_address(queues.address_of(base as usize), 2 * CARRY_QUEUE_LEN as usize)
+            };
+            Self { entries, len: Cell::new(0) }
+        }
+
+        /// Stores entry `at`: the [`queued_carry`] word and the word its add returned.
+        ///
+        /// # Safety
+        /// `at < CARRY_QUEUE_LEN`.
+        #[inline(always)]
+        unsafe fn store(&self, at: u32, entry: u32, old: u32) {
+            // SAFETY (both): 2 at + 1 < 2 CARRY_QUEUE_LEN, inside this warp's words.
+            unsafe { self.entries.store(2 * at as usize, entry) };
+            unsafe { self.entries.store(2 * at as usize + 1, old) };
+        }
+
+        /// Queues the carries of up to four adds of each lane to `counters` in copy `copy`: the
+        /// add of `incs[i]` to `counter[i]` that returned `old[i]`, where `carried[i]`. Settles
+        /// the queue first, one carry a lane, when they would not fit.
+        ///
+        /// # Safety
+        /// The whole warp calls it together, with the same queue and counters; each carried add
+        /// is one to these counters in copy `copy` that carried ([`SharedCounters::carried_at`]).
+        #[inline(always)]
+        pub(crate) unsafe fn push<const P: u32>(
+            &self,
+            counters: &SharedCounters<P>,
+            copy: u32,
+            carried: [bool; 4],
+            counter: [u32; 4],
+            incs: [u32; 4],
+            old: [u32; 4],
+        ) {
+            let below = warp::lanemask_lt();
+            let len = self.len.get();
+            // SAFETY (all): the whole warp is here (caller's contract).
+            let lanes = unsafe {
+                [warp::ballot(carried[0]), warp::ballot(carried[1]), warp::ballot(carried[2]), warp::ballot(carried[3])]
+            };
+            let n = lanes.map(u32::count_ones);
+            if len + n[0] + n[1] + n[2] + n[3] <= CARRY_QUEUE_LEN {
+                // The common case, without a loop: every carry fits.
+                let at = [len, len + n[0], len + n[0] + n[1], len + n[0] + n[1] + n[2]];
+                // Written out with constant indices, so that the arrays stay in registers.
+                let store_if = |i: usize| {
+                    if carried[i] {
+                        // SAFETY: at[i] + the lanes below < len + n <= CARRY_QUEUE_LEN.
+                        unsafe {
+                            self.store(
+                                at[i] + (lanes[i] & below).count_ones(),
+                                queued_carry(counter[i], incs[i]),
+                                old[i],
+                            )
+                        };
+                    }
+                };
+                store_if(0);
+                store_if(1);
+                store_if(2);
+                store_if(3);
+                self.len.set(at[3] + n[3]);
+                return;
+            }
+            // A loop over the four, not four copies: the settle it calls is long.
+            let mut len = len;
+            let mut k = 0u32;
+            while k < 4 {
+                let pick = |a: [u32; 4]| {
+                    if k == 0 {
+                        a[0]
+                    } else if k == 1 {
+                        a[1]
+                    } else if k == 2 {
+                        a[2]
+                    } else {
+                        a[3]
+                    }
+                };
+                let ballot = pick(lanes);
+                let flag = ballot & (1 << warp::lane_id()) != 0;
+                let count = ballot.count_ones();
+                if len + count > CARRY_QUEUE_LEN {
+                    // SAFETY: forwarded: the whole warp, its queue.
+                    unsafe { self.settle(counters, copy, len) };
+                    len = 0;
+                }
+                if flag {
+                    // SAFETY: at < len + count <= CARRY_QUEUE_LEN.
+                    unsafe {
+                        self.store(
+                            len + (ballot & below).count_ones(),
+                            queued_carry(pick(counter), pick(incs)),
+                            pick(old),
+                        )
+                    };
+                }
+                len += count;
+                k += 1;
+            }
+            self.len.set(len);
+        }
+
+        /// Settles every queued carry (at the end of the block's adds).
+        ///
+        /// # Safety
+        /// As [`CarryQueue::push`].
+        #[inline(always)]
+        pub(crate) unsafe fn finish<const P: u32>(&self, counters: &SharedCounters<P>, copy: u32) {
+            // SAFETY: forwarded contract.
+            unsafe { self.settle(counters, copy, self.len.get()) };
+            self.len.set(0);
+        }
+
+        /// Lanes below `len` settle one queued carry each.
+        ///
+        /// # Safety
+        /// As [`CarryQueue::push`], with `len` the queue's entries.
+        #[inline(always)]
+        unsafe fn settle<const P: u32>(&self, counters: &SharedCounters<P>, copy: u32, len: u32) {
+            // SAFETY (both): the whole warp is here; bar.warp.sync orders the lanes' stores to
+            // the entries before their loads, and the loads before the next pushes' stores.
+            unsafe { warp::sync_warp() };
+            let lane = warp::lane_id();
+            if lane < len {
+                // SAFETY: lane < len <= CARRY_QUEUE_LEN; the entry was queued by push, settled once.
+                unsafe {
+                    counters.settle_queued(
+                        self.entries.load(2 * lane as usize),
+                        self.entries.load(2 * lane as usize + 1),
+                        copy,
+                    )
+                };
+            }
+            unsafe { warp::sync_warp() };
         }
     }
 
@@ -912,6 +1169,32 @@ pub(crate) mod device_code {
                 // SAFETY: forwarded contract.
                 unsafe { self.correct(old, word, digit, inc) };
             }
+        }
+
+        /// [`SharedCounters::settle`] of a carry queued as `entry` ([`queued_carry`]) whose add
+        /// returned `old`.
+        ///
+        /// # Safety
+        /// `entry` and `old` are of an add to these counters in copy `copy` that carried,
+        /// settled once.
+        #[inline(always)]
+        pub(crate) unsafe fn settle_queued(&self, entry: u32, old: u32, copy: u32) {
+            let (counter, inc) = queued_carry_parts(entry);
+            let (crossed, amount) = carry_size(P, counter, old, inc);
+            let mut m = self.memory();
+            // SAFETY: forwarded contract: the counter's word in this copy.
+            unsafe {
+                carry_counted(
+                    &mut m,
+                    P,
+                    self.counters,
+                    counter,
+                    word_of(counter, P) * self.copies + copy,
+                    crossed,
+                    amount,
+                    self.keeps_carries(),
+                )
+            };
         }
 
         /// The shared-window address of copy `copy`'s first counter (plain counters): the base of
@@ -1286,6 +1569,46 @@ mod tests {
     }
 
     #[test]
+    fn carries_settled_late_and_out_of_order_keep_4_bit_counts_exact() {
+        // The 4-bit kernels queue a warp's carries (CarryQueue) and settle up to 32 of them at
+        // once, long after their adds and in any order, while other adds (and their carries)
+        // land on the same words.
+        let packing = FOUR_BIT_PACKING;
+        for (counters, hot) in [(9u32, 3u32), (64, 63), (13, 12), (8, 0), (10, 4), (11, 9)] {
+            let mut m = Interleaved::new(packing, counters, hot, 3);
+            let mut queue: Vec<(u32, u32, u32)> = Vec::new();
+            let settle = |m: &mut Interleaved, queue: &mut Vec<(u32, u32, u32)>| {
+                // Last queued first: the reverse of the adds' order.
+                while let Some((counter, inc, old)) = queue.pop() {
+                    let (crossed, amount) = carry_size(packing, counter, old, inc);
+                    let slot = word_of(counter, packing);
+                    // SAFETY: counter < counters; the model's planes hold every word.
+                    unsafe { carry_counted(m, packing, counters, counter, slot, crossed, amount, true) };
+                }
+            };
+            for _ in 0..200_000 {
+                let r = m.next();
+                let counter = if !r.is_multiple_of(4) { hot } else { (r >> 8) as u32 % counters };
+                let inc = if (r >> 32).is_multiple_of(3) { 32 } else { 1 + (r >> 40) as u32 % 3 };
+                m.truth[counter as usize] += inc as u64;
+                let digit = digit_index(counter, packing);
+                // SAFETY: the counter's word; the model may land other adds first.
+                let old =
+                    unsafe { m.fetch_add(false, word_of(counter, packing), inc << (digit_bits(packing) * digit)) };
+                if carried(old, digit, inc, packing) {
+                    queue.push((counter, inc, old));
+                }
+                if queue.len() == CARRY_QUEUE_LEN as usize || (r >> 50).is_multiple_of(61) {
+                    settle(&mut m, &mut queue);
+                }
+            }
+            settle(&mut m, &mut queue);
+            let want: Vec<u32> = m.truth.iter().map(|&t| t as u32).collect();
+            assert_eq!(m.flushed(), want, "{counters} counters");
+        }
+    }
+
+    #[test]
     fn a_constant_input_reaches_global_memory_once_per_4096_adds_with_the_plane() {
         // One lane adding 32 at a time to one 8-bit counter, without interleaving.
         let mut m = Interleaved::new(2, 4, 1, 0);
@@ -1357,8 +1680,9 @@ mod tests {
         assert_eq!(digit_of(0xF000_0005, 0, p), 5);
         assert_eq!(carries(15 << 28, 7, 1, p), 1);
         assert_eq!(borrows(0, 5, p), 3);
-        assert_eq!(carry_table_bytes(p), 32 << 10);
-        assert!(carry_table_capacity(58_112, p) > 2 * carry_table_capacity(58_112, SIX_BIT_PACKING) * 7 / 10);
+        // The table of 4,096 slots (32 KiB) and the warps' carry queues.
+        assert_eq!(carry_table_bytes(p), (32 << 10) + 4 * carry_queue_words(p) as u64);
+        assert!(carry_table_capacity(58_112, p) > carry_table_capacity(58_112, SIX_BIT_PACKING) * 13 / 10);
     }
 
     #[test]
