@@ -313,11 +313,12 @@ pub const fn carry_table_slot(counter: u32, packing: u32) -> u32 {
     counter & (carry_table_slots(packing) - 1)
 }
 
-/// Threads a block of the carry-table kernels (`histogram_packed6_*`, `histogram_packed4_*`) may
+/// Threads a block of the 6-bit carry-table kernels (`histogram_packed6_*`) may
 /// have, their `.maxntid`: the read of a counter's own slot key takes the 6-bit kernels to 74-84
 /// registers a thread uncapped, so that the `f32` and `u8` kernels would run 640 and 736 threads
-/// a block and 1,024 none; capped, all run 768 (ptxas holds the 6-bit kernels to 62-66 registers
-/// and the 4-bit ones to 80, no spills).
+/// a block and 1,024 none; capped, all run 768 (ptxas holds the 6-bit kernels to 62-66 registers,
+/// no spills). The 4-bit kernels, whose carry queue needs more registers, take
+/// [`carry_table_threads`].
 pub const CARRY_TABLE_THREADS: u32 = 768;
 
 /// Threads a block of the carry-table kernels of packing `packing` may have, their `.maxntid`:
@@ -882,7 +883,7 @@ pub(crate) mod device_code {
                     len = 0;
                 }
                 if flag {
-                    // SAFETY: at < len + count <= CARRY_QUEUE_LEN.
+                    // SAFETY: len + the lanes below < len + count <= CARRY_QUEUE_LEN.
                     unsafe {
                         self.store(
                             len + (ballot & below).count_ones(),
