@@ -319,7 +319,11 @@ pub fn launch_into(
                 let at = *counts + 4 * first as u64;
                 let mut launch = stream.launch_builder(&func);
                 launch.arg(bytes).arg(&n).arg(&at).arg(&nbins).arg(&lo).arg(&hi).arg(&scale);
-                launch.arg(&copies).arg(&mode).arg(&first).arg(&len);
+                // The carry-table kernels hold one copy and take no copy count.
+                if table_digits.is_none() {
+                    launch.arg(&copies);
+                }
+                launch.arg(&mode).arg(&first).arg(&len);
                 if let Some((s, _)) = table_digits.as_mut() {
                     launch.arg(&mut s.table);
                 }

@@ -518,9 +518,12 @@ pub(crate) mod device_code {
     /// window test where the pass counts every bin (`first == 0`, `window == nbins`); a mode of
     /// another packing, or with a carry plane, counts nothing. A macro, not a function generic
     /// over the packing: a const generic cannot be a pattern, and a guard comparing with it
-    /// compiled the kernels' dispatch differently.
+    /// compiled the kernels' dispatch differently. One copy of the counters, a constant: the
+    /// table kernels hold their bins once a block, and with the copy count a kernel argument every
+    /// value's address took a multiply by it and a reload of it (two of the loop's 37
+    /// instructions a value).
     macro_rules! count_with_table {
-        ($t:ty, $p:ident, $input:ident, $n:ident, $counts:ident, $binning:ident, $copies:ident, $mode:ident,
+        ($t:ty, $p:ident, $input:ident, $n:ident, $counts:ident, $binning:ident, $mode:ident,
          $first:ident, $window:ident, $block_words:ident) => {{
             let (f, w) = ($first, $window);
             // One pass over every bin: the window test is left out.
@@ -533,7 +536,7 @@ pub(crate) mod device_code {
                         $n,
                         $counts,
                         $binning,
-                        $copies,
+                        1,
                         f,
                         w,
                         $block_words,
@@ -545,7 +548,7 @@ pub(crate) mod device_code {
                         $n,
                         $counts,
                         $binning,
-                        $copies,
+                        1,
                         f,
                         w,
                         $block_words,
@@ -557,7 +560,7 @@ pub(crate) mod device_code {
                         $n,
                         $counts,
                         $binning,
-                        $copies,
+                        1,
                         f,
                         w,
                         $block_words,
@@ -569,7 +572,7 @@ pub(crate) mod device_code {
                         $n,
                         $counts,
                         $binning,
-                        $copies,
+                        1,
                         f,
                         w,
                         $block_words,
@@ -633,7 +636,8 @@ pub(crate) mod device_code {
                 /// # Safety
                 /// As the module's, with `channels = 1` and `mode` a
                 /// [`packed::mode`](crate::histogram::packed::mode) of packing 1 without a carry
-                /// plane (any other counts nothing), counting only the bins `first..first + window`
+                /// plane (any other counts nothing), one copy of the counters a block (the table
+                /// kernels take no `copies`), counting only the bins `first..first + window`
                 /// (`first + window <= nbins`, `window >= 1`) into `counts`, which holds `window`
                 /// counters, and with `window` in place of `nbins` in the shared memory.
                 pub unsafe fn $packed16(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
@@ -678,8 +682,9 @@ pub(crate) mod device_code {
                 /// As the module's, with `channels = 1` and `mode` a
                 /// [`packed::mode`](crate::histogram::packed::mode) of packing
                 /// [`SIX_BIT_PACKING`](crate::histogram::packed::SIX_BIT_PACKING) without a carry
-                /// plane (any other counts nothing), `copies = 1`, counting only the bins `first..first
-                /// + window` (`first + window <= nbins`, `window >= 1`) into `counts`, which holds
+                /// plane (any other counts nothing), one copy of the counters a block (the table
+                /// kernels take no `copies`), counting only the bins `first..first + window`
+                /// (`first + window <= nbins`, `window >= 1`) into `counts`, which holds
                 /// `window` counters, and with `window` in place of `nbins` in the shared memory; the
                 /// launch provides [`carry_table_bytes`](crate::histogram::packed::carry_table_bytes)`(SIX_BIT_PACKING)`
                 /// more bytes of shared memory after the counters. Each block stores its counters'
@@ -687,9 +692,9 @@ pub(crate) mod device_code {
                 /// holds those of every block of the grid) and adds only its carry table's counts
                 /// into `counts`: `histogram_packed6_sum_blocks` adds the digits.
                 pub unsafe fn $packed6(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
-                                       copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {
+                                       mode: u32, first: u32, window: u32, block_words: *mut u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    count_with_table!($t, SIX_BIT_PACKING, input, n, counts, binning, copies, mode, first, window, block_words)
+                    count_with_table!($t, SIX_BIT_PACKING, input, n, counts, binning, mode, first, window, block_words)
                 }
 
                 #[doc = concat!("One channel of `", stringify!($t), "` values in 4-bit packed counters with their carry table; see the [module documentation](super).")]
@@ -702,9 +707,9 @@ pub(crate) mod device_code {
                 /// FOUR_BIT_PACKING)` words a block in `block_words`, which
                 /// `histogram_packed4_sum_blocks` adds.
                 pub unsafe fn $packed4(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
-                                       copies: u32, mode: u32, first: u32, window: u32, block_words: *mut u32) {
+                                       mode: u32, first: u32, window: u32, block_words: *mut u32) {
                     let binning = Binning { nbins, lo, hi, scale };
-                    count_with_table!($t, FOUR_BIT_PACKING, input, n, counts, binning, copies, mode, first, window, block_words)
+                    count_with_table!($t, FOUR_BIT_PACKING, input, n, counts, binning, mode, first, window, block_words)
                 }
             }
         )*};
