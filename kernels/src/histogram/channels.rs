@@ -520,8 +520,7 @@ pub(crate) mod device_code {
     /// over the packing: a const generic cannot be a pattern, and a guard comparing with it
     /// compiled the kernels' dispatch differently. One copy of the counters, a constant: the
     /// table kernels hold their bins once a block, and with the copy count a kernel argument every
-    /// value's address took a multiply by it and a reload of it (two of the loop's 37
-    /// instructions a value).
+    /// value's address took a multiply by it (and, in the 4-bit kernels, a reload of it).
     macro_rules! count_with_table {
         ($t:ty, $p:ident, $input:ident, $n:ident, $counts:ident, $binning:ident, $mode:ident,
          $first:ident, $window:ident, $block_words:ident) => {{
@@ -636,8 +635,7 @@ pub(crate) mod device_code {
                 /// # Safety
                 /// As the module's, with `channels = 1` and `mode` a
                 /// [`packed::mode`](crate::histogram::packed::mode) of packing 1 without a carry
-                /// plane (any other counts nothing), one copy of the counters a block (the table
-                /// kernels take no `copies`), counting only the bins `first..first + window`
+                /// plane (any other counts nothing), counting only the bins `first..first + window`
                 /// (`first + window <= nbins`, `window >= 1`) into `counts`, which holds `window`
                 /// counters, and with `window` in place of `nbins` in the shared memory.
                 pub unsafe fn $packed16(input: *const u8, n: u64, counts: *mut u32, nbins: u32, lo: f32, hi: f32, scale: f32,
