@@ -46,8 +46,9 @@ pub const SUITE_SHAPES: &str = concat!(
 /// product, a narrow one).
 pub const QUICK_SUITE_SHAPES: &str = "256,1000x800x1200,64x8192x64,3x100000x5";
 /// Bin counts measured by default: from a histogram that fits one block's shared memory many
-/// times over to one that fits no cluster's.
-pub const DEFAULT_BINS: &str = "256,1024,4096,8192,16384,65536,131072,262144,1048576";
+/// times over to one that fits no cluster's, with one count in each packed form (16-bit, 8-bit
+/// with a carry plane, 6-bit, 4-bit at its one-pass limit) and one between that limit and 2^20.
+pub const DEFAULT_BINS: &str = "256,1024,4096,8192,16384,65536,131072,262144,389120,524288,1048576";
 /// Bin counts of `--quick`.
 pub const QUICK_BINS: &str = "256,8192,131072";
 /// Values per histogram: 2^26 `i32`, 256 MiB, well beyond any L2.
@@ -318,7 +319,7 @@ mod tests {
         for text in [DEFAULT_BINS, QUICK_BINS] {
             assert!(crate::cli::bench::parse_bins(text).is_ok(), "{text}");
         }
-        assert_eq!(crate::cli::bench::parse_bins(DEFAULT_BINS).unwrap().0.len(), 9);
+        assert_eq!(crate::cli::bench::parse_bins(DEFAULT_BINS).unwrap().0.len(), 11);
         assert_eq!(crate::cli::bench::parse_sizes(SUITE_SHAPES).unwrap().0.len(), 18);
     }
 
