@@ -3,8 +3,8 @@
 //! input type (`u8`, `u16`, `i32`, `f32` over a range, with its edge values, NaN and infinities).
 
 use hopper_kernels::histogram::{
-    self, Binning, DeviceHistogram, HistogramLimits, HistogramTier, InputType, PlanRequest, Values, binning_for,
-    histogram_cpu_of,
+    self, Binning, DeviceHistogram, HistogramLimits, HistogramTier, InputType, PlanRequest, Values, ValuesBuf,
+    binning_for, histogram_cpu_of,
 };
 use hopper_kernels::reference::{ValueDistribution, histogram_cpu, histogram_input, histogram_input_of};
 use hopper_kernels::{Error, Gpu};
@@ -474,6 +474,17 @@ fn packed_tier_modes_count_constant_zipf_ragged_and_outlying_values_exactly() {
                         *v = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3.0, -1.0][i / 5 % 5];
                     }
                     assert_typed_matches_cpu(&gpu, Values::F32(&hot), binning, typed);
+                    // Values in the range with a sparse outlier (one in 1,009): most of a warp's
+                    // batches of 128 values count every value (the integers' path), about one in
+                    // eight leaves one out (the general path).
+                    let mut sparse =
+                        histogram_input_of(rng.random(), (1 << 21) + 5, bins, ValueDistribution::Zipf, element, range);
+                    if let ValuesBuf::F32(v) = &mut sparse {
+                        for (i, x) in v.iter_mut().enumerate().skip(17).step_by(1_009) {
+                            *x = [f32::NAN, 3.5, -1.5, f32::INFINITY][i % 4];
+                        }
+                    }
+                    assert_typed_matches_cpu(&gpu, sparse.as_values(), binning, typed);
                 }
             }
         }

@@ -307,6 +307,21 @@ pub(crate) mod device_code {
         counters.flush(counts, false);
     }
 
+    /// How the packed kernels' loop tests whether a warp's batch of values all count, to run
+    /// it without the per-value selects of values left out (floats over one window of every bin).
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum BatchTest {
+        /// No test: every batch runs the general code (integers, and windows of part of the bins).
+        None,
+        /// The largest of the values' differences from `lo`
+        /// ([`Element::offset_bits`](crate::histogram::Element::offset_bits)) against
+        /// [`Binning::offset_limit`](crate::histogram::Binning::offset_limit): one maximum a
+        /// value.
+        Offsets,
+        /// The values' own range tests (ranges without an offset bound).
+        Values,
+    }
+
     /// The one-channel packed kernel's body at packing `P` (1 or 2), with warp-aggregated adds
     /// when `AGG`, and a carry plane after the counters when `PLANE` (a compile-time switch: a
     /// kernel without the plane compiles none of its code, so its registers are the plain path's),
@@ -467,28 +482,73 @@ pub(crate) mod device_code {
         // value in a loop bound by its instructions).
         let in_window = #[inline(always)]
         |v: T| if WHOLE { v.bin_parts(&binning) } else { v.window_bin(&binning, first, window) };
+        let offset_limit = binning.offset_limit();
+        // Whether a batch whose values all count may run the integers' code (below): floats over
+        // one window of every bin (the 16- and 8-bit kernels take the window test always, the
+        // table kernels leave it out where the window is every bin).
+        let batches_all_in = T::MAY_LEAVE_OUT && (WHOLE || (first == 0 && window == binning.nbins));
         let vectors = n / T::PER_VECTOR;
-        // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract); n <=
-        // u32::MAX values make at most 2^30 vectors, and with the packed kernels' grid of fewer
-        // than 2^30 threads, vectors + 2 * stride + 32 stays below 2^32.
-        unsafe {
-            for_each_vector_in32(
-                input,
-                0..vectors as u32,
-                thread::index_1d() as u32,
-                thread::grid_size_1d() as u32,
-                #[inline(always)]
-                |words, _, present| {
-                    let mut each = #[inline(always)]
-                    |q: [T; 4]| {
-                        let bin = #[inline(always)]
-                        |v: T| if present { in_window(v) } else { (false, 0) };
-                        count4([bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])])
-                    };
-                    T::for_each_quad_in_vector(words, &mut each);
-                },
-            )
+        // The loop over the vectors, with a batch's test of whether its values all count: none
+        // (every batch runs the general code), the bound on the values' differences from lo
+        // (Binning::offset_limit), or the values' own tests.
+        let count_vectors = #[inline(always)]
+        |all_in_test: BatchTest| {
+            // SAFETY: the input holds n / PER_VECTOR whole 16-byte vectors (kernel contract); n <=
+            // u32::MAX values make at most 2^30 vectors, and with the packed kernels' grid of
+            // fewer than 2^30 threads, vectors + 2 * stride + 32 stays below 2^32.
+            unsafe {
+                for_each_vector_in32(
+                    input,
+                    0..vectors as u32,
+                    thread::index_1d() as u32,
+                    thread::grid_size_1d() as u32,
+                    #[inline(always)]
+                    |words, _, present| {
+                        let mut each = #[inline(always)]
+                        |q: [T; 4]| {
+                            let bin = #[inline(always)]
+                            |v: T| if present { in_window(v) } else { (false, 0) };
+                            let b = [bin(q[0]), bin(q[1]), bin(q[2]), bin(q[3])];
+                            // Floats over the whole range: where the warp's 128 values all count
+                            // (the usual batch), the batch runs the integers' code, in which
+                            // every lane adds. Its "does it count" selects (the merge key, the
+                            // idle word, the zero add: 3-5 integer-pipe instructions a value, the
+                            // pipe these loops are bound by) are left to batches with a value
+                            // outside the range. Where Binning::offset_limit bounds the range, so
+                            // are the range test's two float compares a value: the batch's test
+                            // is the largest of its four differences' bits against that bound.
+                            let all_in = #[inline(always)]
+                            || match all_in_test {
+                                BatchTest::Offsets => {
+                                    let o = [q[0], q[1], q[2], q[3]].map(|v| v.offset_bits(&binning));
+                                    present & (o[0].max(o[1]).max(o[2].max(o[3])) <= offset_limit)
+                                }
+                                BatchTest::Values => b[0].0 & b[1].0 & b[2].0 & b[3].0,
+                                BatchTest::None => false,
+                            };
+                            // warp::all's contract holds: the whole warp makes this call
+                            // (for_each_vector's calls are converged).
+                            if all_in_test != BatchTest::None && warp::all(all_in()) {
+                                count4([(true, b[0].1), (true, b[1].1), (true, b[2].1), (true, b[3].1)])
+                            } else {
+                                count4(b)
+                            }
+                        };
+                        T::for_each_quad_in_vector(words, &mut each);
+                    },
+                )
+            }
         };
+        // One loop of up to three runs (the choice is the launch's; integers compile the last
+        // alone): a range such as [-1, 1], where hi - lo loses hi's last bit, has no offset bound
+        // and tests its batches by their values' compares.
+        if batches_all_in && offset_limit != 0 {
+            count_vectors(BatchTest::Offsets)
+        } else if batches_all_in {
+            count_vectors(BatchTest::Values)
+        } else {
+            count_vectors(BatchTest::None)
+        }
         // The last n % PER_VECTOR values, one per thread: every lane takes this step (nothing
         // to count past the end), so the warp stays converged.
         let tail = T::PER_VECTOR * vectors + thread::index_1d();

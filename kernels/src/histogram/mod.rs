@@ -174,6 +174,41 @@ impl Binning {
     pub fn range(nbins: u32, lo: f32, hi: f32) -> Self {
         Self { nbins, lo, hi, scale: nbins as f32 / (hi - lo) }
     }
+
+    /// The bound of [`Element::offset_bits`] under which a value is inside `[lo, hi]`: the bits
+    /// of `hi - lo` (computed in `f32`) where every value above `hi` gives a larger difference
+    /// (`next_up(hi) - lo > hi - lo`: rounding is monotone, so a value at or below `hi` gives at
+    /// most `hi - lo`, and above it at least `next_up(hi) - lo`), else 0, under which only `lo`
+    /// itself passes. A value below `lo` gives a negative difference (an exact nonzero
+    /// difference never rounds to zero), whose sign bit puts it above any bound, and NaN's bits
+    /// lie above every finite float's: one unsigned compare a value, or a maximum of several
+    /// and one compare, where the range test takes two float compares a value. The bound is
+    /// conservative (`-0.0` against `lo = 0.0` gives `-0.0` and fails it), so a value that
+    /// passes is inside the range, and a value that fails is tested again by
+    /// [`Element::bin_parts`].
+    ///
+    /// ```
+    /// use kernels::histogram::{Binning, Element};
+    /// let b = Binning::range(10, 0.5, 4.0);
+    /// for v in [0.5f32, 1.0, 3.9999998, 4.0] {
+    ///     assert!(v.offset_bits(&b) <= b.offset_limit());
+    /// }
+    /// for v in [0.49999997f32, 4.0000005, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+    ///     assert!(v.offset_bits(&b) > b.offset_limit());
+    /// }
+    /// // Over [-1, 1] the difference loses hi's last bit (next_up(1) + 1 rounds to 2): no
+    /// // bound, and only lo itself passes.
+    /// let symmetric = Binning::range(10, -1.0, 1.0);
+    /// assert_eq!(symmetric.offset_limit(), 0);
+    /// assert!(1.0000001f32.offset_bits(&symmetric) > symmetric.offset_limit());
+    /// ```
+    #[inline(always)]
+    pub fn offset_limit(&self) -> u32 {
+        let within = self.hi - self.lo;
+        let above = self.hi.next_up() - self.lo;
+        // `>` is false where either is NaN; a finite nonnegative width keeps the bits' order.
+        if within >= 0.0 && within.is_finite() && above > within { within.to_bits() } else { 0 }
+    }
 }
 
 /// A lane without a value to count (past the input, or a float outside the range).
@@ -323,6 +358,14 @@ pub trait Element: Copy {
         }
     }
 
+    /// The bits of the value's difference from the range's start (`value - lo` in `f32`) for
+    /// the range test of [`Binning::offset_limit`]; 0 for the integer types, which every bin
+    /// takes.
+    #[inline(always)]
+    fn offset_bits(self, _binning: &Binning) -> u32 {
+        0
+    }
+
     /// Whether the value counts in the window `first..first + window` of the bins, and its
     /// counter there (`bin - first`) where it does (a meaningless counter elsewhere): the
     /// packed kernels' binning, where a kernel bound by its instructions tests the range and the
@@ -414,6 +457,11 @@ impl Element for f32 {
     #[inline(always)]
     fn bin_parts(self, binning: &Binning) -> (bool, u32) {
         f32_bin_parts(self, binning.lo, binning.hi, binning.scale, binning.nbins)
+    }
+    #[inline(always)]
+    fn offset_bits(self, binning: &Binning) -> u32 {
+        // The subtraction of f32_bin_parts, which the compiler computes once for both.
+        (self - binning.lo).to_bits()
     }
     #[inline(always)]
     fn window_bin(self, binning: &Binning, first: u32, window: u32) -> (bool, u32) {
@@ -914,6 +962,50 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_value_within_the_offset_bound_is_inside_the_range_on_any_bits() {
+        // The packed kernels count a batch whose values all pass the bound as if every value
+        // were inside the range: a value that passes must be inside, for any range and value.
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        let check = |v: f32, b: &Binning| {
+            if v.offset_bits(b) <= b.offset_limit() {
+                assert!(v.bin(b).is_some(), "{v:e} passes the bound of [{:e}, {:e}] outside it", b.lo, b.hi);
+            }
+        };
+        for _ in 0..2_000_000 {
+            let (mut lo, mut hi) = (f32::from_bits(next()), f32::from_bits(next()));
+            if lo > hi {
+                (lo, hi) = (hi, lo);
+            }
+            if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+                continue;
+            }
+            let b = Binning::range(1 + next() % 100_000, lo, hi);
+            check(f32::from_bits(next()), &b);
+            for end in [lo, hi] {
+                check(f32::from_bits(end.to_bits().wrapping_add(next() % 5).wrapping_sub(2)), &b);
+            }
+        }
+        for (lo, hi) in [(-1.0f32, 1.0f32), (0.0, 262_144.0), (1e-3, 2e-3), (-2.5, 7.25), (-1e10, 1.0), (0.0, f32::MAX)]
+        {
+            let b = Binning::range(4096, lo, hi);
+            for end in [lo, hi, 0.0, -0.0, f32::MAX, f32::MIN_POSITIVE] {
+                for d in -3000i32..=3000 {
+                    check(f32::from_bits((end.to_bits() as i32).wrapping_add(d) as u32), &b);
+                }
+            }
+            for v in [f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                check(v, &b);
+            }
+        }
+        // From a start of 0 the bound is exact: every value of the range but -0.0 passes it.
+        let b = Binning::range(262_144, 0.0, 262_144.0);
+        assert_eq!(b.offset_limit(), 262_144.0f32.to_bits());
+        for v in [0.0f32, 1.5, 131_072.0, 262_143.98, 262_144.0] {
+            assert!(v.offset_bits(&b) <= b.offset_limit(), "{v}");
         }
     }
 
