@@ -178,14 +178,17 @@ impl Binning {
     /// The bound of [`Element::offset_bits`] under which a value is inside `[lo, hi]`: the bits
     /// of `hi - lo` (computed in `f32`) where every value above `hi` gives a larger difference
     /// (`next_up(hi) - lo > hi - lo`: rounding is monotone, so a value at or below `hi` gives at
-    /// most `hi - lo`, and above it at least `next_up(hi) - lo`), else 0, under which only `lo`
-    /// itself passes. A value below `lo` gives a negative difference (an exact nonzero
-    /// difference never rounds to zero), whose sign bit puts it above any bound, and NaN's bits
-    /// lie above every finite float's: one unsigned compare a value, or a maximum of several
-    /// and one compare, where the range test takes two float compares a value. The bound is
-    /// conservative (`-0.0` against `lo = 0.0` gives `-0.0` and fails it), so a value that
+    /// most `hi - lo`, and above it at least `next_up(hi) - lo`), else those of the float just
+    /// below `hi - lo`, which every value above `hi` exceeds (its difference is at least
+    /// `hi - lo`), and which leaves out the few values at the top of the range whose difference
+    /// rounds to `hi - lo` itself. A value below `lo` gives a negative difference (an exact
+    /// nonzero difference never rounds to zero), whose sign bit puts it above any bound, and
+    /// NaN's bits lie above every finite float's: one unsigned compare a value, or a maximum of
+    /// several and one compare, where the range test takes two float compares a value. The bound
+    /// is conservative (`-0.0` against `lo = 0.0` gives `-0.0` and fails it), so a value that
     /// passes is inside the range, and a value that fails is tested again by
-    /// [`Element::bin_parts`].
+    /// [`Element::bin_parts`]. A range whose width is not a positive float (not a range the host
+    /// launches) has the bound 0, under which only `lo` itself passes.
     ///
     /// ```
     /// use kernels::histogram::{Binning, Element};
@@ -196,18 +199,30 @@ impl Binning {
     /// for v in [0.49999997f32, 4.0000005, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
     ///     assert!(v.offset_bits(&b) > b.offset_limit());
     /// }
-    /// // Over [-1, 1] the difference loses hi's last bit (next_up(1) + 1 rounds to 2): no
-    /// // bound, and only lo itself passes.
+    /// // Over [-1, 1] the difference loses hi's last bit (next_up(1) + 1 rounds to 2): the bound
+    /// // is the float below 2, which 1 and the float below it fail (their sums round to 2 too)
+    /// // and every smaller value of the range passes.
     /// let symmetric = Binning::range(10, -1.0, 1.0);
-    /// assert_eq!(symmetric.offset_limit(), 0);
+    /// assert_eq!(symmetric.offset_limit(), 2.0f32.next_down().to_bits());
     /// assert!(1.0000001f32.offset_bits(&symmetric) > symmetric.offset_limit());
+    /// assert!(1.0f32.offset_bits(&symmetric) > symmetric.offset_limit());
+    /// for v in [-1.0f32, 0.0, 0.99999988] {
+    ///     assert!(v.offset_bits(&symmetric) <= symmetric.offset_limit());
+    /// }
     /// ```
     #[inline(always)]
     pub fn offset_limit(&self) -> u32 {
         let within = self.hi - self.lo;
         let above = self.hi.next_up() - self.lo;
-        // `>` is false where either is NaN; a finite nonnegative width keeps the bits' order.
-        if within >= 0.0 && within.is_finite() && above > within { within.to_bits() } else { 0 }
+        // `>` is false where either is NaN; a positive width keeps the bits' order.
+        if within > 0.0 && within.is_finite() && above > within {
+            within.to_bits()
+        } else if within > 0.0 {
+            // Also where the width overflows to infinity: a value above `hi` gives infinity too.
+            within.next_down().to_bits()
+        } else {
+            0
+        }
     }
 }
 
